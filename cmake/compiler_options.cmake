@@ -1,0 +1,26 @@
+# Warnings and sanitizers applied to every arun target through the arun_options interface.
+add_library(arun_options INTERFACE)
+target_compile_options(arun_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor)
+target_compile_definitions(arun_options INTERFACE BOOST_ASIO_NO_DEPRECATED)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # g++ 12 reports a false -Wrestrict on std::string concatenation at -O2 (TOOLCHAIN.md §10a).
+  target_compile_options(arun_options INTERFACE -Wno-restrict)
+endif()
+if(ARUN_WERROR)
+  target_compile_options(arun_options INTERFACE -Werror)
+endif()
+if(ARUN_SANITIZE)
+  set(_san -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    # clang 14's UBSan "function" check cannot compile split coroutine frames ("Cannot
+    # represent a difference across sections"); every other UBSan check stays on.
+    list(APPEND _san -fno-sanitize=function)
+  endif()
+  target_compile_options(arun_options INTERFACE ${_san})
+  target_link_options(arun_options INTERFACE ${_san})
+endif()
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()

@@ -1,0 +1,37 @@
+#pragma once
+/// The engine: runs a recipe on the caller's io_context. Embedders co_await engine::run.
+
+#include <arun/events.hpp>
+#include <arun/recipe.hpp>
+#include <arun/results.hpp>
+#include <arun/step_runner.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <string>
+
+namespace arun {
+
+struct run_options {
+  std::string session_id;  ///< reported in events and the result
+};
+
+class recipe_engine {
+public:
+  recipe_engine(step_runner& runner, event_listener& listener) noexcept
+      : runner_(runner), listener_(listener) {}
+
+  /// Runs every step of `r` and returns the result; never throws for recipe failures.
+  /// Cancelling the awaiting coroutine (its cancellation slot) cancels the running step,
+  /// marks the steps that did not start `not_run` and returns status `cancelled`.
+  boost::asio::awaitable<run_result> run(const recipe& r, const run_options& options);
+
+private:
+  step_runner& runner_;
+  event_listener& listener_;
+};
+
+/// A session id as SPEC §12 shows it: `20261121-134501-3f9a2c` (UTC time + 24 random bits).
+std::string make_session_id(std::chrono::system_clock::time_point now, unsigned random_bits);
+
+}  // namespace arun

@@ -1,0 +1,52 @@
+#pragma once
+/// Run events (SPEC §9). The engine never logs: it emits events, and listeners (progress on
+/// stderr, JSONL files, an embedding host) decide what to show.
+
+#include <arun/results.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace arun {
+
+enum class event_kind {
+  recipe_start,
+  step_start,
+  step_output,
+  step_heartbeat,
+  step_retry,
+  step_end,
+  approval_requested,
+  recipe_end,
+};
+
+enum class output_stream { out, err };
+
+std::string_view to_string(event_kind k) noexcept;
+std::string_view to_string(output_stream s) noexcept;
+
+/// One event. Fields that do not apply to the kind stay empty.
+struct event {
+  event_kind kind = event_kind::recipe_start;
+  std::chrono::system_clock::time_point ts = std::chrono::system_clock::now();
+  std::string session_id;
+  std::string recipe_name;  ///< recipe_start / recipe_end
+  std::string step;         ///< instance id, for step events
+  std::string step_type;    ///< "bash", ... for step events
+  const step_result* result = nullptr;  ///< step_end: the finished instance
+  const run_result* run = nullptr;      ///< recipe_end: the finished run
+  output_stream stream = output_stream::out;  ///< step_output
+  std::string_view line;                      ///< step_output, without the newline
+  bool line_truncated = false;                ///< step_output: line was cut at 64 KiB
+};
+
+/// Receives events synchronously on the engine's thread. Must not throw.
+class event_listener {
+public:
+  virtual ~event_listener() = default;
+  virtual void on_event(const event& e) noexcept = 0;
+};
+
+}  // namespace arun

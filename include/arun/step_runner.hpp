@@ -1,0 +1,60 @@
+#pragma once
+/// The engine runs leaf work only through this interface (ninja's CommandRunner idea): io
+/// implements it with real child processes, tests with a fake.
+
+#include <arun/events.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace arun {
+
+/// Called for every line a child prints (newline removed; a partial last line included).
+using output_line_handler =
+    std::function<void(output_stream, std::string_view line, bool truncated)>;
+
+/// A bash step, ready to run: templates already rendered.
+struct bash_invocation {
+  std::string instance_id;
+  std::string command;
+  std::vector<std::pair<std::string, std::string>> env;  ///< applied last, in order
+  std::string working_dir;  ///< empty: the run's working dir; relative: below it
+  std::optional<std::chrono::nanoseconds> timeout;
+  output_line_handler on_line;
+};
+
+/// What running one leaf (a child process) produced. The engine turns it into a step_result.
+struct leaf_outcome {
+  bool started = false;  ///< false: the child never ran (see error)
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  bool timed_out = false;
+  bool cancelled = false;
+  bool truncated = false;   ///< stdout exceeded the capture bound
+  std::string stdout_text;  ///< captured stdout (bounded)
+  std::string snippet;      ///< last lines of stderr and stdout, for failure messages
+  std::string error;        ///< why it failed, without the step prefix; empty on success
+  std::chrono::nanoseconds duration{};
+
+  bool succeeded() const noexcept { return started && exit_code == 0 && !timed_out && !cancelled; }
+};
+
+class step_runner {
+public:
+  virtual ~step_runner() = default;
+
+  /// Runs a bash step to completion. Expected failures (non-zero exit, timeout, missing
+  /// program or working directory) are reported in the outcome, never thrown. Cancellation
+  /// through the awaiting coroutine's cancellation slot terminates the step's process group
+  /// (SIGTERM, grace, SIGKILL) and yields `cancelled`.
+  virtual boost::asio::awaitable<leaf_outcome> run_bash(bash_invocation inv) = 0;
+};
+
+}  // namespace arun

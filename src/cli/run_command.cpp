@@ -1,0 +1,159 @@
+#include "run_command.hpp"
+
+#include "process_step_runner.hpp"
+#include "progress_printer.hpp"
+#include "recipe_loader.hpp"
+#include "result_format.hpp"
+#include "step_environment.hpp"
+
+#include <arun/engine.hpp>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/json/serialize.hpp>
+#include <fmt/format.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <random>
+
+namespace arun::cli {
+namespace {
+
+namespace asio = boost::asio;
+
+struct run_settings {
+  std::string recipe;
+  std::string working_dir;
+  std::string output_format = "text";
+  double kill_grace = 5.0;
+  std::size_t max_output = 10u << 20;
+  bool quiet = false;
+};
+
+void add_run_options(CLI::App& app, run_settings& s) {
+  app.add_option("recipe", s.recipe, "Recipe file to run");
+  app.add_option("-C,--working-dir", s.working_dir,
+                 "Directory the steps run in (relative step working_dir values resolve here)");
+  app.add_option("--output-format", s.output_format, "Final result on stdout: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--kill-grace", s.kill_grace,
+                 "Seconds between SIGTERM and SIGKILL when a step times out or is cancelled")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("-q,--quiet", s.quiet, "No progress on stderr");
+}
+
+unsigned random_bits() {
+  std::random_device rd;
+  return rd();
+}
+
+std::optional<std::string> absolute_dir(const std::string& dir, std::string& problem) {
+  std::error_code ec;
+  const std::filesystem::path given = dir.empty() ? std::string(".") : dir;
+  auto path = std::filesystem::absolute(given, ec);
+  if (ec || !std::filesystem::is_directory(path, ec)) {
+    problem = "working directory '" + dir + "' does not exist or is not a directory";
+    return std::nullopt;
+  }
+  return path.lexically_normal().string();
+}
+
+int run_recipe(const run_settings& s) {
+  if (s.recipe.empty()) {
+    std::fprintf(stderr, "arun: no recipe given (usage: arun [run] RECIPE; see arun --help)\n");
+    return exit_no_recipe;
+  }
+  struct stat st {};
+  if (::stat(s.recipe.c_str(), &st) != 0) {
+    std::fprintf(stderr, "arun: recipe not found: %s\n", s.recipe.c_str());
+    return exit_not_found;
+  }
+  auto loaded = io::load_recipe_file(s.recipe);
+  for (const auto& d : loaded.diagnostics) std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
+  if (!loaded.value) return exit_usage;
+
+  std::string problem;
+  const auto base_dir = absolute_dir(s.working_dir, problem);
+  if (!base_dir) {
+    std::fprintf(stderr, "arun: %s\n", problem.c_str());
+    return exit_usage;
+  }
+
+  io::runner_options ro;
+  ro.base_dir = *base_dir;
+  ro.kill_grace = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.kill_grace));
+  ro.limits.max_bytes = s.max_output;
+  ro.inherited_env = io::current_environment();
+  io::process_step_runner runner(std::move(ro));
+  io::progress_printer progress;
+  struct silent_listener final : event_listener {
+    void on_event(const event&) noexcept override {}
+  } silent;
+  recipe_engine eng(runner, s.quiet ? static_cast<event_listener&>(silent) : progress);
+
+  asio::io_context ctx;
+  asio::cancellation_signal cancel;
+  int stop_signal = 0;
+  asio::signal_set signals(ctx, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    stop_signal = sig;
+    std::fprintf(stderr, "arun: %s received, stopping running steps\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    cancel.emit(asio::cancellation_type::terminal);
+  });
+
+  std::optional<run_result> result;
+  std::exception_ptr failure;
+  run_options options;
+  options.session_id = make_session_id(std::chrono::system_clock::now(), random_bits());
+  asio::co_spawn(ctx, eng.run(*loaded.value, options),
+                 asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, run_result r) {
+                   failure = e;
+                   result = std::move(r);
+                   signals.cancel();
+                 }));
+  ctx.run();
+  if (failure) std::rethrow_exception(failure);
+
+  if (s.output_format == "json")
+    std::fputs((boost::json::serialize(io::result_to_json(*result)) + "\n").c_str(), stdout);
+  else
+    std::fputs(io::result_to_text(*result).c_str(), stdout);
+  std::fflush(stdout);
+
+  if (stop_signal != 0) return 128 + stop_signal;
+  return result->success() ? exit_success : exit_recipe_failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"arun: an asynchronous recipe runner", "arun"};
+  app.set_version_flag("--version", std::string("arun ") + ARUN_VERSION);
+  app.require_subcommand(0, 1);
+  run_settings settings;
+  add_run_options(app, settings);
+  auto* run = app.add_subcommand("run", "Run a recipe (the default command)");
+  add_run_options(*run, settings);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? exit_success : exit_usage;
+  }
+  return run_recipe(settings);
+}
+
+}  // namespace arun::cli

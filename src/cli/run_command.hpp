@@ -1,0 +1,18 @@
+#pragma once
+
+#include <string>
+
+namespace arun::cli {
+
+// Exit codes (SPEC §13).
+inline constexpr int exit_success = 0;
+inline constexpr int exit_recipe_failed = 1;
+inline constexpr int exit_usage = 2;
+inline constexpr int exit_not_found = 3;
+inline constexpr int exit_no_recipe = 4;
+inline constexpr int exit_internal_error = 70;  // arun's own fault (EX_SOFTWARE)
+
+/// Parses argv and runs the chosen command; returns the process exit code.
+int main(int argc, char** argv);
+
+}  // namespace arun::cli

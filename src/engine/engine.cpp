@@ -1,0 +1,121 @@
+#include <arun/engine.hpp>
+
+#include "output_value.hpp"
+
+#include <boost/asio/this_coro.hpp>
+
+namespace arun {
+namespace {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+
+event make_event(event_kind kind, const run_options& options) {
+  event e;
+  e.kind = kind;
+  e.session_id = options.session_id;
+  return e;
+}
+
+event make_step_event(event_kind kind, const run_options& options, const step& s) {
+  auto e = make_event(kind, options);
+  e.step = s.id;
+  e.step_type = "bash";
+  return e;
+}
+
+std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r) {
+  const auto t = s.timeout ? s.timeout : r.default_step_timeout;
+  if (!t || t->count() <= 0) return std::nullopt;  // 0 means no limit (SPEC §3.1)
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(*t);
+}
+
+// Turns what the runner observed into the step's result (SPEC §3.6, §4).
+step_result to_step_result(const step& s, leaf_outcome&& o) {
+  step_result r;
+  r.step_id = s.id;
+  r.attempts = o.started ? 1 : 0;
+  r.exit_code = o.exit_code;
+  r.signal = o.signal;
+  r.timed_out = o.timed_out;
+  r.truncated = o.truncated;
+  r.duration = o.duration;
+  if (o.succeeded()) {
+    r.status = step_status::completed;
+    r.output = engine::output_value(o.stdout_text);
+    return r;
+  }
+  r.status = o.cancelled ? step_status::cancelled : step_status::failed;
+  r.error = "step '" + s.id + "': " + o.error;
+  if (!o.snippet.empty()) r.error += "\n" + o.snippet;
+  return r;
+}
+
+}  // namespace
+
+asio::awaitable<run_result> recipe_engine::run(const recipe& r, const run_options& options) {
+  const auto started = clock::now();
+  run_result result;
+  result.recipe_name = r.name;
+  result.session_id = options.session_id;
+  result.context = r.context;
+
+  auto start = make_event(event_kind::recipe_start, options);
+  start.recipe_name = r.name;
+  listener_.on_event(start);
+
+  bool stopped = false;  // a fatal failure or a cancellation ended the run
+  for (const auto& s : r.steps) {
+    if (!stopped && (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+      stopped = true;
+      result.status = run_status::cancelled;
+    }
+    if (stopped) {
+      step_result skipped;
+      skipped.step_id = s.id;
+      skipped.status = step_status::not_run;
+      result.step_results.push_back(std::move(skipped));
+      continue;
+    }
+
+    listener_.on_event(make_step_event(event_kind::step_start, options, s));
+
+    bash_invocation inv;
+    inv.instance_id = s.id;
+    inv.command = s.command;
+    inv.env = s.env;
+    inv.working_dir = s.working_dir;
+    inv.timeout = effective_timeout(s, r);
+    inv.on_line = [this, &options, &s](output_stream stream, std::string_view line, bool cut) {
+      auto e = make_step_event(event_kind::step_output, options, s);
+      e.stream = stream;
+      e.line = line;
+      e.line_truncated = cut;
+      listener_.on_event(e);
+    };
+    auto outcome = co_await runner_.run_bash(std::move(inv));
+    auto step_res = to_step_result(s, std::move(outcome));
+
+    if (step_res.status == step_status::completed) {
+      result.output = step_res.output;
+      if (s.output) result.context[*s.output] = step_res.output;
+    } else {
+      stopped = true;
+      result.status = step_res.status == step_status::cancelled ? run_status::cancelled : run_status::failed;
+    }
+    result.step_results.push_back(std::move(step_res));
+
+    auto end = make_step_event(event_kind::step_end, options, s);
+    end.result = &result.step_results.back();
+    listener_.on_event(end);
+  }
+
+  result.duration = clock::now() - started;
+  auto finish = make_event(event_kind::recipe_end, options);
+  finish.recipe_name = r.name;
+  finish.run = &result;
+  listener_.on_event(finish);
+  co_return result;
+}
+
+}  // namespace arun

@@ -1,0 +1,16 @@
+#pragma once
+// SPEC §3.6: how a step's printed output becomes a context value.
+
+#include <boost/json/value.hpp>
+
+#include <string_view>
+
+namespace arun::engine {
+
+/// Surrounding whitespace removed.
+std::string_view trim(std::string_view text) noexcept;
+
+/// The trimmed text as JSON when the whole of it parses as JSON (`5` -> 5), else a string.
+boost::json::value output_value(std::string_view text);
+
+}  // namespace arun::engine

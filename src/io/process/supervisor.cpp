@@ -1,0 +1,255 @@
+#include "process/supervisor.hpp"
+
+#include "process/process_group_guard.hpp"
+#include "process/process_table.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/readable_pipe.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <memory>
+#include <utility>
+
+namespace arun::io {
+namespace {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using clock = std::chrono::steady_clock;
+constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+
+// Without a pidfd (very old kernels) exit is detected by polling at this interval.
+constexpr auto poll_interval = std::chrono::milliseconds(10);
+// After the group is dead, output still in the pipes is read until EOF; a process that left
+// the group (setsid) could hold the pipes forever, so stop after this long without progress.
+constexpr auto drain_idle_limit = std::chrono::seconds(2);
+// SIGKILL is asynchronous: members of the group may still be running right after it is sent.
+// Wait this long at most for them to die (only an uninterruptible sleep takes longer).
+constexpr auto group_exit_limit = std::chrono::seconds(5);
+
+// Everything one supervised child needs, shared by its pump and watch coroutines.
+struct child_run {
+  child_run(const asio::any_io_executor& ex, const launched_child& c, process_spec s)
+      : spec(std::move(s)),
+        pid(c.pid),
+        guard(c.pid),
+        out(ex, c.stdout_fd),
+        err(ex, c.stderr_fd),
+        pidfd(ex),
+        stop_timer(ex, clock::time_point::max()),
+        grace_timer(ex),
+        drain_timer(ex),
+        poll_timer(ex),
+        out_capture(spec.limits, line_sink_for(stream_id::out)),
+        err_capture(spec.limits, line_sink_for(stream_id::err)) {
+    if (c.pidfd >= 0) pidfd.assign(c.pidfd);
+    if (spec.timeout) {
+      deadline = started + *spec.timeout;
+      stop_timer.expires_at(*deadline);
+    }
+  }
+
+  line_sink line_sink_for(stream_id id) {
+    if (!spec.on_line) return {};
+    return [this, id](std::string_view line, bool cut) { spec.on_line(id, line, cut); };
+  }
+
+  // Called from the awaiting coroutine's cancellation slot.
+  void request_cancel() {
+    cancel_requested = true;
+    // Completes a pending stop wait now, and makes a later one complete immediately.
+    stop_timer.expires_at(clock::time_point::min());
+  }
+
+  bool leader_exited() const {
+    siginfo_t si{};
+    // WNOWAIT: look without reaping, so the pgid stays reserved until the group is killed.
+    if (::waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return true;  // ECHILD
+    return si.si_pid == pid;
+  }
+
+  void signal_group(int sig) { ::kill(-pid, sig); }
+
+  // Kills what is left of the group, then reaps the leader (it has exited: no blocking).
+  void reap() {
+    signal_group(SIGKILL);
+    int status = 0;
+    pid_t r;
+    do r = ::waitpid(pid, &status, 0);
+    while (r < 0 && errno == EINTR);
+    guard.release();
+    if (r == pid && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    if (r == pid && WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  }
+
+  process_spec spec;
+  pid_t pid;
+  process_group_guard guard;
+  asio::readable_pipe out, err;
+  asio::posix::stream_descriptor pidfd;
+  asio::steady_timer stop_timer, grace_timer, drain_timer, poll_timer;
+  output_capture out_capture, err_capture;
+  clock::time_point started = clock::now();
+  std::optional<clock::time_point> deadline;
+  bool cancel_requested = false;
+  int open_pumps = 2;
+  process_result result;
+};
+
+// True when the leader has exited; false when the wait was cancelled (it lost a race).
+asio::awaitable<bool> wait_leader_exit(child_run& c) {
+  for (;;) {
+    if (c.leader_exited()) co_return true;
+    // Readiness can be spurious (TOOLCHAIN.md §3 bug 1): always re-check with waitid.
+    if (c.pidfd.is_open()) {
+      auto [ec] = co_await c.pidfd.async_wait(asio::posix::descriptor_base::wait_read, use_nothrow);
+      if (ec == asio::error::operation_aborted) co_return false;
+      if (ec) c.pidfd.close();  // unexpected: fall back to polling rather than give up
+    } else {
+      c.poll_timer.expires_after(poll_interval);
+      auto [ec] = co_await c.poll_timer.async_wait(use_nothrow);
+      if (ec) co_return false;
+    }
+  }
+}
+
+asio::awaitable<void> pump(child_run& c, asio::readable_pipe& pipe, output_capture& capture) {
+  std::array<char, 32 * 1024> buffer;
+  for (;;) {
+    auto [ec, n] = co_await pipe.async_read_some(asio::buffer(buffer), use_nothrow);
+    if (n > 0) capture.append(std::string_view(buffer.data(), n));
+    if (ec) break;  // EOF, or cancelled by the drain limit
+  }
+  capture.finish();
+  if (--c.open_pumps == 0) c.drain_timer.cancel();
+}
+
+// Stops the child: SIGTERM to the group, SIGKILL after the grace period.
+asio::awaitable<void> escalate(child_run& c) {
+  const auto term_at = clock::now();
+  if (c.deadline && !c.cancel_requested) c.result.term_latency = term_at - *c.deadline;
+  c.signal_group(SIGTERM);
+  c.grace_timer.expires_at(term_at + c.spec.kill_grace);
+  auto graced = co_await (wait_leader_exit(c) || c.grace_timer.async_wait(use_nothrow));
+  if (graced.index() == 0 && std::get<0>(graced)) co_return;
+  c.result.kill_latency = clock::now() - (term_at + c.spec.kill_grace);
+  c.signal_group(SIGKILL);
+  co_await wait_leader_exit(c);
+}
+
+// The step's processes end with the step (SPEC §3.3): after the leader, wait until no other
+// member of its group is still running, re-sending SIGKILL against late forks.
+asio::awaitable<void> wait_group_gone(child_run& c) {
+  const auto give_up = clock::now() + group_exit_limit;
+  auto delay = std::chrono::milliseconds(1);
+  while (::kill(-c.pid, SIGKILL) == 0 && group_has_running_member(c.pid)) {
+    if (clock::now() >= give_up) {
+      c.result.group_survivors = true;
+      co_return;
+    }
+    c.poll_timer.expires_after(delay);
+    co_await c.poll_timer.async_wait(use_nothrow);
+    delay = std::min(delay * 2, std::chrono::milliseconds(50));
+  }
+}
+
+asio::awaitable<void> drain(child_run& c) {
+  auto seen = c.out_capture.total_bytes() + c.err_capture.total_bytes();
+  while (c.open_pumps > 0) {
+    c.drain_timer.expires_after(drain_idle_limit);
+    co_await c.drain_timer.async_wait(use_nothrow);
+    const auto now_seen = c.out_capture.total_bytes() + c.err_capture.total_bytes();
+    if (c.open_pumps > 0 && now_seen == seen) {
+      c.result.output_abandoned = true;
+      c.out.cancel();
+      c.err.cancel();
+      co_return;
+    }
+    seen = now_seen;
+  }
+}
+
+asio::awaitable<void> watch(child_run& c) {
+  auto first = co_await (wait_leader_exit(c) || c.stop_timer.async_wait(use_nothrow));
+  const bool exited = first.index() == 0 && std::get<0>(first);
+  if (!exited) {
+    if (c.cancel_requested)
+      c.result.cancelled = true;
+    else
+      c.result.timed_out = true;
+    co_await escalate(c);
+  }
+  c.reap();
+  co_await wait_group_gone(c);
+  co_await drain(c);
+}
+
+asio::awaitable<void> supervise(std::shared_ptr<child_run> c) {
+  co_await (pump(*c, c->out, c->out_capture) && pump(*c, c->err, c->err_capture) && watch(*c));
+}
+
+process_result finish(child_run& c) {
+  auto r = std::move(c.result);
+  r.pid = c.pid;
+  r.out = c.out_capture.take();
+  r.err = c.err_capture.take();
+  r.duration = clock::now() - c.started;
+  return r;
+}
+
+// The supervision runs in its own coroutine, detached from the caller's cancellation: the
+// caller's cancellation becomes a stop request, so pipes keep draining and the escalation
+// runs to the end instead of being torn down halfway.
+struct run_initiation {
+  template <typename Handler>
+  void operator()(Handler&& handler, process_spec spec) const {
+    auto ex = asio::get_associated_executor(handler);
+    auto launched = launch(spec.launch);
+    if (!launched.child) {
+      process_result r;
+      r.launch_error = std::move(launched.error);
+      asio::post(ex, [h = std::forward<Handler>(handler), r = std::move(r)]() mutable {
+        std::move(h)(std::exception_ptr{}, std::move(r));
+      });
+      return;
+    }
+    auto run = std::make_shared<child_run>(ex, *launched.child, std::move(spec));
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) {
+      slot.assign([weak = std::weak_ptr<child_run>(run)](asio::cancellation_type type) {
+        if (type == asio::cancellation_type::none) return;
+        if (auto r = weak.lock()) r->request_cancel();
+      });
+    }
+    asio::co_spawn(ex, supervise(run),
+                   [run, slot, h = std::forward<Handler>(handler)](std::exception_ptr e) mutable {
+                     if (slot.is_connected()) slot.clear();
+                     std::move(h)(e, finish(*run));
+                   });
+  }
+};
+
+}  // namespace
+
+asio::awaitable<process_result> run_process(process_spec spec) {
+  return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(
+      run_initiation{}, asio::use_awaitable, std::move(spec));
+}
+
+}  // namespace arun::io

@@ -1,0 +1,24 @@
+#pragma once
+// A private temporary file (mode 0600) removed when the object goes away.
+
+#include <string>
+#include <string_view>
+
+namespace arun::io {
+
+class private_temp_file {
+public:
+  /// Creates the file under $TMPDIR (or /tmp) and writes `content` to it. Throws
+  /// std::system_error when the file cannot be created or written.
+  private_temp_file(std::string_view prefix, std::string_view content);
+  ~private_temp_file();
+  private_temp_file(const private_temp_file&) = delete;
+  private_temp_file& operator=(const private_temp_file&) = delete;
+
+  const std::string& path() const noexcept { return path_; }
+
+private:
+  std::string path_;
+};
+
+}  // namespace arun::io

@@ -1,0 +1,82 @@
+#include "yaml_json.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <regex>
+#include <string>
+
+namespace arun::io {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// YAML 1.2 core schema number forms.
+const std::regex& int_pattern() {
+  static const std::regex re(R"([-+]?[0-9]+)");
+  return re;
+}
+const std::regex& float_pattern() {
+  static const std::regex re(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  return re;
+}
+
+boost::json::value number_or_string(const std::string& s) {
+  if (std::regex_match(s, int_pattern())) {
+    std::int64_t i = 0;
+    auto [p, ec] = std::from_chars(s.data() + (s[0] == '+'), s.data() + s.size(), i);
+    if (ec == std::errc() && p == s.data() + s.size()) return i;
+    // Too large for int64: fall through to double.
+  }
+  if (std::regex_match(s, float_pattern())) return std::stod(s);
+  const auto l = lower(s);
+  if (l == ".inf" || l == "+.inf") return std::numeric_limits<double>::infinity();
+  if (l == "-.inf") return -std::numeric_limits<double>::infinity();
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), v, s[1] == 'x' ? 16 : 8);
+    if (ec == std::errc() && p == s.data() + s.size()) return v;
+  }
+  return boost::json::string(s);
+}
+
+}  // namespace
+
+boost::json::value scalar_to_json(const YAML::Node& scalar) {
+  const std::string& s = scalar.Scalar();
+  if (scalar.Tag() == "!") return boost::json::string(s);  // quoted: always a string
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  const auto l = lower(s);
+  if (l == "true") return true;
+  if (l == "false") return false;
+  return number_or_string(s);
+}
+
+boost::json::value yaml_to_json(const YAML::Node& node, std::size_t& budget) {
+  if (budget == 0) throw yaml_too_large("document expands to too many nodes");
+  --budget;
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return scalar_to_json(node);
+    case YAML::NodeType::Sequence: {
+      boost::json::array a;
+      for (const auto& item : node) a.push_back(yaml_to_json(item, budget));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      boost::json::object o;
+      for (const auto& kv : node) o[kv.first.Scalar()] = yaml_to_json(kv.second, budget);
+      return o;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace arun::io

@@ -1,0 +1,148 @@
+// The built `arun` binary on recipe files: exit codes, stdout, stderr.
+#include <catch2/catch.hpp>
+
+#include "process/supervisor.hpp"
+#include "process_checks.hpp"
+#include "run_sync.hpp"
+#include "step_environment.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct arun_run {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+arun_run run_arun(std::vector<std::string> args, std::string working_dir = ARUN_SOURCE_DIR) {
+  arun::io::process_spec spec;
+  spec.launch.argv = {ARUN_BINARY};
+  for (auto& a : args) spec.launch.argv.push_back(std::move(a));
+  spec.launch.env = arun::io::current_environment();
+  spec.launch.working_dir = std::move(working_dir);
+  spec.timeout = 60s;
+  auto r = arun::test::run_sync(arun::io::run_process(std::move(spec)));
+  REQUIRE(r.launched());
+  REQUIRE_FALSE(r.timed_out);
+  return {r.exit_code.value_or(-1), r.out.text, r.err.text};
+}
+
+// A recipe file in a fresh temp directory, removed with the object.
+struct temp_recipe {
+  fs::path dir;
+  fs::path file;
+  explicit temp_recipe(const std::string& text) {
+    dir = fs::temp_directory_path() / ("arun-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::create_directories(dir);
+    file = dir / "recipe.yaml";
+    std::ofstream(file) << text;
+  }
+  ~temp_recipe() { fs::remove_all(dir); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the hello tutorial runs and prints one line per step") {
+  const auto r = run_arun({"recipes/tutorials/01-hello.yaml"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("hello: completed in"));
+  CHECK_THAT(r.out, Catch::Contains("  completed greet (") && Catch::Contains("  completed count ("));
+  CHECK_THAT(r.err, Catch::Contains("greet | Hello from arun!"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("`arun run RECIPE` is the same as `arun RECIPE`, and json output is one object") {
+  const auto r = run_arun({"run", "recipes/tutorials/01-hello.yaml", "--output-format", "json", "--quiet"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const auto v = boost::json::parse(r.out).as_object();
+  CHECK(v.at("recipe_name") == "hello");
+  CHECK(v.at("success") == true);
+  CHECK(v.at("status") == "completed");
+  CHECK(v.at("output") == 3);
+  CHECK(v.at("context").at("line_count") == 3);
+  const auto& steps = v.at("step_results").as_array();
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0].at("step_id") == "greet");
+  CHECK(steps[0].at("output") == "Hello from arun!");
+  CHECK(steps[0].at("exit_code") == 0);
+  CHECK(steps[0].at("signal").is_null());
+  CHECK(steps[0].at("error").is_null());
+}
+
+TEST_CASE("a failing step exits 1, reports the error and leaves later steps not_run") {
+  temp_recipe rec("name: fails\nsteps:\n  - id: ok\n    command: echo fine\n"
+                  "  - id: bad\n    command: echo oops >&2; exit 7\n  - id: later\n    command: echo never\n");
+  const auto r = run_arun({rec.file.string(), "--output-format", "json"});
+  CHECK(r.exit_code == 1);
+  const auto v = boost::json::parse(r.out).as_object();
+  CHECK(v.at("status") == "failed");
+  const auto& steps = v.at("step_results").as_array();
+  CHECK(steps[1].at("status") == "failed");
+  CHECK(steps[1].at("exit_code") == 7);
+  CHECK(steps[1].at("error") == "step 'bad': exit code 7\noops\n");
+  CHECK(steps[2].at("status") == "not_run");
+  CHECK_THAT(r.err, Catch::Contains("bad failed"));
+}
+
+TEST_CASE("working directories come from -C") {
+  temp_recipe rec("name: wd\nsteps:\n  - id: here\n    command: pwd\n");
+  fs::create_directories(rec.dir / "sub");
+  const auto r = run_arun({rec.file.string(), "-C", (rec.dir / "sub").string(), "--output-format", "json"});
+  CHECK(r.exit_code == 0);
+  CHECK(boost::json::parse(r.out).at("output") == boost::json::value((rec.dir / "sub").string()));
+  CHECK(run_arun({rec.file.string(), "-C", "/nonexistent/dir"}).exit_code == 2);
+}
+
+TEST_CASE("an invalid recipe exits 2 with file:line:column on stderr and nothing on stdout") {
+  temp_recipe rec("name: bad\nsteps:\n  - id: a\n    comand: echo hi\n");
+  const auto r = run_arun({rec.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":4:5: warning: unknown key 'comand' in a step (did you mean 'command'?)"));
+  CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":3:5: error: step 'a' has no body"));
+}
+
+TEST_CASE("a missing recipe exits 3 and no recipe exits 4") {
+  const auto missing = run_arun({"no/such/recipe.yaml"});
+  CHECK(missing.exit_code == 3);
+  CHECK(missing.out.empty());
+  CHECK_THAT(missing.err, Catch::Contains("recipe not found: no/such/recipe.yaml"));
+  const auto none = run_arun({});
+  CHECK(none.exit_code == 4);
+  CHECK(none.out.empty());
+}
+
+TEST_CASE("usage errors exit 2, --help and --version exit 0") {
+  CHECK(run_arun({"--no-such-option"}).exit_code == 2);
+  CHECK(run_arun({"x.yaml", "--output-format", "xml"}).exit_code == 2);
+  const auto help = run_arun({"--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("run"));
+  const auto version = run_arun({"--version"});
+  CHECK(version.exit_code == 0);
+  CHECK_THAT(version.out, Catch::StartsWith("arun "));
+}
+
+TEST_CASE("a step timeout fails the run and kills the step's processes") {
+  temp_recipe rec("name: slow\nsteps:\n  - id: slow\n    timeout: 0.5\n    command: sleep 60 & sleep 60\n");
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_arun({rec.file.string(), "--output-format", "json", "--kill-grace", "1"});
+  CHECK(std::chrono::steady_clock::now() - start < 20s);
+  CHECK(r.exit_code == 1);
+  const auto step = boost::json::parse(r.out).at("step_results").at(0);
+  CHECK(step.at("timed_out") == true);
+  CHECK(step.at("signal") == 15);
+  CHECK(arun::test::leftover_processes().empty());
+}

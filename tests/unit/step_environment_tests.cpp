@@ -1,0 +1,32 @@
+#include <catch2/catch.hpp>
+
+#include "step_environment.hpp"
+
+using arun::io::build_step_environment;
+using arun::io::missing_tool;
+
+TEST_CASE("HOME and PATH get defaults only when unset") {
+  const auto env = build_step_environment({"HOME=/home/me", "OTHER=1"}, {});
+  CHECK(env == std::vector<std::string>{"HOME=/home/me", "OTHER=1", "PATH=/usr/local/bin:/usr/bin:/bin",
+                                        "NONINTERACTIVE=1", "DEBIAN_FRONTEND=noninteractive", "CI=true"});
+}
+
+TEST_CASE("hardening values replace inherited ones and overrides win, in order") {
+  const auto env = build_step_environment({"CI=false", "PATH=/x"}, {{"A", "1"}, {"CI", "yes"}, {"A", "2"}});
+  CHECK(env == std::vector<std::string>{"CI=yes", "PATH=/x", "HOME=/root", "NONINTERACTIVE=1",
+                                        "DEBIAN_FRONTEND=noninteractive", "A=2"});
+}
+
+TEST_CASE("entries that are not variables are dropped") {
+  const auto env = build_step_environment({"garbage", "=x", "OK=a=b"}, {});
+  CHECK(env.front() == "OK=a=b");
+  CHECK(env.size() == 6);
+}
+
+TEST_CASE("missing_tool reads bash's command-not-found message on exit 127 only") {
+  CHECK(missing_tool(127, "bash: line 1: jq: command not found\n") == "jq");
+  CHECK(missing_tool(127, "something\n/tmp/arun-body-x: line 3: yq: command not found\n") == "yq");
+  CHECK(missing_tool(127, "bash: jq: command not found") == "jq");
+  CHECK(missing_tool(1, "bash: line 1: jq: command not found\n").empty());
+  CHECK(missing_tool(127, "exit 127 for another reason\n").empty());
+}
