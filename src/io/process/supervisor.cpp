@@ -155,10 +155,17 @@ asio::awaitable<void> escalate(child_run& c) {
 
 // The step's processes end with the step (SPEC §3.3): after the leader, wait until no other
 // member of its group is still running, re-sending SIGKILL against late forks.
+// When arun runs as a subreaper (tests, the soak tool, embedding hosts), the group's orphans
+// are its children: reap them here so zombies never pile up.
+void reap_group_orphans(pid_t pgid) {
+  siginfo_t si{};
+  while (::waitid(P_PGID, static_cast<id_t>(pgid), &si, WEXITED | WNOHANG) == 0 && si.si_pid != 0) si = {};
+}
+
 asio::awaitable<void> wait_group_gone(child_run& c) {
   const auto give_up = clock::now() + group_exit_limit;
   auto delay = std::chrono::milliseconds(1);
-  while (::kill(-c.pid, SIGKILL) == 0 && group_has_running_member(c.pid)) {
+  while (::kill(-c.pid, SIGKILL) == 0 && (reap_group_orphans(c.pid), group_has_running_member(c.pid))) {
     if (clock::now() >= give_up) {
       c.result.group_survivors = true;
       co_return;
@@ -167,6 +174,7 @@ asio::awaitable<void> wait_group_gone(child_run& c) {
     co_await c.poll_timer.async_wait(use_nothrow);
     delay = std::min(delay * 2, std::chrono::milliseconds(50));
   }
+  reap_group_orphans(c.pid);
 }
 
 asio::awaitable<void> drain(child_run& c) {
