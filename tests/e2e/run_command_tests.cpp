@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <signal.h>
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -79,6 +80,7 @@ TEST_CASE("`arun run RECIPE` is the same as `arun RECIPE`, and json output is on
   CHECK(steps[0].at("exit_code") == 0);
   CHECK(steps[0].at("signal").is_null());
   CHECK(steps[0].at("error").is_null());
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("a failing step exits 1, reports the error and leaves later steps not_run") {
@@ -94,6 +96,7 @@ TEST_CASE("a failing step exits 1, reports the error and leaves later steps not_
   CHECK(steps[1].at("error") == "step 'bad': exit code 7\noops\n");
   CHECK(steps[2].at("status") == "not_run");
   CHECK_THAT(r.err, Catch::Contains("bad failed"));
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("working directories come from -C") {
@@ -103,6 +106,7 @@ TEST_CASE("working directories come from -C") {
   CHECK(r.exit_code == 0);
   CHECK(boost::json::parse(r.out).at("output") == boost::json::value((rec.dir / "sub").string()));
   CHECK(run_arun({rec.file.string(), "-C", "/nonexistent/dir"}).exit_code == 2);
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("an invalid recipe exits 2 with file:line:column on stderr and nothing on stdout") {
@@ -112,6 +116,7 @@ TEST_CASE("an invalid recipe exits 2 with file:line:column on stderr and nothing
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":4:5: warning: unknown key 'comand' in a step (did you mean 'command'?)"));
   CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":3:5: error: step 'a' has no body"));
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("a missing recipe exits 3 and no recipe exits 4") {
@@ -122,6 +127,7 @@ TEST_CASE("a missing recipe exits 3 and no recipe exits 4") {
   const auto none = run_arun({});
   CHECK(none.exit_code == 4);
   CHECK(none.out.empty());
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("usage errors exit 2, --help and --version exit 0") {
@@ -133,6 +139,7 @@ TEST_CASE("usage errors exit 2, --help and --version exit 0") {
   const auto version = run_arun({"--version"});
   CHECK(version.exit_code == 0);
   CHECK_THAT(version.out, Catch::StartsWith("arun "));
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("a step timeout fails the run and kills the step's processes") {
@@ -144,5 +151,77 @@ TEST_CASE("a step timeout fails the run and kills the step's processes") {
   const auto step = boost::json::parse(r.out).at("step_results").at(0);
   CHECK(step.at("timed_out") == true);
   CHECK(step.at("signal") == 15);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+namespace {
+
+// Runs arun on `recipe`; when a step prints "arun pid N", sends `sig` to arun.
+arun_run run_and_signal(const temp_recipe& rec, int sig) {
+  arun::io::process_spec spec;
+  spec.launch.argv = {ARUN_BINARY, rec.file.string(), "--output-format", "json", "--kill-grace", "1"};
+  spec.launch.env = arun::io::current_environment();
+  spec.timeout = 60s;
+  bool sent = false;  // the result on stdout quotes the line again: signal once
+  spec.on_line = [sig, &sent](arun::io::stream_id, std::string_view line, bool) {
+    const auto at = line.find("arun pid ");
+    if (at == std::string_view::npos || sent) return;
+    sent = true;
+    ::kill(std::stoi(std::string(line.substr(at + 9))), sig);
+  };
+  auto r = arun::test::run_sync(arun::io::run_process(std::move(spec)));
+  REQUIRE_FALSE(r.timed_out);
+  INFO("arun's stderr: " << r.err.text << " signal: " << r.signal.value_or(0));
+  CHECK_FALSE(r.signal);
+  return {r.exit_code.value_or(-1), r.out.text, r.err.text};
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM to arun stops the running step, reports it cancelled and exits 143") {
+  temp_recipe rec("name: long\nsteps:\n  - id: slow\n    command: echo \"arun pid $PPID\"; sleep 30 & sleep 30\n"
+                  "  - id: after\n    command: echo never\n");
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_and_signal(rec, SIGTERM);
+  CHECK(std::chrono::steady_clock::now() - start < 20s);
+  CHECK(r.exit_code == 143);
+  const auto v = boost::json::parse(r.out);
+  CHECK(v.at("status") == "cancelled");
+  CHECK(v.at("step_results").at(0).at("status") == "cancelled");
+  CHECK(v.at("step_results").at(1).at("status") == "not_run");
+  CHECK_THAT(r.err, Catch::Contains("SIGTERM received"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("SIGINT to arun exits 130 after stopping the step") {
+  temp_recipe rec("name: long\nsteps:\n  - id: slow\n    command: echo \"arun pid $PPID\"; sleep 30\n");
+  const auto r = run_and_signal(rec, SIGINT);
+  CHECK(r.exit_code == 130);
+  CHECK(boost::json::parse(r.out).at("status") == "cancelled");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("arun works with stdin and stderr closed and survives a closed stdout pipe") {
+  temp_recipe rec("name: fds\nsteps:\n  - id: limits\n    command: echo \"$(ulimit -Sn) $(ulimit -Hn)\"\n"
+                  "  - id: pause\n    command: sleep 0.3\n");
+  arun::io::process_spec closed;
+  closed.launch.argv = {"/bin/bash", "-c", "exec 0<&- 2>&-; exec \"$0\" \"$1\" --output-format json", ARUN_BINARY,
+                        rec.file.string()};
+  closed.launch.env = arun::io::current_environment();
+  auto r = arun::test::run_sync(arun::io::run_process(std::move(closed)));
+  CHECK(r.exit_code == 0);
+  const auto v = boost::json::parse(r.out.text);
+  CHECK(v.at("status") == "completed");
+  // RLIMIT_NOFILE was raised to the hard limit, which the steps inherit.
+  const std::string limits(v.at("step_results").at(0).at("output").as_string());
+  CHECK(limits.substr(0, limits.find(' ')) == limits.substr(limits.find(' ') + 1));
+
+  // SIGPIPE is ignored: writing the result into a closed pipe is not fatal (141).
+  arun::io::process_spec piped;
+  piped.launch.argv = {"/bin/bash", "-c", "\"$0\" \"$1\" | true; echo ${PIPESTATUS[0]}", ARUN_BINARY,
+                       rec.file.string()};
+  piped.launch.env = arun::io::current_environment();
+  r = arun::test::run_sync(arun::io::run_process(std::move(piped)));
+  CHECK(r.out.text == "0\n");
   CHECK(arun::test::leftover_processes().empty());
 }

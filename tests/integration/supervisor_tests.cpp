@@ -242,6 +242,7 @@ TEST_CASE("a missing working directory is a launch error") {
   const auto r = run(std::move(spec));
   CHECK_FALSE(r.launched());
   CHECK_THAT(r.launch_error, Catch::Contains("working directory '/nonexistent/arun-dir' does not exist"));
+  CHECK(leftover_processes().empty());
 }
 
 TEST_CASE("the child runs in the given working directory with the given environment only") {
@@ -250,6 +251,7 @@ TEST_CASE("the child runs in the given working directory with the given environm
   spec.launch.env = {"ARUN_PROBE=value with spaces"};
   const auto r = run(std::move(spec));
   CHECK(r.out.text == "/tmp\nvalue with spaces\n<unset>\n");
+  CHECK(leftover_processes().empty());
 }
 
 TEST_CASE("stdin is /dev/null unless a descriptor is given") {
@@ -262,6 +264,7 @@ TEST_CASE("stdin is /dev/null unless a descriptor is given") {
   spec.launch.stdin_fd = fds[0];
   CHECK(run(std::move(spec)).out.text == "5\n");
   ::close(fds[0]);
+  CHECK(leftover_processes().empty());
 }
 
 TEST_CASE("only stdin, stdout and stderr are open in the child") {
@@ -270,6 +273,7 @@ TEST_CASE("only stdin, stdout and stderr are open in the child") {
   const auto r = run(child({"print-fds"}));
   ::close(leaked);
   CHECK(r.out.text == "0 1 2 \n");
+  CHECK(leftover_processes().empty());
 }
 
 TEST_CASE("the child starts with an empty signal mask and default dispositions") {
@@ -293,6 +297,7 @@ TEST_CASE("the child starts with an empty signal mask and default dispositions")
 TEST_CASE("the child leads its own process group") {
   const auto r = run(child({"print-pgid"}));
   CHECK(r.out.text == std::to_string(r.pid) + "\n");
+  CHECK(leftover_processes().empty());
 }
 
 TEST_CASE("no descriptor is leaked by many runs") {
@@ -306,4 +311,5 @@ TEST_CASE("no descriptor is leaked by many runs") {
   missing.launch.argv = {"arun-no-such-program"};
   run(std::move(missing));
   CHECK(arun::test::open_fd_count() == before);
+  CHECK(leftover_processes().empty());
 }
