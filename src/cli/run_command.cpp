@@ -7,6 +7,7 @@
 #include "step_environment.hpp"
 
 #include <arun/engine.hpp>
+#include <arun/value_format.hpp>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -14,7 +15,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/json/serialize.hpp>
 #include <fmt/format.h>
 
 #include <signal.h>
@@ -128,7 +128,7 @@ int run_recipe(const run_settings& s) {
   if (failure) std::rethrow_exception(failure);
 
   if (s.output_format == "json")
-    std::fputs((boost::json::serialize(io::result_to_json(*result)) + "\n").c_str(), stdout);
+    std::fputs((to_compact_json(io::result_to_json(*result)) + "\n").c_str(), stdout);
   else
     std::fputs(io::result_to_text(*result).c_str(), stdout);
   std::fflush(stdout);

@@ -3,6 +3,9 @@
 #include "output_value.hpp"
 
 #include <arun/engine.hpp>
+#include <arun/value_format.hpp>
+
+#include <cmath>
 
 #include <boost/json/parse.hpp>
 
@@ -27,4 +30,24 @@ TEST_CASE("session ids look like 20261121-134501-3f9a2c") {
   const auto t = sys_days{year{2026} / 11 / 21} + hours{13} + minutes{45} + seconds{1};
   CHECK(arun::make_session_id(t, 0x3f9a2c) == "20261121-134501-3f9a2c");
   CHECK(arun::make_session_id(t, 0xff000001) == "20261121-134501-000001");
+}
+
+TEST_CASE("numbers format in shortest round-trip form, never 1.5E0") {
+  CHECK(arun::format_number(1.5) == "1.5");
+  CHECK(arun::format_number(100000.0) == "100000.0");
+  CHECK(arun::format_number(0.1) == "0.1");
+  CHECK(arun::format_number(1e300) == "1e+300");
+  CHECK(arun::format_number(1e16) == "1e+16");
+  CHECK(arun::format_number(1234567890123456.0) == "1234567890123456.0");
+  CHECK(arun::format_number(0.0001) == "0.0001");
+  CHECK(arun::format_number(0.00001) == "1e-05");
+  CHECK(arun::format_number(0.0) == "0.0");
+  CHECK(arun::format_number(-2.0) == "-2.0");
+  CHECK(arun::format_number(std::nan("")) == "null");
+}
+
+TEST_CASE("compact JSON has no spaces and keeps integers integral") {
+  const auto v = boost::json::parse(R"({"a": [1, 2.5, 3.0, -4], "b": {"c": null, "d": "x\"y"}, "e": true})");
+  CHECK(arun::to_compact_json(v) == R"({"a":[1,2.5,3.0,-4],"b":{"c":null,"d":"x\"y"},"e":true})");
+  CHECK(arun::to_compact_json(boost::json::value(18446744073709551615ull)) == "18446744073709551615");
 }

@@ -1,0 +1,77 @@
+#include <arun/value_format.hpp>
+
+#include <boost/json/serialize.hpp>
+
+#include <charconv>
+#include <utility>
+#include <cmath>
+
+namespace arun {
+namespace {
+
+void append_json(std::string& out, const boost::json::value& v);
+
+void append_string(std::string& out, boost::json::string_view s) { out += boost::json::serialize(s); }
+
+template <typename Integer>
+void append_integer(std::string& out, Integer i) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, i);
+  out.append(buf, end);
+}
+
+void append_json(std::string& out, const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::null: out += "null"; break;
+    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
+    case boost::json::kind::int64: append_integer(out, v.get_int64()); break;
+    case boost::json::kind::uint64: append_integer(out, v.get_uint64()); break;
+    case boost::json::kind::double_: out += format_number(v.get_double()); break;
+    case boost::json::kind::string: append_string(out, v.get_string()); break;
+    case boost::json::kind::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& item : v.get_array()) {
+        if (!std::exchange(first, false)) out += ',';
+        append_json(out, item);
+      }
+      out += ']';
+      break;
+    }
+    case boost::json::kind::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& kv : v.get_object()) {
+        if (!std::exchange(first, false)) out += ',';
+        append_string(out, kv.key());
+        out += ':';
+        append_json(out, kv.value());
+      }
+      out += '}';
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::string format_number(double d) {
+  if (!std::isfinite(d)) return "null";
+  // Like Python's repr: plain digits between 1e-4 and 1e16, an exponent outside.
+  const double magnitude = std::fabs(d);
+  const auto style = (magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16)) ? std::chars_format::fixed
+                                                                                 : std::chars_format::scientific;
+  char buf[400];  // the longest fixed form of a double below 1e16 fits easily
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d, style);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string to_compact_json(const boost::json::value& v) {
+  std::string out;
+  append_json(out, v);
+  return out;
+}
+
+}  // namespace arun
