@@ -311,3 +311,21 @@ TEST_CASE("no descriptor is leaked by many runs") {
   CHECK(arun::test::open_fd_count() == before);
   CHECK(leftover_processes().empty());
 }
+
+TEST_CASE("destroying the io_context mid-run kills the child's whole group") {
+  pid_t grandchild = 0;
+  {
+    boost::asio::io_context ctx;
+    auto spec = child({"spawn-grandchild", "ignore-term", "sleep", "30000"});
+    spec.on_line = [&](stream_id, std::string_view line, bool) {
+      if (line.rfind("grandchild ", 0) == 0) grandchild = std::stoi(std::string(line.substr(11)));
+    };
+    bool completed = false;
+    boost::asio::co_spawn(ctx, run_process(std::move(spec)), [&](std::exception_ptr, process_result) { completed = true; });
+    for (int i = 0; i < 200 && grandchild == 0; ++i) ctx.run_for(20ms);
+    REQUIRE(grandchild > 0);
+    CHECK_FALSE(completed);
+  }  // the pending supervision is destroyed here: the guard must SIGKILL the group
+  CHECK_FALSE(arun::test::process_alive(grandchild));
+  CHECK(leftover_processes().empty());
+}
