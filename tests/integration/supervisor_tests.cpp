@@ -1,6 +1,7 @@
 // The process supervisor against real children (tests/helpers/test_child.cpp).
 #include <catch2/catch.hpp>
 
+#include "process/process_table.hpp"
 #include "process/supervisor.hpp"
 #include "process_checks.hpp"
 #include "run_sync.hpp"
@@ -299,7 +300,7 @@ TEST_CASE("the child leads its own process group") {
 }
 
 TEST_CASE("no descriptor is leaked by many runs") {
-  const int before = arun::test::open_fd_count();
+  const int before = arun::io::open_fd_count();
   for (int i = 0; i < 20; ++i) run(child({"out", "x"}));
   auto spec = child({"sleep", "5000"});
   spec.timeout = 50ms;
@@ -308,7 +309,7 @@ TEST_CASE("no descriptor is leaked by many runs") {
   process_spec missing;
   missing.launch.argv = {"arun-no-such-program"};
   run(std::move(missing));
-  CHECK(arun::test::open_fd_count() == before);
+  CHECK(arun::io::open_fd_count() == before);
   CHECK(leftover_processes().empty());
 }
 

@@ -21,9 +21,6 @@ std::vector<pid_t> live_descendants();
 /// poison the next.
 std::vector<std::string> leftover_processes(std::chrono::milliseconds patience = std::chrono::milliseconds(2000));
 
-/// Number of open fds of this process.
-int open_fd_count();
-
 /// Whether a pid is alive (and not a zombie).
 bool process_alive(pid_t pid);
 

@@ -3,6 +3,7 @@
 // reports kill latencies and anything left behind. Exits 1 on any leaked process or fd.
 #include "soak_report.hpp"
 
+#include "process/process_table.hpp"
 #include "process/supervisor.hpp"
 #include "process_setup.hpp"
 #include "step_environment.hpp"
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   arun::io::prepare_supervisor_process();
   // Orphaned grandchildren re-parent to the soak, so none can escape the leak check.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  const int fds_before = arun::soak::open_fd_count();
+  const int fds_before = arun::io::open_fd_count();
 
   soak_state st{.config = s, .mix = kinds(s), .rng = std::mt19937(s.seed)};
   const auto env = arun::io::build_step_environment(arun::io::current_environment(), {});
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
   const auto in_groups = arun::soak::survivors_in_groups(st.groups);
   const auto descendants = arun::soak::live_descendants();
   const int zombies = arun::soak::reap_zombies();
-  const int fds_after = arun::soak::open_fd_count();
+  const int fds_after = arun::io::open_fd_count();
   std::size_t unexpected = 0;
   for (const auto& [k, n] : st.unexpected) unexpected += n;
   const bool leaked = !in_groups.empty() || !descendants.empty() || fds_after != fds_before;

@@ -27,6 +27,4 @@ std::vector<std::string> live_descendants();
 /// Reaps every zombie child; returns how many.
 int reap_zombies();
 
-int open_fd_count();
-
 }  // namespace arun::soak
