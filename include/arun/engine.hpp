@@ -22,9 +22,10 @@ public:
       : runner_(runner), listener_(listener) {}
 
   /// Runs every step of `r` and returns the result; never throws for recipe failures.
+  /// `r` (and this engine, its runner and listener) must outlive the returned awaitable.
   /// Cancelling the awaiting coroutine (its cancellation slot) cancels the running step,
   /// marks the steps that did not start `not_run` and returns status `cancelled`.
-  boost::asio::awaitable<run_result> run(const recipe& r, const run_options& options);
+  boost::asio::awaitable<run_result> run(const recipe& r, run_options options);
 
 private:
   step_runner& runner_;

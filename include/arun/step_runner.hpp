@@ -37,7 +37,7 @@ struct leaf_outcome {
   std::optional<int> signal;
   bool timed_out = false;
   bool cancelled = false;
-  bool truncated = false;   ///< stdout exceeded the capture bound
+  bool truncated = false;   ///< stdout or stderr exceeded the capture bound
   std::string stdout_text;  ///< captured stdout (bounded)
   std::string snippet;      ///< last lines of stderr and stdout, for failure messages
   std::string error;        ///< why it failed, without the step prefix; empty on success

@@ -1,5 +1,6 @@
 #include "run_command.hpp"
 
+#include "process/supervisor.hpp"
 #include "process_step_runner.hpp"
 #include "progress_printer.hpp"
 #include "recipe_loader.hpp"
@@ -22,7 +23,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <random>
 
@@ -48,7 +51,7 @@ void add_run_options(CLI::App& app, run_settings& s) {
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--kill-grace", s.kill_grace,
                  "Seconds between SIGTERM and SIGKILL when a step times out or is cancelled")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
       ->check(CLI::PositiveNumber);
   app.add_flag("-q,--quiet", s.quiet, "No progress on stderr");
@@ -107,12 +110,23 @@ int run_recipe(const run_settings& s) {
   asio::cancellation_signal cancel;
   int stop_signal = 0;
   asio::signal_set signals(ctx, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    stop_signal = sig;
-    std::fprintf(stderr, "arun: %s received, stopping running steps\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    cancel.emit(asio::cancellation_type::terminal);
-  });
+  // The first signal stops the run gracefully; a second one kills every step at once.
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        if (stop_signal == 0) {
+          stop_signal = sig;
+          std::fprintf(stderr, "arun: %s received, stopping running steps (again to kill them now)\n", name);
+          cancel.emit(asio::cancellation_type::terminal);
+          signals.async_wait(on_signal);
+          return;
+        }
+        std::fprintf(stderr, "arun: second %s: killing every running step\n", name);
+        io::kill_all_supervised_processes();
+        std::_Exit(128 + sig);
+      };
+  signals.async_wait(on_signal);
 
   std::optional<run_result> result;
   std::exception_ptr failure;

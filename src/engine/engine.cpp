@@ -26,7 +26,9 @@ event make_step_event(event_kind kind, const run_options& options, const step& s
 
 std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r) {
   const auto t = s.timeout ? s.timeout : r.default_step_timeout;
-  if (!t || t->count() <= 0) return std::nullopt;  // 0 means no limit (SPEC §3.1)
+  // 0 means no limit (SPEC §3.1); so does anything beyond ~31 years, which would overflow.
+  constexpr double longest_seconds = 1e9;
+  if (!t || t->count() <= 0 || !(t->count() < longest_seconds)) return std::nullopt;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(*t);
 }
 
@@ -53,7 +55,7 @@ step_result to_step_result(const step& s, leaf_outcome&& o) {
 
 }  // namespace
 
-asio::awaitable<run_result> recipe_engine::run(const recipe& r, const run_options& options) {
+asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options options) {
   const auto started = clock::now();
   run_result result;
   result.recipe_name = r.name;
@@ -110,6 +112,10 @@ asio::awaitable<run_result> recipe_engine::run(const recipe& r, const run_option
     listener_.on_event(end);
   }
 
+  // A stop requested while the last step was finishing still ends the run as cancelled.
+  if (result.status == run_status::completed &&
+      (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+    result.status = run_status::cancelled;
   result.duration = clock::now() - started;
   auto finish = make_event(event_kind::recipe_end, options);
   finish.recipe_name = r.name;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string.h>
+#include <system_error>
 
 namespace arun::io {
 namespace {
@@ -54,7 +55,13 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   std::unique_ptr<private_temp_file> body_file;
   if (inv.command.size() > max_inline_body_bytes) {
     // One argv string is limited to 128 KiB (MAX_ARG_STRLEN): large bodies go by file.
-    body_file = std::make_unique<private_temp_file>("arun-body-", inv.command);
+    try {
+      body_file = std::make_unique<private_temp_file>("arun-body-", inv.command);
+    } catch (const std::system_error& e) {
+      leaf_outcome o;
+      o.error = std::string("cannot write the step body to a temporary file: ") + e.what();
+      co_return o;
+    }
     spec.launch.argv = {"/bin/bash", body_file->path()};
   } else {
     spec.launch.argv = {"/bin/bash", "-c", inv.command};
@@ -83,7 +90,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   o.signal = r.signal;
   o.timed_out = r.timed_out;
   o.cancelled = r.cancelled;
-  o.truncated = r.out.truncated;
+  o.truncated = r.out.truncated || r.err.truncated;
   o.stdout_text = std::move(r.out.text);
   if (!r.succeeded()) {
     o.error = describe_failure(r, inv.timeout);

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -136,7 +137,7 @@ private:
     const auto node = map[key];
     if (!node) return std::nullopt;
     const auto v = node.IsScalar() ? scalar_to_json(node) : boost::json::value();
-    if (!v.is_number() || v.to_number<double>() < 0) {
+    if (!v.is_number() || !std::isfinite(v.to_number<double>()) || v.to_number<double>() < 0) {
       error(node.Mark(), "'" + std::string(key) + "' must be a number of seconds (0 or more)", key);
       return std::nullopt;
     }

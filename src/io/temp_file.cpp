@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <system_error>
 #include <vector>
 
@@ -19,7 +20,11 @@ namespace {
 
 private_temp_file::private_temp_file(std::string_view prefix, std::string_view content) {
   const char* dir = std::getenv("TMPDIR");
-  std::string pattern = std::string(dir && *dir ? dir : "/tmp") + "/" + std::string(prefix) + "XXXXXX";
+  // Absolute, because the file is used by children that run in other directories.
+  std::error_code ec;
+  auto base = std::filesystem::absolute(dir && *dir ? dir : "/tmp", ec);
+  if (ec) base = "/tmp";
+  std::string pattern = (base / (std::string(prefix) + "XXXXXX")).string();
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
   const int fd = ::mkostemp(name.data(), O_CLOEXEC);  // mkostemp creates the file 0600

@@ -225,3 +225,27 @@ TEST_CASE("arun works with stdin and stderr closed and survives a closed stdout 
   CHECK(r.out.text == "0\n");
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("a second SIGINT kills the running steps at once") {
+  temp_recipe rec("name: stubborn\nsteps:\n  - id: slow\n    command: trap '' TERM; echo \"arun pid $PPID\"; sleep 60\n");
+  arun::io::process_spec spec;
+  spec.launch.argv = {ARUN_BINARY, rec.file.string(), "--kill-grace", "60"};
+  spec.launch.env = arun::io::current_environment();
+  spec.timeout = 60s;
+  int sent = 0;
+  spec.on_line = [&sent](arun::io::stream_id, std::string_view line, bool) {
+    const auto at = line.find("arun pid ");
+    if (at == std::string_view::npos || sent > 0) return;
+    const int pid = std::stoi(std::string(line.substr(at + 9)));
+    ::kill(pid, SIGINT);
+    ::usleep(200 * 1000);
+    ::kill(pid, SIGINT);
+    sent = 2;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = arun::test::run_sync(arun::io::run_process(std::move(spec)));
+  CHECK(std::chrono::steady_clock::now() - start < 20s);  // not the 60 s grace
+  CHECK(r.exit_code == 130);
+  CHECK_THAT(r.err.text, Catch::Contains("second SIGINT: killing every running step"));
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -132,3 +132,22 @@ TEST_CASE("bash gets SIGPIPE back: a pipeline ending early is quiet") {
   CHECK(o.snippet.empty());
   CHECK(leftover_processes().empty());
 }
+
+TEST_CASE("a temp file that cannot be written fails the step instead of throwing") {
+  ::setenv("TMPDIR", "/nonexistent/arun-tmp", 1);
+  const auto o = run_bash("# " + std::string(70 * 1024, 'x') + "\necho never");
+  ::unsetenv("TMPDIR");
+  CHECK_FALSE(o.started);
+  CHECK_THAT(o.error, Catch::StartsWith("cannot write the step body to a temporary file"));
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("truncation is reported for stderr as well as stdout") {
+  arun::io::runner_options options;
+  options.limits.max_bytes = 1000;
+  const auto o = run_bash("head -c 100000 /dev/zero | tr '\\0' e >&2; echo fine", options);
+  CHECK(o.succeeded());
+  CHECK(o.truncated);
+  CHECK(o.stdout_text == "fine\n");
+  CHECK(leftover_processes().empty());
+}

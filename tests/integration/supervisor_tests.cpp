@@ -327,6 +327,91 @@ TEST_CASE("destroying the io_context mid-run kills the child's whole group") {
     REQUIRE(grandchild > 0);
     CHECK_FALSE(completed);
   }  // the pending supervision is destroyed here: the guard must SIGKILL the group
+  // SIGKILL is delivered asynchronously: give the grandchild a moment to die (leftover_processes
+  // waits up to 2 s and would kill and report it if it were still running then).
+  CHECK(leftover_processes().empty());
   CHECK_FALSE(arun::test::process_alive(grandchild));
+}
+
+namespace {
+
+// Pid printed by a child as "daemon PID" (a process that left the group with setsid).
+pid_t daemon_pid(const std::string& out) {
+  const auto at = out.find("daemon ");
+  return at == std::string::npos ? 0 : std::stoi(out.substr(at + 7));
+}
+
+process_spec bash(const std::string& script) {
+  process_spec spec;
+  spec.launch.argv = {"/bin/bash", "-c", script};
+  spec.launch.env = arun::io::current_environment();
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("a silent process outside the group holding the pipes is given up on after 2 s") {
+  const auto r = run(bash("setsid sh -c 'echo daemon $$; exec sleep 60' & sleep 0.2; echo leader done"));
+  CHECK(r.exit_code == 0);
+  CHECK(r.output_abandoned);
+  CHECK(seconds(r.duration) >= 1.5);
+  CHECK(seconds(r.duration) < 15.0);
+  const pid_t d = daemon_pid(r.out.text);
+  REQUIRE(d > 0);
+  ::kill(d, SIGKILL);  // setsid took it out of the step's supervision: clean up by hand
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("a chatty process outside the group cannot hold the step beyond the drain limit") {
+  const auto r = run(bash("setsid sh -c 'echo daemon $$; while sleep 0.1; do echo tick; done' & sleep 0.2"));
+  CHECK(r.output_abandoned);
+  CHECK(seconds(r.duration) >= 8.0);   // it is never idle: the 10 s total limit ends it
+  CHECK(seconds(r.duration) < 40.0);
+  const pid_t d = daemon_pid(r.out.text);
+  REQUIRE(d > 0);
+  ::kill(d, SIGKILL);
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("cancelling while pipes are held outside the group ends the wait at once") {
+  boost::asio::io_context ctx;
+  boost::asio::cancellation_signal cancel;
+  std::optional<process_result> result;
+  auto spec = bash("setsid sh -c 'echo daemon $$; while sleep 0.1; do echo tick; done' & sleep 0.2");
+  boost::asio::co_spawn(ctx, run_process(std::move(spec)),
+                        boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr, process_result r) {
+                          result = std::move(r);
+                        }));
+  boost::asio::steady_timer timer(ctx, 1s);
+  timer.async_wait([&](auto) { cancel.emit(boost::asio::cancellation_type::terminal); });
+  ctx.run();
+  REQUIRE(result);
+  CHECK(result->output_abandoned);
+  CHECK(seconds(result->duration) < 6.0);
+  const pid_t d = daemon_pid(result->out.text);
+  REQUIRE(d > 0);
+  ::kill(d, SIGKILL);
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("a stopped child gets SIGCONT with SIGTERM so its TERM handler can run") {
+  auto spec = bash("trap 'echo cleaned up; exit 0' TERM; kill -STOP $$; sleep 30");
+  spec.timeout = 300ms;
+  spec.kill_grace = 20s;
+  const auto r = run(std::move(spec));
+  CHECK(r.timed_out);
+  CHECK(r.out.text == "cleaned up\n");
+  CHECK_FALSE(r.kill_latency);       // no SIGKILL was needed
+  CHECK(seconds(r.duration) < 10.0);  // well before the 20 s grace
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("a throwing line callback stops the child and the error reaches the caller") {
+  auto spec = child({"out", "first", "sleep", "30000"});
+  spec.on_line = [](stream_id, std::string_view, bool) { throw std::runtime_error("listener broke"); };
+  spec.kill_grace = 1s;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(run(std::move(spec)), "listener broke");
+  CHECK(std::chrono::steady_clock::now() - start < 10s);
   CHECK(leftover_processes().empty());
 }

@@ -5,6 +5,14 @@
 
 #include <arun/engine.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <limits>
 #include <map>
 
 using namespace arun;
@@ -163,4 +171,50 @@ TEST_CASE("a step that could not start fails with attempts 0") {
   CHECK(result.step_results[0].status == step_status::failed);
   CHECK(result.step_results[0].attempts == 0);
   CHECK(result.step_results[0].error == "step 'a': working directory '/x' does not exist");
+}
+
+TEST_CASE("timeouts too large to represent mean no limit") {
+  fake_runner runner;
+  recording_listener events;
+  recipe_engine eng(runner, events);
+  auto r = three_steps();
+  r.steps[0].timeout = std::chrono::duration<double>(1e12);
+  r.steps[1].timeout = std::chrono::duration<double>(std::numeric_limits<double>::infinity());
+  test::run_sync(eng.run(r, {}));
+  CHECK_FALSE(runner.calls[0].timeout);
+  CHECK_FALSE(runner.calls[1].timeout);
+}
+
+TEST_CASE("a stop requested while the last step completes ends the run cancelled") {
+  boost::asio::cancellation_signal stop;
+  struct stopping_runner final : step_runner {
+    boost::asio::cancellation_signal& stop;
+    explicit stopping_runner(boost::asio::cancellation_signal& s) : stop(s) {}
+    boost::asio::awaitable<leaf_outcome> run_bash(bash_invocation) override {
+      // Suspend once, as a real step does (a coroutine that never suspends makes co_spawn
+      // post its completion, which a pending cancellation turns into an exception).
+      co_await boost::asio::post(co_await boost::asio::this_coro::executor, boost::asio::use_awaitable);
+      stop.emit(boost::asio::cancellation_type::terminal);  // arrives as the step finishes
+      leaf_outcome ok;
+      ok.started = true;
+      ok.exit_code = 0;
+      co_return ok;
+    }
+  } runner(stop);
+  recording_listener events;
+  recipe_engine eng(runner, events);
+  recipe r;
+  r.name = "one";
+  r.steps.push_back(step{.id = "only", .command = "x"});
+  boost::asio::io_context ctx;
+  std::optional<run_result> result;
+  boost::asio::co_spawn(ctx, eng.run(r, {}),
+                        boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e, run_result v) {
+                          CHECK_FALSE(e);
+                          result = std::move(v);
+                        }));
+  ctx.run();
+  REQUIRE(result);
+  CHECK(result->step_results[0].status == step_status::completed);
+  CHECK(result->status == run_status::cancelled);
 }

@@ -102,6 +102,8 @@ TEST_CASE("duplicate keys and duplicate ids are errors") {
 TEST_CASE("bad field values are reported") {
   CHECK(first(load("name: x\nsteps:\n  - id: a\n    command: x\n    timeout: soon\n")) ==
         "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)");
+  CHECK(first(load("name: x\nsteps:\n  - id: a\n    command: x\n    timeout: .inf\n")) ==
+        "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)");
   CHECK(first(load("name: x\nsteps:\n  - id: 'a b'\n    command: x\n")) ==
         "r.yaml:3:9: error: step id 'a b' may only use letters, digits, '_', '.' and '-'");
   CHECK(first(load("name: x\nsteps:\n  - id: a\n    type: skill\n    command: x\n")) ==

@@ -37,6 +37,8 @@ public:
   void append(std::string_view chunk);
   /// Delivers a partial last line, if any. Call once at end of stream.
   void finish();
+  /// Stops delivering lines (after the sink failed); capture goes on.
+  void drop_line_sink() noexcept { on_line_ = nullptr; }
   /// The kept output; leaves the capture empty.
   captured_output take();
 

@@ -39,6 +39,8 @@ constexpr auto poll_interval = std::chrono::milliseconds(10);
 // After the group is dead, output still in the pipes is read until EOF; a process that left
 // the group (setsid) could hold the pipes forever, so stop after this long without progress.
 constexpr auto drain_idle_limit = std::chrono::seconds(2);
+// ... and a process that keeps writing into them cannot hold the step for longer than this.
+constexpr auto drain_total_limit = std::chrono::seconds(10);
 // SIGKILL is asynchronous: members of the group may still be running right after it is sent.
 // Wait this long at most for them to die (only an uninterruptible sleep takes longer).
 constexpr auto group_exit_limit = std::chrono::seconds(5);
@@ -70,11 +72,20 @@ struct child_run {
     return [this, id](std::string_view line, bool cut) { spec.on_line(id, line, cut); };
   }
 
-  // Called from the awaiting coroutine's cancellation slot.
+  // Called from the awaiting coroutine's cancellation slot (and when arun itself fails).
   void request_cancel() {
     cancel_requested = true;
     // Completes a pending stop wait now, and makes a later one complete immediately.
     stop_timer.expires_at(clock::time_point::min());
+    drain_timer.cancel();  // a cancelled step does not wait for pipes held outside its group
+  }
+
+  // Stops reading: closing the pipes fails any read in flight and every later one.
+  void abandon_output() {
+    output_abandoned = true;
+    boost::system::error_code ignored;
+    out.close(ignored);
+    err.close(ignored);
   }
 
   bool leader_exited() const {
@@ -89,11 +100,11 @@ struct child_run {
   // Kills what is left of the group, then reaps the leader (it has exited: no blocking).
   void reap() {
     signal_group(SIGKILL);
+    guard.release();  // from here on the group id may be reused: no emergency kill may hit it
     int status = 0;
     pid_t r;
     do r = ::waitpid(pid, &status, 0);
     while (r < 0 && errno == EINTR);
-    guard.release();
     if (r == pid && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
     if (r == pid && WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   }
@@ -108,7 +119,9 @@ struct child_run {
   clock::time_point started = clock::now();
   std::optional<clock::time_point> deadline;
   bool cancel_requested = false;
+  bool output_abandoned = false;
   int open_pumps = 2;
+  std::exception_ptr failure;  // arun's own fault inside a pump (a throwing line callback)
   process_result result;
 };
 
@@ -120,7 +133,10 @@ asio::awaitable<bool> wait_leader_exit(child_run& c) {
     if (c.pidfd.is_open()) {
       auto [ec] = co_await c.pidfd.async_wait(asio::posix::descriptor_base::wait_read, use_nothrow);
       if (ec == asio::error::operation_aborted) co_return false;
-      if (ec) c.pidfd.close();  // unexpected: fall back to polling rather than give up
+      if (ec) {
+        boost::system::error_code ignored;
+        c.pidfd.close(ignored);  // unexpected: fall back to polling rather than give up
+      }
     } else {
       c.poll_timer.expires_after(poll_interval);
       auto [ec] = co_await c.poll_timer.async_wait(use_nothrow);
@@ -129,14 +145,33 @@ asio::awaitable<bool> wait_leader_exit(child_run& c) {
   }
 }
 
+// Never throws: a failing line callback is arun's fault, so it is recorded, the child is
+// stopped like a cancelled one, and the failure is rethrown once the child is gone.
+void record_failure(child_run& c) {
+  if (!c.failure) c.failure = std::current_exception();
+  c.request_cancel();
+}
+
 asio::awaitable<void> pump(child_run& c, asio::readable_pipe& pipe, output_capture& capture) {
   std::array<char, 32 * 1024> buffer;
   for (;;) {
     auto [ec, n] = co_await pipe.async_read_some(asio::buffer(buffer), use_nothrow);
-    if (n > 0) capture.append(std::string_view(buffer.data(), n));
-    if (ec) break;  // EOF, or cancelled by the drain limit
+    if (c.output_abandoned) break;
+    if (n > 0) {
+      try {
+        capture.append(std::string_view(buffer.data(), n));
+      } catch (...) {
+        record_failure(c);
+        capture.drop_line_sink();
+      }
+    }
+    if (ec) break;  // EOF, or the pipe was closed by abandon_output
   }
-  capture.finish();
+  try {
+    capture.finish();
+  } catch (...) {
+    record_failure(c);
+  }
   if (--c.open_pumps == 0) c.drain_timer.cancel();
 }
 
@@ -145,6 +180,7 @@ asio::awaitable<void> escalate(child_run& c) {
   const auto term_at = clock::now();
   if (c.deadline && !c.cancel_requested) c.result.term_latency = term_at - *c.deadline;
   c.signal_group(SIGTERM);
+  c.signal_group(SIGCONT);  // a stopped member (SIGTTIN on a tty read) must be able to act on it
   c.grace_timer.expires_at(term_at + c.spec.kill_grace);
   auto graced = co_await (wait_leader_exit(c) || c.grace_timer.async_wait(use_nothrow));
   if (graced.index() == 0 && std::get<0>(graced)) co_return;
@@ -155,6 +191,10 @@ asio::awaitable<void> escalate(child_run& c) {
 
 // The step's processes end with the step (SPEC §3.3): after the leader, wait until no other
 // member of its group is still running, re-sending SIGKILL against late forks.
+// This runs after the leader is reaped, so that the common case (no other member) costs one
+// kill() returning ESRCH instead of a /proc scan. While members remain they pin the group id;
+// it could only be reused after they are all gone and the kernel's pid allocator has wrapped
+// around pid_max within one poll interval (at most 50 ms): not a practical hazard.
 // When arun runs as a subreaper (tests, the soak tool, embedding hosts), the group's orphans
 // are its children: reap them here so zombies never pile up.
 void reap_group_orphans(pid_t pgid) {
@@ -177,20 +217,20 @@ asio::awaitable<void> wait_group_gone(child_run& c) {
   reap_group_orphans(c.pid);
 }
 
+// Reads what is left in the pipes. Normally EOF comes at once (the group is dead); a process
+// that left the group but holds the pipes is given up on after drain_idle_limit without
+// output, drain_total_limit in all, or at once when the step is cancelled.
 asio::awaitable<void> drain(child_run& c) {
+  const auto give_up = clock::now() + drain_total_limit;
   auto seen = c.out_capture.total_bytes() + c.err_capture.total_bytes();
-  while (c.open_pumps > 0) {
-    c.drain_timer.expires_after(drain_idle_limit);
+  while (c.open_pumps > 0 && !c.cancel_requested) {
+    c.drain_timer.expires_at(std::min(clock::now() + drain_idle_limit, give_up));
     co_await c.drain_timer.async_wait(use_nothrow);
     const auto now_seen = c.out_capture.total_bytes() + c.err_capture.total_bytes();
-    if (c.open_pumps > 0 && now_seen == seen) {
-      c.result.output_abandoned = true;
-      c.out.cancel();
-      c.err.cancel();
-      co_return;
-    }
+    if (now_seen == seen || clock::now() >= give_up) break;
     seen = now_seen;
   }
+  if (c.open_pumps > 0) c.abandon_output();
 }
 
 asio::awaitable<void> watch(child_run& c) {
@@ -210,11 +250,13 @@ asio::awaitable<void> watch(child_run& c) {
 
 asio::awaitable<void> supervise(std::shared_ptr<child_run> c) {
   co_await (pump(*c, c->out, c->out_capture) && pump(*c, c->err, c->err_capture) && watch(*c));
+  if (c->failure) std::rethrow_exception(c->failure);
 }
 
 process_result finish(child_run& c) {
   auto r = std::move(c.result);
   r.pid = c.pid;
+  r.output_abandoned = c.output_abandoned;
   r.out = c.out_capture.take();
   r.err = c.err_capture.take();
   r.duration = clock::now() - c.started;
@@ -254,6 +296,8 @@ struct run_initiation {
 };
 
 }  // namespace
+
+void kill_all_supervised_processes() noexcept { process_group_guard::signal_all(SIGKILL); }
 
 asio::awaitable<process_result> run_process(process_spec spec) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(

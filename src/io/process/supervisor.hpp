@@ -52,4 +52,8 @@ struct process_result {
 /// result says `cancelled`. The leftover process group is killed before the leader is reaped.
 boost::asio::awaitable<process_result> run_process(process_spec spec);
 
+/// Emergency stop: SIGKILL to the process group of every child being supervised, from any
+/// thread. Their supervisions then finish normally (the leaders are seen to exit).
+void kill_all_supervised_processes() noexcept;
+
 }  // namespace arun::io
