@@ -12,7 +12,11 @@ void output_capture::append(std::string_view chunk) {
   total_bytes_ += chunk.size();
   if (head_.size() < limits_.max_bytes) {
     const auto room = limits_.max_bytes - head_.size();
-    head_.append(chunk.substr(0, room));
+    const auto take = std::min(room, chunk.size());
+    // Grow geometrically but never past the bound: a 10 MiB capture never holds 16 MiB.
+    if (head_.size() + take > head_.capacity())
+      head_.reserve(std::min(limits_.max_bytes, std::max(2 * head_.capacity(), head_.size() + take)));
+    head_.append(chunk.substr(0, take));
     if (chunk.size() > room) truncated_ = true;
   } else if (!chunk.empty()) {
     truncated_ = true;

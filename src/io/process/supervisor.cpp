@@ -203,9 +203,16 @@ void reap_group_orphans(pid_t pgid) {
 }
 
 asio::awaitable<void> wait_group_gone(child_run& c) {
+  // Killed members usually die within a few ms and, under a subreaper, are reaped right here:
+  // kill() returning ESRCH then ends the wait without reading /proc. Members that are only
+  // zombies waiting for another reaper (init) no longer run: after a few rounds, /proc tells.
+  constexpr int rounds_before_scanning = 4;
   const auto give_up = clock::now() + group_exit_limit;
   auto delay = std::chrono::milliseconds(1);
-  while (::kill(-c.pid, SIGKILL) == 0 && (reap_group_orphans(c.pid), group_has_running_member(c.pid))) {
+  for (int round = 0;; ++round) {
+    reap_group_orphans(c.pid);
+    if (::kill(-c.pid, SIGKILL) != 0) co_return;
+    if (round >= rounds_before_scanning && !group_has_running_member(c.pid)) co_return;
     if (clock::now() >= give_up) {
       c.result.group_survivors = true;
       co_return;
@@ -214,7 +221,6 @@ asio::awaitable<void> wait_group_gone(child_run& c) {
     co_await c.poll_timer.async_wait(use_nothrow);
     delay = std::min(delay * 2, std::chrono::milliseconds(50));
   }
-  reap_group_orphans(c.pid);
 }
 
 // Reads what is left in the pipes. Normally EOF comes at once (the group is dead); a process

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <array>
@@ -129,6 +130,10 @@ int main(int argc, char** argv) {
     ctx.run();
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  rusage self{};
+  ::getrusage(RUSAGE_SELF, &self);  // the supervisor's own CPU, children excluded
+  const double cpu_user = static_cast<double>(self.ru_utime.tv_sec) + static_cast<double>(self.ru_utime.tv_usec) / 1e6;
+  const double cpu_sys = static_cast<double>(self.ru_stime.tv_sec) + static_cast<double>(self.ru_stime.tv_usec) / 1e6;
 
   const auto in_groups = arun::soak::survivors_in_groups(st.groups);
   const auto descendants = arun::soak::live_descendants();
@@ -145,15 +150,17 @@ int main(int argc, char** argv) {
     fmt::print(R"({{"count":{},"concurrency":{},"wall_s":{:.3f},"timed_out":{},"sigkilled":{},)"
                R"("term_latency_ms":{{"p50":{:.3f},"p90":{:.3f},"p99":{:.3f},"max":{:.3f}}},)"
                R"("kill_latency_ms":{{"p50":{:.3f},"p90":{:.3f},"p99":{:.3f},"max":{:.3f}}},)"
-               R"("leaked_processes":{},"fds_before":{},"fds_after":{},"unexpected":{},"launch_failures":{},"ok":{}}})"
+               R"("cpu_user_s":{:.3f},"cpu_sys_s":{:.3f},"peak_rss_mib":{},"leaked_processes":{},"fds_before":{},"fds_after":{},"unexpected":{},"launch_failures":{},"ok":{}}})"
                "\n",
                s.count, s.concurrency, wall, st.timed_out, st.killed_hard, term.p50, term.p90, term.p99, term.max,
-               kill.p50, kill.p90, kill.p99, kill.max, in_groups.size() + descendants.size(), fds_before,
+               kill.p50, kill.p90, kill.p99, kill.max, cpu_user, cpu_sys, self.ru_maxrss / 1024, in_groups.size() + descendants.size(), fds_before,
                fds_after, unexpected, st.launch_failures, failed ? "false" : "true");
   } else {
     fmt::print("soak: {} children, concurrency {}, timeout {} ms, grace {} ms, seed {}: {:.2f} s ({:.0f}/s)\n",
                s.count, s.concurrency, s.timeout_ms, s.grace_ms, s.seed, wall, static_cast<double>(s.count) / wall);
     for (const auto& [k, n] : st.per_kind) fmt::print("  {:<18} {}\n", k, n);
+    fmt::print("supervisor CPU: user {:.2f} s, sys {:.2f} s, peak RSS {} MiB\n", cpu_user, cpu_sys,
+               self.ru_maxrss / 1024);
     fmt::print("timed out: {} (SIGKILL needed: {})\n", st.timed_out, st.killed_hard);
     fmt::print("deadline -> SIGTERM:       {}\n", arun::soak::format(term));
     fmt::print("SIGTERM+grace -> SIGKILL:  {}\n", arun::soak::format(kill));
