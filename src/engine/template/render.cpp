@@ -1,0 +1,144 @@
+#include "template/render.hpp"
+
+#include <arun/value_format.hpp>
+
+namespace arun::engine {
+namespace {
+
+std::string braces(const reference& ref) { return "{{" + ref.text() + "}}"; }
+
+// "a, b, c" (at most 20 names), for the undeclared-name error.
+std::string known_names(const render_scope& scope) {
+  name_set names;
+  if (scope.declared)
+    names = *scope.declared;
+  else
+    for (const auto& kv : scope.context) names.emplace(kv.key());
+  std::string list;
+  std::size_t shown = 0;
+  for (const auto& n : names) {
+    if (shown++ == 20) {
+      list += ", ...";
+      break;
+    }
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  return list.empty() ? "none" : list;
+}
+
+void render_into(rendered_value& out, const boost::json::value& v, const render_scope& scope);
+
+}  // namespace
+
+std::string value_text(const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::null: return {};
+    case boost::json::kind::string: return std::string(v.get_string());
+    default: return to_compact_json(v);
+  }
+}
+
+resolution resolve(const reference& ref, const render_scope& scope) {
+  const auto found = lookup(scope.context, ref);
+  if (found.status == lookup_status::found) return {found.value, {}, {}};
+  const bool lenient = scope.mode == undefined_mode::lenient;
+  const bool strict = scope.mode == undefined_mode::strict;
+  if (found.status == lookup_status::root_unset) {
+    const bool declared = !scope.declared || scope.declared->contains(ref.root);
+    if (!declared) {
+      if (lenient) return {nullptr, braces(ref) + " names an undefined variable: rendered empty", {}};
+      return {nullptr, {}, "undefined variable '" + ref.root + "' in " + braces(ref) + " (defined: " + known_names(scope) + ")"};
+    }
+    const std::string why = braces(ref) + " has no value (the step that sets '" + ref.root +
+                            "' was skipped, failed or has not run)";
+    if (strict) return {nullptr, {}, why};
+    return {nullptr, why + ": rendered empty", {}};
+  }
+  const std::string why = braces(ref) + " does not exist in the value of '" + ref.root + "'";
+  if (strict) return {nullptr, {}, why};
+  return {nullptr, why + ": rendered empty", {}};
+}
+
+rendered_text render_text(std::string_view text, const render_scope& scope) {
+  rendered_text out;
+  std::size_t copied = 0;
+  for (const auto& span : find_references(text)) {
+    out.text.append(text.substr(copied, span.begin - copied));
+    copied = span.end;
+    auto r = resolve(span.ref, scope);
+    if (!r.error.empty()) {
+      out.error = std::move(r.error);
+      return out;
+    }
+    if (!r.warning.empty()) out.warnings.push_back(std::move(r.warning));
+    if (r.value) out.text += value_text(*r.value);
+  }
+  out.text.append(text.substr(copied));
+  return out;
+}
+
+namespace {
+
+void render_into(rendered_value& out, const boost::json::value& v, const render_scope& scope) {
+  if (!out.ok()) return;
+  if (const auto* s = v.if_string()) {
+    if (auto ref = sole_reference(*s)) {
+      auto r = resolve(*ref, scope);
+      if (!r.error.empty()) {
+        out.error = std::move(r.error);
+        return;
+      }
+      if (!r.warning.empty()) out.warnings.push_back(std::move(r.warning));
+      out.value = r.value ? *r.value : boost::json::value(nullptr);
+      return;
+    }
+    auto t = render_text(*s, scope);
+    out.warnings.insert(out.warnings.end(), t.warnings.begin(), t.warnings.end());
+    out.error = std::move(t.error);
+    out.value = boost::json::string(t.text);
+    return;
+  }
+  if (const auto* arr = v.if_array()) {
+    boost::json::array rendered;
+    for (const auto& item : *arr) {
+      rendered_value child;
+      child.warnings = std::move(out.warnings);
+      render_into(child, item, scope);
+      out.warnings = std::move(child.warnings);
+      if (!child.ok()) {
+        out.error = std::move(child.error);
+        return;
+      }
+      rendered.push_back(std::move(child.value));
+    }
+    out.value = std::move(rendered);
+    return;
+  }
+  if (const auto* obj = v.if_object()) {
+    boost::json::object rendered;
+    for (const auto& kv : *obj) {
+      rendered_value child;
+      child.warnings = std::move(out.warnings);
+      render_into(child, kv.value(), scope);
+      out.warnings = std::move(child.warnings);
+      if (!child.ok()) {
+        out.error = std::move(child.error);
+        return;
+      }
+      rendered[kv.key()] = std::move(child.value);
+    }
+    out.value = std::move(rendered);
+    return;
+  }
+  out.value = v;
+}
+
+}  // namespace
+
+rendered_value render_value(const boost::json::value& v, const render_scope& scope) {
+  rendered_value out;
+  render_into(out, v, scope);
+  return out;
+}
+
+}  // namespace arun::engine

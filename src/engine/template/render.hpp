@@ -1,0 +1,64 @@
+#pragma once
+// Rendering `{{ path }}` templates (SPEC §5.2) against the context.
+
+#include "template/reference.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <functional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arun::engine {
+
+/// How a value reads inside text: strings raw, null empty, booleans `true`/`false`, numbers in
+/// shortest round-trip form, lists and objects as compact JSON.
+std::string value_text(const boost::json::value& v);
+
+/// `--lenient` / `--strict` (SPEC §5.2).
+enum class undefined_mode { normal, lenient, strict };
+
+using name_set = std::set<std::string, std::less<>>;
+
+struct render_scope {
+  const boost::json::object& context;
+  /// Root names the recipe declares anywhere (SPEC §5.2); null: every root counts as declared.
+  const name_set* declared = nullptr;
+  undefined_mode mode = undefined_mode::normal;
+};
+
+/// One reference resolved under the undefined rules: a value, or null with a warning (it
+/// renders empty), or an error (the step cannot run).
+struct resolution {
+  const boost::json::value* value = nullptr;
+  std::string warning;
+  std::string error;
+};
+resolution resolve(const reference& ref, const render_scope& scope);
+
+struct rendered_text {
+  std::string text;
+  std::vector<std::string> warnings;
+  std::string error;  ///< the first error; `text` is then incomplete
+  bool ok() const noexcept { return error.empty(); }
+};
+
+/// Replaces every reference in `text` by its value's text.
+rendered_text render_text(std::string_view text, const render_scope& scope);
+
+struct rendered_value {
+  boost::json::value value;
+  std::vector<std::string> warnings;
+  std::string error;
+  bool ok() const noexcept { return error.empty(); }
+};
+
+/// Type-preserving rendering (sub-recipe `context`, `foreach`, `update_context`): a string
+/// that is exactly one reference yields the referenced value itself (a list stays a list);
+/// other strings render as text; lists and objects are rendered member by member.
+rendered_value render_value(const boost::json::value& v, const render_scope& scope);
+
+}  // namespace arun::engine
