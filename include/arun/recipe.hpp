@@ -1,13 +1,16 @@
 #pragma once
-/// The recipe model (SPEC §2, §3): what the loader produces and the engine runs.
-/// It grows with the language; fields here are the ones the engine honours today.
+/// The recipe model (SPEC §2, §3): what the loader produces, the validator checks and the
+/// engine runs. Both dialects load into it: aliases are resolved by the loader (`cwd` is
+/// `working_dir`, `nonfatal: true` is `on_error: continue`, ...).
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace arun {
@@ -19,28 +22,169 @@ struct source_location {
   int column = 0;
 };
 
-enum class step_type { bash };
+using seconds_d = std::chrono::duration<double>;
+
+/// bash / agent / recipe steps run a body; `loop` is a compound step whose body is `steps`;
+/// `gate` is a pure approval gate (SPEC §3.5a).
+enum class step_type { bash, agent, recipe, loop, gate };
+
+enum class on_error_policy { fail, continue_run, skip_remaining };
+
+enum class backoff_kind { exponential, linear, constant };
+
+/// One entry of `retry.on`: a failure kind or an exit code.
+enum class retry_trigger { failure, timeout, rate_limit };
+using retry_on_entry = std::variant<retry_trigger, int>;
+
+struct retry_policy {
+  int max_attempts = 3;  ///< total attempts, the first included
+  backoff_kind backoff = backoff_kind::exponential;
+  double initial_delay = 5.0;  ///< seconds
+  double max_delay = 300.0;    ///< seconds
+  double jitter = 0.0;         ///< 0 = none, 1 = full jitter, between: a fraction
+  std::vector<retry_on_entry> on = {retry_trigger::failure, retry_trigger::timeout};
+};
+
+struct foreach_spec {
+  boost::json::value items;        ///< a list, or a string template yielding one
+  std::string as = "item";         ///< alias foreach_var
+  int max_concurrent = 1;          ///< 0 = the global limit (`parallel: true`)
+  std::optional<std::string> collect;
+  int max_iterations = 10000;
+  std::optional<int> checkpoint_iterations;
+};
+
+struct while_spec {
+  std::string condition;
+  int max_iterations = 100;  ///< max_while_iterations
+  std::string break_when;    ///< empty: none
+  boost::json::object update_context;
+};
+
+enum class approval_decision { deny, approve };
+
+struct step_approval {
+  bool required = false;
+  std::string prompt;
+  std::optional<double> timeout;  ///< seconds; none = wait forever
+  approval_decision default_decision = approval_decision::deny;
+  on_error_policy on_denied = on_error_policy::fail;
+};
+
+struct agent_call {
+  std::string agent;   ///< `ns:name` / `ns:cat:name`; empty = the CLI's default agent
+  std::string prompt;
+  std::string mode, model, provider, model_role;
+  boost::json::value provider_preferences;  ///< null when absent
+  boost::json::value agent_config;          ///< null when absent
+  bool auto_stage = false;
+};
+
+struct recipe_call {
+  std::string recipe;            ///< a name (discovery) or a path relative to the caller
+  boost::json::object context;   ///< overrides, rendered type-preserving
+  std::optional<int> max_depth;  ///< recursion.max_depth for this call's subtree
+  boost::json::value recovery_on_failure;  ///< null when absent
+};
 
 /// One declared step.
 struct step {
   std::string id;
   step_type type = step_type::bash;
-  std::string command;                                     ///< bash body
-  std::optional<std::string> output;                       ///< context variable receiving the output
-  std::optional<std::chrono::duration<double>> timeout;    ///< 0 = no limit (SPEC §3.1)
-  std::string working_dir;                                 ///< relative to the run's working dir
-  std::vector<std::pair<std::string, std::string>> env;    ///< in declaration order
+  source_location where;
+  std::string name, description;  ///< documentation only
+
+  // Common fields (SPEC §3.1)
+  std::string condition;                       ///< empty: always
+  std::optional<std::string> output;           ///< context variable receiving the output
+  std::optional<seconds_d> timeout;            ///< 0 = no limit
+  std::optional<retry_policy> retry;
+  on_error_policy on_error = on_error_policy::fail;
+  std::vector<std::string> when_tags;
+  std::optional<std::string> parallel_group;
+  std::vector<std::string> depends_on;
+  bool parse_json = false;
+  bool parse_json_required = false;
+  std::string working_dir;                               ///< relative to the run's working dir
+  std::vector<std::pair<std::string, std::string>> env;  ///< in declaration order
+  step_approval approval;
+
+  // bash (SPEC §3.3)
+  std::string command;
+  std::optional<std::string> output_exit_code;
+  std::optional<std::size_t> max_env_value_bytes;
+
+  // agent (SPEC §3.4) and recipe (SPEC §3.5)
+  agent_call agent;
+  recipe_call call;
+
+  // loops (SPEC §6.3): a loop step repeats its own body, or `steps` when type is loop
+  std::optional<foreach_spec> foreach;
+  std::optional<while_spec> loop_while;
+  std::vector<step> steps;
+};
+
+enum class gate_timing { before, after, automatic };
+
+struct stage_approval {
+  bool required = false;
+  std::string prompt;
+  std::optional<double> timeout;
+  approval_decision default_decision = approval_decision::deny;
+  gate_timing when = gate_timing::automatic;  ///< automatic: SPEC §8's rule
+};
+
+struct stage {
+  std::string name;
+  std::string description;
+  std::string condition;  ///< empty: always
+  stage_approval approval;
+  std::vector<step> steps;
   source_location where;
 };
+
+struct recursion_limits {
+  int max_depth = 6;
+  int max_total_steps = 10000;
+};
+
+struct recipe_hooks {
+  std::string pre_step, post_step, on_error;  ///< shell commands; empty: none
+};
+
+struct rate_limits {
+  std::optional<int> max_concurrent_llm;
+  std::optional<int> min_delay_ms;
+  boost::json::value backoff;  ///< null when absent
+};
+
+enum class execution_mode { sequential, dag };
+
+enum class context_check { nonempty, path, git_repo, optional };
 
 struct recipe {
   std::string name;
   std::string description;
   std::string version = "1.0.0";
+  std::string author, created, updated;
+  std::vector<std::string> tags;
   boost::json::object context;
-  std::vector<step> steps;
-  std::optional<std::chrono::duration<double>> default_step_timeout;
+  std::vector<step> steps;    ///< exactly one of steps and stages is non-empty
+  std::vector<stage> stages;
+  recursion_limits recursion;
+  bool recursion_set = false;  ///< `recursion` was written (extends inherits it otherwise)
+  recipe_hooks hooks;
+  bool hooks_set = false;
+  std::string extends;
+  std::vector<std::pair<std::string, context_check>> context_validation;
+  rate_limits rate_limiting;
+  execution_mode execution = execution_mode::sequential;
+  std::optional<seconds_d> default_step_timeout;
+  std::optional<std::string> output;  ///< the variable reported as the final output
+  boost::json::value inputs, parameters, metadata;  ///< documentation only
+  bool lenient_templates = false;
   std::string source_path;
+  source_location where;
 };
 
 }  // namespace arun

@@ -205,7 +205,10 @@ TEST_CASE("a stop requested while the last step completes ends the run cancelled
   recipe_engine eng(runner, events);
   recipe r;
   r.name = "one";
-  r.steps.push_back(step{.id = "only", .command = "x"});
+  step only;
+  only.id = "only";
+  only.command = "x";
+  r.steps.push_back(only);
   boost::asio::io_context ctx;
   std::optional<run_result> result;
   boost::asio::co_spawn(ctx, eng.run(r, {}),

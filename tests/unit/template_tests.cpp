@@ -126,7 +126,7 @@ TEST_CASE("a missing path below a value renders empty with a warning, an error u
   CHECK(render("{{later}}", undefined_mode::strict, &declared).rfind("ERROR: {{later}} has no value", 0) == 0);
 }
 
-TEST_CASE("--lenient renders every undefined reference empty with a warning") {
+TEST_CASE("lenient mode renders every undefined reference empty with a warning") {
   const name_set declared = {"name"};
   const auto r = render_text("a{{nope}}b", {context(), &declared, undefined_mode::lenient});
   REQUIRE(r.ok());
