@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -91,7 +92,15 @@ struct recipe_call {
 struct step {
   std::string id;
   step_type type = step_type::bash;
-  source_location where;
+  source_location where;  ///< the step's mapping
+  std::vector<std::pair<std::string, source_location>> key_where;  ///< where each key's value is
+
+  /// Where the value of `key` was written, else where the step starts.
+  const source_location& at(std::string_view key) const {
+    for (const auto& [k, loc] : key_where)
+      if (k == key) return loc;
+    return where;
+  }
   std::string name, description;  ///< documentation only
 
   // Common fields (SPEC §3.1)

@@ -1,5 +1,6 @@
 // arun's composition root: parses the command line and wires io to the engine.
-#include "run_command.hpp"
+#include "commands.hpp"
+#include "exit_codes.hpp"
 
 #include "process_setup.hpp"
 

@@ -1,9 +1,9 @@
-#include "run_command.hpp"
+#include "commands.hpp"
+#include "exit_codes.hpp"
 
 #include "process/supervisor.hpp"
 #include "process_step_runner.hpp"
 #include "progress_printer.hpp"
-#include "recipe_loader.hpp"
 #include "result_format.hpp"
 #include "step_environment.hpp"
 
@@ -34,29 +34,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-struct run_settings {
-  std::string recipe;
-  std::string working_dir;
-  std::string output_format = "text";
-  double kill_grace = 5.0;
-  std::size_t max_output = 10u << 20;
-  bool quiet = false;
-};
-
-void add_run_options(CLI::App& app, run_settings& s) {
-  app.add_option("recipe", s.recipe, "Recipe file to run");
-  app.add_option("-C,--working-dir", s.working_dir,
-                 "Directory the steps run in (relative step working_dir values resolve here)");
-  app.add_option("--output-format", s.output_format, "Final result on stdout: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
-  app.add_option("--kill-grace", s.kill_grace,
-                 "Seconds between SIGTERM and SIGKILL when a step times out or is cancelled")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("-q,--quiet", s.quiet, "No progress on stderr");
-}
-
 unsigned random_bits() {
   std::random_device rd;
   return rd();
@@ -73,19 +50,12 @@ std::optional<std::string> absolute_dir(const std::string& dir, std::string& pro
   return path.lexically_normal().string();
 }
 
-int run_recipe(const run_settings& s) {
-  if (s.recipe.empty()) {
-    std::fprintf(stderr, "arun: no recipe given (usage: arun [run] RECIPE; see arun --help)\n");
-    return exit_no_recipe;
-  }
-  struct stat st {};
-  if (::stat(s.recipe.c_str(), &st) != 0) {
-    std::fprintf(stderr, "arun: recipe not found: %s\n", s.recipe.c_str());
-    return exit_not_found;
-  }
-  auto loaded = io::load_recipe_file(s.recipe);
-  for (const auto& d : loaded.diagnostics) std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
-  if (!loaded.value) return exit_usage;
+}  // namespace
+
+int run_command(const run_settings& s) {
+  auto input = load_recipe_input(s.recipe, true);
+  if (!input.value) return input.exit_code;
+  const recipe& loaded = *input.value;
 
   std::string problem;
   const auto base_dir = absolute_dir(s.working_dir, problem);
@@ -132,7 +102,7 @@ int run_recipe(const run_settings& s) {
   std::exception_ptr failure;
   run_options options;
   options.session_id = make_session_id(std::chrono::system_clock::now(), random_bits());
-  asio::co_spawn(ctx, eng.run(*loaded.value, options),
+  asio::co_spawn(ctx, eng.run(loaded, options),
                  asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, run_result r) {
                    failure = e;
                    result = std::move(r);
@@ -151,23 +121,18 @@ int run_recipe(const run_settings& s) {
   return result->success() ? exit_success : exit_recipe_failed;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"arun: an asynchronous recipe runner", "arun"};
-  app.set_version_flag("--version", std::string("arun ") + ARUN_VERSION);
-  app.require_subcommand(0, 1);
-  run_settings settings;
-  add_run_options(app, settings);
-  auto* run = app.add_subcommand("run", "Run a recipe (the default command)");
-  add_run_options(*run, settings);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? exit_success : exit_usage;
-  }
-  return run_recipe(settings);
+void add_run_options(CLI::App& app, run_settings& s) {
+  add_recipe_options(app, s.recipe);
+  app.add_option("-C,--working-dir", s.working_dir,
+                 "Directory the steps run in (relative step working_dir values resolve here)");
+  app.add_option("--output-format", s.output_format, "Final result on stdout: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--kill-grace", s.kill_grace,
+                 "Seconds between SIGTERM and SIGKILL when a step times out or is cancelled")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("-q,--quiet", s.quiet, "No progress on stderr");
 }
 
 }  // namespace arun::cli

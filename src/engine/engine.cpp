@@ -112,6 +112,10 @@ asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options opti
     listener_.on_event(end);
   }
 
+  if (r.output) {  // SPEC §2: the named variable is the recipe's final output
+    const auto it = result.context.find(*r.output);
+    result.output = it != result.context.end() ? it->value() : boost::json::value(nullptr);
+  }
   // A stop requested while the last step was finishing still ends the run as cancelled.
   if (result.status == run_status::completed &&
       (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)

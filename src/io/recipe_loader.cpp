@@ -1,291 +1,292 @@
 #include "recipe_loader.hpp"
 
+#include "recipe/step_reader.hpp"
+#include "recipe/yaml_fields.hpp"
 #include "yaml_json.hpp"
 
-#include <boost/json/object.hpp>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <regex>
-#include <set>
 #include <sstream>
 
 namespace arun::io {
 namespace {
 
-// Keys this version understands, and SPEC keys it does not run yet (refused rather than
-// silently ignored: a recipe must never run differently from what it says).
 const std::vector<std::string_view> top_level_keys = {
-    "name", "description", "version", "author", "created", "updated", "tags", "context",
-    "steps", "default_step_timeout", "inputs", "parameters", "metadata"};
-const std::vector<std::string_view> top_level_unsupported = {
-    "stages", "recursion", "hooks", "extends", "context_validation", "rate_limiting",
-    "execution", "output", "lenient_templates"};
-const std::vector<std::string_view> step_keys = {
-    "id", "type", "command", "output", "timeout", "working_dir", "cwd", "env",
-    "name", "description", "inputs", "outputs"};
-const std::vector<std::string_view> step_unsupported = {
-    "condition", "retry", "on_error", "continue_on_error", "nonfatal", "fatal", "when_tags",
-    "parallel_group", "depends_on", "parse_json", "parse_json_required", "requires_approval",
-    "approval_prompt", "approval_timeout", "approval_default", "on_approval_denied", "agent",
-    "prompt", "recipe", "steps", "foreach", "as", "foreach_var", "max_concurrent", "parallel",
-    "collect", "max_iterations", "checkpoint_iterations", "while_condition",
-    "max_while_iterations", "break_when", "update_context", "output_exit_code",
-    "max_env_value_bytes", "mode", "model", "provider", "model_role", "provider_preferences",
-    "agent_config", "auto_stage", "context", "sub_context", "recursion", "recovery_on_failure"};
+    "name", "description", "version", "author", "created", "updated", "tags", "context", "steps", "stages",
+    "recursion", "hooks", "extends", "context_validation", "rate_limiting", "execution", "default_step_timeout",
+    "output", "inputs", "parameters", "metadata", "lenient_templates"};
 
-class loader {
+// Counts documents without building them; stops at the second (TOOLCHAIN.md §7: never
+// LoadAll, which hangs on some inputs).
+class document_counter final : public YAML::EventHandler {
 public:
-  loader(std::string file, const load_limits& limits) : file_(std::move(file)), limits_(limits) {}
+  int documents = 0;
+  void OnDocumentStart(const YAML::Mark&) override { ++documents; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
 
-  load_result load(std::string_view text) {
-    load_result out;
-    if (text.size() > limits_.max_bytes) {
-      error({}, "file is " + std::to_string(text.size()) + " bytes; recipes are limited to " +
-                    std::to_string(limits_.max_bytes) + " bytes (--max-recipe-bytes raises it)");
-      return finish();
-    }
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::ParserException& e) {
-      // yaml-cpp reports "bad file" for nesting deeper than 500 levels.
-      error(e.mark, e.msg == "bad file" ? "document nests too deeply" : "invalid YAML: " + e.msg);
-      return finish();
-    }
-    if (!root.IsMap()) {
-      error(root.Mark(), "a recipe must be a mapping with 'name' and 'steps'");
-      return finish();
-    }
-    try {
-      read_recipe(root);
-    } catch (const yaml_too_large& e) {
-      error(root.Mark(), std::string(e.what()) + " (aliases expand beyond " +
-                             std::to_string(limits_.max_nodes) + " nodes)");
-    }
-    return finish();
+bool has_second_document(const std::string& text) {
+  // Only a document marker can start a second document: skip the parse without one.
+  if (text.find("\n---") == std::string::npos && text.find("\n...") == std::string::npos) return false;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  document_counter counter;
+  return parser.HandleNextDocument(counter) && parser.HandleNextDocument(counter) && counter.documents > 1;
+}
+
+// Nesting depth and node count (SPEC §1: 64 levels, 1,000,000 nodes, aliases expanded).
+bool within_limits(const YAML::Node& n, int depth, std::size_t& budget, diagnostic_sink& sink) {
+  if (depth > 64) {
+    sink.error(n.Mark(), "the document nests deeper than 64 levels");
+    return false;
+  }
+  if (budget == 0) {
+    sink.error(n.Mark(), "the document expands to more than the node limit (1,000,000 nodes, aliases expanded)");
+    return false;
+  }
+  --budget;
+  if (n.IsSequence())
+    for (const auto& item : n)
+      if (!within_limits(item, depth + 1, budget, sink)) return false;
+  if (n.IsMap())
+    for (const auto& kv : n)
+      if (!within_limits(kv.second, depth + 1, budget, sink)) return false;
+  return true;
+}
+
+class recipe_reader {
+public:
+  recipe_reader(const YAML::Node& root, diagnostic_sink& sink) : f_(root, sink, "the recipe"), sink_(sink) {}
+
+  recipe read() {
+    f_.check_keys(top_level_keys);
+    r_.source_path = sink_.file();
+    r_.where = sink_.at(f_.map().Mark());
+    read_metadata();
+    if (auto ctx = f_.object("context")) r_.context = std::move(*ctx);
+    read_body();
+    read_recursion();
+    read_hooks();
+    if (auto e = f_.text("extends")) r_.extends = *e;
+    read_context_validation();
+    read_rate_limiting();
+    if (auto e = f_.choice("execution", {"sequential", "dag"}))
+      r_.execution = *e == "dag" ? execution_mode::dag : execution_mode::sequential;
+    if (auto t = f_.seconds("default_step_timeout")) r_.default_step_timeout = seconds_d(*t);
+    read_output();
+    r_.inputs = f_.json("inputs");
+    r_.parameters = f_.json("parameters");
+    r_.metadata = f_.json("metadata");
+    if (auto b = f_.boolean("lenient_templates")) r_.lenient_templates = *b;
+    return std::move(r_);
   }
 
 private:
-  source_location at(const YAML::Mark& m) const {
-    if (m.is_null()) return {file_, 0, 0};
-    return {file_, m.line + 1, m.column + 1};
-  }
-  void error(const YAML::Mark& m, std::string msg, std::string key = {}, std::string hint = {}) {
-    diags_.push_back({severity::error, at(m), std::move(msg), std::move(key), std::move(hint)});
-  }
-  void warning(const YAML::Mark& m, std::string msg, std::string key = {}, std::string hint = {}) {
-    diags_.push_back({severity::warning, at(m), std::move(msg), std::move(key), std::move(hint)});
+  void read_metadata() {
+    if (auto name = f_.text("name", true)) {
+      r_.name = *name;
+      static const std::regex pattern("[A-Za-z0-9_-]{1,100}");
+      if (!std::regex_match(r_.name, pattern))
+        f_.warning("name", "recipe names use letters, digits, '_' and '-' (at most 100 characters)");
+    }
+    if (auto d = f_.text("description")) r_.description = *d;
+    if (auto v = f_.text("version")) {
+      r_.version = *v;
+      static const std::regex semver(R"(\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]*)?)");
+      if (!std::regex_match(r_.version, semver)) f_.warning("version", "version '" + *v + "' is not semver (MAJOR.MINOR.PATCH)");
+    }
+    for (auto [key, field] : {std::pair{"author", &r_.author}, {"created", &r_.created}, {"updated", &r_.updated}})
+      if (auto v = f_.text(key)) *field = *v;
+    if (auto tags = f_.string_list("tags")) r_.tags = *tags;
   }
 
-  load_result finish() {
-    load_result r;
-    if (!has_errors(diags_)) r.value = std::move(recipe_);
-    r.diagnostics = std::move(diags_);
-    return r;
+  void read_steps(const YAML::Node& list, std::vector<step>& into) {
+    for (const auto& node : list)
+      if (auto s = read_step(node, sink_)) into.push_back(std::move(*s));
   }
 
-  static std::string suggestion(std::string_view key, const std::vector<std::string_view>& known) {
-    std::string best;
-    std::size_t best_distance = 3;
-    for (auto k : known) {
-      const auto d = edit_distance(key, k);
-      if (d < best_distance) best_distance = d, best = k;
+  void read_body() {
+    const bool has_steps = f_.has("steps"), has_stages = f_.has("stages");
+    if (has_steps == has_stages) {
+      sink_.error(f_.map().Mark(), has_steps ? "give 'steps' or 'stages', not both" : "the recipe needs 'steps': a list of steps",
+                  "steps");
+      if (!has_steps) return;
     }
-    return best.empty() ? std::string() : "did you mean '" + best + "'?";
-  }
-
-  // Checks every key of a mapping: duplicates, unsupported and unknown ones.
-  void check_keys(const YAML::Node& map, const std::vector<std::string_view>& known,
-                  const std::vector<std::string_view>& unsupported, std::string_view where) {
-    std::set<std::string> seen;
-    for (const auto& kv : map) {
-      const auto& key = kv.first.Scalar();
-      if (!seen.insert(key).second) {
-        error(kv.first.Mark(), "duplicate key '" + key + "' in " + std::string(where), key);
-        continue;
-      }
-      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-      if (std::find(unsupported.begin(), unsupported.end(), key) != unsupported.end()) {
-        error(kv.first.Mark(), "'" + key + "' is not supported by this version of arun yet", key);
-        continue;
-      }
-      std::vector<std::string_view> all = known;
-      all.insert(all.end(), unsupported.begin(), unsupported.end());
-      warning(kv.first.Mark(), "unknown key '" + key + "' in " + std::string(where), key,
-              suggestion(key, all));
-    }
-  }
-
-  std::optional<std::string> string_field(const YAML::Node& map, const char* key, bool required,
-                                          std::string_view where) {
-    const auto node = map[key];
-    if (!node) {
-      if (required) error(map.Mark(), std::string(where) + " needs '" + key + "'", key);
-      return std::nullopt;
-    }
-    if (!node.IsScalar() || (node.Tag() != "!" && scalar_to_json(node).is_null())) {
-      error(node.Mark(), "'" + std::string(key) + "' must be a string", key);
-      return std::nullopt;
-    }
-    return node.Scalar();
-  }
-
-  std::optional<std::chrono::duration<double>> seconds_field(const YAML::Node& map, const char* key) {
-    const auto node = map[key];
-    if (!node) return std::nullopt;
-    const auto v = node.IsScalar() ? scalar_to_json(node) : boost::json::value();
-    if (!v.is_number() || !std::isfinite(v.to_number<double>()) || v.to_number<double>() < 0) {
-      error(node.Mark(), "'" + std::string(key) + "' must be a number of seconds (0 or more)", key);
-      return std::nullopt;
-    }
-    return std::chrono::duration<double>(v.to_number<double>());
-  }
-
-  void read_recipe(const YAML::Node& root) {
-    check_keys(root, top_level_keys, top_level_unsupported, "the recipe");
-    recipe_.source_path = file_;
-    if (auto name = string_field(root, "name", true, "the recipe")) recipe_.name = *name;
-    if (auto d = string_field(root, "description", false, "the recipe")) recipe_.description = *d;
-    if (auto v = root["version"]; v && v.IsScalar()) recipe_.version = v.Scalar();
-    recipe_.default_step_timeout = seconds_field(root, "default_step_timeout");
-    if (auto ctx = root["context"]) {
-      if (!ctx.IsMap()) {
-        error(ctx.Mark(), "'context' must be a mapping of variable names to values", "context");
-      } else {
-        std::size_t budget = limits_.max_nodes;
-        recipe_.context = yaml_to_json(ctx, budget).as_object();
-      }
-    }
-    const auto steps = root["steps"];
-    if (!steps) {
-      error(root.Mark(), "the recipe needs 'steps': a list of steps", "steps");
+    const char* key = has_steps ? "steps" : "stages";
+    const auto list = f_.node(key);
+    if (!list.IsSequence() || list.size() == 0) {
+      f_.error(key, "'" + std::string(key) + "' must be a non-empty list");
       return;
     }
-    if (!steps.IsSequence() || steps.size() == 0) {
-      error(steps.Mark(), "'steps' must be a non-empty list of steps", "steps");
-      return;
-    }
-    std::set<std::string> ids;
-    for (const auto& node : steps) read_step(node, ids);
+    if (has_steps) return read_steps(list, r_.steps);
+    for (const auto& node : list) read_stage(node);
   }
 
-  void read_step(const YAML::Node& node, std::set<std::string>& ids) {
+  void read_stage(const YAML::Node& node) {
     if (!node.IsMap()) {
-      error(node.Mark(), "a step must be a mapping with 'id' and 'command'");
+      sink_.error(node.Mark(), "a stage must be a mapping with 'name' and 'steps'");
       return;
     }
-    check_keys(node, step_keys, step_unsupported, "a step");
-    step s;
-    s.where = at(node.Mark());
-    if (auto id = string_field(node, "id", true, "every step")) {
-      static const std::regex id_pattern("[A-Za-z0-9_.-]+");
-      if (!std::regex_match(*id, id_pattern))
-        error(node["id"].Mark(), "step id '" + *id + "' may only use letters, digits, '_', '.' and '-'", "id");
-      else if (!ids.insert(*id).second)
-        error(node["id"].Mark(), "step id '" + *id + "' is used twice; ids must be unique", "id");
-      s.id = *id;
-    }
-    if (auto type = string_field(node, "type", false, "a step"); type && *type != "bash") {
-      const bool known = *type == "agent" || *type == "recipe";
-      error(node["type"].Mark(),
-            known ? "steps of type '" + *type + "' are not supported by this version of arun yet"
-                  : "unsupported step type '" + *type + "' (expected bash, agent or recipe)",
-            "type");
-    }
-    if (auto command = string_field(node, "command", false, "a step")) {
-      s.command = *command;
-      check_no_templates(node["command"], s.command);
-    } else if (!node["command"]) {
-      error(node.Mark(), "step '" + s.id + "' has no body: add 'command'", "command");
-    }
-    s.output = string_field(node, "output", false, "a step");
-    s.timeout = seconds_field(node, "timeout");
-    if (node["working_dir"] && node["cwd"])
-      error(node["cwd"].Mark(), "give 'working_dir' or its alias 'cwd', not both", "cwd");
-    if (auto wd = string_field(node, node["cwd"] ? "cwd" : "working_dir", false, "a step"))
-      s.working_dir = *wd;
-    read_env(node["env"], s);
-    recipe_.steps.push_back(std::move(s));
+    stage st;
+    st.where = sink_.at(node.Mark());
+    const field_reader f(node, sink_, "a stage");
+    f.check_keys({"name", "description", "condition", "steps", "approval", "approval_required", "approval_message"},
+                 {{"auto_approve_if", "is not supported: approve with --yes, `arun approve`, or a timeout default"}});
+    if (auto n = f.text("name", true)) st.name = *n;
+    if (auto d = f.text("description")) st.description = *d;
+    if (auto c = f.text("condition")) st.condition = *c;
+    read_stage_approval(f, st);
+    const auto steps = f.node("steps");
+    if (!steps || !steps.IsSequence() || steps.size() == 0)
+      f.error("steps", "stage '" + st.name + "' needs 'steps': a non-empty list");
+    else
+      read_steps(steps, st.steps);
+    r_.stages.push_back(std::move(st));
   }
 
-  void read_env(const YAML::Node& env, step& s) {
-    if (!env) return;
-    if (!env.IsMap()) {
-      error(env.Mark(), "'env' must be a mapping of variable names to values", "env");
-      return;
-    }
-    static const std::regex name_pattern("[A-Za-z_][A-Za-z0-9_]*");
-    for (const auto& kv : env) {
-      const auto& name = kv.first.Scalar();
-      if (!std::regex_match(name, name_pattern)) {
-        error(kv.first.Mark(), "'" + name + "' is not a valid environment variable name", "env");
-        continue;
-      }
-      if (!kv.second.IsScalar()) {
-        error(kv.second.Mark(), "the value of env '" + name + "' must be a scalar", "env");
-        continue;
-      }
-      s.env.emplace_back(name, kv.second.Scalar());
+  void read_stage_approval(const field_reader& f, stage& st) {
+    if (auto b = f.boolean("approval_required")) st.approval.required = *b;
+    if (auto m = f.text("approval_message")) st.approval.prompt = *m;
+    if (!f.has("approval")) return;
+    if (!f.node("approval").IsMap()) return f.error("approval", "'approval' must be a mapping (required, prompt, timeout, default, when)");
+    const field_reader a(f.node("approval"), sink_, "the approval of stage '" + st.name + "'");
+    a.check_keys({"required", "prompt", "timeout", "default", "when"});
+    if (auto b = a.boolean("required")) st.approval.required = *b;
+    if (auto p = a.text("prompt")) st.approval.prompt = *p;
+    st.approval.timeout = a.seconds("timeout");
+    if (auto d = a.choice("default", {"deny", "approve"}))
+      st.approval.default_decision = *d == "approve" ? approval_decision::approve : approval_decision::deny;
+    if (auto w = a.choice("when", {"before", "after"})) st.approval.when = *w == "after" ? gate_timing::after : gate_timing::before;
+  }
+
+  void read_recursion() {
+    if (!f_.has("recursion")) return;
+    if (!f_.node("recursion").IsMap()) return f_.error("recursion", "'recursion' must be a mapping (max_depth, max_total_steps)");
+    const field_reader rec(f_.node("recursion"), sink_, "the recursion block");
+    rec.check_keys({"max_depth", "max_total_steps"});
+    r_.recursion_set = true;
+    if (auto d = rec.integer("max_depth", 1, 1000)) r_.recursion.max_depth = static_cast<int>(*d);
+    if (auto t = rec.integer("max_total_steps", 1, 100'000'000)) r_.recursion.max_total_steps = static_cast<int>(*t);
+  }
+
+  void read_hooks() {
+    if (!f_.has("hooks")) return;
+    if (!f_.node("hooks").IsMap()) return f_.error("hooks", "'hooks' must be a mapping (pre_step, post_step, on_error)");
+    const field_reader h(f_.node("hooks"), sink_, "the hooks block");
+    h.check_keys({"pre_step", "post_step", "on_error"});
+    r_.hooks_set = true;
+    for (auto [key, field] : {std::pair{"pre_step", &r_.hooks.pre_step}, {"post_step", &r_.hooks.post_step},
+                              {"on_error", &r_.hooks.on_error}})
+      if (auto v = h.text(key)) *field = *v;
+  }
+
+  void read_context_validation() {
+    if (!f_.has("context_validation")) return;
+    const auto node = f_.node("context_validation");
+    if (!node.IsMap()) return f_.error("context_validation", "'context_validation' must map variables to nonempty, path, git_repo or optional");
+    const field_reader cv(node, sink_, "context_validation");
+    for (const auto& kv : node) {
+      const auto& var = kv.first.Scalar();
+      const auto rule = cv.choice(var.c_str(), {"nonempty", "path", "git_repo", "optional"});
+      if (!rule) continue;
+      const auto check = *rule == "nonempty" ? context_check::nonempty : *rule == "path" ? context_check::path
+                         : *rule == "git_repo" ? context_check::git_repo : context_check::optional;
+      r_.context_validation.emplace_back(var, check);
     }
   }
 
-  void check_no_templates(const YAML::Node& node, const std::string& text) {
-    static const std::regex reference(R"(\{\{\s*[A-Za-z_][^{}]*\}\})");
-    if (std::regex_search(text, reference))
-      error(node.Mark(), "template references ({{...}}) are not supported by this version of arun yet",
-            "command");
+  void read_rate_limiting() {
+    if (!f_.has("rate_limiting")) return;
+    if (!f_.node("rate_limiting").IsMap()) return f_.error("rate_limiting", "'rate_limiting' must be a mapping (max_concurrent_llm, min_delay_ms, backoff)");
+    const field_reader rl(f_.node("rate_limiting"), sink_, "rate_limiting");
+    rl.check_keys({"max_concurrent_llm", "min_delay_ms", "backoff"});
+    if (auto n = rl.integer("max_concurrent_llm", 1, 100000)) r_.rate_limiting.max_concurrent_llm = static_cast<int>(*n);
+    if (auto n = rl.integer("min_delay_ms", 0, 3'600'000)) r_.rate_limiting.min_delay_ms = static_cast<int>(*n);
+    r_.rate_limiting.backoff = rl.json("backoff");
   }
 
-  std::string file_;
-  load_limits limits_;
-  recipe recipe_;
-  std::vector<diagnostic> diags_;
+  void read_output() {
+    const auto out = f_.node("output");
+    if (!out) return;
+    if (out.IsMap()) return;  // documentation only (SPEC §2)
+    r_.output = f_.text("output");
+  }
+
+  field_reader f_;
+  diagnostic_sink& sink_;
+  recipe r_;
 };
-
-load_result file_error(const std::string& path, std::string message) {
-  diagnostic d;
-  d.where.file = path;
-  d.message = std::move(message);
-  load_result r;
-  r.diagnostics.push_back(std::move(d));
-  return r;
-}
 
 }  // namespace
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const auto above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 load_result load_recipe_text(std::string_view text, const std::string& file, const load_limits& limits) {
-  return loader(file, limits).load(text);
+  diagnostic_sink sink(file, limits.max_nodes);
+  load_result out;
+  auto finish = [&] {
+    if (sink.has_errors()) out.value.reset();  // a recipe with errors is never run
+    out.diagnostics = std::move(sink.list());
+    return std::move(out);
+  };
+  if (text.size() > limits.max_bytes) {
+    sink.error(YAML::Mark::null_mark(), "file is " + std::to_string(text.size()) + " bytes; recipes are limited to " +
+                       std::to_string(limits.max_bytes) + " bytes (--max-recipe-bytes raises it)");
+    return finish();
+  }
+  const std::string source(text);
+  YAML::Node root;
+  try {
+    root = YAML::Load(source);
+    if (has_second_document(source)) {
+      sink.error(YAML::Mark::null_mark(), "the file holds more than one YAML document; a recipe is exactly one");
+      return finish();
+    }
+  } catch (const YAML::ParserException& e) {
+    // yaml-cpp reports "bad file" for nesting deeper than 500 levels.
+    sink.error(e.mark, e.msg == "bad file" ? "the document nests too deeply" : "invalid YAML: " + e.msg);
+    return finish();
+  }
+  if (!root.IsMap()) {
+    sink.error(root.Mark(), "a recipe must be a mapping with 'name' and 'steps'");
+    return finish();
+  }
+  std::size_t budget = limits.max_nodes;
+  if (!within_limits(root, 0, budget, sink)) return finish();
+  try {
+    out.value = recipe_reader(root, sink).read();
+  } catch (const yaml_too_large& e) {
+    sink.error(root.Mark(), std::string(e.what()) + " (aliases expand beyond " + std::to_string(limits.max_nodes) + " nodes)");
+  }
+  return finish();
 }
 
 load_result load_recipe_file(const std::string& path, const load_limits& limits) {
+  auto file_error = [&](std::string message) {
+    diagnostic d;
+    d.where.file = path;
+    d.message = std::move(message);
+    load_result r;
+    r.diagnostics.push_back(std::move(d));
+    return r;
+  };
   std::ifstream in(path, std::ios::binary);
-  if (!in) return file_error(path, "cannot read the recipe file");
-  // Read at most one byte past the limit: enough to refuse an oversized file without
-  // loading all of it.
+  if (!in) return file_error("cannot read the recipe file");
+  // Read at most one byte past the limit: enough to refuse an oversized file.
   std::string text(limits.max_bytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > limits.max_bytes)
-    return file_error(path, "file is larger than " + std::to_string(limits.max_bytes) +
-                                " bytes, the recipe limit (--max-recipe-bytes raises it)");
+    return file_error("file is larger than " + std::to_string(limits.max_bytes) +
+                      " bytes, the recipe limit (--max-recipe-bytes raises it)");
   return load_recipe_text(text, path, limits);
 }
 

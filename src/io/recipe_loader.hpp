@@ -1,6 +1,8 @@
 #pragma once
 // Loading a recipe file into the model, with file/line/column diagnostics.
 
+#include "recipe/yaml_fields.hpp"
+
 #include <arun/diagnostics.hpp>
 #include <arun/recipe.hpp>
 
@@ -28,8 +30,5 @@ load_result load_recipe_file(const std::string& path, const load_limits& limits 
 /// Loads recipe text; `file` names it in diagnostics.
 load_result load_recipe_text(std::string_view text, const std::string& file,
                              const load_limits& limits = {});
-
-/// Edit distance between two keys (for "did you mean" suggestions).
-std::size_t edit_distance(std::string_view a, std::string_view b);
 
 }  // namespace arun::io

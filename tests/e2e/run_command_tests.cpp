@@ -114,7 +114,7 @@ TEST_CASE("an invalid recipe exits 2 with file:line:column on stderr and nothing
   const auto r = run_arun({rec.file.string()});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":4:5: warning: unknown key 'comand' in a step (did you mean 'command'?)"));
+  CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":4:5: warning: unknown key 'comand' in step 'a' (did you mean 'command'?)"));
   CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":3:5: error: step 'a' has no body"));
   CHECK(arun::test::leftover_processes().empty());
 }
@@ -247,5 +247,53 @@ TEST_CASE("a second SIGINT kills the running steps at once") {
   CHECK(std::chrono::steady_clock::now() - start < 20s);  // not the 60 s grace
   CHECK(r.exit_code == 130);
   CHECK_THAT(r.err.text, Catch::Contains("second SIGINT: killing every running step"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for errors") {
+  temp_recipe warn("name: w\ndescripton: typo\nsteps:\n  - id: a\n    command: echo {{who}}\ncontext: {who: me}\n");
+  auto r = run_arun({"validate", warn.file.string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains(":2:1: warning: unknown key 'descripton' in the recipe (did you mean 'description'?)"));
+  CHECK_THAT(r.out, Catch::Contains("valid (with warnings)"));
+  CHECK(run_arun({"validate", warn.file.string(), "--strict"}).exit_code == 2);
+
+  temp_recipe bad("name: b\nsteps:\n  - id: a\n    command: echo {{ghost}}\n    depends_on: [nope]\n");
+  r = run_arun({"validate", bad.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(":5:17: error: step 'a' depends on 'nope', which no step has as id"));
+  CHECK_THAT(r.err, Catch::Contains(":4:14: error: undefined variable 'ghost' in {{ghost}} of step 'a'"));
+  // --set declares the name, and validate accepts it.
+  temp_recipe needs_set("name: s\nsteps:\n  - id: a\n    command: echo\n    output: \"{{ghost}}\"\n");
+  CHECK(run_arun({"validate", bad.file.string(), "--set", "ghost=1"}).exit_code == 2);  // depends_on still wrong
+  CHECK(run_arun({"validate", "no/such.yaml"}).exit_code == 3);
+  CHECK(run_arun({"validate"}).exit_code == 4);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("run refuses recipes using features this version cannot run yet") {
+  temp_recipe rec("name: later\nsteps:\n  - id: a\n    command: echo hi\n    retry: {max_attempts: 2}\n");
+  const auto r = run_arun({rec.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(":5:12: error: 'retry' (step 'a') is not supported by this version of arun yet"));
+  CHECK(run_arun({"validate", rec.file.string()}).exit_code == 0);  // the recipe itself is valid
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("set options add typed context values and the recipe output names the final output") {
+  temp_recipe rec("name: sets\noutput: answer\ncontext: {answer: 1}\nsteps:\n  - id: a\n    command: echo hi\n");
+  const auto r = run_arun({rec.file.string(), "--output-format", "json", "-q", "--set", "answer=42", "--set",
+                           "cfg.mode=fast", "--set", "name=bob", "--set", "list=[1,2]"});
+  CHECK(r.exit_code == 0);
+  const auto v = boost::json::parse(r.out);
+  CHECK(v.at("output") == 42);
+  CHECK(v.at("context").at("cfg").at("mode") == "fast");
+  CHECK(v.at("context").at("name") == "bob");
+  CHECK(v.at("context").at("list") == boost::json::parse("[1,2]"));
+  const auto bad = run_arun({rec.file.string(), "--set", "novalue"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--set takes KEY=VALUE, got 'novalue'"));
   CHECK(arun::test::leftover_processes().empty());
 }

@@ -1,31 +1,54 @@
+// Loading and validating recipes: what loads, and the exact diagnostic for what does not.
 #include <catch2/catch.hpp>
 
 #include "recipe_loader.hpp"
 
-#include <algorithm>
+#include <arun/validation.hpp>
 
-using arun::diagnostic;
 using arun::severity;
 using arun::io::load_recipe_text;
 
 namespace {
 
-arun::io::load_result load(const std::string& text) { return load_recipe_text(text, "r.yaml"); }
-
-// The first diagnostic of the given severity, formatted.
-std::string first(const arun::io::load_result& r, severity level = severity::error) {
-  for (const auto& d : r.diagnostics)
-    if (d.level == level) return format_diagnostic(d);
-  return "<none>";
+// Load + validate, as `arun validate` does; every diagnostic formatted.
+std::vector<std::string> check(const std::string& text, arun::validation_options options = {}) {
+  auto r = load_recipe_text(text, "r.yaml");
+  auto ds = std::move(r.diagnostics);
+  if (r.value) {
+    auto more = arun::validate_recipe(*r.value, options);
+    ds.insert(ds.end(), more.begin(), more.end());
+  }
+  std::vector<std::string> out;
+  for (const auto& d : ds) out.push_back(format_diagnostic(d));
+  return out;
 }
+
+std::string first_error(const std::string& text) {
+  for (const auto& d : check(text))
+    if (d.find(": error: ") != std::string::npos) return d;
+  return "<no error>";
+}
+
+std::string first_warning(const std::string& text) {
+  for (const auto& d : check(text))
+    if (d.find(": warning: ") != std::string::npos) return d;
+  return "<no warning>";
+}
+
+const std::string head = "name: x\nsteps:\n";
 
 }  // namespace
 
-TEST_CASE("a recipe with bash steps loads with every supported field") {
-  const auto r = load(R"(name: demo
+TEST_CASE("a bash recipe loads with every common field and alias") {
+  const auto r = load_recipe_text(R"(name: demo
 description: two steps
+version: 2.1.0
+author: someone
+tags: [a, b]
 context:
   greeting: hello
+default_step_timeout: 60
+output: first
 steps:
   - id: one
     command: echo one
@@ -35,86 +58,270 @@ steps:
     env:
       A: 1
       B: text
+    retry: {max_attempts: 4, backoff: linear, initial_delay: 0.5, max_delay: 2, jitter: 0.3, on: [failure, 7]}
+    nonfatal: true
+    when_tags: "fast, unit"
+    depends_on: two
+    output_exit_code: rc
   - id: two
     type: bash
     cwd: other
     command: |
       echo two
-)");
+    parallel_group: g
+    parse_json: true
+)",
+                                  "r.yaml");
   REQUIRE(r.value);
   CHECK(r.diagnostics.empty());
   const auto& rec = *r.value;
-  CHECK(rec.name == "demo");
-  CHECK(rec.context.at("greeting") == "hello");
-  REQUIRE(rec.steps.size() == 2);
-  CHECK(rec.steps[0].output == "first");
-  CHECK(rec.steps[0].timeout->count() == 2.5);
-  CHECK(rec.steps[0].working_dir == "sub");
-  CHECK(rec.steps[0].env == std::vector<std::pair<std::string, std::string>>{{"A", "1"}, {"B", "text"}});
-  CHECK(rec.steps[0].where.line == 6);
+  CHECK(rec.version == "2.1.0");
+  CHECK(rec.tags == std::vector<std::string>{"a", "b"});
+  CHECK(rec.output == "first");
+  CHECK(rec.default_step_timeout->count() == 60);
+  const auto& one = rec.steps[0];
+  CHECK(one.timeout->count() == 2.5);
+  CHECK(one.env == std::vector<std::pair<std::string, std::string>>{{"A", "1"}, {"B", "text"}});
+  REQUIRE(one.retry);
+  CHECK(one.retry->max_attempts == 4);
+  CHECK(one.retry->backoff == arun::backoff_kind::linear);
+  CHECK(one.retry->jitter == 0.3);
+  CHECK(one.retry->on.size() == 2);
+  CHECK(one.on_error == arun::on_error_policy::continue_run);
+  CHECK(one.when_tags == std::vector<std::string>{"fast", "unit"});
+  CHECK(one.depends_on == std::vector<std::string>{"two"});
+  CHECK(one.output_exit_code == "rc");
+  CHECK(one.where.line == 11);
+  CHECK(one.at("timeout").line == 14);
   CHECK(rec.steps[1].working_dir == "other");
-  CHECK(rec.steps[1].command == "echo two\n");
+  CHECK(rec.steps[1].parallel_group == "g");
+  CHECK(rec.steps[1].parse_json);
 }
 
-TEST_CASE("YAML errors name the file, line and column") {
-  const auto r = load("name: x\nsteps:\n  - id: a\n    command: [unclosed\n");
-  CHECK_FALSE(r.value);
-  CHECK_THAT(first(r), Catch::StartsWith("r.yaml:") && Catch::Contains("invalid YAML"));
-}
-
-TEST_CASE("required fields are reported with their place") {
-  CHECK(first(load("steps:\n  - id: a\n    command: x\n")) == "r.yaml:1:1: error: the recipe needs 'name'");
-  CHECK(first(load("name: x\n")) == "r.yaml:1:1: error: the recipe needs 'steps': a list of steps");
-  CHECK(first(load("name: x\nsteps: []\n")) == "r.yaml:2:8: error: 'steps' must be a non-empty list of steps");
-  CHECK(first(load("name: x\nsteps:\n  - command: x\n")) == "r.yaml:3:5: error: every step needs 'id'");
-}
-
-TEST_CASE("a typo in a body key is a warning with a suggestion and the empty step an error") {
-  const auto r = load("name: x\nsteps:\n  - id: a\n    comand: echo hi\n");
-  CHECK_FALSE(r.value);
-  CHECK(first(r, severity::warning) ==
-        "r.yaml:4:5: warning: unknown key 'comand' in a step (did you mean 'command'?)");
-  CHECK(first(r) == "r.yaml:3:5: error: step 'a' has no body: add 'command'");
-}
-
-TEST_CASE("unknown top-level keys warn but still load") {
-  const auto r = load("name: x\ndescripton: d\nsteps:\n  - id: a\n    command: x\n");
+TEST_CASE("types are inferred as SPEC 3.2 says") {
+  const auto r = load_recipe_text(R"(name: types
+steps:
+  - id: a
+    agent: "ns:architect"
+    prompt: design it
+    mode: ANALYZE
+  - id: p
+    prompt: no agent named
+  - id: r
+    recipe: child
+    sub_context: {x: 1}
+    recursion: {max_depth: 2}
+  - id: loop
+    foreach: "{{items}}"
+    as: f
+    parallel: true
+    collect: results
+    steps:
+      - id: inner
+        command: echo {{f}}
+  - id: w
+    while_condition: "{{n}} < 3"
+    max_while_iterations: 5
+    update_context: {n: 1}
+    steps:
+      - id: body
+        command: echo
+  - id: gate
+    requires_approval: true
+    approval_prompt: go?
+    approval_default: approve
+  - id: each
+    command: echo {{item}}
+    foreach: [1, 2, 3]
+    max_concurrent: 2
+context:
+  items: [1, 2]
+  n: 0
+)",
+                                  "r.yaml");
   REQUIRE(r.value);
-  CHECK(first(r, severity::warning) ==
+  const auto& s = r.value->steps;
+  CHECK(s[0].type == arun::step_type::agent);
+  CHECK(s[0].agent.agent == "ns:architect");
+  CHECK(s[0].agent.mode == "ANALYZE");
+  CHECK(s[1].type == arun::step_type::agent);
+  CHECK(s[2].type == arun::step_type::recipe);
+  CHECK(s[2].call.context.at("x") == 1);
+  CHECK(s[2].call.max_depth == 2);
+  CHECK(s[3].type == arun::step_type::loop);
+  CHECK(s[3].foreach->as == "f");
+  CHECK(s[3].foreach->max_concurrent == 0);
+  CHECK(s[3].steps.at(0).id == "inner");
+  CHECK(s[4].loop_while->max_iterations == 5);
+  CHECK(s[5].type == arun::step_type::gate);
+  CHECK(s[5].approval.default_decision == arun::approval_decision::approve);
+  CHECK(s[6].type == arun::step_type::bash);
+  CHECK(s[6].foreach->max_concurrent == 2);
+  CHECK(s[6].foreach->items.as_array().size() == 3);
+  CHECK(check(R"(name: t
+context: {items: [1], n: 0}
+steps:
+  - id: loop
+    foreach: "{{items}}"
+    as: f
+    steps:
+      - id: inner
+        command: echo {{f}} {{_loop_index}}
+)").empty());
+}
+
+TEST_CASE("stages load with approvals and aliases") {
+  const auto r = load_recipe_text(R"(name: staged
+stages:
+  - name: plan
+    approval: {required: true, prompt: "ok?", timeout: 60, default: approve, when: after}
+    steps:
+      - id: a
+        command: echo a
+  - name: build
+    approval_required: true
+    approval_message: build now?
+    condition: "true"
+    steps:
+      - id: b
+        command: echo b
+)",
+                                  "r.yaml");
+  REQUIRE(r.value);
+  REQUIRE(r.value->stages.size() == 2);
+  CHECK(r.value->stages[0].approval.when == arun::gate_timing::after);
+  CHECK(*r.value->stages[0].approval.timeout == 60);
+  CHECK(r.value->stages[1].approval.required);
+  CHECK(r.value->stages[1].approval.prompt == "build now?");
+}
+
+TEST_CASE("invalid recipes give the exact diagnostic") {
+  struct row {
+    std::string text;
+    std::string expected;  // the first error, formatted
+  };
+  const std::vector<row> rows = {
+      {"steps:\n  - id: a\n    command: x\n", "r.yaml:1:1: error: the recipe needs 'name'"},
+      {"name: x\n", "r.yaml:1:1: error: the recipe needs 'steps': a list of steps"},
+      {"name: x\nsteps: []\n", "r.yaml:2:8: error: 'steps' must be a non-empty list"},
+      {"name: x\nsteps: {a: 1}\n", "r.yaml:2:8: error: 'steps' must be a non-empty list"},
+      {head + "  - command: x\n", "r.yaml:3:5: error: every step needs 'id'"},
+      {head + "  - id: a\n    comand: echo hi\n",
+       "r.yaml:3:5: error: step 'a' has no body: add 'command', 'prompt', 'agent', 'recipe' or 'steps' (a step needs "
+       "something to run)"},
+      {head + "  - just a string\n",
+       "r.yaml:3:5: error: a step must be a mapping with an 'id' and a body (command, prompt, agent, recipe or steps)"},
+      {"name: x\nname: y\nsteps:\n  - id: a\n    command: x\n", "r.yaml:2:1: error: duplicate key 'name' in the recipe"},
+      {head + "  - id: a\n    command: x\n  - id: a\n    command: y\n",
+       "r.yaml:5:9: error: step id 'a' is used twice; ids must be unique (first at line 3)"},
+      {head + "  - id: 'a b'\n    command: x\n", "r.yaml:3:9: error: step id 'a b' may only use letters, digits, '_', '.' and '-'"},
+      {head + "  - id: a\n    command: x\n    timeout: soon\n",
+       "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)"},
+      {head + "  - id: a\n    command: x\n    timeout: .inf\n",
+       "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)"},
+      {head + "  - id: a\n    command: x\n    timeout: -1\n",
+       "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)"},
+      {head + "  - id: a\n    type: skill\n    command: x\n",
+       "r.yaml:4:11: error: unsupported step type 'skill' (neither older runner supports it: use foreach/while_condition "
+       "with nested steps, or an agent step)"},
+      {head + "  - id: a\n    type: shell\n    command: x\n",
+       "r.yaml:4:11: error: unsupported step type 'shell' (expected bash, agent or recipe)"},
+      {head + "  - id: a\n    command: x\n    env: [a]\n", "r.yaml:5:10: error: 'env' must be a mapping of variable names to values"},
+      {head + "  - id: a\n    command: x\n    env: {1A: x}\n", "r.yaml:5:11: error: '1A' is not a valid environment variable name"},
+      {head + "  - id: a\n    command: x\n    prompt: y\n    type: bash\n",
+       "r.yaml:5:13: error: 'prompt' belongs to agent steps, not to this bash step"},
+      {head + "  - id: a\n    agent: ns:x\n    prompt: p\n    command: y\n",
+       "r.yaml:6:14: error: 'command' belongs to bash steps, not to this agent step"},
+      {head + "  - id: a\n    agent: ns:x\n", "r.yaml:3:5: error: agent step 'a' needs a 'prompt'"},
+      {head + "  - id: a\n    command: x\n    on_error: ignore\n",
+       "r.yaml:5:15: error: 'on_error' must be one of fail, continue, skip_remaining, not 'ignore'"},
+      {head + "  - id: a\n    command: x\n    on_error: fail\n    continue_on_error: true\n",
+       "r.yaml:5:15: error: 'on_error' contradicts continue_on_error/nonfatal/fatal on the same step"},
+      {head + "  - id: a\n    command: x\n    retry: 3\n",
+       "r.yaml:5:12: error: 'retry' must be a mapping (max_attempts, backoff, initial_delay, max_delay, jitter, on)"},
+      {head + "  - id: a\n    command: x\n    retry: {max_attempts: 0}\n",
+       "r.yaml:5:27: error: 'max_attempts' must be a whole number from 1 to 1000"},
+      {head + "  - id: a\n    command: x\n    retry: {backoff: quadratic}\n",
+       "r.yaml:5:22: error: 'backoff' must be one of exponential, linear, constant, not 'quadratic'"},
+      {head + "  - id: a\n    command: x\n    retry: {jitter: 2}\n",
+       "r.yaml:5:21: error: 'jitter' must be true, false or a fraction from 0 to 1"},
+      {head + "  - id: a\n    command: x\n    retry: {on: [failure, crash]}\n",
+       "r.yaml:5:27: error: retry 'on' entries are failure, timeout, rate_limit or an exit code"},
+      {head + "  - id: a\n    command: x\n    depends_on: [ghost]\n",
+       "r.yaml:5:17: error: step 'a' depends on 'ghost', which no step has as id"},
+      {head + "  - id: a\n    command: x\n    depends_on: b\n  - id: b\n    command: y\n    depends_on: [a]\n",
+       "r.yaml:8:17: error: depends_on forms a cycle: a -> b -> a"},
+      {head + "  - id: a\n    command: echo {{ghost}}\n",
+       "r.yaml:4:14: error: undefined variable 'ghost' in {{ghost}} of step 'a' (defined: _approval_message, "
+       "_loop_index, _loop_iteration, recipe, session, stage, step) (declare it in context, or pass --set ghost=...)"},
+      {head + "  - id: a\n    command: x\n    as: f\n", "r.yaml:5:9: error: 'as' needs 'foreach' on the same step"},
+      {head + "  - id: a\n    command: x\n    break_when: 'true'\n",
+       "r.yaml:5:17: error: 'break_when' needs 'while_condition' on the same step"},
+      {head + "  - id: a\n    steps:\n      - id: b\n        command: x\n",
+       "r.yaml:5:7: error: nested 'steps' need 'foreach' or 'while_condition' on the same step"},
+      {head + "  - id: a\n    foreach: 5\n    command: x\n",
+       "r.yaml:4:14: error: 'foreach' must be a list or a template such as \"{{files}}\""},
+      {head + "  - id: a\n    foreach: [1]\n    while_condition: 'true'\n    command: x\n",
+       "r.yaml:5:22: error: a step loops with 'foreach' or 'while_condition', not both"},
+      {head + "  - id: a\n    command: x\n    working_dir: a\n    cwd: b\n",
+       "r.yaml:6:10: error: give 'working_dir' or its alias 'cwd', not both"},
+      {head + "  - id: a\n    command: x\n    parallel_group: g\n    requires_approval: true\n",
+       "r.yaml:6:24: error: step 'a' needs approval inside parallel group 'g': approval gates cannot run in parallel groups"},
+      {head + "  - id: a\n    command: x\n    parse_json: maybe\n", "r.yaml:5:17: error: 'parse_json' must be true or false"},
+      {"name: x\nsteps:\n  - id: a\n    command: x\nstages:\n  - name: s\n    steps: []\n",
+       "r.yaml:1:1: error: give 'steps' or 'stages', not both"},
+      {"name: x\nstages:\n  - name: s\n    auto_approve_if: 'true'\n    steps:\n      - id: a\n        command: x\n",
+       "r.yaml:4:5: error: 'auto_approve_if' is not supported: approve with --yes, `arun approve`, or a timeout default"},
+      {"name: x\nstages:\n  - name: s\n", "r.yaml:3:5: error: stage 's' needs 'steps': a non-empty list"},
+      {"name: x\nexecution: parallel\nsteps:\n  - id: a\n    command: x\n",
+       "r.yaml:2:12: error: 'execution' must be one of sequential, dag, not 'parallel'"},
+      {"name: x\nrecursion: {max_depth: 0}\nsteps:\n  - id: a\n    command: x\n",
+       "r.yaml:2:24: error: 'max_depth' must be a whole number from 1 to 1000"},
+      {"name: x\ncontext_validation: {repo: folder}\nsteps:\n  - id: a\n    command: x\n",
+       "r.yaml:2:28: error: 'repo' must be one of nonempty, path, git_repo, optional, not 'folder'"},
+      {"name: x\ncontext: [1]\nsteps:\n  - id: a\n    command: x\n", "r.yaml:2:10: error: 'context' must be a mapping"},
+      {"name: x\nsteps:\n  - id: a\n    command: [unclosed\n", "r.yaml:5:1: error: invalid YAML: end of sequence flow not found"},
+      {"- a\n- b\n", "r.yaml:1:1: error: a recipe must be a mapping with 'name' and 'steps'"},
+      {"name: x\nsteps:\n  - id: a\n    command: x\n---\nname: y\n",
+       "r.yaml: error: the file holds more than one YAML document; a recipe is exactly one"},
+      {"name: x\n\tsteps: []\n", "r.yaml:2:1: error: invalid YAML: illegal tab when looking for indentation"},
+  };
+  for (const auto& r : rows) {
+    INFO("recipe:\n" << r.text);
+    CHECK(first_error(r.text) == r.expected);
+  }
+}
+
+TEST_CASE("unknown keys are warnings with a suggestion and the recipe still loads") {
+  CHECK(first_warning("name: x\ndescripton: d\nsteps:\n  - id: a\n    command: x\n") ==
         "r.yaml:2:1: warning: unknown key 'descripton' in the recipe (did you mean 'description'?)");
+  CHECK(first_warning(head + "  - id: a\n    comand: echo hi\n") ==
+        "r.yaml:4:5: warning: unknown key 'comand' in step 'a' (did you mean 'command'?)");
+  CHECK(first_warning(head + "  - id: a\n    command: x\n    zzzz: 1\n") == "r.yaml:5:5: warning: unknown key 'zzzz' in step 'a'");
+  CHECK(first_error("name: x\ndescripton: d\nsteps:\n  - id: a\n    command: x\n") == "<no error>");
+  CHECK(first_warning("name: x\nversion: one\nsteps:\n  - id: a\n    command: x\n") ==
+        "r.yaml:2:10: warning: version 'one' is not semver (MAJOR.MINOR.PATCH)");
 }
 
-TEST_CASE("language features this version does not run yet are refused, not ignored") {
-  const auto r = load("name: x\nsteps:\n  - id: a\n    command: x\n    retry: {max_attempts: 2}\n");
-  CHECK_FALSE(r.value);
-  CHECK(first(r) == "r.yaml:5:5: error: 'retry' is not supported by this version of arun yet");
-  CHECK_FALSE(load("name: x\nsteps:\n  - id: a\n    command: echo {{ who }}\n").value);
-  CHECK(load("name: x\nsteps:\n  - id: a\n    command: echo '{not a template}' ${HOME}\n").value);
-}
-
-TEST_CASE("duplicate keys and duplicate ids are errors") {
-  CHECK(first(load("name: x\nname: y\nsteps:\n  - id: a\n    command: x\n")) ==
-        "r.yaml:2:1: error: duplicate key 'name' in the recipe");
-  CHECK(first(load("name: x\nsteps:\n  - id: a\n    command: x\n  - id: a\n    command: y\n")) ==
-        "r.yaml:5:9: error: step id 'a' is used twice; ids must be unique");
-}
-
-TEST_CASE("bad field values are reported") {
-  CHECK(first(load("name: x\nsteps:\n  - id: a\n    command: x\n    timeout: soon\n")) ==
-        "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)");
-  CHECK(first(load("name: x\nsteps:\n  - id: a\n    command: x\n    timeout: .inf\n")) ==
-        "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)");
-  CHECK(first(load("name: x\nsteps:\n  - id: 'a b'\n    command: x\n")) ==
-        "r.yaml:3:9: error: step id 'a b' may only use letters, digits, '_', '.' and '-'");
-  CHECK(first(load("name: x\nsteps:\n  - id: a\n    type: skill\n    command: x\n")) ==
-        "r.yaml:4:11: error: unsupported step type 'skill' (expected bash, agent or recipe)");
-  CHECK(first(load("name: x\nsteps:\n  - id: a\n    command: x\n    env: [a]\n")) ==
-        "r.yaml:5:10: error: 'env' must be a mapping of variable names to values");
+TEST_CASE("references to names declared anywhere, --set keys and built-ins are fine") {
+  const std::string text = head +
+                           "  - id: a\n    command: echo {{later}} {{recipe.name}} {{given.x}}\n"
+                           "  - id: b\n    command: echo\n    output: later\n";
+  CHECK(first_error(text) != "<no error>");  // `given` is unknown without --set
+  arun::validation_options with_set;
+  with_set.set_keys = {"given"};
+  CHECK(check(text, with_set).empty());
+  arun::validation_options lenient;
+  lenient.lenient = true;
+  const auto soft = check(head + "  - id: a\n    command: echo {{ghost}}\n", lenient);
+  REQUIRE(soft.size() == 1);
+  CHECK(soft[0].find(": warning: undefined variable 'ghost'") != std::string::npos);
 }
 
 TEST_CASE("context values follow YAML 1.2 typing") {
-  const auto r = load("name: x\ncontext:\n  a: yes\n  b: True\n  c: '5'\n  d: 5\n  e: ~\n  f: 1.5\n  g: off\n"
-                      "steps:\n  - id: s\n    command: x\n");
+  const auto r = load_recipe_text("name: x\ncontext:\n  a: yes\n  b: True\n  c: '5'\n  d: 5\n  e: ~\n  f: 1.5\n  g: off\n"
+                                  "steps:\n  - id: s\n    command: x\n",
+                                  "r.yaml");
   REQUIRE(r.value);
   const auto& c = r.value->context;
   CHECK(c.at("a") == "yes");
@@ -126,24 +333,38 @@ TEST_CASE("context values follow YAML 1.2 typing") {
   CHECK(c.at("g") == "off");
 }
 
-TEST_CASE("oversized files and alias bombs are refused") {
+TEST_CASE("oversized files, deep nesting and alias bombs are refused") {
   arun::io::load_limits small;
   small.max_bytes = 10;
   CHECK_THAT(format_diagnostic(load_recipe_text("name: xxxxxxxxxxxx", "r.yaml", small).diagnostics.at(0)),
              Catch::Contains("recipes are limited to 10 bytes"));
+  std::string deep = "name: x\ncontext:\n  a: ";
+  for (int i = 0; i < 70; ++i) deep += "[";
+  for (int i = 0; i < 70; ++i) deep += "]";
+  deep += "\nsteps:\n  - id: s\n    command: x\n";
+  CHECK_THAT(first_error(deep), Catch::Contains("nests deeper than 64 levels"));
   std::string bomb = "name: x\ncontext:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   char prev = 'a';
-  for (char c = 'b'; c <= 'j'; ++c, ++prev)
-    bomb += std::string("  ") + c + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
-            ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+  for (char c = 'b'; c <= 'j'; ++c, ++prev) {
+    bomb += std::string("  ") + c + ": &" + c + " [";
+    for (int i = 0; i < 10; ++i) bomb += std::string(i ? ", " : "") + "*" + prev;
+    bomb += "]\n";
+  }
   bomb += "steps:\n  - id: s\n    command: x\n";
-  const auto r = load(bomb);
-  CHECK_FALSE(r.value);
-  CHECK_THAT(first(r), Catch::Contains("too many nodes"));
+  CHECK_THAT(first_error(bomb), Catch::Contains("more than the node limit"));
 }
 
-TEST_CASE("a root that is not a mapping is refused") {
-  CHECK(first(load("- a\n- b\n")) == "r.yaml:1:1: error: a recipe must be a mapping with 'name' and 'steps'");
+TEST_CASE("features the engine cannot run yet are listed, not ignored") {
+  const auto r = load_recipe_text(head + "  - id: a\n    command: echo\n    retry: {max_attempts: 2}\n"
+                                         "  - id: b\n    agent: ns:x\n    prompt: p\n",
+                                  "r.yaml");
+  REQUIRE(r.value);
+  const auto refused = arun::unsupported_features(*r.value);
+  REQUIRE(refused.size() == 2);
+  CHECK(format_diagnostic(refused[0]) == "r.yaml:5:12: error: 'retry' (step 'a') is not supported by this version of arun yet");
+  CHECK(format_diagnostic(refused[1]) == "r.yaml:6:5: error: agent steps (step 'b') is not supported by this version of arun yet");
+  const auto fine = load_recipe_text(head + "  - id: a\n    command: echo\n    depends_on: [b]\n  - id: b\n    command: x\n", "r.yaml");
+  CHECK(arun::unsupported_features(*fine.value).empty());
 }
 
 TEST_CASE("edit distance counts single-character edits") {

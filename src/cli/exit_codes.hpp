@@ -1,7 +1,5 @@
 #pragma once
 
-#include <string>
-
 namespace arun::cli {
 
 // Exit codes (SPEC §13).
@@ -11,8 +9,5 @@ inline constexpr int exit_usage = 2;
 inline constexpr int exit_not_found = 3;
 inline constexpr int exit_no_recipe = 4;
 inline constexpr int exit_internal_error = 70;  // arun's own fault (EX_SOFTWARE)
-
-/// Parses argv and runs the chosen command; returns the process exit code.
-int main(int argc, char** argv);
 
 }  // namespace arun::cli

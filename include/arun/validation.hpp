@@ -1,0 +1,32 @@
+#pragma once
+/// Recipe-wide checks that need more than one field (SPEC §1-§3, §5, §6.4) and what this
+/// version of the engine can run. Pure: no files are read.
+
+#include <arun/diagnostics.hpp>
+#include <arun/recipe.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace arun {
+
+struct validation_options {
+  std::set<std::string, std::less<>> set_keys;  ///< `--set` keys count as declared (SPEC §5.1)
+  bool strict = false;   ///< unknown keys are errors (the loader's warnings are upgraded by the caller)
+  bool lenient = false;  ///< undeclared references are warnings
+};
+
+/// Unique ids, id syntax, depends_on targets and cycles, gates where they cannot run, and
+/// every {{reference}} against the names the recipe declares.
+std::vector<diagnostic> validate_recipe(const recipe& r, const validation_options& options = {});
+
+/// The names a recipe declares anywhere: context keys, outputs, collect and
+/// output_exit_code names, loop variables, and the built-ins (SPEC §5.1).
+std::set<std::string, std::less<>> declared_names(const recipe& r, const validation_options& options = {});
+
+/// Fields this version of the engine cannot run yet: `run` refuses such recipes (exit 2)
+/// instead of running them differently from what they say.
+std::vector<diagnostic> unsupported_features(const recipe& r);
+
+}  // namespace arun

@@ -1,0 +1,30 @@
+#pragma once
+// The subcommands of arun. Each adds its options to the parser, then runs.
+
+#include "recipe_input.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace arun::cli {
+
+struct run_settings {
+  recipe_options recipe;
+  std::string working_dir;
+  std::string output_format = "text";
+  double kill_grace = 5.0;
+  std::size_t max_output = 10u << 20;
+  bool quiet = false;
+};
+
+void add_run_options(CLI::App& app, run_settings& s);
+int run_command(const run_settings& s);
+
+int validate_command(const recipe_options& o);
+
+/// Parses argv and runs the chosen command; returns the process exit code.
+int main(int argc, char** argv);
+
+}  // namespace arun::cli

@@ -1,0 +1,76 @@
+#include "recipe_input.hpp"
+
+#include "exit_codes.hpp"
+#include "recipe_loader.hpp"
+
+#include <arun/context_set.hpp>
+#include <arun/validation.hpp>
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+namespace arun::cli {
+
+void add_recipe_options(CLI::App& app, recipe_options& o) {
+  app.add_option("recipe", o.recipe, "Recipe file");
+  app.add_option("--set", o.sets, "Set a context variable: KEY=VALUE (JSON-typed; a.b=1 sets a key of a)")
+      ->type_name("KEY=VALUE");
+  app.add_flag("--strict", o.strict, "Unknown keys are errors; references without a value at run time fail the step");
+  app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning");
+}
+
+recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
+  recipe_input in;
+  if (o.recipe.empty()) {
+    std::fprintf(stderr, "arun: no recipe given (usage: arun [run] RECIPE; see arun --help)\n");
+    in.exit_code = exit_no_recipe;
+    return in;
+  }
+  struct stat st {};
+  if (::stat(o.recipe.c_str(), &st) != 0) {
+    std::fprintf(stderr, "arun: recipe not found: %s\n", o.recipe.c_str());
+    in.exit_code = exit_not_found;
+    return in;
+  }
+  auto loaded = io::load_recipe_file(o.recipe);
+  std::vector<diagnostic> diagnostics = std::move(loaded.diagnostics);
+  validation_options vo;
+  vo.lenient = o.lenient;
+  std::vector<set_assignment> sets;
+  for (const auto& text : o.sets) {
+    std::string error;
+    if (auto a = parse_set(text, error)) {
+      vo.set_keys.insert(a->path.front());
+      sets.push_back(std::move(*a));
+    } else {
+      diagnostic d;
+      d.where.file = "--set";
+      d.message = error;
+      diagnostics.push_back(std::move(d));
+    }
+  }
+  if (loaded.value) {
+    for (const auto& a : sets) apply_set(loaded.value->context, a);
+    auto more = validate_recipe(*loaded.value, vo);
+    diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+    if (for_run && !has_errors(diagnostics)) {
+      more = unsupported_features(*loaded.value);
+      diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+    }
+  }
+  if (o.strict)
+    for (auto& d : diagnostics) d.level = severity::error;  // --strict: warnings fail too
+  for (const auto& d : diagnostics) {
+    std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
+    in.had_warnings |= d.level == severity::warning;
+  }
+  if (!loaded.value || has_errors(diagnostics)) {
+    in.exit_code = exit_usage;
+    return in;
+  }
+  in.value = std::move(loaded.value);
+  return in;
+}
+
+}  // namespace arun::cli

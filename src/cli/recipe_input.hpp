@@ -1,0 +1,35 @@
+#pragma once
+// Turning a RECIPE argument and the shared options into a checked recipe, printing every
+// diagnostic on stderr. Shared by `run` and `validate`.
+
+#include <arun/recipe.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arun::cli {
+
+struct recipe_options {
+  std::string recipe;
+  std::vector<std::string> sets;  ///< --set KEY=VALUE, in order
+  bool strict = false;
+  bool lenient = false;
+};
+
+/// Adds RECIPE, --set, --strict and --lenient to a command.
+void add_recipe_options(CLI::App& app, recipe_options& o);
+
+struct recipe_input {
+  std::optional<recipe> value;  ///< set when loading and validation found no error
+  int exit_code = 0;            ///< 2, 3 or 4 when `value` is empty (SPEC §13)
+  bool had_warnings = false;
+};
+
+/// Loads, applies --set, validates. With `for_run`, features the engine cannot run yet are
+/// errors too.
+recipe_input load_recipe_input(const recipe_options& o, bool for_run);
+
+}  // namespace arun::cli

@@ -1,0 +1,167 @@
+#include "shell/context_export.hpp"
+
+#include "template/render.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace arun::engine {
+namespace {
+
+constexpr std::string_view prefix = "RECIPE_VAR_";
+constexpr std::size_t max_warnings = 20;
+
+// One name the context offers, before collisions and limits.
+struct candidate {
+  std::string name;
+  std::string key;  // the key path, dotted: `obj.status`
+  std::size_t depth = 0;
+  const boost::json::value* value = nullptr;
+};
+
+void collect(const boost::json::object& obj, const std::string& name_prefix, const std::string& key_prefix,
+             std::size_t depth, std::vector<candidate>& out) {
+  for (const auto& kv : obj) {
+    const std::string key = key_prefix.empty() ? std::string(kv.key()) : key_prefix + "." + std::string(kv.key());
+    const std::string name = name_prefix + shell_name_part(kv.key());
+    out.push_back({name, key, depth, &kv.value()});
+    if (const auto* child = kv.value().if_object()) collect(*child, name + "__", key, depth + 1, out);
+  }
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return s;
+}
+
+// Every name with the key that wins it, sorted by name.
+std::vector<candidate> candidates(const boost::json::object& context) {
+  std::vector<candidate> all;
+  collect(context, std::string(prefix), "", 0, all);
+  for (const auto& kv : context) {
+    if (kv.value().is_object() || kv.value().is_array()) continue;
+    auto alias = upper(shell_name_part(kv.key()));
+    if (!alias.empty() && !(alias[0] >= '0' && alias[0] <= '9') && alias_allowed(alias))
+      all.push_back({std::move(alias), std::string(kv.key()), 0, &kv.value()});
+  }
+  std::sort(all.begin(), all.end(), [](const candidate& a, const candidate& b) {
+    return std::tie(a.name, a.key, a.depth) < std::tie(b.name, b.key, b.depth);
+  });
+  all.erase(std::unique(all.begin(), all.end(), [](const candidate& a, const candidate& b) { return a.name == b.name; }),
+            all.end());
+  return all;
+}
+
+std::size_t env_cost(const std::string& name, const std::string& value) { return name.size() + value.size() + 2; }
+
+// Context keys left out, grouped by reason and key, reported as a bounded list of warnings.
+class omissions {
+public:
+  void add(const std::string& reason, const std::string& key, const std::string& name) {
+    auto& names = by_reason_[reason][key];
+    if (names.empty()) ++keys_;
+    names.push_back(name);
+  }
+  void report(std::vector<std::string>& warnings) const {
+    std::size_t shown = 0;
+    for (const auto& [reason, keys] : by_reason_)
+      for (const auto& [key, names] : keys) {
+        if (shown == max_warnings) break;
+        ++shown;
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        warnings.push_back("context key '" + key + "' (" + list + ") " + reason + ": not exported to the environment");
+      }
+    if (keys_ > max_warnings)
+      warnings.push_back(std::to_string(keys_ - max_warnings) + " more context keys not exported to the environment");
+  }
+
+private:
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> by_reason_;
+  std::size_t keys_ = 0;
+};
+
+// The context's variables after those already `taken`; over-limit values are marked by file
+// (`skip_large` false) or left out with a warning (`skip_large` true).
+void add_context(context_export& out, const boost::json::object& context, const name_set& taken,
+                 const export_limits& limits, std::size_t total, bool skip_large) {
+  omissions left_out;
+  const auto over_value = "is larger than the " + std::to_string(limits.max_value_bytes) + "-byte limit of one value";
+  const auto over_total = "would pass the " + std::to_string(limits.max_total_bytes) + "-byte limit of all values";
+  for (auto& c : candidates(context)) {
+    if (taken.contains(c.name)) continue;
+    auto text = value_text(*c.value);
+    if (text.find('\0') != std::string::npos) {
+      left_out.add("holds a NUL byte, which an environment variable cannot", c.key, c.name);
+      continue;
+    }
+    const auto cost = env_cost(c.name, text);
+    const bool too_large = text.size() > limits.max_value_bytes;
+    const bool past_total = !too_large && total + cost > limits.max_total_bytes;
+    if (skip_large && (too_large || past_total)) {
+      left_out.add(too_large ? over_value : over_total, c.key, c.name);
+      continue;
+    }
+    if (!too_large && !past_total) total += cost;
+    out.variables.push_back({std::move(c.name), std::move(text), too_large || past_total});
+  }
+  left_out.report(out.warnings);
+}
+
+}  // namespace
+
+std::string shell_name_part(std::string_view key) {
+  std::string part;
+  part.reserve(key.size());
+  for (const char c : key) {
+    if (c == '.')
+      part += "__";
+    else if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')
+      part += c;
+    else
+      part += '_';
+  }
+  return part;
+}
+
+bool alias_allowed(std::string_view name) {
+  static constexpr std::string_view exact[] = {
+      "PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "TERM", "TMPDIR", "TMP", "LANG",
+      "MAIL", "EDITOR", "VISUAL", "DISPLAY", "HOSTNAME", "IFS", "PS1", "PS2", "PS3", "PS4",
+      "PROMPT_COMMAND", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "CDPATH", "GLOBIGNORE",
+      "GLIBC_TUNABLES", "PYTHONPATH", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT",
+      "CI", "NONINTERACTIVE", "DEBIAN_FRONTEND"};
+  static constexpr std::string_view prefixes[] = {"LC_", "LD_", "DYLD_", "ARUN_", "AMPLIHACK_", "BASH_", prefix};
+  for (const auto e : exact)
+    if (name == e) return false;
+  for (const auto p : prefixes)
+    if (name.starts_with(p)) return false;
+  return true;
+}
+
+context_export export_context(const boost::json::object& context, const export_limits& limits) {
+  context_export out;
+  add_context(out, context, {}, limits, 0, false);
+  return out;
+}
+
+context_export plan_shell_exports(const boost::json::object& context,
+                                  const std::vector<shell_variable>& script_variables,
+                                  const export_limits& limits) {
+  context_export out;
+  std::size_t total = 0;
+  name_set taken;
+  for (const auto& v : script_variables) {
+    const auto cost = env_cost(v.name, v.value);
+    const bool by_file = v.value.size() > limits.max_value_bytes || total + cost > limits.max_total_bytes;
+    if (!by_file) total += cost;
+    out.variables.push_back({v.name, v.value, by_file});
+    taken.insert(v.name);
+  }
+  add_context(out, context, taken, limits, total, true);
+  return out;
+}
+
+}  // namespace arun::engine

@@ -1,0 +1,58 @@
+#pragma once
+// The context as environment variables of a bash step (SPEC §5.4), and the plan that joins
+// it with the variables a rendered script needs (SPEC §5.3).
+
+#include "shell/shell_render.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arun::engine {
+
+/// Size limits of what travels in the environment (SPEC §5.3).
+struct export_limits {
+  std::size_t max_value_bytes = 96 * 1024;   ///< per value; a step's `max_env_value_bytes`
+  std::size_t max_total_bytes = 1'500'000;   ///< all additions, counted as NAME=VALUE plus NUL
+};
+
+struct exported_variable {
+  std::string name;
+  std::string value;
+  bool by_file = false;  ///< too large for the environment: passed through a private temp file
+
+  bool operator==(const exported_variable&) const = default;
+};
+
+struct context_export {
+  std::vector<exported_variable> variables;
+  std::vector<std::string> warnings;
+};
+
+/// One key as part of a variable name: `.` → `__`, `-` → `_`, other bytes outside
+/// `[A-Za-z0-9_]` → `_`; case is kept.
+std::string shell_name_part(std::string_view key);
+
+/// Whether an upper-case alias may take this name: false for the protected names of SPEC §5.4
+/// (PATH, HOME, IFS, PS4, LC_*, LD_*, DYLD_*, ARUN_*, AMPLIHACK_*, ...), and also for BASH_*,
+/// RECIPE_VAR_*, CI, NONINTERACTIVE and DEBIAN_FRONTEND (the hardened step environment).
+bool alias_allowed(std::string_view name);
+
+/// SPEC §5.4: every key as `RECIPE_VAR_<key>`, nested objects flattened with `__`, upper-case
+/// aliases of top-level scalar keys; for a name reached from several keys the
+/// lexicographically first key wins. Sorted by name. Values over the limits (checked in name
+/// order) are marked `by_file`; values holding a NUL byte are left out with a warning.
+context_export export_context(const boost::json::object& context, const export_limits& limits = {});
+
+/// The variables of one bash step: first `script_variables` (from render_shell), which always
+/// arrive — by file when larger than the per-value limit or past the total; then the context
+/// export, where a name the script already has is dropped and values over the limits are left
+/// out of the environment with a warning (SPEC §5.4).
+context_export plan_shell_exports(const boost::json::object& context,
+                                  const std::vector<shell_variable>& script_variables,
+                                  const export_limits& limits = {});
+
+}  // namespace arun::engine

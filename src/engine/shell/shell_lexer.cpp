@@ -1,0 +1,300 @@
+// The bash lexer (shell_lexer.hpp): command lists, words, comments and heredocs.
+#include "shell/shell_lexer.hpp"
+
+#include "shell/shell_lexer_impl.hpp"
+
+namespace arun::engine {
+namespace detail {
+namespace {
+
+bool is_identifier(std::string_view w) {
+  return !w.empty() && is_name_start(w[0]) && std::all_of(w.begin(), w.end(), is_name_char);
+}
+
+bool is_arithmetic_test(std::string_view w) {
+  return w == "-eq" || w == "-ne" || w == "-lt" || w == "-le" || w == "-gt" || w == "-ge";
+}
+
+// Reserved words after which bash reads a command word again.
+bool leads_command(std::string_view w) {
+  for (std::string_view k : {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"})
+    if (w == k) return true;
+  return false;
+}
+
+}  // namespace
+
+void lexer::commands(frame f, closer c, std::size_t limit) {
+  const nesting guard(*this);
+  command_state st;
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      begin_word(st);
+      st.word_plain = false;
+      take_hole(word_frame(st, f));
+      continue;
+    }
+    const char ch = s_[i_];
+    if (c == closer::backtick && ch == '`') {
+      ++i_;
+      return;
+    }
+    if (ch == ')') {
+      end_word(st);
+      if (st.in_pattern()) {
+        st.cases.back() = case_state::body;
+        end_command(st);
+        ++i_;
+        continue;
+      }
+      if (st.parens == 0 && c == closer::paren) {
+        ++i_;
+        return;
+      }
+    }
+    if (ch == '\n') {
+      end_word(st);
+      end_command(st);
+      ++i_;
+      read_heredocs(f, limit);
+    } else if (is_blank(ch)) {
+      end_word(st);
+      ++i_;
+    } else if (!st.in_word && ch == '#') {
+      comment(limit);
+    } else if (!st.in_word && !st.test_expr && at(i_, "((") && (st.word_index == 0 || st.after_for)) {
+      i_ += 2;
+      arithmetic(arithmetic_frame(f), "))", limit);
+      ++st.word_index;
+      st.after_for = false;
+    } else if (is_meta(ch)) {
+      end_word(st);
+      control(st, f, limit);
+    } else {
+      begin_word(st);
+      word_unit(st, f, limit);
+    }
+  }
+}
+
+void lexer::word_unit(command_state& st, const frame& f, std::size_t limit) {
+  const frame w = word_frame(st, f);
+  const char ch = s_[i_];
+  if (ch == '\\' || ch == '\'' || ch == '"' || ch == '`' || ch == '$') st.word_plain = false;
+  switch (ch) {
+    case '\\': escape(w, limit); return;
+    case '\'': ++i_; single_quoted(with_quoting(w, shell_quoting::single_quoted), limit); return;
+    case '"': ++i_; expanding(with_quoting(w, shell_quoting::double_quoted), '"', limit); return;
+    case '`': ++i_; commands(backtick_frame(), closer::backtick, limit); return;
+    case '$': dollar(w, limit, false); return;
+    case '[':
+      if (st.word_plain && is_identifier(st.word) && assignment_subscript(limit)) {
+        st.word_plain = false;
+        ++i_;
+        arithmetic(arithmetic_frame(w), "]", limit);
+        return;
+      }
+      break;
+    default: break;
+  }
+  if (st.word_plain) st.word += ch;
+  ++i_;
+}
+
+// `name[…]=` or `name[…]+=`: an indexed-array subscript, evaluated as arithmetic.
+bool lexer::assignment_subscript(std::size_t limit) const {
+  for (std::size_t p = i_ + 1; p < limit;) {
+    if (const auto* r = range_starting_at(p)) {
+      p = r->end;
+      continue;
+    }
+    const char c = s_[p];
+    if (c == ']') return at(p + 1, "=") || at(p + 1, "+=");
+    if (c == '\n' || is_blank(c) || is_meta(c)) return false;
+    ++p;
+  }
+  return false;
+}
+
+void lexer::control(command_state& st, const frame& f, std::size_t limit) {
+  if (at(i_, "<<<")) {
+    i_ += 3;
+  } else if (at(i_, "<<") && !st.test_expr) {
+    heredoc_operator(f, limit);
+  } else if (at(i_, "<(") || at(i_, ">(")) {
+    i_ += 2;
+    begin_word(st);
+    st.word_plain = false;
+    commands(substitution_frame(f), closer::paren, limit);
+  } else if (at(i_, ">&") || at(i_, "<&") || at(i_, "&>") || at(i_, ">|") || at(i_, "<>")) {
+    i_ += 2;  // redirections: the command goes on
+  } else if (s_[i_] == '<' || s_[i_] == '>') {
+    ++i_;
+  } else if (s_[i_] == ';') {
+    const bool ends_item = at(i_, ";;") || at(i_, ";&");
+    i_ += at(i_, ";;&") ? 3 : ends_item ? 2 : 1;
+    if (ends_item && !st.cases.empty()) st.cases.back() = case_state::pattern;
+    end_command(st);
+  } else if (s_[i_] == '(') {
+    ++i_;
+    if (st.in_pattern()) return;  // `(a|b)`: the optional parenthesis of a case pattern
+    ++st.parens;
+    end_command(st);
+  } else if (s_[i_] == ')') {
+    ++i_;
+    if (st.parens > 0) --st.parens;
+    end_command(st);
+  } else {  // & && | || |&
+    i_ += (at(i_, "&&") || at(i_, "||") || at(i_, "|&")) ? 2 : 1;
+    end_command(st);
+  }
+}
+
+void lexer::end_word(command_state& st) {
+  if (!st.in_word) return;
+  st.in_word = false;
+  const std::string_view w = st.word_plain ? std::string_view(st.word) : std::string_view("\x01");
+  auto holes = std::exchange(st.word_holes, {});
+  if (st.test_expr) {
+    if (w == "]]") {
+      st.test_expr = false;
+    } else if (is_arithmetic_test(w)) {
+      for (const auto index : st.prev_word_holes) out_.positions[index].arithmetic = true;
+      st.arith_next = true;
+    }
+    st.prev_word_holes = std::move(holes);
+    return;
+  }
+  const bool command_word = st.word_index == 0;
+  st.after_for = command_word && w == "for";
+  if (!st.cases.empty()) {
+    auto& top = st.cases.back();
+    if (top == case_state::expect_in && w == "in") {
+      top = case_state::pattern;
+      end_command(st);
+      return;
+    }
+    if (w == "esac" && (top == case_state::pattern || command_word)) {
+      st.cases.pop_back();
+      ++st.word_index;
+      return;
+    }
+  }
+  if (command_word) {
+    if (w == "let") {
+      st.let_args = true;
+    } else if (w == "[[") {
+      st.test_expr = true;
+      st.prev_word_holes.clear();
+      return;
+    } else if (w == "case") {
+      st.cases.push_back(case_state::expect_in);
+    } else if (leads_command(w)) {
+      return;
+    }
+  }
+  ++st.word_index;
+}
+
+void lexer::comment(std::size_t limit) {
+  const auto nl = std::min(s_.find('\n', i_), limit);
+  record_until(nl, frame{shell_quoting::comment});
+  i_ = nl;
+}
+
+void lexer::heredoc_operator(const frame& f, std::size_t limit) {
+  i_ += 2;
+  heredoc_body h;
+  if (i_ < limit && s_[i_] == '-') {
+    h.strip_tabs = true;
+    ++i_;
+  }
+  while (i_ < limit && is_blank(s_[i_])) ++i_;
+  const frame d{shell_quoting::heredoc_delimiter, false, f.in_backticks};
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      take_hole(d);
+      h.quoted = true;
+      continue;
+    }
+    const char ch = s_[i_];
+    if (is_blank(ch) || is_meta(ch) || ch == '\n') break;
+    if (ch == '\\') {
+      h.quoted = true;
+      if (++i_ < limit && !hole_at(i_)) h.delimiter += s_[i_++];
+    } else if (ch == '\'' || ch == '"') {
+      h.quoted = true;
+      quoted_delimiter_part(h, ch, d, limit);
+    } else {
+      h.delimiter += ch;
+      ++i_;
+    }
+  }
+  pending_.push_back(out_.heredocs.size());
+  out_.heredocs.push_back(std::move(h));
+}
+
+void lexer::quoted_delimiter_part(heredoc_body& h, char quote, const frame& d, std::size_t limit) {
+  ++i_;
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      take_hole(d);
+      continue;
+    }
+    const char ch = s_[i_++];
+    if (ch == quote) return;
+    if (quote == '"' && ch == '\\' && i_ < limit && std::string_view("$`\"\\").find(s_[i_]) != std::string_view::npos)
+      h.delimiter += s_[i_++];
+    else
+      h.delimiter += ch;
+  }
+}
+
+// Called after the newline that ends a command line: bash reads the bodies of the heredocs
+// announced on it, in order.
+void lexer::read_heredocs(const frame& f, std::size_t limit) {
+  const auto pending = std::exchange(pending_, {});
+  for (const auto index : pending) {
+    const auto begin = i_;
+    const auto [end, resume] = find_delimiter(out_.heredocs[index], limit);
+    out_.heredocs[index].body = {begin, end};
+    const bool quoted = out_.heredocs[index].quoted;
+    const frame b{quoted ? shell_quoting::quoted_heredoc : shell_quoting::heredoc, false, f.in_backticks, index};
+    if (quoted)
+      record_until(end, b);
+    else
+      expanding(b, '\0', end);
+    if (stopped_) return;
+    i_ = resume;
+  }
+}
+
+// The body's end (start of the delimiter line) and where reading resumes after it. A line
+// holding a reference is never the delimiter line here (rendering re-checks inlined values).
+std::pair<std::size_t, std::size_t> lexer::find_delimiter(const heredoc_body& h, std::size_t limit) const {
+  for (std::size_t line = i_; line < limit;) {
+    std::size_t p = line;
+    bool opaque = false;
+    while (p < limit && s_[p] != '\n') {
+      if (const auto* r = range_starting_at(p)) {
+        opaque = true;
+        p = std::min(r->end, limit);
+      } else {
+        ++p;
+      }
+    }
+    auto text = s_.substr(line, p - line);
+    if (h.strip_tabs) text.remove_prefix(std::min(text.find_first_not_of('\t'), text.size()));
+    if (!opaque && text == h.delimiter) return {line, std::min(p + 1, limit)};
+    line = p + 1;
+  }
+  return {limit, limit};
+}
+
+}  // namespace detail
+
+shell_lex_result lex_shell(std::string_view script, const std::vector<text_range>& opaque) {
+  return detail::lexer(script, opaque).run();
+}
+
+}  // namespace arun::engine

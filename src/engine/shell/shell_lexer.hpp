@@ -1,0 +1,64 @@
+#pragma once
+// A small bash lexer (SPEC §5.3): how bash reads a command text at the places where `{{ }}`
+// references sit — quoting, heredocs, comments, command substitution and arithmetic.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arun::engine {
+
+/// The quoting bash applies at a position.
+enum class shell_quoting {
+  unknown,            ///< the lexer never reached it (treat as an error)
+  unquoted,           ///< a plain word, also at the top level of `$( )`, backticks and `<( )`
+  double_quoted,      ///< inside "…" (and the word of `${x:-…}` inside "…")
+  single_quoted,      ///< inside '…'
+  ansi_c_quoted,      ///< inside $'…'
+  heredoc,            ///< the body of a heredoc whose delimiter is unquoted
+  quoted_heredoc,     ///< the body of a heredoc whose delimiter is quoted: nothing is expanded
+  comment,            ///< from an unquoted `#` starting a word to the end of the line
+  heredoc_delimiter,  ///< the delimiter word after `<<`
+};
+
+/// `[begin, end)` of a text.
+struct text_range {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+
+inline constexpr std::size_t no_heredoc = static_cast<std::size_t>(-1);
+
+/// How bash reads one opaque range (a reference) of the text.
+struct shell_position {
+  shell_quoting quoting = shell_quoting::unknown;
+  /// Bash evaluates the text as arithmetic: `$(( ))`, `$[ ]`, `(( ))` (also `for (( ))`),
+  /// `let` arguments, operands of `-eq -ne -lt -le -gt -ge` in `[[ ]]`, array subscripts
+  /// (`${a[i]}`, `a[i]=`) and `${x:offset:length}`. Quoting does not stop the evaluation.
+  bool arithmetic = false;
+  bool escaped = false;       ///< right after a backslash that escapes the next character
+  bool after_dollar = false;  ///< right after a `$` that would join with the replacement
+  bool in_backticks = false;  ///< inside backticks at any depth (bash re-reads `\` and `` ` `` there)
+  std::size_t heredoc = no_heredoc;  ///< for heredoc bodies: index into shell_lex_result::heredocs
+};
+
+/// A heredoc as bash reads it.
+struct heredoc_body {
+  std::string delimiter;    ///< quotes removed
+  bool quoted = false;      ///< `<<'EOF'`, `<<"EOF"`, `<<\EOF`, `<<E"O"F`: the body is literal
+  bool strip_tabs = false;  ///< `<<-`: leading tabs are removed from body and delimiter lines
+  text_range body;          ///< the body lines, without the delimiter line
+};
+
+struct shell_lex_result {
+  std::vector<shell_position> positions;  ///< one per opaque range, in the same order
+  std::vector<heredoc_body> heredocs;     ///< in the order bash reads them
+};
+
+/// Lexes `script` as bash's parser would, reading each of `opaque` (sorted, disjoint ranges)
+/// as plain word text. Never fails: unterminated constructs end at the end of the text.
+/// Nesting deeper than 200 levels stops the lexer; ranges after that stay `unknown`.
+shell_lex_result lex_shell(std::string_view script, const std::vector<text_range>& opaque);
+
+}  // namespace arun::engine

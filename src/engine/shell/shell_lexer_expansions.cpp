@@ -1,0 +1,196 @@
+// The bash lexer (shell_lexer.hpp): quotes, `$` expansions and arithmetic.
+#include "shell/shell_lexer_impl.hpp"
+
+namespace arun::engine::detail {
+
+void lexer::escape(const frame& f, std::size_t limit) {
+  if (i_ + 1 < limit && hole_at(i_ + 1)) {
+    ++i_;
+    take_hole(f, true);
+    return;
+  }
+  i_ = std::min(i_ + 2, limit);
+}
+
+// "…" (terminator '"') and unquoted heredoc bodies (terminator '\0', bounded by `limit`).
+void lexer::expanding(const frame& f, char terminator, std::size_t limit) {
+  const nesting guard(*this);
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      take_hole(f);
+      continue;
+    }
+    const char ch = s_[i_];
+    if (terminator != '\0' && ch == terminator) {
+      ++i_;
+      return;
+    }
+    if (ch == '\\') {
+      if (i_ + 1 < limit && hole_at(i_ + 1)) {
+        ++i_;
+        take_hole(f, true);  // the replacement starts with `$`, which the backslash would escape
+      } else {
+        const bool escapes = i_ + 1 < limit && std::string_view("$`\\\n\"").find(s_[i_ + 1]) != std::string_view::npos;
+        i_ += escapes ? 2 : 1;
+      }
+    } else if (ch == '`') {
+      ++i_;
+      commands(backtick_frame(), closer::backtick, limit);
+    } else if (ch == '$') {
+      dollar(f, limit, true);
+    } else {
+      ++i_;
+    }
+  }
+}
+
+void lexer::single_quoted(const frame& f, std::size_t limit) {
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      take_hole(f);
+      continue;
+    }
+    if (s_[i_++] == '\'') return;
+  }
+}
+
+void lexer::ansi_c(const frame& f, std::size_t limit) {
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      take_hole(f);
+    } else if (s_[i_] == '\\') {
+      escape(f, limit);
+    } else if (s_[i_++] == '\'') {
+      return;
+    }
+  }
+}
+
+// At `$`: `$((`, `$(`, `$[`, `${`, `$'`, `$"`, a parameter or a literal dollar.
+void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
+  if (i_ + 1 >= limit) {
+    ++i_;
+    return;
+  }
+  if (hole_at(i_ + 1)) {
+    ++i_;
+    take_hole(f, false, true);
+    return;
+  }
+  const char n = s_[i_ + 1];
+  if (at(i_, "$((")) {
+    i_ += 3;
+    arithmetic(arithmetic_frame(f), "))", limit);
+  } else if (n == '(') {
+    i_ += 2;
+    commands(substitution_frame(f), closer::paren, limit);
+  } else if (n == '[') {
+    i_ += 2;
+    arithmetic(arithmetic_frame(f), "]", limit);
+  } else if (n == '{') {
+    i_ += 2;
+    parameter(f, limit);
+  } else if (!quoted && n == '\'') {
+    i_ += 2;
+    ansi_c(with_quoting(f, shell_quoting::ansi_c_quoted), limit);
+  } else if (!quoted && n == '"') {
+    i_ += 2;
+    expanding(with_quoting(f, shell_quoting::double_quoted), '"', limit);
+  } else {
+    i_ += (is_name_char(n) || is_special_parameter(n)) ? 2 : 1;
+  }
+}
+
+// After `${`: the name, a subscript, `:offset:length`, or an operator and its word.
+void lexer::parameter(const frame& f, std::size_t limit) {
+  const nesting guard(*this);
+  if (!more(limit)) return;
+  if (hole_at(i_)) {
+    take_hole(f, false, true);  // the reference would be the parameter's name
+  } else {
+    if (s_[i_] == '#' || s_[i_] == '!') ++i_;
+    if (i_ < limit && is_name_char(s_[i_]))
+      while (i_ < limit && is_name_char(s_[i_])) ++i_;
+    else if (i_ < limit && is_special_parameter(s_[i_]))
+      ++i_;
+  }
+  if (i_ < limit && s_[i_] == '[') {
+    ++i_;
+    arithmetic(arithmetic_frame(f), "]", limit);
+  }
+  if (i_ < limit && s_[i_] == ':' && !(i_ + 1 < limit && std::string_view("-=?+").find(s_[i_ + 1]) != std::string_view::npos)) {
+    ++i_;
+    arithmetic(arithmetic_frame(f), "}", limit);
+    return;
+  }
+  parameter_word(f, limit);
+}
+
+// The word of `${x:-word}`, `${x#pattern}`, `${x/a/b}`: quoted like the expansion itself;
+// bash ends it at the first unquoted `}`.
+void lexer::parameter_word(const frame& f, std::size_t limit) {
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      take_hole(f);
+      continue;
+    }
+    const char ch = s_[i_];
+    if (ch == '}') {
+      ++i_;
+      return;
+    }
+    if (ch == '\\') {
+      escape(f, limit);
+    } else if (ch == '\'' && f.quoting == shell_quoting::unquoted) {
+      ++i_;
+      single_quoted(with_quoting(f, shell_quoting::single_quoted), limit);
+    } else if (ch == '"') {
+      ++i_;
+      expanding(with_quoting(f, shell_quoting::double_quoted), '"', limit);
+    } else if (ch == '`') {
+      ++i_;
+      commands(backtick_frame(), closer::backtick, limit);
+    } else if (ch == '$') {
+      dollar(f, limit, f.quoting != shell_quoting::unquoted);
+    } else {
+      ++i_;
+    }
+  }
+}
+
+// Up to `end` ("))", "]" or "}") at bracket depth 0.
+void lexer::arithmetic(const frame& f, std::string_view end, std::size_t limit) {
+  const nesting guard(*this);
+  int depth = 0;
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      take_hole(f);
+      continue;
+    }
+    if (depth == 0 && at(i_, end)) {
+      i_ += end.size();
+      return;
+    }
+    const char ch = s_[i_];
+    if (ch == '\\') {
+      escape(f, limit);
+    } else if (ch == '\'') {
+      ++i_;
+      single_quoted(with_quoting(f, shell_quoting::single_quoted), limit);
+    } else if (ch == '"') {
+      ++i_;
+      expanding(with_quoting(f, shell_quoting::double_quoted), '"', limit);
+    } else if (ch == '`') {
+      ++i_;
+      commands(backtick_frame(), closer::backtick, limit);
+    } else if (ch == '$') {
+      dollar(f, limit, true);
+    } else {
+      if (ch == '(' || ch == '[') ++depth;
+      if ((ch == ')' || ch == ']') && depth > 0) --depth;
+      ++i_;
+    }
+  }
+}
+
+}  // namespace arun::engine::detail

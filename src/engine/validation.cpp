@@ -1,0 +1,175 @@
+#include <arun/validation.hpp>
+
+#include "template/reference.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <regex>
+
+namespace arun {
+namespace {
+
+using name_set = std::set<std::string, std::less<>>;
+
+const name_set builtin_names = {"recipe", "session", "step", "stage", "_approval_message", "_loop_index",
+                                "_loop_iteration"};
+
+diagnostic make(severity level, const source_location& where, std::string message, std::string key = {},
+                std::string hint = {}) {
+  diagnostic d;
+  d.level = level;
+  d.where = where;
+  d.message = std::move(message);
+  d.key = std::move(key);
+  d.hint = std::move(hint);
+  return d;
+}
+
+// Visits every step, nested bodies included, with the loop nesting it sits in.
+void for_each_step(const std::vector<step>& steps, const std::function<void(const step&, int loop_depth)>& visit,
+                   int loop_depth = 0) {
+  for (const auto& s : steps) {
+    visit(s, loop_depth);
+    for_each_step(s.steps, visit, loop_depth + (s.foreach || s.loop_while ? 1 : 0));
+  }
+}
+
+void for_each_step(const recipe& r, const std::function<void(const step&, int)>& visit) {
+  for_each_step(r.steps, visit);
+  for (const auto& st : r.stages) for_each_step(st.steps, visit);
+}
+
+// The text fields of a step that are rendered as templates, with the key they came from.
+std::vector<std::pair<std::string_view, std::string>> template_fields(const step& s) {
+  std::vector<std::pair<std::string_view, std::string>> fields = {
+      {"command", s.command}, {"prompt", s.agent.prompt}, {"working_dir", s.working_dir},
+      {"condition", s.condition}, {"approval_prompt", s.approval.prompt}, {"recipe", s.call.recipe}};
+  for (const auto& [name, value] : s.env) fields.emplace_back("env", value);
+  if (s.foreach && s.foreach->items.is_string()) fields.emplace_back("foreach", std::string(s.foreach->items.get_string()));
+  if (s.loop_while) {
+    fields.emplace_back("while_condition", s.loop_while->condition);
+    fields.emplace_back("break_when", s.loop_while->break_when);
+  }
+  return fields;
+}
+
+void check_ids(const recipe& r, std::vector<diagnostic>& out) {
+  static const std::regex id_pattern("[A-Za-z0-9_.-]+");
+  std::map<std::string, source_location, std::less<>> seen;
+  for_each_step(r, [&](const step& s, int) {
+    if (s.id.empty()) return;  // the loader reported the missing id
+    if (!std::regex_match(s.id, id_pattern))
+      out.push_back(make(severity::error, s.at("id"),
+                         "step id '" + s.id + "' may only use letters, digits, '_', '.' and '-'", "id"));
+    auto [it, fresh] = seen.emplace(s.id, s.at("id"));
+    if (!fresh)
+      out.push_back(make(severity::error, s.at("id"),
+                         "step id '" + s.id + "' is used twice; ids must be unique (first at line " +
+                             std::to_string(it->second.line) + ")",
+                         "id"));
+  });
+}
+
+void check_dependencies(const recipe& r, std::vector<diagnostic>& out) {
+  std::map<std::string, const step*, std::less<>> by_id;
+  for_each_step(r, [&](const step& s, int) { by_id.emplace(s.id, &s); });
+  for_each_step(r, [&](const step& s, int) {
+    for (const auto& dep : s.depends_on)
+      if (!by_id.contains(dep))
+        out.push_back(make(severity::error, s.at("depends_on"),
+                           "step '" + s.id + "' depends on '" + dep + "', which no step has as id", "depends_on"));
+  });
+  // Cycles: depth-first search, reporting each cycle once with its path.
+  enum class mark { unseen, active, done };
+  std::map<std::string, mark, std::less<>> state;
+  std::vector<std::string> path;
+  std::function<void(const step&)> visit = [&](const step& s) {
+    state[s.id] = mark::active;
+    path.push_back(s.id);
+    for (const auto& dep : s.depends_on) {
+      auto target = by_id.find(dep);
+      if (target == by_id.end()) continue;
+      if (state[dep] == mark::active) {
+        std::string cycle;
+        for (auto it = std::find(path.begin(), path.end(), dep); it != path.end(); ++it) cycle += *it + " -> ";
+        out.push_back(make(severity::error, s.at("depends_on"), "depends_on forms a cycle: " + cycle + dep, "depends_on"));
+      } else if (state[dep] == mark::unseen) {
+        visit(*target->second);
+      }
+    }
+    path.pop_back();
+    state[s.id] = mark::done;
+  };
+  for (const auto& [id, s] : by_id)
+    if (state[id] == mark::unseen) visit(*s);
+}
+
+// SPEC §8: gates inside parallel groups and loop bodies cannot be run in this version.
+void check_gates(const recipe& r, std::vector<diagnostic>& out) {
+  for_each_step(r, [&](const step& s, int loop_depth) {
+    if (!s.approval.required) return;
+    if (s.parallel_group)
+      out.push_back(make(severity::error, s.at("requires_approval"),
+                         "step '" + s.id + "' needs approval inside parallel group '" + *s.parallel_group +
+                             "': approval gates cannot run in parallel groups",
+                         "requires_approval"));
+    if (loop_depth > 0 || s.foreach || s.loop_while)
+      out.push_back(make(severity::error, s.at("requires_approval"),
+                         "step '" + s.id + "' needs approval inside a loop: approval gates cannot run in loops",
+                         "requires_approval"));
+  });
+}
+
+void check_references(const recipe& r, const validation_options& options, std::vector<diagnostic>& out) {
+  const auto declared = declared_names(r, options);
+  bool calls_recipes = false;
+  for_each_step(r, [&](const step& s, int) { calls_recipes |= s.type == step_type::recipe; });
+  // A sub-recipe may declare outputs this file cannot see: then an unknown name is a warning.
+  const bool soft = options.lenient || r.lenient_templates || calls_recipes;
+  for_each_step(r, [&](const step& s, int) {
+    for (const auto& [key, text] : template_fields(s)) {
+      for (const auto& span : engine::find_references(text)) {
+        if (declared.contains(span.ref.root)) continue;
+        std::string defined;
+        for (const auto& n : declared) defined += (defined.empty() ? "" : ", ") + n;
+        out.push_back(make(soft ? severity::warning : severity::error, s.at(key),
+                           "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of step '" +
+                               s.id + "' (defined: " + defined + ")",
+                           std::string(key),
+                           calls_recipes ? "it may be an output of a sub-recipe" : "declare it in context, or pass --set " +
+                                                                                       span.ref.root + "=..."));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+std::set<std::string, std::less<>> declared_names(const recipe& r, const validation_options& options) {
+  name_set names = builtin_names;
+  for (const auto& kv : r.context) names.emplace(kv.key());
+  for (const auto& k : options.set_keys) names.emplace(k.substr(0, k.find('.')));
+  for_each_step(r, [&](const step& s, int) {
+    if (s.output) names.insert(*s.output);
+    if (s.output_exit_code) names.insert(*s.output_exit_code);
+    if (s.foreach) {
+      names.insert(s.foreach->as);
+      if (s.foreach->collect) names.insert(*s.foreach->collect);
+    }
+    if (s.loop_while)
+      for (const auto& kv : s.loop_while->update_context) names.emplace(kv.key());
+  });
+  return names;
+}
+
+std::vector<diagnostic> validate_recipe(const recipe& r, const validation_options& options) {
+  std::vector<diagnostic> out;
+  check_ids(r, out);
+  check_dependencies(r, out);
+  check_gates(r, out);
+  check_references(r, options, out);
+  return out;
+}
+
+}  // namespace arun

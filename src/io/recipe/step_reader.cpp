@@ -1,0 +1,308 @@
+#include "recipe/step_reader.hpp"
+
+#include "yaml_json.hpp"
+
+#include <algorithm>
+#include <regex>
+
+namespace arun::io {
+namespace {
+
+using key_list = std::vector<std::string_view>;
+
+const key_list common_keys = {
+    "id", "type", "name", "description", "inputs", "outputs", "condition", "output", "timeout",
+    "retry", "on_error", "continue_on_error", "nonfatal", "fatal", "when_tags", "parallel_group",
+    "depends_on", "parse_json", "parse_json_required", "working_dir", "cwd", "env",
+    "requires_approval", "approval_prompt", "approval_timeout", "approval_default", "on_approval_denied"};
+const key_list bash_keys = {"command", "output_exit_code", "max_env_value_bytes"};
+const key_list agent_keys = {"agent", "prompt", "mode", "model", "provider", "model_role",
+                             "provider_preferences", "agent_config", "auto_stage"};
+const key_list recipe_keys = {"recipe", "context", "sub_context", "recursion", "recovery_on_failure"};
+const key_list loop_keys = {"foreach", "as", "foreach_var", "max_concurrent", "parallel", "collect",
+                            "max_iterations", "checkpoint_iterations", "while_condition",
+                            "max_while_iterations", "break_when", "update_context", "steps"};
+
+key_list all_step_keys() {
+  key_list all = common_keys;
+  for (const auto* list : {&bash_keys, &agent_keys, &recipe_keys, &loop_keys}) all.insert(all.end(), list->begin(), list->end());
+  return all;
+}
+
+// SPEC §3.2: explicit type wins, then recipe, agent, prompt-without-command, command, loops.
+std::optional<step_type> infer_type(const field_reader& f) {
+  if (f.has("type")) {
+    const auto t = f.text("type");
+    if (!t) return std::nullopt;
+    if (*t == "bash") return step_type::bash;
+    if (*t == "agent") return step_type::agent;
+    if (*t == "recipe") return step_type::recipe;
+    const bool wild = *t == "skill" || *t == "loop";
+    f.error("type", "unsupported step type '" + *t + "'",
+            wild ? "neither older runner supports it: use foreach/while_condition with nested steps, or an agent step"
+                 : "expected bash, agent or recipe");
+    return std::nullopt;
+  }
+  if (f.has("recipe")) return step_type::recipe;
+  if (f.has("agent")) return step_type::agent;
+  if (f.has("prompt") && !f.has("command")) return step_type::agent;
+  if (f.has("command")) return step_type::bash;
+  if (f.has("steps")) return step_type::loop;
+  if (f.has("requires_approval")) return step_type::gate;
+  return std::nullopt;
+}
+
+// A field of another step type is a validation error (SPEC §3.2).
+void refuse_foreign_fields(const field_reader& f, step_type type) {
+  auto refuse = [&](const key_list& keys, std::string_view kind) {
+    for (auto k : keys) {
+      const std::string key(k);
+      if (f.has(key.c_str()))
+        f.error(key.c_str(), "'" + key + "' belongs to " + std::string(kind) + " steps, not to this " +
+                                 (type == step_type::bash ? "bash" : type == step_type::agent ? "agent"
+                                                            : type == step_type::recipe ? "recipe" : "loop") + " step");
+    }
+  };
+  if (type != step_type::bash) refuse(bash_keys, "bash");
+  if (type != step_type::agent) refuse(agent_keys, "agent");
+  // `context` and `recursion` only make sense on recipe steps.
+  if (type != step_type::recipe) refuse(recipe_keys, "recipe");
+}
+
+std::optional<on_error_policy> policy_from(const std::string& s) {
+  if (s == "fail") return on_error_policy::fail;
+  if (s == "continue") return on_error_policy::continue_run;
+  if (s == "skip_remaining") return on_error_policy::skip_remaining;
+  return std::nullopt;
+}
+
+void read_on_error(const field_reader& f, step& s) {
+  if (auto v = f.choice("on_error", {"fail", "continue", "skip_remaining"})) s.on_error = *policy_from(*v);
+  // continue_on_error, nonfatal: true and fatal: false all mean on_error: continue.
+  std::optional<bool> nonfatal;
+  for (const char* key : {"continue_on_error", "nonfatal"})
+    if (auto b = f.boolean(key)) nonfatal = nonfatal.value_or(false) || *b;
+  if (auto b = f.boolean("fatal")) nonfatal = nonfatal.value_or(false) || !*b;
+  if (!nonfatal) return;
+  if (f.has("on_error") && (s.on_error == on_error_policy::continue_run) != *nonfatal)
+    f.error("on_error", "'on_error' contradicts continue_on_error/nonfatal/fatal on the same step");
+  else if (*nonfatal)
+    s.on_error = on_error_policy::continue_run;
+}
+
+void read_env(const field_reader& f, step& s) {
+  const auto env = f.node("env");
+  if (!env) return;
+  if (!env.IsMap()) {
+    f.error("env", "'env' must be a mapping of variable names to values");
+    return;
+  }
+  static const std::regex name_pattern("[A-Za-z_][A-Za-z0-9_]*");
+  for (const auto& kv : env) {
+    const auto& name = kv.first.Scalar();
+    if (!std::regex_match(name, name_pattern))
+      f.sink().error(kv.first.Mark(), "'" + name + "' is not a valid environment variable name", "env");
+    else if (!kv.second.IsScalar())
+      f.sink().error(kv.second.Mark(), "the value of env '" + name + "' must be a scalar", "env");
+    else
+      s.env.emplace_back(name, kv.second.Scalar());
+  }
+}
+
+void read_approval(const field_reader& f, step& s) {
+  if (auto b = f.boolean("requires_approval")) s.approval.required = *b;
+  if (auto p = f.text("approval_prompt")) s.approval.prompt = *p;
+  s.approval.timeout = f.seconds("approval_timeout");
+  if (auto d = f.choice("approval_default", {"deny", "approve"}))
+    s.approval.default_decision = *d == "approve" ? approval_decision::approve : approval_decision::deny;
+  if (auto d = f.choice("on_approval_denied", {"fail", "skip_remaining", "continue"}))
+    s.approval.on_denied = *policy_from(*d);
+  if (!s.approval.required)
+    for (const char* key : {"approval_prompt", "approval_timeout", "approval_default", "on_approval_denied"})
+      if (f.has(key)) f.warning(key, "'" + std::string(key) + "' has no effect without requires_approval: true");
+}
+
+void read_common(const field_reader& f, step& s) {
+  if (auto v = f.text("name")) s.name = *v;
+  if (auto v = f.text("description")) s.description = *v;
+  if (auto v = f.text("condition")) s.condition = *v;
+  s.output = f.text("output");
+  if (auto t = f.seconds("timeout")) s.timeout = seconds_d(*t);
+  if (f.has("retry")) {
+    if (!f.node("retry").IsMap())
+      f.error("retry", "'retry' must be a mapping (max_attempts, backoff, initial_delay, max_delay, jitter, on)");
+    else
+      s.retry = read_retry(field_reader(f.node("retry"), f.sink(), "the retry block of step '" + s.id + "'"));
+  }
+  read_on_error(f, s);
+  if (auto tags = f.string_list("when_tags")) s.when_tags = *tags;
+  s.parallel_group = f.text("parallel_group");
+  if (auto deps = f.string_list("depends_on")) s.depends_on = *deps;
+  if (auto b = f.boolean("parse_json")) s.parse_json = *b;
+  if (auto b = f.boolean("parse_json_required")) s.parse_json_required = *b;
+  if (f.has("working_dir") && f.has("cwd")) f.error("cwd", "give 'working_dir' or its alias 'cwd', not both");
+  if (auto wd = f.text(f.has("cwd") ? "cwd" : "working_dir")) s.working_dir = *wd;
+  read_env(f, s);
+  read_approval(f, s);
+}
+
+void read_agent(const field_reader& f, step& s) {
+  if (auto v = f.text("agent")) s.agent.agent = *v;
+  if (auto v = f.text("prompt")) s.agent.prompt = *v;
+  for (auto [key, field] : {std::pair{"mode", &s.agent.mode}, {"model", &s.agent.model},
+                            {"provider", &s.agent.provider}, {"model_role", &s.agent.model_role}})
+    if (auto v = f.text(key)) *field = *v;
+  s.agent.provider_preferences = f.json("provider_preferences");
+  s.agent.agent_config = f.json("agent_config");
+  if (auto b = f.boolean("auto_stage")) s.agent.auto_stage = *b;
+  if (s.agent.prompt.empty() && !f.has("prompt")) f.error("prompt", "agent step '" + s.id + "' needs a 'prompt'");
+}
+
+void read_recipe_call(const field_reader& f, step& s) {
+  if (auto v = f.text("recipe", true)) s.call.recipe = *v;
+  if (f.has("context") && f.has("sub_context"))
+    f.error("sub_context", "give 'context' or its alias 'sub_context', not both");
+  if (auto ctx = f.object(f.has("sub_context") ? "sub_context" : "context")) s.call.context = std::move(*ctx);
+  if (f.has("recursion")) {
+    field_reader r(f.node("recursion"), f.sink(), "the recursion block of step '" + s.id + "'");
+    if (!f.node("recursion").IsMap()) {
+      f.error("recursion", "'recursion' must be a mapping with max_depth");
+    } else {
+      r.check_keys({"max_depth"});
+      if (auto d = r.integer("max_depth", 1, 1000)) s.call.max_depth = static_cast<int>(*d);
+    }
+  }
+  s.call.recovery_on_failure = f.json("recovery_on_failure");
+}
+
+void read_loops(const field_reader& f, step& s) {
+  const bool has_foreach = f.has("foreach"), has_while = f.has("while_condition");
+  if (has_foreach && has_while) f.error("while_condition", "a step loops with 'foreach' or 'while_condition', not both");
+  if (has_foreach) {
+    foreach_spec fe;
+    fe.items = f.json("foreach");
+    if (!fe.items.is_string() && !fe.items.is_array())
+      f.error("foreach", "'foreach' must be a list or a template such as \"{{files}}\"");
+    if (f.has("as") && f.has("foreach_var")) f.error("foreach_var", "give 'as' or its alias 'foreach_var', not both");
+    if (auto as = f.text(f.has("foreach_var") ? "foreach_var" : "as")) fe.as = *as;
+    if (f.has("max_concurrent") && f.has("parallel"))
+      f.error("parallel", "give 'max_concurrent' or its alias 'parallel', not both");
+    if (auto n = f.integer("max_concurrent", 1, 100000)) fe.max_concurrent = static_cast<int>(*n);
+    if (const auto p = f.node("parallel")) {
+      const auto v = p.IsScalar() ? f.json("parallel") : boost::json::value();
+      if (v.is_bool())
+        fe.max_concurrent = v.get_bool() ? 0 : 1;  // true: the global limit
+      else if (auto n = f.integer("parallel", 1, 100000))
+        fe.max_concurrent = static_cast<int>(*n);
+    }
+    fe.collect = f.text("collect");
+    if (auto n = f.integer("max_iterations", 1, 10'000'000)) fe.max_iterations = static_cast<int>(*n);
+    if (auto n = f.integer("checkpoint_iterations", 1, 10'000'000)) fe.checkpoint_iterations = static_cast<int>(*n);
+    s.foreach = std::move(fe);
+  }
+  if (has_while) {
+    while_spec w;
+    if (auto c = f.text("while_condition")) w.condition = *c;
+    if (auto n = f.integer("max_while_iterations", 1, 10'000'000)) w.max_iterations = static_cast<int>(*n);
+    if (auto b = f.text("break_when")) w.break_when = *b;
+    if (auto u = f.object("update_context")) w.update_context = std::move(*u);
+    s.loop_while = std::move(w);
+  }
+  // Loop settings without a loop are mistakes, not silent no-ops.
+  for (const char* key : {"as", "foreach_var", "max_concurrent", "parallel", "collect", "max_iterations",
+                          "checkpoint_iterations"})
+    if (!has_foreach && f.has(key)) f.error(key, "'" + std::string(key) + "' needs 'foreach' on the same step");
+  for (const char* key : {"max_while_iterations", "break_when", "update_context"})
+    if (!has_while && f.has(key)) f.error(key, "'" + std::string(key) + "' needs 'while_condition' on the same step");
+  if (f.has("steps")) {
+    if (!has_foreach && !has_while)
+      f.error("steps", "nested 'steps' need 'foreach' or 'while_condition' on the same step");
+    const auto body = f.node("steps");
+    if (!body.IsSequence() || body.size() == 0) {
+      f.error("steps", "'steps' must be a non-empty list of steps");
+      return;
+    }
+    for (const auto& child : body)
+      if (auto c = read_step(child, f.sink())) s.steps.push_back(std::move(*c));
+  }
+}
+
+}  // namespace
+
+std::optional<retry_policy> read_retry(const field_reader& f) {
+  f.check_keys({"max_attempts", "backoff", "initial_delay", "max_delay", "jitter", "on"});
+  retry_policy r;
+  if (auto n = f.integer("max_attempts", 1, 1000)) r.max_attempts = static_cast<int>(*n);
+  if (auto b = f.choice("backoff", {"exponential", "linear", "constant"}))
+    r.backoff = *b == "linear" ? backoff_kind::linear : *b == "constant" ? backoff_kind::constant : backoff_kind::exponential;
+  if (auto d = f.seconds("initial_delay")) r.initial_delay = *d;
+  if (auto d = f.seconds("max_delay")) r.max_delay = *d;
+  if (const auto j = f.node("jitter")) {
+    const auto v = f.json("jitter");
+    if (v.is_bool())
+      r.jitter = v.get_bool() ? 1.0 : 0.0;
+    else if (v.is_number() && v.to_number<double>() >= 0 && v.to_number<double>() <= 1)
+      r.jitter = v.to_number<double>();
+    else
+      f.error("jitter", "'jitter' must be true, false or a fraction from 0 to 1");
+  }
+  if (const auto on = f.node("on")) {
+    r.on.clear();
+    if (!on.IsSequence()) f.error("on", "'on' must be a list of failure, timeout, rate_limit or exit codes");
+    for (const auto& item : on) {
+      const auto v = item.IsScalar() ? scalar_to_json(item) : boost::json::value();
+      if (v.is_int64())
+        r.on.emplace_back(static_cast<int>(v.get_int64()));
+      else if (v.is_string() && v.get_string() == "failure")
+        r.on.emplace_back(retry_trigger::failure);
+      else if (v.is_string() && v.get_string() == "timeout")
+        r.on.emplace_back(retry_trigger::timeout);
+      else if (v.is_string() && v.get_string() == "rate_limit")
+        r.on.emplace_back(retry_trigger::rate_limit);
+      else
+        f.sink().error(item.Mark(), "retry 'on' entries are failure, timeout, rate_limit or an exit code", "on");
+    }
+  }
+  if (r.max_delay < r.initial_delay)
+    f.warning("max_delay", "'max_delay' is below 'initial_delay': every delay will be max_delay");
+  return r;
+}
+
+std::optional<step> read_step(const YAML::Node& node, diagnostic_sink& sink) {
+  if (!node.IsMap()) {
+    sink.error(node.Mark(), "a step must be a mapping with an 'id' and a body (command, prompt, agent, recipe or steps)");
+    return std::nullopt;
+  }
+  step s;
+  s.where = sink.at(node.Mark());
+  // Values, not keys: cross-field diagnostics (ids, depends_on, references) are about values.
+  for (const auto& kv : node) s.key_where.emplace_back(kv.first.Scalar(), sink.at(kv.second.Mark()));
+  if (auto id = field_reader(node, sink, "every step").text("id", true)) s.id = *id;
+  const field_reader f(node, sink, s.id.empty() ? "a step" : "step '" + s.id + "'");
+  f.check_keys(all_step_keys());
+  read_common(f, s);
+  const auto type = infer_type(f);
+  if (!type) {
+    if (!f.has("type"))
+      f.sink().error(node.Mark(), "step '" + s.id + "' has no body: add 'command', 'prompt', 'agent', 'recipe' or 'steps'",
+                     {}, "a step needs something to run");
+    return s;
+  }
+  s.type = *type;
+  if (s.type != step_type::loop && s.type != step_type::gate) refuse_foreign_fields(f, s.type);
+  switch (s.type) {
+    case step_type::bash:
+      if (auto c = f.text("command", true)) s.command = *c;
+      s.output_exit_code = f.text("output_exit_code");
+      if (auto n = f.integer("max_env_value_bytes", 1, 64 << 20)) s.max_env_value_bytes = static_cast<std::size_t>(*n);
+      break;
+    case step_type::agent: read_agent(f, s); break;
+    case step_type::recipe: read_recipe_call(f, s); break;
+    default: break;
+  }
+  read_loops(f, s);
+  if (s.type == step_type::loop) refuse_foreign_fields(f, step_type::loop);
+  return s;
+}
+
+}  // namespace arun::io

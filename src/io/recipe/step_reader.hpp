@@ -1,0 +1,19 @@
+#pragma once
+// Reading one step (SPEC §3) out of its YAML mapping: common fields, aliases, type inference
+// and the fields of each step type. Cross-step rules (unique ids, depends_on, references)
+// are the validator's.
+
+#include "recipe/yaml_fields.hpp"
+
+#include <arun/recipe.hpp>
+
+namespace arun::io {
+
+/// Reads the step at `node`; `std::nullopt` when it is not a mapping. Nested `steps` are read
+/// recursively (depth-limited by the document's own nesting limit).
+std::optional<step> read_step(const YAML::Node& node, diagnostic_sink& sink);
+
+/// Reads a `retry` block (SPEC §7).
+std::optional<retry_policy> read_retry(const field_reader& f);
+
+}  // namespace arun::io

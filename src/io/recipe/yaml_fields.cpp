@@ -1,0 +1,187 @@
+#include "recipe/yaml_fields.hpp"
+
+#include "yaml_json.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace arun::io {
+
+source_location diagnostic_sink::at(const YAML::Mark& m) const {
+  if (m.is_null()) return {file_, 0, 0};
+  return {file_, m.line + 1, m.column + 1};
+}
+
+void diagnostic_sink::error(const YAML::Mark& m, std::string message, std::string key, std::string hint) {
+  list_.push_back({severity::error, at(m), std::move(message), std::move(key), std::move(hint)});
+}
+
+void diagnostic_sink::warning(const YAML::Mark& m, std::string message, std::string key, std::string hint) {
+  list_.push_back({severity::warning, at(m), std::move(message), std::move(key), std::move(hint)});
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const auto above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string did_you_mean(std::string_view key, const std::vector<std::string_view>& known) {
+  std::string_view best;
+  std::size_t best_distance = 3;  // SPEC §1: suggestions within edit distance 2
+  for (auto k : known) {
+    const auto d = edit_distance(key, k);
+    if (d < best_distance) best_distance = d, best = k;
+  }
+  return best.empty() ? std::string() : "did you mean '" + std::string(best) + "'?";
+}
+
+void field_reader::check_keys(const std::vector<std::string_view>& known,
+                              const std::vector<std::pair<std::string_view, std::string_view>>& refused) const {
+  std::set<std::string> seen;
+  for (const auto& kv : map_) {
+    const auto& key = kv.first.Scalar();
+    if (!seen.insert(key).second) {
+      // yaml-cpp keeps both entries and reads the first: refuse the ambiguity.
+      sink_.error(kv.first.Mark(), "duplicate key '" + key + "' in " + where_, key);
+      continue;
+    }
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const auto r = std::find_if(refused.begin(), refused.end(), [&](const auto& p) { return p.first == key; });
+    if (r != refused.end()) {
+      sink_.error(kv.first.Mark(), "'" + key + "' " + std::string(r->second), key);
+      continue;
+    }
+    sink_.warning(kv.first.Mark(), "unknown key '" + key + "' in " + where_, key, did_you_mean(key, known));
+  }
+}
+
+YAML::Mark field_reader::mark(const char* key) const {
+  const auto n = map_[key];
+  return n ? n.Mark() : map_.Mark();
+}
+
+void field_reader::error(const char* key, std::string message, std::string hint) const {
+  sink_.error(mark(key), std::move(message), key, std::move(hint));
+}
+
+void field_reader::warning(const char* key, std::string message, std::string hint) const {
+  sink_.warning(mark(key), std::move(message), key, std::move(hint));
+}
+
+std::optional<std::string> field_reader::text(const char* key, bool required) const {
+  const auto n = map_[key];
+  if (!n) {
+    if (required) sink_.error(map_.Mark(), where_ + " needs '" + key + "'", key);
+    return std::nullopt;
+  }
+  if (!n.IsScalar() || (n.Tag() != "!" && scalar_to_json(n).is_null())) {
+    error(key, "'" + std::string(key) + "' must be a string");
+    return std::nullopt;
+  }
+  return n.Scalar();
+}
+
+std::optional<bool> field_reader::boolean(const char* key) const {
+  const auto n = map_[key];
+  if (!n) return std::nullopt;
+  const auto v = n.IsScalar() ? scalar_to_json(n) : boost::json::value();
+  if (!v.is_bool()) {
+    error(key, "'" + std::string(key) + "' must be true or false");
+    return std::nullopt;
+  }
+  return v.get_bool();
+}
+
+std::optional<long long> field_reader::integer(const char* key, long long min, long long max) const {
+  const auto n = map_[key];
+  if (!n) return std::nullopt;
+  const auto v = n.IsScalar() ? scalar_to_json(n) : boost::json::value();
+  if (!v.is_int64() || v.get_int64() < min || v.get_int64() > max) {
+    error(key, "'" + std::string(key) + "' must be a whole number from " + std::to_string(min) + " to " +
+                   std::to_string(max));
+    return std::nullopt;
+  }
+  return v.get_int64();
+}
+
+std::optional<double> field_reader::seconds(const char* key) const {
+  const auto n = map_[key];
+  if (!n) return std::nullopt;
+  const auto v = n.IsScalar() ? scalar_to_json(n) : boost::json::value();
+  if (!v.is_number() || !std::isfinite(v.to_number<double>()) || v.to_number<double>() < 0) {
+    error(key, "'" + std::string(key) + "' must be a number of seconds (0 or more)");
+    return std::nullopt;
+  }
+  return v.to_number<double>();
+}
+
+std::optional<std::string> field_reader::choice(const char* key, const std::vector<std::string_view>& allowed) const {
+  auto t = text(key);
+  if (!t) return std::nullopt;
+  if (std::find(allowed.begin(), allowed.end(), *t) != allowed.end()) return t;
+  std::string list;
+  for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  error(key, "'" + std::string(key) + "' must be one of " + list + ", not '" + *t + "'", did_you_mean(*t, allowed));
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> field_reader::string_list(const char* key) const {
+  const auto n = map_[key];
+  if (!n) return std::nullopt;
+  std::vector<std::string> items;
+  const bool one_string = n.IsScalar() && (n.Tag() == "!" || !scalar_to_json(n).is_null());
+  if (one_string) {
+    std::string_view rest = n.Scalar();
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      auto item = rest.substr(0, comma);
+      while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+      while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+      if (!item.empty()) items.emplace_back(item);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    return items;
+  }
+  if (!n.IsSequence()) {
+    error(key, "'" + std::string(key) + "' must be a list of strings");
+    return std::nullopt;
+  }
+  for (const auto& item : n) {
+    if (!item.IsScalar() || (item.Tag() != "!" && scalar_to_json(item).is_null())) {
+      sink_.error(item.Mark(), "'" + std::string(key) + "' must be a list of strings", key);
+      return std::nullopt;
+    }
+    items.push_back(item.Scalar());
+  }
+  return items;
+}
+
+boost::json::value field_reader::json(const char* key) const {
+  const auto n = map_[key];
+  if (!n) return nullptr;
+  return yaml_to_json(n, sink_.node_budget());
+}
+
+std::optional<boost::json::object> field_reader::object(const char* key) const {
+  const auto n = map_[key];
+  if (!n) return std::nullopt;
+  if (!n.IsMap()) {
+    error(key, "'" + std::string(key) + "' must be a mapping");
+    return std::nullopt;
+  }
+  return yaml_to_json(n, sink_.node_budget()).as_object();
+}
+
+}  // namespace arun::io

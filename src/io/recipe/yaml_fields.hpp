@@ -1,0 +1,90 @@
+#pragma once
+// Reading typed fields out of YAML mappings, with a diagnostic (file, line, column, key,
+// what was expected) for everything that is not what the SPEC allows.
+
+#include <arun/diagnostics.hpp>
+
+#include <boost/json/value.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace arun::io {
+
+/// Collects the diagnostics of one file.
+class diagnostic_sink {
+public:
+  diagnostic_sink(std::string file, std::size_t node_budget)
+      : file_(std::move(file)), node_budget_(node_budget) {}
+
+  source_location at(const YAML::Mark& m) const;
+  void error(const YAML::Mark& m, std::string message, std::string key = {}, std::string hint = {});
+  void warning(const YAML::Mark& m, std::string message, std::string key = {}, std::string hint = {});
+
+  const std::string& file() const noexcept { return file_; }
+  std::vector<diagnostic>& list() noexcept { return list_; }
+  bool has_errors() const noexcept { return arun::has_errors(list_); }
+  /// Nodes YAML-to-JSON conversions may still visit in this file (bounds alias bombs).
+  std::size_t& node_budget() noexcept { return node_budget_; }
+
+private:
+  std::string file_;
+  std::size_t node_budget_;
+  std::vector<diagnostic> list_;
+};
+
+/// "did you mean 'X'?" for the closest of `known` within edit distance 2, else empty.
+std::string did_you_mean(std::string_view key, const std::vector<std::string_view>& known);
+
+/// Edit distance between two keys.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// A mapping being read. `where` names it in messages ("the recipe", "step 'build'").
+class field_reader {
+public:
+  field_reader(const YAML::Node& map, diagnostic_sink& sink, std::string where)
+      : map_(map), sink_(sink), where_(std::move(where)) {}
+
+  /// Warns about keys not in `known` (with a suggestion), errors on keys in `refused`
+  /// (with the reason given next to them).
+  void check_keys(const std::vector<std::string_view>& known,
+                  const std::vector<std::pair<std::string_view, std::string_view>>& refused = {}) const;
+
+  bool has(const char* key) const { return static_cast<bool>(map_[key]); }
+  YAML::Node node(const char* key) const { return map_[key]; }
+  YAML::Mark mark(const char* key) const;
+  const YAML::Node& map() const noexcept { return map_; }
+  const std::string& where() const noexcept { return where_; }
+  diagnostic_sink& sink() const noexcept { return sink_; }
+
+  /// A scalar read as text (numbers and booleans too); null or a collection is an error.
+  std::optional<std::string> text(const char* key, bool required = false) const;
+  std::optional<bool> boolean(const char* key) const;
+  /// An integer in [min, max].
+  std::optional<long long> integer(const char* key, long long min, long long max) const;
+  /// A finite number of seconds, 0 or more.
+  std::optional<double> seconds(const char* key) const;
+  /// One of `allowed` (the message lists them).
+  std::optional<std::string> choice(const char* key, const std::vector<std::string_view>& allowed) const;
+  /// A list of strings, or one string with comma-separated items.
+  std::optional<std::vector<std::string>> string_list(const char* key) const;
+  /// Any YAML value as JSON (YAML 1.2 typing); null when absent.
+  boost::json::value json(const char* key) const;
+  /// A mapping as a JSON object; an error when present but not a mapping.
+  std::optional<boost::json::object> object(const char* key) const;
+
+  void error(const char* key, std::string message, std::string hint = {}) const;
+  void warning(const char* key, std::string message, std::string hint = {}) const;
+
+private:
+  YAML::Node map_;
+  diagnostic_sink& sink_;
+  std::string where_;
+};
+
+}  // namespace arun::io
