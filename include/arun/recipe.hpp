@@ -185,6 +185,7 @@ struct recipe {
   recipe_hooks hooks;
   bool hooks_set = false;
   std::string extends;
+  source_location extends_where;
   std::vector<std::pair<std::string, context_check>> context_validation;
   rate_limits rate_limiting;
   execution_mode execution = execution_mode::sequential;

@@ -11,8 +11,7 @@
 namespace arun::cli {
 
 struct run_settings {
-  recipe_options recipe;
-  std::string working_dir;
+  recipe_options recipe;  ///< recipe.working_dir is -C
   std::string output_format = "text";
   double kill_grace = 5.0;
   std::size_t max_output = 10u << 20;
@@ -23,6 +22,9 @@ void add_run_options(CLI::App& app, run_settings& s);
 int run_command(const run_settings& s);
 
 int validate_command(const recipe_options& o);
+int explain_command(const recipe_options& o);
+int graph_command(const recipe_options& o, const std::string& format);
+int list_command(const recipe_options& o);
 
 /// Parses argv and runs the chosen command; returns the process exit code.
 int main(int argc, char** argv);

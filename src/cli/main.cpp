@@ -4,13 +4,19 @@
 
 #include "process_setup.hpp"
 
+#include <csignal>
 #include <cstdio>
+#include <system_error>
 #include <exception>
 
 int main(int argc, char** argv) {
   arun::io::prepare_supervisor_process();
   try {
     return arun::cli::main(argc, argv);
+  } catch (const std::system_error& e) {
+    // stdout closed early (`arun list | head`): end quietly, as a SIGPIPE'd tool would.
+    if (e.code() == std::errc::broken_pipe) return 128 + SIGPIPE;
+    std::fprintf(stderr, "arun: internal error: %s\n", e.what());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "arun: internal error: %s\n", e.what());
   } catch (...) {

@@ -1,4 +1,4 @@
-// Command-line dispatch: `arun [run] RECIPE`, `arun validate RECIPE`, `arun --version`.
+// Command-line dispatch: `arun [run] RECIPE`, validate, explain, graph, list, `--version`.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 
@@ -16,6 +16,18 @@ int main(int argc, char** argv) {
   recipe_options validate_options;
   auto* validate = app.add_subcommand("validate", "Check a recipe: every diagnostic, exit 0 or 2");
   add_recipe_options(*validate, validate_options);
+  recipe_options explain_options;
+  auto* explain = app.add_subcommand("explain", "Print the plan of a recipe without running it");
+  add_recipe_options(*explain, explain_options);
+  recipe_options graph_options;
+  std::string graph_format = "dot";
+  auto* graph = app.add_subcommand("graph", "Print the recipe as a graph (DOT or Mermaid)");
+  add_recipe_options(*graph, graph_options);
+  graph->add_option("--format", graph_format, "dot or mermaid")->check(CLI::IsMember({"dot", "mermaid"}));
+  recipe_options list_options;
+  auto* list = app.add_subcommand("list", "List the recipes found by discovery");
+  list->add_option("-R,--recipe-dir", list_options.recipe_dirs, "Directory searched first (repeatable)");
+  list->add_option("-C,--working-dir", list_options.working_dir, "Directory discovery starts from");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -23,6 +35,9 @@ int main(int argc, char** argv) {
     return code == 0 ? exit_success : exit_usage;
   }
   if (validate->parsed()) return validate_command(validate_options);
+  if (explain->parsed()) return explain_command(explain_options);
+  if (graph->parsed()) return graph_command(graph_options, graph_format);
+  if (list->parsed()) return list_command(list_options);
   return run_command(settings);
 }
 

@@ -1,7 +1,8 @@
 #include "recipe_input.hpp"
 
 #include "exit_codes.hpp"
-#include "recipe_loader.hpp"
+#include "discovery.hpp"
+#include "recipe_chain.hpp"
 
 #include <arun/context_set.hpp>
 #include <arun/validation.hpp>
@@ -13,7 +14,10 @@
 namespace arun::cli {
 
 void add_recipe_options(CLI::App& app, recipe_options& o) {
-  app.add_option("recipe", o.recipe, "Recipe file");
+  app.add_option("recipe", o.recipe, "Recipe file, or a recipe name found by discovery (docs/running.md)");
+  app.add_option("-R,--recipe-dir", o.recipe_dirs, "Directory searched first for recipes by name (repeatable)");
+  app.add_option("-C,--working-dir", o.working_dir,
+                 "Directory the steps run in and discovery starts from (default: the current one)");
   app.add_option("--set", o.sets, "Set a context variable: KEY=VALUE (JSON-typed; a.b=1 sets a key of a)")
       ->type_name("KEY=VALUE");
   app.add_flag("--strict", o.strict, "Unknown keys are errors; references without a value at run time fail the step");
@@ -27,13 +31,28 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
     in.exit_code = exit_no_recipe;
     return in;
   }
+  const auto discovery = io::discovery_from_environment(o.recipe_dirs, o.working_dir);
+  std::string path = o.recipe;
+  if (!io::looks_like_path(o.recipe)) {
+    const auto found = io::find_recipe(o.recipe, discovery);
+    if (found.path.empty()) {
+      std::string dirs;
+      for (const auto& d : found.looked_in) dirs += "\n  " + d;
+      const auto why = io::invalid_name_reason(o.recipe);
+      std::fprintf(stderr, "arun: recipe not found: %s%s\n", o.recipe.c_str(),
+                   why.empty() ? (" (looked for " + o.recipe + ".yaml and " + o.recipe + ".yml in:" + dirs + ")").c_str() : (": " + why).c_str());
+      in.exit_code = exit_not_found;
+      return in;
+    }
+    path = found.path;
+  }
   struct stat st {};
-  if (::stat(o.recipe.c_str(), &st) != 0) {
-    std::fprintf(stderr, "arun: recipe not found: %s\n", o.recipe.c_str());
+  if (::stat(path.c_str(), &st) != 0) {
+    std::fprintf(stderr, "arun: recipe not found: %s\n", path.c_str());
     in.exit_code = exit_not_found;
     return in;
   }
-  auto loaded = io::load_recipe_file(o.recipe);
+  auto loaded = io::load_recipe_chain(path, discovery);
   std::vector<diagnostic> diagnostics = std::move(loaded.diagnostics);
   validation_options vo;
   vo.lenient = o.lenient;

@@ -13,13 +13,15 @@
 namespace arun::cli {
 
 struct recipe_options {
-  std::string recipe;
+  std::string recipe;                    ///< a file, or a name found by discovery
+  std::vector<std::string> recipe_dirs;  ///< -R
+  std::string working_dir;               ///< -C
   std::vector<std::string> sets;  ///< --set KEY=VALUE, in order
   bool strict = false;
   bool lenient = false;
 };
 
-/// Adds RECIPE, --set, --strict and --lenient to a command.
+/// Adds RECIPE, -R, -C, --set, --strict and --lenient to a command.
 void add_recipe_options(CLI::App& app, recipe_options& o);
 
 struct recipe_input {

@@ -58,7 +58,7 @@ int run_command(const run_settings& s) {
   const recipe& loaded = *input.value;
 
   std::string problem;
-  const auto base_dir = absolute_dir(s.working_dir, problem);
+  const auto base_dir = absolute_dir(s.recipe.working_dir, problem);
   if (!base_dir) {
     std::fprintf(stderr, "arun: %s\n", problem.c_str());
     return exit_usage;
@@ -123,8 +123,6 @@ int run_command(const run_settings& s) {
 
 void add_run_options(CLI::App& app, run_settings& s) {
   add_recipe_options(app, s.recipe);
-  app.add_option("-C,--working-dir", s.working_dir,
-                 "Directory the steps run in (relative step working_dir values resolve here)");
   app.add_option("--output-format", s.output_format, "Final result on stdout: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--kill-grace", s.kill_grace,

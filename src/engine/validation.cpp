@@ -1,5 +1,6 @@
 #include <arun/validation.hpp>
 
+#include "condition/condition.hpp"
 #include "template/reference.hpp"
 
 #include <algorithm>
@@ -40,6 +41,16 @@ void for_each_step(const recipe& r, const std::function<void(const step&, int)>&
   for (const auto& st : r.stages) for_each_step(st.steps, visit);
 }
 
+// Every string inside a JSON value (rendered type-preserving: sub-recipe context, update_context).
+void collect_strings(std::string_view key, const boost::json::value& v,
+                     std::vector<std::pair<std::string_view, std::string>>& out) {
+  if (const auto* s = v.if_string()) out.emplace_back(key, std::string(*s));
+  if (const auto* a = v.if_array())
+    for (const auto& item : *a) collect_strings(key, item, out);
+  if (const auto* o = v.if_object())
+    for (const auto& kv : *o) collect_strings(key, kv.value(), out);
+}
+
 // The text fields of a step that are rendered as templates, with the key they came from.
 std::vector<std::pair<std::string_view, std::string>> template_fields(const step& s) {
   std::vector<std::pair<std::string_view, std::string>> fields = {
@@ -50,7 +61,9 @@ std::vector<std::pair<std::string_view, std::string>> template_fields(const step
   if (s.loop_while) {
     fields.emplace_back("while_condition", s.loop_while->condition);
     fields.emplace_back("break_when", s.loop_while->break_when);
+    collect_strings("update_context", s.loop_while->update_context, fields);
   }
+  collect_strings(s.at("sub_context").line ? "sub_context" : "context", s.call.context, fields);
   return fields;
 }
 
@@ -121,27 +134,57 @@ void check_gates(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
+// SPEC §5.5: condition syntax is checked at load time; the column is the condition's own.
+void check_condition(const std::string& text, const source_location& where, std::string_view key,
+                     std::vector<diagnostic>& out) {
+  if (text.empty()) return;
+  const auto parsed = engine::parse_condition(text);
+  if (const auto* e = std::get_if<engine::condition_error>(&parsed))
+    out.push_back(make(severity::error, where,
+                       "invalid " + std::string(key) + " at column " + std::to_string(e->column) + ": " + e->message,
+                       std::string(key)));
+}
+
+void check_conditions(const recipe& r, std::vector<diagnostic>& out) {
+  for_each_step(r, [&](const step& s, int) {
+    check_condition(s.condition, s.at("condition"), "condition", out);
+    if (s.loop_while) {
+      check_condition(s.loop_while->condition, s.at("while_condition"), "while_condition", out);
+      check_condition(s.loop_while->break_when, s.at("break_when"), "break_when", out);
+    }
+  });
+  for (const auto& st : r.stages) check_condition(st.condition, st.where, "condition", out);
+}
+
 void check_references(const recipe& r, const validation_options& options, std::vector<diagnostic>& out) {
   const auto declared = declared_names(r, options);
   bool calls_recipes = false;
   for_each_step(r, [&](const step& s, int) { calls_recipes |= s.type == step_type::recipe; });
   // A sub-recipe may declare outputs this file cannot see: then an unknown name is a warning.
   const bool soft = options.lenient || r.lenient_templates || calls_recipes;
-  for_each_step(r, [&](const step& s, int) {
-    for (const auto& [key, text] : template_fields(s)) {
-      for (const auto& span : engine::find_references(text)) {
-        if (declared.contains(span.ref.root)) continue;
-        std::string defined;
-        for (const auto& n : declared) defined += (defined.empty() ? "" : ", ") + n;
-        out.push_back(make(soft ? severity::warning : severity::error, s.at(key),
-                           "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of step '" +
-                               s.id + "' (defined: " + defined + ")",
-                           std::string(key),
-                           calls_recipes ? "it may be an output of a sub-recipe" : "declare it in context, or pass --set " +
-                                                                                       span.ref.root + "=..."));
-      }
+  auto check_text = [&](std::string_view key, const std::string& text, const source_location& where,
+                        const std::string& owner) {
+    for (const auto& span : engine::find_references(text)) {
+      if (declared.contains(span.ref.root)) continue;
+      std::string defined;
+      for (const auto& n : declared) defined += (defined.empty() ? "" : ", ") + n;
+      out.push_back(make(soft ? severity::warning : severity::error, where,
+                         "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of " + owner +
+                             " (defined: " + defined + ")",
+                         std::string(key),
+                         calls_recipes ? "it may be an output of a sub-recipe"
+                                       : "declare it in context, or pass --set " + span.ref.root + "=..."));
     }
+  };
+  for_each_step(r, [&](const step& s, int) {
+    for (const auto& [key, text] : template_fields(s)) check_text(key, text, s.at(key), "step '" + s.id + "'");
   });
+  for (const auto& st : r.stages) {
+    check_text("condition", st.condition, st.where, "stage '" + st.name + "'");
+    check_text("approval", st.approval.prompt, st.where, "stage '" + st.name + "'");
+  }
+  for (const auto* hook : {&r.hooks.pre_step, &r.hooks.post_step, &r.hooks.on_error})
+    check_text("hooks", *hook, r.where, "the hooks");
 }
 
 }  // namespace
@@ -168,6 +211,7 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
   check_ids(r, out);
   check_dependencies(r, out);
   check_gates(r, out);
+  check_conditions(r, out);
   check_references(r, options, out);
   return out;
 }

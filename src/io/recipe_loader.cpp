@@ -77,7 +77,10 @@ public:
     read_body();
     read_recursion();
     read_hooks();
-    if (auto e = f_.text("extends")) r_.extends = *e;
+    if (auto e = f_.text("extends")) {
+      r_.extends = *e;
+      r_.extends_where = sink_.at(f_.mark("extends"));
+    }
     read_context_validation();
     read_rate_limiting();
     if (auto e = f_.choice("execution", {"sequential", "dag"}))
@@ -158,6 +161,8 @@ private:
     if (auto b = f.boolean("approval_required")) st.approval.required = *b;
     if (auto m = f.text("approval_message")) st.approval.prompt = *m;
     if (!f.has("approval")) return;
+    for (const char* alias : {"approval_required", "approval_message"})
+      if (f.has(alias)) f.error(alias, "give the 'approval' block or '" + std::string(alias) + "', not both");
     if (!f.node("approval").IsMap()) return f.error("approval", "'approval' must be a mapping (required, prompt, timeout, default, when)");
     const field_reader a(f.node("approval"), sink_, "the approval of stage '" + st.name + "'");
     a.check_keys({"required", "prompt", "timeout", "default", "when"});

@@ -297,3 +297,48 @@ TEST_CASE("set options add typed context values and the recipe output names the 
   CHECK_THAT(bad.err, Catch::Contains("--set takes KEY=VALUE, got 'novalue'"));
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("explain prints the plan and graph prints DOT or Mermaid") {
+  temp_recipe rec("name: views\ndescription: shows views\ncontext: {n: 1}\nsteps:\n"
+                  "  - id: first\n    command: echo one\n    timeout: 30\n"
+                  "  - id: maybe\n    condition: \"{{n}} > 0\"\n    command: echo two\n    output: two\n"
+                  "  - id: fan\n    foreach: [1, 2]\n    parallel: 2\n    command: echo {{item}}\n    depends_on: [first]\n");
+  auto r = run_arun({"explain", rec.file.string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("recipe views 1.0.0\n  shows views\n"));
+  CHECK_THAT(r.out, Catch::Contains("  1. first [bash]\n       command: echo one\n       timeout: 30s\n"));
+  CHECK_THAT(r.out, Catch::Contains("       only when: {{n}} > 0\n"));
+  CHECK_THAT(r.out, Catch::Contains("       for each item in [1,2], 2 at a time\n"));
+  CHECK_THAT(r.out, Catch::Contains("  n = 1\n"));
+  r = run_arun({"graph", rec.file.string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("digraph \"views\" {"));
+  CHECK_THAT(r.out, Catch::Contains("s_maybe_if [label=\"{{n}} > 0\", shape=diamond];"));
+  CHECK_THAT(r.out, Catch::Contains("s_maybe_if -> s_fan [label=\"skip\"];"));
+  CHECK_THAT(r.out, Catch::Contains("s_first -> s_fan [label=\"after\", style=dashed];"));
+  CHECK_THAT(r.out, Catch::Contains("subgraph cluster_loop_s_fan {"));
+  r = run_arun({"graph", "--format", "mermaid", rec.file.string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("flowchart TD\n"));
+  CHECK_THAT(r.out, Catch::Contains("  s_maybe_if{\"{{n}} > 0\"}\n"));
+  CHECK_THAT(r.out, Catch::Contains("  s_first -.->|\"after\"| s_fan\n"));
+  CHECK(run_arun({"graph", "--format", "png", rec.file.string()}).exit_code == 2);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("list shows the recipes discovery finds, earlier directories shadowing later ones") {
+  temp_recipe rec("name: one\nversion: 2.0.0\ndescription: the first\nsteps:\n  - id: a\n    command: echo ok\n");
+  fs::create_directories(rec.dir / "recipes");
+  std::ofstream(rec.dir / "recipes" / "recipe.yaml") << "name: shadowed\nsteps:\n  - id: a\n    command: x\n";
+  std::ofstream(rec.dir / "recipes" / "other.yml") << "name: other\ndescription: second\nsteps:\n  - id: a\n    command: x\n";
+  const auto r = run_arun({"list", "-R", rec.dir.string(), "-C", rec.dir.string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("recipe                       2.0.0     the first\n    " + rec.file.string()));
+  CHECK_THAT(r.out, Catch::Contains("other                        1.0.0     second\n"));
+  CHECK_THAT(r.out, Catch::Contains("1.0.0      [shadowed]\n    " + (rec.dir / "recipes" / "recipe.yaml").string()));
+  // Discovery by name runs the first one.
+  const auto run = run_arun({"recipe", "-R", rec.dir.string(), "-q", "--output-format", "json"});
+  CHECK(run.exit_code == 0);
+  CHECK(boost::json::parse(run.out).at("recipe_name") == "one");
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -155,6 +155,11 @@ TEST_CASE("== compares numbers numerically, numeric strings as numbers, bool str
       {"{{obj}} == {{obj}}", true},
       {"'' == {{empty}}", true},
       {"9007199254740993 == 9007199254740992.0", false},
+      {R"('true\n' == true)", true},
+      {"' 5 ' == 5", true},
+      {"'+5' == 5", true},
+      {"'0x10' == 16", false},
+      {"'inf' == 1e308 * 1", false},
   });
 }
 
@@ -501,6 +506,12 @@ TEST_CASE("unknown functions and methods, bad arity and __ names are parse error
       {"'s'.replace('a')", "replace() takes 2 to 3 arguments, got 1", 4},
       {"false and foo()", "unknown function 'foo'", 11},
   });
+}
+
+TEST_CASE("a {{ref}} path may contain __: it names a context key, not code") {
+  const auto parsed = parse_condition("{{a__b}} is None");
+  REQUIRE(std::holds_alternative<condition>(parsed));
+  CHECK(evaluate_condition(std::get<condition>(parsed), {context()}).value);
 }
 
 TEST_CASE("conditions over 8 KiB are refused") {

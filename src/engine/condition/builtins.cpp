@@ -70,7 +70,8 @@ builtin_result extreme(std::string_view name, const std::vector<json::value>& ar
   std::size_t best = 0;
   for (std::size_t i = 1; i < count; ++i) {
     const auto c = order(at(i), at(best));
-    if (!c) return std::string(name) + "() cannot compare " + describe_value(at(i)) + " with " + describe_value(at(best));
+    if (!c)
+      return std::string(name) + "() cannot compare " + describe_value(at(i)) + " with " + describe_value(at(best));
     if (name == "min" ? *c < 0 : *c > 0) best = i;
   }
   return at(best);

@@ -6,7 +6,7 @@
 // - Lexing: identifiers are `[A-Za-z_][A-Za-z0-9_]*` (a dashed name needs `{{dash-name}}`);
 //   numbers start with a digit (`1`, `1.5`, `2e3`); an integer literal too large for int64
 //   becomes a double. Strings take `\\ \' \" \n \t \r \0`; any other backslash is kept, as
-//   in Python. `!` alone and `=` alone are errors that say to use `not` / `==`.
+//   in Python. `!`, `=`, `|` and `&` alone are errors that say to use `not`, `==`, `or`, `and`.
 // - `.name` on a list with a digit name (`x.0`) indexes it, as templates do. `[i]` takes an
 //   integer on a list or string (negative counts from the end) and a string on an object;
 //   any other pairing, or an index out of range, gives null. Strings index by byte.
@@ -16,16 +16,18 @@
 // - `is` / `is not` compare without coercion: same JSON type (every number is one type) and
 //   equal, so `x is None`, `flag is true`. `==` inside lists and objects compares numbers
 //   numerically but does not apply the string coercions.
-// - `in` on a list uses `==` (coercions included); on an object the needle must be a string
-//   key; on a string a number or bool needle is searched as its text, a null needle is not
-//   found, a list or object needle is a type error. `x in 5` is a type error.
+// - `in` on a list uses `==` (coercions included); on an object only a string needle can be
+//   found (as a key); on a string a number or bool needle is searched as its text, a null
+//   needle is not found, a list or object needle is a type error. `x in 5` is a type error.
 // - Arithmetic works on numbers, and on a numeric string paired with a number (so an output
 //   of "3\n" plus 1 is 4). Integers stay integers until they would overflow int64, then
 //   become doubles; a non-finite result is an error. `/` always gives a double; `%` follows
 //   Python's sign rule; dividing by zero is an error. `+` also concatenates two strings or
-//   two lists. `*` does not repeat strings. Results over 16 MiB are an error.
+//   two lists. `*` does not repeat strings. Strings over 16 MiB and lists over 1 Mi items
+//   are an error.
 // - A numeric string is a whole decimal number after trimming whitespace (`" 3\n"`,
-//   `"-1.5e3"`); `inf`, `nan` and hex are not numeric.
+//   `"-1.5e3"`); `inf`, `nan` and hex are not numeric. Likewise `"true\n"` equals `true`
+//   (whitespace is trimmed for the bool coercion of `==` too; truthiness does not trim).
 // - Functions: `int(x)` truncates toward zero and accepts numbers, bools and numeric strings;
 //   `float(x)` likewise; `str(x)` is the template text of x (null → "", true → "true");
 //   `bool(x)` is truthiness; `len` counts bytes of a string, items of a list or object, and
@@ -38,8 +40,9 @@
 //   `replace(old, new[, count])`, `count`, `find` follow Python; `startswith`/`endswith`
 //   take a string or a list of strings; `sep.join(list)` writes each item as its template
 //   text; `s.contains(sub)` is `sub in s` for strings.
-// - Function and method arity, unknown names, names containing `__` and bad `isinstance`
-//   types are parse errors; value type errors are evaluation errors.
+// - Function and method arity, unknown names, names containing `__` (identifiers,
+//   attributes, functions, methods; not `{{ref}}` paths, which name context keys) and bad
+//   `isinstance` types are parse errors; value type errors are evaluation errors.
 // - A bare undefined identifier is null without a warning in every mode; `--strict` governs
 //   only `{{ref}}`. A `{{ref}}` declared but unset is null with a warning (error if strict).
 // - Nesting counts every `(` and `[` (groups, calls, lists, subscripts); more than 64 open at

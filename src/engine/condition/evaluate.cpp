@@ -22,7 +22,8 @@ using evaluated = std::optional<json::value>;
 // resolve() words its warnings for templates; in a condition the value is null, not text.
 std::string condition_warning(std::string warning) {
   constexpr std::string_view suffix = ": rendered empty";
-  if (warning.ends_with(suffix)) warning.replace(warning.size() - suffix.size(), suffix.size(), ": null in the condition");
+  if (warning.ends_with(suffix))
+    warning.replace(warning.size() - suffix.size(), suffix.size(), ": null in the condition");
   return warning;
 }
 
@@ -155,8 +156,12 @@ class evaluator {
     if (!c)
       return fail("'" + std::string(detail::op_text(op)) + "' cannot compare " + detail::describe_value(*left) +
                       " with " + detail::describe_value(*right), column);
-    const bool result = op == binary_op::lt ? *c < 0 : op == binary_op::le ? *c <= 0 : op == binary_op::gt ? *c > 0 : *c >= 0;
-    return json::value(result);
+    switch (op) {
+      case binary_op::lt: return json::value(*c < 0);
+      case binary_op::le: return json::value(*c <= 0);
+      case binary_op::gt: return json::value(*c > 0);
+      default: return json::value(*c >= 0);
+    }
   }
 
   // Python's `and`/`or`: the first operand that decides, or the last; the rest is not evaluated.

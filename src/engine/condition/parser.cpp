@@ -263,7 +263,8 @@ class parser {
     std::string want = std::to_string(fn.min_args);
     if (fn.max_args != fn.min_args)
       want = fn.max_args == SIZE_MAX ? "at least " + want : want + " to " + std::to_string(fn.max_args);
-    fail(std::string(fn.name) + "() takes " + want + " argument" + ((fn.max_args == SIZE_MAX ? fn.min_args : fn.max_args) == 1 ? "" : "s") + ", got " +
+    const bool one = (fn.max_args == SIZE_MAX ? fn.min_args : fn.max_args) == 1;
+    fail(std::string(fn.name) + "() takes " + want + " argument" + (one ? "" : "s") + ", got " +
              std::to_string(n), call.column);
     return false;
   }
@@ -347,7 +348,9 @@ class parser {
       return n;
     }
     const auto* fn = detail::find_function(t.text);
-    if (!fn) return fail("unknown function '" + t.text + "' (functions: int str float bool len min max isinstance)", t.column);
+    if (!fn)
+      return fail("unknown function '" + t.text + "' (functions: int str float bool len min max isinstance)",
+                  t.column);
     node n{node_kind::call, t.column};
     n.name = t.text;
     if (!arguments(n, *fn)) return std::nullopt;

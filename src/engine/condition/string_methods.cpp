@@ -88,7 +88,8 @@ builtin_result affix(call& c) {
   const auto matches = [&](std::string_view a) { return start ? c.s.starts_with(a) : c.s.ends_with(a); };
   if (const auto* list = c.args[0].if_array()) {
     for (const auto& item : *list) {
-      if (!item.is_string()) return "." + std::string(c.name) + "() list items must be strings, got " + describe_value(item);
+      if (!item.is_string())
+        return "." + std::string(c.name) + "() list items must be strings, got " + describe_value(item);
       if (matches(item.get_string())) return json::value(true);
     }
     return json::value(false);

@@ -56,6 +56,14 @@ std::vector<candidate> candidates(const boost::json::object& context) {
 
 std::size_t env_cost(const std::string& name, const std::string& value) { return name.size() + value.size() + 2; }
 
+// Linux refuses to exec with one "NAME=VALUE" string of 128 KiB or more (MAX_ARG_STRLEN),
+// whatever a step's max_env_value_bytes says.
+constexpr std::size_t max_env_string = 128 * 1024;
+
+bool too_large(const std::string& name, const std::string& value, const export_limits& limits) {
+  return value.size() > limits.max_value_bytes || name.size() + value.size() + 1 >= max_env_string;
+}
+
 // Context keys left out, grouped by reason and key, reported as a bounded list of warnings.
 class omissions {
 public:
@@ -88,7 +96,8 @@ private:
 void add_context(context_export& out, const boost::json::object& context, const name_set& taken,
                  const export_limits& limits, std::size_t total, bool skip_large) {
   omissions left_out;
-  const auto over_value = "is larger than the " + std::to_string(limits.max_value_bytes) + "-byte limit of one value";
+  const auto over_value =
+      "is larger than the " + std::to_string(std::min(limits.max_value_bytes, max_env_string)) + "-byte limit of one value";
   const auto over_total = "would pass the " + std::to_string(limits.max_total_bytes) + "-byte limit of all values";
   for (auto& c : candidates(context)) {
     if (taken.contains(c.name)) continue;
@@ -98,14 +107,14 @@ void add_context(context_export& out, const boost::json::object& context, const 
       continue;
     }
     const auto cost = env_cost(c.name, text);
-    const bool too_large = text.size() > limits.max_value_bytes;
-    const bool past_total = !too_large && total + cost > limits.max_total_bytes;
-    if (skip_large && (too_large || past_total)) {
-      left_out.add(too_large ? over_value : over_total, c.key, c.name);
+    const bool large = too_large(c.name, text, limits);
+    const bool past_total = !large && total + cost > limits.max_total_bytes;
+    if (skip_large && (large || past_total)) {
+      left_out.add(large ? over_value : over_total, c.key, c.name);
       continue;
     }
-    if (!too_large && !past_total) total += cost;
-    out.variables.push_back({std::move(c.name), std::move(text), too_large || past_total});
+    if (!large && !past_total) total += cost;
+    out.variables.push_back({std::move(c.name), std::move(text), large || past_total});
   }
   left_out.report(out.warnings);
 }
@@ -155,7 +164,7 @@ context_export plan_shell_exports(const boost::json::object& context,
   name_set taken;
   for (const auto& v : script_variables) {
     const auto cost = env_cost(v.name, v.value);
-    const bool by_file = v.value.size() > limits.max_value_bytes || total + cost > limits.max_total_bytes;
+    const bool by_file = too_large(v.name, v.value, limits) || total + cost > limits.max_total_bytes;
     if (!by_file) total += cost;
     out.variables.push_back({v.name, v.value, by_file});
     taken.insert(v.name);

@@ -15,7 +15,9 @@ namespace arun::engine {
 
 /// Size limits of what travels in the environment (SPEC §5.3).
 struct export_limits {
-  std::size_t max_value_bytes = 96 * 1024;   ///< per value; a step's `max_env_value_bytes`
+  /// Per value; a step's `max_env_value_bytes`. A "NAME=VALUE" of 128 KiB or more (what
+  /// Linux accepts in one environment string) always goes by file.
+  std::size_t max_value_bytes = 96 * 1024;
   std::size_t max_total_bytes = 1'500'000;   ///< all additions, counted as NAME=VALUE plus NUL
 };
 

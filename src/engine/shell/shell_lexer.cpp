@@ -35,22 +35,11 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
       continue;
     }
     const char ch = s_[i_];
-    if (c == closer::backtick && ch == '`') {
+    if (ch == ')') end_word(st);  // `esac)` must end the case before the `)` is read
+    if ((c == closer::backtick && ch == '`') ||
+        (c == closer::paren && ch == ')' && st.parens == 0 && !st.in_pattern())) {
       ++i_;
       return;
-    }
-    if (ch == ')') {
-      end_word(st);
-      if (st.in_pattern()) {
-        st.cases.back() = case_state::body;
-        end_command(st);
-        ++i_;
-        continue;
-      }
-      if (st.parens == 0 && c == closer::paren) {
-        ++i_;
-        return;
-      }
     }
     if (ch == '\n') {
       end_word(st);
@@ -142,7 +131,10 @@ void lexer::control(command_state& st, const frame& f, std::size_t limit) {
     end_command(st);
   } else if (s_[i_] == ')') {
     ++i_;
-    if (st.parens > 0) --st.parens;
+    if (st.in_pattern())
+      st.cases.back() = case_state::body;
+    else if (st.parens > 0)
+      --st.parens;
     end_command(st);
   } else {  // & && | || |&
     i_ += (at(i_, "&&") || at(i_, "||") || at(i_, "|&")) ? 2 : 1;
@@ -159,12 +151,19 @@ void lexer::end_word(command_state& st) {
     if (w == "]]") {
       st.test_expr = false;
     } else if (is_arithmetic_test(w)) {
+      // Both operands are arithmetic: the one before the operator is already recorded.
       for (const auto index : st.prev_word_holes) out_.positions[index].arithmetic = true;
       st.arith_next = true;
     }
     st.prev_word_holes = std::move(holes);
     return;
   }
+  if (!keyword(st, w)) ++st.word_index;
+}
+
+// Words that change how the rest of the command reads; true when the next word is a command
+// word again.
+bool lexer::keyword(command_state& st, std::string_view w) {
   const bool command_word = st.word_index == 0;
   st.after_for = command_word && w == "for";
   if (!st.cases.empty()) {
@@ -172,28 +171,21 @@ void lexer::end_word(command_state& st) {
     if (top == case_state::expect_in && w == "in") {
       top = case_state::pattern;
       end_command(st);
-      return;
+      return true;
     }
     if (w == "esac" && (top == case_state::pattern || command_word)) {
       st.cases.pop_back();
-      ++st.word_index;
-      return;
+      return false;
     }
   }
-  if (command_word) {
-    if (w == "let") {
-      st.let_args = true;
-    } else if (w == "[[") {
-      st.test_expr = true;
-      st.prev_word_holes.clear();
-      return;
-    } else if (w == "case") {
-      st.cases.push_back(case_state::expect_in);
-    } else if (leads_command(w)) {
-      return;
-    }
+  if (!command_word) return false;
+  if (w == "let") st.let_args = true;
+  if (w == "case") st.cases.push_back(case_state::expect_in);
+  if (w == "[[") {
+    st.test_expr = true;
+    st.prev_word_holes.clear();
   }
-  ++st.word_index;
+  return leads_command(w);
 }
 
 void lexer::comment(std::size_t limit) {
@@ -219,19 +211,37 @@ void lexer::heredoc_operator(const frame& f, std::size_t limit) {
     }
     const char ch = s_[i_];
     if (is_blank(ch) || is_meta(ch) || ch == '\n') break;
-    if (ch == '\\') {
-      h.quoted = true;
-      if (++i_ < limit && !hole_at(i_)) h.delimiter += s_[i_++];
-    } else if (ch == '\'' || ch == '"') {
-      h.quoted = true;
-      quoted_delimiter_part(h, ch, d, limit);
-    } else {
-      h.delimiter += ch;
-      ++i_;
-    }
+    delimiter_unit(h, d, limit);
   }
   pending_.push_back(out_.heredocs.size());
   out_.heredocs.push_back(std::move(h));
+}
+
+// One piece of a delimiter word. Where bash's delimiter cannot be known without running bash,
+// the lexer gives up rather than guess where the body ends.
+void lexer::delimiter_unit(heredoc_body& h, const frame& d, std::size_t limit) {
+  const char ch = s_[i_];
+  if (at(i_, "\\\n")) {
+    i_ += 2;  // a line continuation, not quoting
+  } else if (ch == '\\') {
+    h.quoted = true;
+    if (++i_ < limit && !hole_at(i_)) h.delimiter += s_[i_++];
+  } else if (ch == '\'' || ch == '"') {
+    h.quoted = true;
+    quoted_delimiter_part(h, ch, d, limit);
+  } else if (at(i_, "$'") || at(i_, "$\"")) {
+    const auto close = s_.find(s_[i_ + 1], i_ + 2);
+    if (s_[i_ + 1] == '\'' && s_.substr(i_, close - i_).find('\\') != std::string_view::npos)
+      return give_up("a heredoc delimiter uses escapes inside $'…'");
+    ++i_;
+    h.quoted = true;
+    quoted_delimiter_part(h, s_[i_], d, limit);
+  } else if (ch == '`' || at(i_, "$(") || at(i_, "${") || at(i_, "$[")) {
+    give_up("a heredoc delimiter holds a substitution");
+  } else {
+    h.delimiter += ch;
+    ++i_;
+  }
 }
 
 void lexer::quoted_delimiter_part(heredoc_body& h, char quote, const frame& d, std::size_t limit) {
@@ -271,21 +281,35 @@ void lexer::read_heredocs(const frame& f, std::size_t limit) {
 
 // The body's end (start of the delimiter line) and where reading resumes after it. A line
 // holding a reference is never the delimiter line here (rendering re-checks inlined values).
+// In unquoted bodies bash joins a line ending in an unescaped backslash with the next.
 std::pair<std::size_t, std::size_t> lexer::find_delimiter(const heredoc_body& h, std::size_t limit) const {
   for (std::size_t line = i_; line < limit;) {
-    std::size_t p = line;
+    std::string logical;
     bool opaque = false;
-    while (p < limit && s_[p] != '\n') {
-      if (const auto* r = range_starting_at(p)) {
-        opaque = true;
-        p = std::min(r->end, limit);
-      } else {
-        ++p;
+    std::size_t p = line;
+    for (;;) {
+      const auto start = p;
+      while (p < limit && s_[p] != '\n') {
+        if (const auto* r = range_starting_at(p)) {
+          opaque = true;
+          p = std::min(r->end, limit);
+        } else {
+          ++p;
+        }
       }
+      auto text = s_.substr(start, p - start);
+      const auto backslashes = text.size() - std::min(text.find_last_not_of('\\') + 1, text.size());
+      if (h.quoted || p >= limit || backslashes % 2 == 0) {
+        logical += text;
+        break;
+      }
+      text.remove_suffix(1);
+      logical += text;
+      ++p;
     }
-    auto text = s_.substr(line, p - line);
-    if (h.strip_tabs) text.remove_prefix(std::min(text.find_first_not_of('\t'), text.size()));
-    if (!opaque && text == h.delimiter) return {line, std::min(p + 1, limit)};
+    std::string_view candidate = logical;
+    if (h.strip_tabs) candidate.remove_prefix(std::min(candidate.find_first_not_of('\t'), candidate.size()));
+    if (!opaque && candidate == h.delimiter) return {line, std::min(p + 1, limit)};
     line = p + 1;
   }
   return {limit, limit};

@@ -54,11 +54,14 @@ struct heredoc_body {
 struct shell_lex_result {
   std::vector<shell_position> positions;  ///< one per opaque range, in the same order
   std::vector<heredoc_body> heredocs;     ///< in the order bash reads them
+  /// Why the lexer stopped early, leaving later positions `unknown`: nesting deeper than 200
+  /// levels, or a heredoc delimiter whose value only bash can tell (`$(…)`, backticks,
+  /// escapes inside `$'…'`).
+  std::string stopped;
 };
 
 /// Lexes `script` as bash's parser would, reading each of `opaque` (sorted, disjoint ranges)
 /// as plain word text. Never fails: unterminated constructs end at the end of the text.
-/// Nesting deeper than 200 levels stops the lexer; ranges after that stay `unknown`.
 shell_lex_result lex_shell(std::string_view script, const std::vector<text_range>& opaque);
 
 }  // namespace arun::engine

@@ -123,12 +123,13 @@ void lexer::parameter(const frame& f, std::size_t limit) {
     arithmetic(arithmetic_frame(f), "}", limit);
     return;
   }
-  parameter_word(f, limit);
+  parameter_word(f, i_ < limit && std::string_view("#%/").find(s_[i_]) != std::string_view::npos, limit);
 }
 
 // The word of `${x:-word}`, `${x#pattern}`, `${x/a/b}`: quoted like the expansion itself;
-// bash ends it at the first unquoted `}`.
-void lexer::parameter_word(const frame& f, std::size_t limit) {
+// bash ends it at the first unquoted `}`. '…' always groups; inside "…" (or a heredoc) it
+// quotes only in patterns (`#`, `%`, `/`), elsewhere its quotes stay and `$` still expands.
+void lexer::parameter_word(const frame& f, bool pattern, std::size_t limit) {
   while (more(limit)) {
     if (hole_at(i_)) {
       take_hole(f);
@@ -141,9 +142,12 @@ void lexer::parameter_word(const frame& f, std::size_t limit) {
     }
     if (ch == '\\') {
       escape(f, limit);
-    } else if (ch == '\'' && f.quoting == shell_quoting::unquoted) {
+    } else if (ch == '\'') {
       ++i_;
-      single_quoted(with_quoting(f, shell_quoting::single_quoted), limit);
+      if (f.quoting == shell_quoting::unquoted || pattern)
+        single_quoted(with_quoting(f, shell_quoting::single_quoted), limit);
+      else
+        expanding(f, '\'', limit);
     } else if (ch == '"') {
       ++i_;
       expanding(with_quoting(f, shell_quoting::double_quoted), '"', limit);

@@ -81,7 +81,7 @@ public:
 private:
   struct nesting {
     explicit nesting(lexer& l) : l_(l) {
-      if (++l_.depth_ > max_nesting) l_.stopped_ = true;
+      if (++l_.depth_ > max_nesting) l_.give_up("the command nests more than 200 levels deep");
     }
     ~nesting() { --l_.depth_; }
     nesting(const nesting&) = delete;
@@ -99,6 +99,10 @@ private:
   std::vector<std::size_t> pending_;  // heredocs announced on the current line
 
   bool more(std::size_t limit) const { return !stopped_ && i_ < limit; }
+  void give_up(std::string why) {
+    if (!stopped_) out_.stopped = std::move(why);
+    stopped_ = true;
+  }
   bool at(std::size_t pos, std::string_view text) const { return pos <= s_.size() && s_.substr(pos).starts_with(text); }
 
   bool hole_at(std::size_t pos) {
@@ -129,6 +133,7 @@ private:
   void word_unit(command_state& st, const frame& f, std::size_t limit);
   void control(command_state& st, const frame& f, std::size_t limit);
   void end_word(command_state& st);
+  bool keyword(command_state& st, std::string_view w);
   static void end_command(command_state& st) {
     st.word_index = 0;
     st.let_args = st.after_for = st.arith_next = false;
@@ -149,6 +154,7 @@ private:
   void escape(const frame& f, std::size_t limit);
   void comment(std::size_t limit);
   void heredoc_operator(const frame& f, std::size_t limit);
+  void delimiter_unit(heredoc_body& h, const frame& d, std::size_t limit);
   void quoted_delimiter_part(heredoc_body& h, char quote, const frame& d, std::size_t limit);
   void read_heredocs(const frame& f, std::size_t limit);
   std::pair<std::size_t, std::size_t> find_delimiter(const heredoc_body& h, std::size_t limit) const;
@@ -157,7 +163,7 @@ private:
   void ansi_c(const frame& f, std::size_t limit);
   void dollar(const frame& f, std::size_t limit, bool quoted);
   void parameter(const frame& f, std::size_t limit);
-  void parameter_word(const frame& f, std::size_t limit);
+  void parameter_word(const frame& f, bool pattern, std::size_t limit);
   void arithmetic(const frame& f, std::string_view end, std::size_t limit);
 };
 

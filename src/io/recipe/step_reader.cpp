@@ -48,7 +48,9 @@ std::optional<step_type> infer_type(const field_reader& f) {
   if (f.has("prompt") && !f.has("command")) return step_type::agent;
   if (f.has("command")) return step_type::bash;
   if (f.has("steps")) return step_type::loop;
-  if (f.has("requires_approval")) return step_type::gate;
+  // A pure gate (SPEC §3.5a): `requires_approval: false` alone is no body at all.
+  if (const auto gate = f.node("requires_approval"); gate && gate.IsScalar() && scalar_to_json(gate) == true)
+    return step_type::gate;
   return std::nullopt;
 }
 
@@ -60,7 +62,8 @@ void refuse_foreign_fields(const field_reader& f, step_type type) {
       if (f.has(key.c_str()))
         f.error(key.c_str(), "'" + key + "' belongs to " + std::string(kind) + " steps, not to this " +
                                  (type == step_type::bash ? "bash" : type == step_type::agent ? "agent"
-                                                            : type == step_type::recipe ? "recipe" : "loop") + " step");
+                                                            : type == step_type::recipe ? "recipe"
+                                                            : type == step_type::gate ? "approval gate" : "loop") + " step");
     }
   };
   if (type != step_type::bash) refuse(bash_keys, "bash");
@@ -289,7 +292,7 @@ std::optional<step> read_step(const YAML::Node& node, diagnostic_sink& sink) {
     return s;
   }
   s.type = *type;
-  if (s.type != step_type::loop && s.type != step_type::gate) refuse_foreign_fields(f, s.type);
+  if (s.type != step_type::loop) refuse_foreign_fields(f, s.type);
   switch (s.type) {
     case step_type::bash:
       if (auto c = f.text("command", true)) s.command = *c;

@@ -1,0 +1,100 @@
+#include "discovery.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace arun::io {
+namespace fs = std::filesystem;
+
+discovery_options discovery_from_environment(std::vector<std::string> recipe_dirs, std::string working_dir) {
+  discovery_options o;
+  o.recipe_dirs = std::move(recipe_dirs);
+  o.working_dir = working_dir.empty() ? fs::current_path().string() : std::move(working_dir);
+  if (const char* home = std::getenv("HOME")) o.home = home;
+  if (const char* path = std::getenv("ARUN_RECIPE_PATH")) o.recipe_path_env = path;
+  return o;
+}
+
+std::vector<std::string> search_dirs(const discovery_options& o, const std::string& caller_dir) {
+  std::vector<std::string> dirs = o.recipe_dirs;
+  std::string_view rest = o.recipe_path_env;
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    if (colon != 0) dirs.emplace_back(rest.substr(0, colon));
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  if (!caller_dir.empty()) dirs.push_back(caller_dir);
+  const fs::path wd = o.working_dir;
+  for (const char* sub : {"recipes", ".claude/recipes", "amplifier-bundle/recipes"}) dirs.push_back((wd / sub).string());
+  if (!o.home.empty()) dirs.push_back((fs::path(o.home) / ".amplihack/.claude/recipes").string());
+  return dirs;
+}
+
+std::string invalid_name_reason(const std::string& name) {
+  if (name.empty()) return "a recipe name cannot be empty";
+  if (name.find('/') != std::string::npos) return "a recipe name cannot contain '/'";
+  if (name.find("..") != std::string::npos) return "a recipe name cannot contain '..'";
+  if (name.front() == '.') return "a recipe name cannot start with '.'";
+  return {};
+}
+
+found_recipe find_recipe(const std::string& name, const discovery_options& o, const std::string& caller_dir) {
+  found_recipe out;
+  if (!invalid_name_reason(name).empty()) return out;
+  for (const auto& dir : search_dirs(o, caller_dir)) {
+    out.looked_in.push_back(dir);
+    for (const char* ext : {".yaml", ".yml"}) {
+      const auto candidate = fs::path(dir) / (name + ext);
+      std::error_code ec;
+      if (fs::is_regular_file(candidate, ec)) {
+        out.path = candidate.string();
+        return out;
+      }
+    }
+  }
+  return out;
+}
+
+bool looks_like_path(const std::string& arg) {
+  if (arg.find('/') != std::string::npos) return true;
+  const auto ends_with = [&](std::string_view suffix) {
+    return arg.size() >= suffix.size() && arg.compare(arg.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".yaml") || ends_with(".yml")) return true;
+  std::error_code ec;
+  return fs::is_regular_file(arg, ec);
+}
+
+std::optional<std::string> resolve_inside(const std::string& relative, const std::string& caller_dir,
+                                          const std::vector<std::string>& roots, std::string& error) {
+  const fs::path given = fs::path(relative).is_absolute() ? fs::path(relative) : fs::path(caller_dir) / relative;
+  std::error_code ec;
+  const auto real = fs::canonical(given, ec);
+  if (ec) {
+    error = "recipe '" + relative + "' not found (looked for " + given.lexically_normal().string() + ")";
+    return std::nullopt;
+  }
+  for (const auto& root : roots) {
+    if (root.empty()) continue;
+    const auto real_root = fs::canonical(root, ec);
+    if (ec) continue;
+    const auto rel = real.lexically_relative(real_root);
+    if (!rel.empty() && *rel.begin() != "..") return real.string();
+  }
+  error = "recipe path '" + relative + "' resolves to " + real.string() +
+          ", outside the recipe's directory, its git work tree, the working directory and the -R directories";
+  return std::nullopt;
+}
+
+std::string git_work_tree(const std::string& dir) {
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec); !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p / ".git", ec)) return p.string();
+    if (p == p.root_path()) break;
+  }
+  return {};
+}
+
+}  // namespace arun::io

@@ -1,0 +1,47 @@
+#pragma once
+// Finding recipes by name and checking relative recipe paths (SPEC §10, §3.5).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arun::io {
+
+struct discovery_options {
+  std::vector<std::string> recipe_dirs;  ///< -R DIR, in order
+  std::string working_dir;               ///< -C (default: the current directory)
+  std::string home;                      ///< $HOME
+  std::string recipe_path_env;           ///< $ARUN_RECIPE_PATH, colon-separated
+};
+
+/// The options from the environment ($HOME, $ARUN_RECIPE_PATH) plus the given ones.
+discovery_options discovery_from_environment(std::vector<std::string> recipe_dirs, std::string working_dir);
+
+/// SPEC §10 search order: -R dirs, $ARUN_RECIPE_PATH, the calling recipe's directory (when
+/// given), ./recipes, ./.claude/recipes, ./amplifier-bundle/recipes, ~/.amplihack/.claude/recipes.
+std::vector<std::string> search_dirs(const discovery_options& o, const std::string& caller_dir = {});
+
+/// Why `name` cannot be a recipe name (contains '/', '..', starts with '.', empty), or empty.
+std::string invalid_name_reason(const std::string& name);
+
+struct found_recipe {
+  std::string path;                    ///< empty when not found
+  std::vector<std::string> looked_in;  ///< for the error message
+};
+
+/// The first NAME.yaml / NAME.yml in the search order.
+found_recipe find_recipe(const std::string& name, const discovery_options& o, const std::string& caller_dir = {});
+
+/// Whether a RECIPE argument is a path (contains '/', ends in .yaml/.yml, or names an
+/// existing file) rather than a name to discover (SPEC §13).
+bool looks_like_path(const std::string& arg);
+
+/// Resolves `relative` against `caller_dir`, symlinks included, and checks the result stays
+/// inside one of `roots`. Returns the canonical path, or nullopt with `error` set.
+std::optional<std::string> resolve_inside(const std::string& relative, const std::string& caller_dir,
+                                          const std::vector<std::string>& roots, std::string& error);
+
+/// The git work tree containing `dir` (searching upward for `.git`), or empty.
+std::string git_work_tree(const std::string& dir);
+
+}  // namespace arun::io

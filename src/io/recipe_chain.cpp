@@ -1,0 +1,119 @@
+#include "recipe_chain.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace arun::io {
+namespace fs = std::filesystem;
+
+namespace {
+
+diagnostic error_at(const source_location& where, std::string message) {
+  diagnostic d;
+  d.where = where;
+  d.message = std::move(message);
+  d.key = "extends";
+  return d;
+}
+
+std::string canonical_or_same(const std::string& path) {
+  std::error_code ec;
+  auto c = fs::canonical(path, ec);
+  return ec ? path : c.string();
+}
+
+// The parent file: next to the child (as a path or NAME.yaml/.yml), then by discovery.
+std::string find_parent(const recipe& child, const discovery_options& discovery) {
+  const auto dir = fs::path(child.source_path).parent_path();
+  for (const auto& candidate : {child.extends, child.extends + ".yaml", child.extends + ".yml"}) {
+    std::error_code ec;
+    const auto p = dir / candidate;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  if (!invalid_name_reason(child.extends).empty()) return {};
+  return find_recipe(child.extends, discovery, dir.string()).path;
+}
+
+load_result load_chain(const std::string& path, const discovery_options& discovery, const load_limits& limits,
+                       std::vector<std::string>& chain) {
+  auto loaded = load_recipe_file(path, limits);
+  if (!loaded.value || loaded.value->extends.empty()) return loaded;
+  const auto& child = *loaded.value;
+  const auto parent_path = find_parent(child, discovery);
+  if (parent_path.empty()) {
+    loaded.diagnostics.push_back(error_at(child.extends_where, "extends '" + child.extends +
+                                                                   "': no such recipe next to this file or in the recipe search path"));
+    loaded.value.reset();
+    return loaded;
+  }
+  const auto key = canonical_or_same(parent_path);
+  if (std::find(chain.begin(), chain.end(), key) != chain.end()) {
+    std::string names;
+    for (const auto& c : chain) names += fs::path(c).filename().string() + " -> ";
+    loaded.diagnostics.push_back(error_at(child.extends_where, "extends forms a cycle: " + names + fs::path(key).filename().string()));
+    loaded.value.reset();
+    return loaded;
+  }
+  chain.push_back(key);
+  auto parent = load_chain(parent_path, discovery, limits, chain);
+  loaded.diagnostics.insert(loaded.diagnostics.end(), parent.diagnostics.begin(), parent.diagnostics.end());
+  if (!parent.value) {
+    loaded.value.reset();
+    return loaded;
+  }
+  const bool mixed = (!parent.value->stages.empty() && !child.steps.empty()) ||
+                     (!parent.value->steps.empty() && !child.stages.empty());
+  if (mixed) {
+    loaded.diagnostics.push_back(error_at(child.extends_where, "extends '" + child.extends +
+                                                                   "': one of the two uses stages and the other steps; use the same form"));
+    loaded.value.reset();
+    return loaded;
+  }
+  loaded.value = merge_extended(std::move(*parent.value), std::move(*loaded.value));
+  return loaded;
+}
+
+// Steps with the same id replace the parent's in place; new ones are appended.
+void merge_steps(std::vector<step>& base, std::vector<step>&& overrides) {
+  for (auto& s : overrides) {
+    auto it = std::find_if(base.begin(), base.end(), [&](const step& b) { return b.id == s.id; });
+    if (it != base.end())
+      *it = std::move(s);
+    else
+      base.push_back(std::move(s));
+  }
+}
+
+}  // namespace
+
+recipe merge_extended(recipe parent, recipe child) {
+  recipe merged = std::move(child);
+  boost::json::object context = std::move(parent.context);
+  for (auto& kv : merged.context) context[kv.key()] = std::move(kv.value());
+  merged.context = std::move(context);
+  merge_steps(parent.steps, std::move(merged.steps));
+  merged.steps = std::move(parent.steps);
+  if (merged.stages.empty()) merged.stages = std::move(parent.stages);
+  if (!merged.hooks_set) merged.hooks = parent.hooks, merged.hooks_set = parent.hooks_set;
+  if (!merged.recursion_set) merged.recursion = parent.recursion, merged.recursion_set = parent.recursion_set;
+  if (merged.description.empty()) merged.description = parent.description;
+  if (merged.tags.empty()) merged.tags = parent.tags;
+  if (!merged.default_step_timeout) merged.default_step_timeout = parent.default_step_timeout;
+  if (!merged.output) merged.output = parent.output;
+  if (merged.execution == execution_mode::sequential) merged.execution = parent.execution;
+  for (auto& cv : parent.context_validation)
+    if (std::none_of(merged.context_validation.begin(), merged.context_validation.end(),
+                     [&](const auto& m) { return m.first == cv.first; }))
+      merged.context_validation.push_back(cv);
+  if (!merged.rate_limiting.max_concurrent_llm) merged.rate_limiting.max_concurrent_llm = parent.rate_limiting.max_concurrent_llm;
+  if (!merged.rate_limiting.min_delay_ms) merged.rate_limiting.min_delay_ms = parent.rate_limiting.min_delay_ms;
+  merged.extends.clear();  // the chain is resolved
+  return merged;
+}
+
+load_result load_recipe_chain(const std::string& path, const discovery_options& discovery, const load_limits& limits) {
+  std::vector<std::string> chain = {canonical_or_same(path)};
+  return load_chain(path, discovery, limits, chain);
+}
+
+}  // namespace arun::io

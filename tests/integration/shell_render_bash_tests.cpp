@@ -1,0 +1,272 @@
+// Shell rendering through real bash (SPEC §5.3, §5.4): whatever a value holds and wherever its
+// reference sits, bash receives the exact bytes and never runs any part of them.
+#include <catch2/catch.hpp>
+
+#include "process/supervisor.hpp"
+#include "process_checks.hpp"
+#include "run_sync.hpp"
+#include "shell/context_export.hpp"
+#include "shell/shell_render.hpp"
+#include "shell_exports.hpp"
+#include "step_environment.hpp"
+#include "temp_file.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+using namespace std::chrono_literals;
+using arun::test::leftover_processes;
+namespace engine = arun::engine;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A private directory for one test's files; the script sees it as $D.
+struct scratch_dir {
+  fs::path path;
+  scratch_dir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() / ("arun-shell-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch_dir() { fs::remove_all(path); }
+  std::string read(const std::string& name) const {
+    std::ifstream in(path / name, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+};
+
+struct bash_run {
+  arun::io::process_result result;
+  std::vector<std::string> warnings;
+  std::vector<std::string> temp_files;  // the by-file values, removed when the run is over
+};
+
+// What a bash step does: render, plan the exports, write by-file values, run, clean up.
+bash_run run_rendered(const std::string& command, const boost::json::object& context, const scratch_dir& dir,
+                      const std::string& extra = {}) {
+  const auto rendered = engine::render_shell(command, {context});
+  REQUIRE(rendered.error.empty());
+  auto plan = engine::plan_shell_exports(context, rendered.variables);
+  std::vector<arun::io::shell_export> vars;
+  for (auto& v : plan.variables) vars.push_back({std::move(v.name), std::move(v.value), v.by_file});
+  bash_run run;
+  run.warnings = std::move(plan.warnings);
+  arun::io::shell_exports exports(vars, "arun-var-test-");
+  run.temp_files = exports.file_paths();
+  auto env = exports.environment();
+  env.emplace_back("D", dir.path.string());
+  std::string paths;
+  for (const auto& f : run.temp_files) paths += f + " ";
+  env.emplace_back("ARUN_TEST_VALUE_FILES", paths);
+  const auto body = exports.wrap(rendered.script) + extra;
+  std::unique_ptr<arun::io::private_temp_file> body_file;
+  arun::io::process_spec spec;
+  if (body.size() > 64 * 1024) {  // as the step runner does: argv strings are limited to 128 KiB
+    body_file = std::make_unique<arun::io::private_temp_file>("arun-body-test-", body);
+    spec.launch.argv = {"/bin/bash", body_file->path()};
+  } else {
+    spec.launch.argv = {"/bin/bash", "-c", body};
+  }
+  spec.launch.env = arun::io::build_step_environment(arun::io::current_environment(), env);
+  spec.timeout = 60s;
+  run.result = arun::test::run_sync(arun::io::run_process(std::move(spec)));
+  return run;
+}
+
+// Every position of the SPEC §5.3 table, each writing what bash received to its own file.
+const std::string positions_script = R"~(set -u
+printf '%s' {{v}} > "$D/unquoted"
+printf '%s' "{{v}}" > "$D/double"
+printf '%s' '{{v}}' > "$D/single"
+printf '%s' $'{{v}}' > "$D/ansi_c"
+printf '%s' a{{v}}b "a{{v}}b" 'a{{v}}b' $'a{{v}}b' > "$D/joined"
+cat > "$D/heredoc" <<EOF
+{{v}}
+EOF
+cat > "$D/quoted_heredoc" <<'EOF'
+{{v}}
+EOF
+	cat > "$D/tab_heredoc" <<-EOF
+	{{v}}
+	EOF
+cat > "$D/two_1" <<A; cat > "$D/two_2" <<"B"
+{{v}}
+A
+{{v}}
+B
+: `printf '%s' {{v}} > "$D/backticks"`
+: "`printf '%s' '{{v}}' > "$D/backticks_quoted"`"
+: $(printf '%s' "{{v}}" > "$D/subst")
+: "$(printf '%s' '{{v}}' "{{v}}" {{v}} > "$D/subst_nested")"
+printf '%s' "${ARUN_UNSET_X:-{{v}}}" > "$D/param_default"
+printf '%s' ${ARUN_UNSET_X:-{{v}}} > "$D/param_unquoted"
+x={{v}}; printf '%s' "$x" > "$D/assign"
+cat <<< {{v}} > "$D/herestring"
+for item in {{v}}; do printf '%s' "$item" >> "$D/one_word"; done
+printf '%s' {{v}} > /dev/null # the comment keeps {{v}} as written
+)~";
+
+// The value each position's file must hold.
+std::vector<std::pair<std::string, std::string>> expected_files(const std::string& v) {
+  const auto ab = "a" + v + "b";
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"unquoted", v}, {"double", v}, {"single", v}, {"ansi_c", v}, {"joined", ab + ab + ab + ab},
+      {"heredoc", v + "\n"}, {"quoted_heredoc", v + "\n"}, {"tab_heredoc", v + "\n"}, {"two_1", v + "\n"},
+      {"two_2", v + "\n"}, {"backticks", v}, {"backticks_quoted", v}, {"subst", v}, {"subst_nested", v + v + v},
+      {"param_default", v}, {"param_unquoted", v}, {"assign", v}, {"herestring", v + "\n"}};
+  // `for` runs once with the value (an empty value is still one word).
+  files.emplace_back("one_word", v);
+  return files;
+}
+
+std::string all_bytes() {
+  std::string s;
+  for (int c = 1; c < 256; ++c) s += static_cast<char>(c);
+  return s;
+}
+
+void check_positions(const std::string& value, const std::string& label) {
+  INFO("value: " << label);
+  const scratch_dir dir;
+  boost::json::object ctx;
+  ctx["v"] = value;
+  const auto run = run_rendered(positions_script, ctx, dir);
+  CHECK(run.result.exit_code == 0);
+  CHECK(run.result.err.text == "");
+  for (const auto& [file, expected] : expected_files(value)) {
+    INFO("position: " << file);
+    const auto got = dir.read(file);
+    CHECK(got.size() == expected.size());
+    CHECK(got == expected);
+  }
+  const auto files = std::distance(fs::directory_iterator(dir.path), fs::directory_iterator());
+  CHECK(static_cast<std::size_t>(files) == expected_files(value).size());  // and nothing else
+  for (const auto& f : run.temp_files) CHECK_FALSE(fs::exists(f));
+}
+
+}  // namespace
+
+TEST_CASE("shell references deliver quotes, substitutions and backslashes byte-exact in every position") {
+  const scratch_dir canary_dir;  // the values below name files in it; none may appear
+  const auto c = (canary_dir.path / "PWNED").string();
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"it's a \"quoted\" 'value'", "quotes"},
+      {"$(touch " + c + ") `touch " + c + "` ; touch " + c + " '; touch " + c + "; ' \"; touch " + c + "; \" ${HOME} $HOME",
+       "substitutions"},
+      {"back\\slash \\n \\' \\\" \\\\ \\$HOME \\`touch " + c + "\\` a[$(touch " + c + ")] * ? ~ [a] {a,b} !! %s", "backslashes"},
+      {"line1\n\tline2 EOF\nEOF \n\n\n", "newlines"},
+      {"", "empty"},
+      {"-n", "dash"},
+  };
+  for (const auto& [value, label] : values) check_positions(value, label);
+  CHECK(fs::is_empty(canary_dir.path));
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("shell references deliver every byte 1..255 and a 1 MiB value byte-exact") {
+  check_positions(all_bytes(), "bytes 1..255");
+  check_positions(all_bytes() + "\n\n", "bytes 1..255 and trailing newlines");
+  std::string big;
+  while (big.size() < (1u << 20)) big += all_bytes();
+  big += "\n";
+  check_positions(big, "1 MiB by file");
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("bash reads tricky heredocs, case patterns and ${…} words as the lexer does") {
+  const scratch_dir dir;
+  const auto canary = (dir.path / "PWNED").string();
+  const std::string v = "it's \"q\" $(touch " + canary + ") `touch " + canary + "` \\";
+  boost::json::object ctx;
+  ctx["v"] = v;
+  ctx["v_copy"] = v + "z";
+  const auto run = run_rendered(R"~(cat > "$D/a" <<$'EOF'
+{{v}}
+EOF
+printf '%s' {{v}} > "$D/b"
+cat > "$D/c" <<EOF
+x \
+EOF
+{{v}}
+EOF
+printf '%s' "${ARUN_UNSET_X:-'{{v}}'}" > "$D/d"
+printf '%s' "${RECIPE_VAR_v_copy#'{{v}}'}" > "$D/e"
+case a in (a) printf '%s' '{{v}}' > "$D/f";; esac
+printf '%s' "$(case a in a) printf '%s' '{{v}}' {{v}};; esac)" > "$D/g"
+)~", ctx, dir);
+  CHECK(run.result.exit_code == 0);
+  CHECK(run.result.err.text == "");
+  CHECK(dir.read("a") == v + "\n");
+  CHECK(dir.read("b") == v);
+  CHECK(dir.read("c") == "x EOF\n" + v + "\n");
+  CHECK(dir.read("d") == "'" + v + "'");
+  CHECK(dir.read("e") == "z");
+  CHECK(dir.read("f") == v);
+  CHECK(dir.read("g") == v + v);
+  CHECK_FALSE(fs::exists(canary));
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("by-file values are private, read byte-exact, not exported, and removed after the step") {
+  const scratch_dir dir;
+  boost::json::object ctx;
+  std::string big(200 * 1024, 'x');
+  big += "\x01\xe8\x01=\n\n";  // an invalid UTF-8 sequence before \x01 trips `read` outside LC_ALL=C
+  ctx["big"] = big;
+  ctx["unused_big"] = std::string(200 * 1024, 'u');
+  const auto run = run_rendered(
+      "printf '%s' \"{{big}}\" > \"$D/big\"\n"
+      "env | grep -c '^RECIPE_VAR_big=' > \"$D/exported\"\n"
+      "env | grep -c 'unused_big=' >> \"$D/exported\"\n",
+      ctx, dir, "stat -c %a $ARUN_TEST_VALUE_FILES > \"$D/modes\"\n");
+  CHECK(run.result.exit_code == 0);
+  CHECK(dir.read("big") == big);
+  CHECK(dir.read("exported") == "0\n0\n");
+  CHECK(dir.read("modes") == "600\n");
+  REQUIRE(run.temp_files.size() == 1);
+  CHECK_FALSE(fs::exists(run.temp_files[0]));
+  // The script's own {{big}} arrives by file; the context export leaves the large values out.
+  REQUIRE(run.warnings.size() == 2);
+  CHECK_THAT(run.warnings[0], Catch::StartsWith("context key 'big' (BIG) is larger"));
+  CHECK_THAT(run.warnings[1], Catch::StartsWith("context key 'unused_big' (RECIPE_VAR_unused_big, UNUSED_BIG) is larger"));
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("integer values work in arithmetic positions; other values never reach bash") {
+  const scratch_dir dir;
+  const auto ctx = boost::json::parse(R"~({"n": 41, "one": 1, "bad": "a[$(touch CANARY)]"})~").as_object();
+  const auto run = run_rendered(
+      "{ echo $(( {{n}} + 1 )); (( {{n}} == 41 )) && echo yes; let y={{n}}*2; echo $y; [[ {{n}} -eq 41 ]] && echo eq;\n"
+      "a=(x y); echo ${a[{{one}}]}; for (( i = {{one}}; i < 3; i++ )); do echo i$i; done; } > \"$D/out\"\n",
+      ctx, dir);
+  CHECK(run.result.exit_code == 0);
+  CHECK(dir.read("out") == "42\nyes\n82\neq\ny\ni1\ni2\n");
+  for (const auto* command : {"(( {{bad}} ))", "echo $(( {{bad}} ))", "let x={{bad}}", "[[ 1 -eq {{bad}} ]]", "echo ${a[{{bad}}]}"}) {
+    INFO(command);
+    CHECK_THAT(engine::render_shell(command, {ctx}).error, Catch::Contains("arithmetic position"));
+  }
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("the context reaches bash as RECIPE_VAR_ variables and aliases, protected names untouched") {
+  const scratch_dir dir;
+  const auto ctx = boost::json::parse(R"~({
+    "repo-path": "/src/repo", "obj": {"status": "ok\n"}, "path": "/evil", "ps4": "$(touch CANARY)", "ci": "false"
+  })~").as_object();
+  const auto run = run_rendered(
+      "printf '%s|' \"$RECIPE_VAR_repo_path\" \"$REPO_PATH\" \"$RECIPE_VAR_obj__status\" \"$RECIPE_VAR_obj\" "
+      "\"$RECIPE_VAR_path\" \"$CI\" \"$(printenv PS4 || echo no-PS4)\" > \"$D/out\"; [ \"$PATH\" != /evil ] && echo path-kept >> \"$D/out\"",
+      ctx, dir);
+  CHECK(run.result.exit_code == 0);
+  CHECK(dir.read("out") == "/src/repo|/src/repo|ok\n|{\"status\":\"ok\\n\"}|/evil|true|no-PS4|path-kept\n");
+  CHECK(leftover_processes().empty());
+}
