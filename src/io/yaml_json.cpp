@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <regex>
+#include <cstdlib>
+#include <limits>
 #include <string>
 
 namespace arun::io {
@@ -17,24 +18,45 @@ std::string lower(std::string s) {
   return s;
 }
 
-// YAML 1.2 core schema number forms.
-const std::regex& int_pattern() {
-  static const std::regex re(R"([-+]?[0-9]+)");
-  return re;
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// YAML 1.2 core schema: [-+]?[0-9]+ is an integer; [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+// a float. Checked by hand: std::regex made number detection the slowest part of loading.
+bool is_core_int(std::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  return !s.empty() && std::all_of(s.begin(), s.end(), is_digit);
 }
-const std::regex& float_pattern() {
-  static const std::regex re(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  return re;
+
+bool is_core_float(std::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  std::size_t i = 0, digits = 0;
+  while (i < s.size() && is_digit(s[i])) ++i, ++digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    std::size_t fraction = 0;
+    while (i < s.size() && is_digit(s[i])) ++i, ++fraction;
+    if (digits == 0 && fraction == 0) return false;
+  } else if (digits == 0) {
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    std::size_t exponent = 0;
+    while (i < s.size() && is_digit(s[i])) ++i, ++exponent;
+    if (exponent == 0) return false;
+  }
+  return i == s.size();
 }
 
 boost::json::value number_or_string(const std::string& s) {
-  if (std::regex_match(s, int_pattern())) {
+  if (is_core_int(s)) {
     std::int64_t i = 0;
     auto [p, ec] = std::from_chars(s.data() + (s[0] == '+'), s.data() + s.size(), i);
     if (ec == std::errc() && p == s.data() + s.size()) return i;
     // Too large for int64: fall through to double.
   }
-  if (std::regex_match(s, float_pattern())) return std::stod(s);
+  if (is_core_float(s)) return std::strtod(s.c_str(), nullptr);
   const auto l = lower(s);
   if (l == ".inf" || l == "+.inf") return std::numeric_limits<double>::infinity();
   if (l == "-.inf") return -std::numeric_limits<double>::infinity();

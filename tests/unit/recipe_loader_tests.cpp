@@ -377,3 +377,27 @@ TEST_CASE("edit distance counts single-character edits") {
   CHECK(arun::io::edit_distance("", "abc") == 3);
   CHECK(arun::io::edit_distance("kitten", "sitting") == 3);
 }
+
+TEST_CASE("plain scalars follow the YAML 1.2 core schema for numbers") {
+  const auto r = load_recipe_text("name: x\ncontext:\n  i: -12\n  p: +7\n  f: 1.\n  g: .5\n  e: 2e3\n  h: 1.5E-2\n"
+                                  "  big: 99999999999999999999\n  hex: 0x1F\n  oct: 0o17\n  ninf: -.inf\n"
+                                  "  s1: 1e\n  s2: '.'\n  s3: 1.2.3\n  s4: +\n  s5: 0x\n  s6: 1_000\n"
+                                  "steps:\n  - id: s\n    command: x\n",
+                                  "r.yaml");
+  REQUIRE(r.value);
+  const auto& c = r.value->context;
+  CHECK(c.at("i") == -12);
+  CHECK(c.at("p") == 7);
+  CHECK(c.at("f") == 1.0);
+  CHECK(c.at("g") == 0.5);
+  CHECK(c.at("e") == 2000.0);
+  CHECK(c.at("h") == 0.015);
+  CHECK(c.at("big").is_double());
+  CHECK(c.at("hex") == 31);
+  CHECK(c.at("oct") == 15);
+  CHECK(c.at("ninf").as_double() < 0);
+  for (const char* key : {"s1", "s2", "s3", "s4", "s5", "s6"}) {
+    INFO(key);
+    CHECK(c.at(key).is_string());
+  }
+}

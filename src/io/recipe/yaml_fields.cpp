@@ -46,6 +46,19 @@ std::string did_you_mean(std::string_view key, const std::vector<std::string_vie
   return best.empty() ? std::string() : "did you mean '" + std::string(best) + "'?";
 }
 
+field_reader::field_reader(const YAML::Node& map, diagnostic_sink& sink, std::string where)
+    : map_(map), sink_(sink), where_(std::move(where)) {
+  if (!map_.IsMap()) return;
+  entries_.reserve(map_.size());
+  for (const auto& kv : map_) entries_.emplace_back(kv.first.Scalar(), kv.second);
+}
+
+YAML::Node field_reader::node(const char* key) const {
+  for (const auto& [k, v] : entries_)
+    if (k == key) return v;
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
 void field_reader::check_keys(const std::vector<std::string_view>& known,
                               const std::vector<std::pair<std::string_view, std::string_view>>& refused) const {
   std::set<std::string> seen;
@@ -67,7 +80,7 @@ void field_reader::check_keys(const std::vector<std::string_view>& known,
 }
 
 YAML::Mark field_reader::mark(const char* key) const {
-  const auto n = map_[key];
+  const auto n = node(key);
   return n ? n.Mark() : map_.Mark();
 }
 
@@ -80,7 +93,7 @@ void field_reader::warning(const char* key, std::string message, std::string hin
 }
 
 std::optional<std::string> field_reader::text(const char* key, bool required) const {
-  const auto n = map_[key];
+  const auto n = node(key);
   if (!n) {
     if (required) sink_.error(map_.Mark(), where_ + " needs '" + key + "'", key);
     return std::nullopt;
@@ -93,7 +106,7 @@ std::optional<std::string> field_reader::text(const char* key, bool required) co
 }
 
 std::optional<bool> field_reader::boolean(const char* key) const {
-  const auto n = map_[key];
+  const auto n = node(key);
   if (!n) return std::nullopt;
   const auto v = n.IsScalar() ? scalar_to_json(n) : boost::json::value();
   if (!v.is_bool()) {
@@ -104,7 +117,7 @@ std::optional<bool> field_reader::boolean(const char* key) const {
 }
 
 std::optional<long long> field_reader::integer(const char* key, long long min, long long max) const {
-  const auto n = map_[key];
+  const auto n = node(key);
   if (!n) return std::nullopt;
   const auto v = n.IsScalar() ? scalar_to_json(n) : boost::json::value();
   if (!v.is_int64() || v.get_int64() < min || v.get_int64() > max) {
@@ -116,7 +129,7 @@ std::optional<long long> field_reader::integer(const char* key, long long min, l
 }
 
 std::optional<double> field_reader::seconds(const char* key) const {
-  const auto n = map_[key];
+  const auto n = node(key);
   if (!n) return std::nullopt;
   const auto v = n.IsScalar() ? scalar_to_json(n) : boost::json::value();
   if (!v.is_number() || !std::isfinite(v.to_number<double>()) || v.to_number<double>() < 0) {
@@ -137,7 +150,7 @@ std::optional<std::string> field_reader::choice(const char* key, const std::vect
 }
 
 std::optional<std::vector<std::string>> field_reader::string_list(const char* key) const {
-  const auto n = map_[key];
+  const auto n = node(key);
   if (!n) return std::nullopt;
   std::vector<std::string> items;
   const bool one_string = n.IsScalar() && (n.Tag() == "!" || !scalar_to_json(n).is_null());
@@ -169,13 +182,13 @@ std::optional<std::vector<std::string>> field_reader::string_list(const char* ke
 }
 
 boost::json::value field_reader::json(const char* key) const {
-  const auto n = map_[key];
+  const auto n = node(key);
   if (!n) return nullptr;
   return yaml_to_json(n, sink_.node_budget());
 }
 
 std::optional<boost::json::object> field_reader::object(const char* key) const {
-  const auto n = map_[key];
+  const auto n = node(key);
   if (!n) return std::nullopt;
   if (!n.IsMap()) {
     error(key, "'" + std::string(key) + "' must be a mapping");

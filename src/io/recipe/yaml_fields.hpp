@@ -47,16 +47,16 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 /// A mapping being read. `where` names it in messages ("the recipe", "step 'build'").
 class field_reader {
 public:
-  field_reader(const YAML::Node& map, diagnostic_sink& sink, std::string where)
-      : map_(map), sink_(sink), where_(std::move(where)) {}
+  field_reader(const YAML::Node& map, diagnostic_sink& sink, std::string where);
 
   /// Warns about keys not in `known` (with a suggestion), errors on keys in `refused`
   /// (with the reason given next to them).
   void check_keys(const std::vector<std::string_view>& known,
                   const std::vector<std::pair<std::string_view, std::string_view>>& refused = {}) const;
 
-  bool has(const char* key) const { return static_cast<bool>(map_[key]); }
-  YAML::Node node(const char* key) const { return map_[key]; }
+  bool has(const char* key) const { return static_cast<bool>(node(key)); }
+  /// The value of `key` (the first, if written twice); a null-typed node when absent.
+  YAML::Node node(const char* key) const;
   YAML::Mark mark(const char* key) const;
   const YAML::Node& map() const noexcept { return map_; }
   const std::string& where() const noexcept { return where_; }
@@ -83,6 +83,8 @@ public:
 
 private:
   YAML::Node map_;
+  // yaml-cpp looks keys up by a linear scan converting every key: index them once instead.
+  std::vector<std::pair<std::string, YAML::Node>> entries_;
   diagnostic_sink& sink_;
   std::string where_;
 };
