@@ -12,8 +12,12 @@
 
 namespace arun {
 
+/// How references without a value behave (SPEC §5.2): `--lenient`, default, `--strict`.
+enum class template_mode { lenient, normal, strict };
+
 struct run_options {
   std::string session_id;  ///< reported in events and the result
+  template_mode templates = template_mode::normal;  ///< a recipe's lenient_templates also applies
 };
 
 class recipe_engine {

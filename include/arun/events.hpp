@@ -20,6 +20,7 @@ enum class event_kind {
   step_end,
   approval_requested,
   recipe_end,
+  warning,  ///< e.g. a reference without a value rendered empty (SPEC §5.2); see `message`
 };
 
 enum class output_stream { out, err };
@@ -40,6 +41,7 @@ struct event {
   output_stream stream = output_stream::out;  ///< step_output
   std::string_view line;                      ///< step_output, without the newline
   bool line_truncated = false;                ///< step_output: line was cut at 64 KiB
+  std::string message;                        ///< warning
 };
 
 /// Receives events synchronously on the engine's thread. Must not throw.

@@ -20,11 +20,20 @@ namespace arun {
 using output_line_handler =
     std::function<void(output_stream, std::string_view line, bool truncated)>;
 
+/// A variable the rendered script expands (SPEC §5.3, §5.4): in the environment, or, when too
+/// large for it, through a private file the script reads back byte-exact.
+struct shell_variable_export {
+  std::string name;
+  std::string value;
+  bool by_file = false;
+};
+
 /// A bash step, ready to run: templates already rendered.
 struct bash_invocation {
   std::string instance_id;
-  std::string command;
-  std::vector<std::pair<std::string, std::string>> env;  ///< applied last, in order
+  std::string command;  ///< the rewritten script: references are `${RECIPE_VAR_…}` expansions
+  std::vector<shell_variable_export> exports;            ///< the context export and the script's variables
+  std::vector<std::pair<std::string, std::string>> env;  ///< the step's env, applied last, in order
   std::string working_dir;  ///< empty: the run's working dir; relative: below it
   std::optional<std::chrono::nanoseconds> timeout;
   output_line_handler on_line;

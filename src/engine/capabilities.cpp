@@ -2,8 +2,6 @@
 // they start, so a recipe never runs differently from what it says.
 #include <arun/validation.hpp>
 
-#include "template/reference.hpp"
-
 namespace arun {
 namespace {
 
@@ -23,7 +21,6 @@ void check_step(const step& s, std::vector<diagnostic>& out) {
   if (s.type == step_type::agent) refuse(out, s.where, "agent steps" + of, "agent");
   if (s.type == step_type::recipe) refuse(out, s.where, "recipe steps" + of, "recipe");
   if (s.type == step_type::gate) refuse(out, s.where, "approval gates" + of, "requires_approval");
-  field(!s.condition.empty(), "condition");
   field(s.retry.has_value(), "retry");
   field(s.on_error != on_error_policy::fail, s.at("on_error").line ? "on_error" : "continue_on_error");
   field(!s.when_tags.empty(), "when_tags");
@@ -33,12 +30,6 @@ void check_step(const step& s, std::vector<diagnostic>& out) {
   field(s.output_exit_code.has_value(), "output_exit_code");
   field(s.foreach.has_value(), "foreach");
   field(s.loop_while.has_value(), "while_condition");
-  for (const auto* text : {&s.command, &s.working_dir})
-    if (!engine::find_references(*text).empty())
-      refuse(out, s.at(text == &s.command ? "command" : "working_dir"), "template references ({{...}})" + of,
-             text == &s.command ? "command" : "working_dir");
-  for (const auto& [name, value] : s.env)
-    if (!engine::find_references(value).empty()) refuse(out, s.at("env"), "template references in env" + of, "env");
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include <arun/engine.hpp>
 
 #include "output_value.hpp"
+#include "step_preparation.hpp"
+
+#include <arun/validation.hpp>
 
 #include <boost/asio/this_coro.hpp>
 
@@ -61,10 +64,28 @@ asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options opti
   result.recipe_name = r.name;
   result.session_id = options.session_id;
   result.context = r.context;
+  const auto declared = declared_names(r);
+  const auto mode = options.templates == template_mode::strict ? engine::undefined_mode::strict
+                    : options.templates == template_mode::lenient || r.lenient_templates ? engine::undefined_mode::lenient
+                                                                                          : engine::undefined_mode::normal;
 
   auto start = make_event(event_kind::recipe_start, options);
   start.recipe_name = r.name;
   listener_.on_event(start);
+
+  auto warn = [&](const step& s, const std::vector<std::string>& warnings) {
+    for (const auto& w : warnings) {
+      auto e = make_step_event(event_kind::warning, options, s);
+      e.message = w;
+      listener_.on_event(e);
+    }
+  };
+  auto finish_step = [&](const step& s, step_result&& res) {
+    result.step_results.push_back(std::move(res));
+    auto end = make_step_event(event_kind::step_end, options, s);
+    end.result = &result.step_results.back();
+    listener_.on_event(end);
+  };
 
   bool stopped = false;  // a fatal failure or a cancellation ended the run
   for (const auto& s : r.steps) {
@@ -80,13 +101,28 @@ asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options opti
       continue;
     }
 
-    listener_.on_event(make_step_event(event_kind::step_start, options, s));
+    const engine::render_scope scope{result.context, &declared, mode};
+    const auto verdict = engine::check_condition(s, scope);
+    warn(s, verdict.warnings);
+    auto prepared = verdict.error.empty() && verdict.run ? engine::prepare_bash(s, scope) : engine::prepared_bash{};
+    warn(s, prepared.warnings);
+    const auto& refusal = !verdict.error.empty() ? verdict.error : prepared.error;
+    if (!refusal.empty() || !verdict.run) {
+      // The step never starts: its condition was false, or it could not be prepared.
+      step_result res;
+      res.step_id = s.id;
+      res.status = refusal.empty() ? step_status::skipped : step_status::failed;
+      res.error = refusal.empty() ? std::string() : "step '" + s.id + "': " + refusal;
+      if (!refusal.empty()) {
+        stopped = true;
+        result.status = run_status::failed;
+      }
+      finish_step(s, std::move(res));
+      continue;
+    }
 
-    bash_invocation inv;
-    inv.instance_id = s.id;
-    inv.command = s.command;
-    inv.env = s.env;
-    inv.working_dir = s.working_dir;
+    listener_.on_event(make_step_event(event_kind::step_start, options, s));
+    bash_invocation inv = std::move(prepared.invocation);
     inv.timeout = effective_timeout(s, r);
     inv.on_line = [this, &options, &s](output_stream stream, std::string_view line, bool cut) {
       auto e = make_step_event(event_kind::step_output, options, s);
@@ -105,11 +141,7 @@ asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options opti
       stopped = true;
       result.status = step_res.status == step_status::cancelled ? run_status::cancelled : run_status::failed;
     }
-    result.step_results.push_back(std::move(step_res));
-
-    auto end = make_step_event(event_kind::step_end, options, s);
-    end.result = &result.step_results.back();
-    listener_.on_event(end);
+    finish_step(s, std::move(step_res));
   }
 
   if (r.output) {  // SPEC §2: the named variable is the recipe's final output

@@ -1,6 +1,7 @@
 #include "process_step_runner.hpp"
 
 #include "process/supervisor.hpp"
+#include "shell_exports.hpp"
 #include "step_environment.hpp"
 #include "temp_file.hpp"
 
@@ -52,21 +53,32 @@ std::string describe_failure(const process_result& r, const std::optional<std::c
 
 boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocation inv) {
   process_spec spec;
+  // Temp files (large variables, large bodies) live until the child has exited.
+  std::optional<shell_exports> exports;
   std::unique_ptr<private_temp_file> body_file;
-  if (inv.command.size() > max_inline_body_bytes) {
-    // One argv string is limited to 128 KiB (MAX_ARG_STRLEN): large bodies go by file.
-    try {
-      body_file = std::make_unique<private_temp_file>("arun-body-", inv.command);
-    } catch (const std::system_error& e) {
-      leaf_outcome o;
-      o.error = std::string("cannot write the step body to a temporary file: ") + e.what();
-      co_return o;
+  std::string body;
+  try {
+    std::vector<shell_export> variables;
+    for (auto& v : inv.exports) variables.push_back({std::move(v.name), std::move(v.value), v.by_file});
+    exports.emplace(variables);
+    body = exports->wrap(inv.command);
+    if (body.size() > max_inline_body_bytes) {
+      // One argv string is limited to 128 KiB (MAX_ARG_STRLEN): large bodies go by file.
+      body_file = std::make_unique<private_temp_file>("arun-body-", body);
     }
-    spec.launch.argv = {"/bin/bash", body_file->path()};
-  } else {
-    spec.launch.argv = {"/bin/bash", "-c", inv.command};
+  } catch (const std::system_error& e) {
+    leaf_outcome o;
+    o.error = std::string("cannot write the step body or a variable to a temporary file: ") + e.what();
+    co_return o;
   }
-  spec.launch.env = build_step_environment(options_.inherited_env, inv.env);
+  if (body_file)
+    spec.launch.argv = {"/bin/bash", body_file->path()};
+  else
+    spec.launch.argv = {"/bin/bash", "-c", std::move(body)};
+  // SPEC §3.3 order: inherited, hardening, the context export, then the step's own env.
+  env_overrides overrides = exports->environment();
+  overrides.insert(overrides.end(), inv.env.begin(), inv.env.end());
+  spec.launch.env = build_step_environment(options_.inherited_env, overrides);
   spec.launch.working_dir = resolve_dir(options_.base_dir, inv.working_dir);
   spec.timeout = inv.timeout;
   spec.kill_grace = options_.kill_grace;

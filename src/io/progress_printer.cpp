@@ -33,6 +33,9 @@ void progress_printer::on_event(const event& e) noexcept {
                    first_line(r.error));
         break;
       }
+      case event_kind::warning:
+        fmt::print(out_, "  warning: {}: {}\n", e.step, e.message);
+        break;
       case event_kind::recipe_end:
         fmt::print(out_, "arun: '{}' {} in {:.2f}s\n", e.recipe_name, to_string(e.run->status),
                    seconds(e.run->duration));

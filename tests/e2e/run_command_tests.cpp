@@ -342,3 +342,46 @@ TEST_CASE("list shows the recipes discovery finds, earlier directories shadowing
   CHECK(boost::json::parse(run.out).at("recipe_name") == "one");
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("templates in commands arrive byte-exact and are never executed") {
+  const auto canary = fs::temp_directory_path() / ("arun-canary-" + std::to_string(::getpid()));
+  temp_recipe rec("name: tpl\ncontext:\n  nasty: \"it's \\\"quoted\\\" $(touch " + canary.string() +
+                  ") `touch " + canary.string() + "` \\\\ $HOME\"\n  n: 3\n  obj: {status: ok}\n"
+                  "steps:\n  - id: echo\n    command: printf '%s|%s|%s' {{nasty}} \"{{ obj.status }}\" '{{n}}'\n"
+                  "    output: echoed\n"
+                  "  - id: arith\n    command: echo $(( {{n}} * 2 ))\n"
+                  "  - id: envs\n    env: {GREETING: \"hi {{obj.status}}\"}\n    command: echo \"$GREETING $RECIPE_VAR_n $N\"\n");
+  const auto r = run_arun({rec.file.string(), "--output-format", "json", "-q"});
+  CHECK(r.exit_code == 0);
+  const auto v = boost::json::parse(r.out);
+  CHECK(v.at("step_results").at(0).at("output") ==
+        boost::json::value("it's \"quoted\" $(touch " + canary.string() + ") `touch " + canary.string() + "` \\ $HOME|ok|3"));
+  CHECK(v.at("step_results").at(1).at("output") == 6);
+  CHECK(v.at("step_results").at(2).at("output") == "hi ok 3 3");
+  CHECK_FALSE(fs::exists(canary));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("conditions skip steps, and a bad value in arithmetic fails the step before it runs") {
+  temp_recipe rec("name: cond\ncontext: {mode: fast, n: abc}\nsteps:\n"
+                  "  - id: fast\n    condition: \"{{mode}} == 'fast'\"\n    command: echo yes\n    output: ran\n"
+                  "  - id: slow\n    condition: \"mode == 'slow'\"\n    command: echo no\n    output: never\n"
+                  "  - id: uses\n    command: echo \"[{{never}}]\"\n"
+                  "  - id: math\n    command: echo $(( {{n}} + 1 ))\n");
+  const auto r = run_arun({rec.file.string(), "--output-format", "json"});
+  CHECK(r.exit_code == 1);
+  const auto steps = boost::json::parse(r.out).at("step_results").as_array();
+  CHECK(steps[0].at("status") == "completed");
+  CHECK(steps[1].at("status") == "skipped");
+  CHECK(steps[2].at("status") == "completed");
+  CHECK(steps[2].at("output") == boost::json::parse("[]"));  // declared but unset: empty, with a warning
+  CHECK_THAT(r.err, Catch::Contains("warning: uses: {{never}} has no value"));
+  CHECK(steps[3].at("status") == "failed");
+  CHECK(steps[3].at("attempts") == 0);
+  CHECK_THAT(std::string(steps[3].at("error").as_string()), Catch::StartsWith("step 'math': command: "));
+  // --strict turns the unset reference into a failure.
+  const auto strict = run_arun({rec.file.string(), "--output-format", "json", "--strict", "-q"});
+  CHECK(strict.exit_code == 1);
+  CHECK(boost::json::parse(strict.out).at("step_results").at(2).at("status") == "failed");
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -138,7 +138,7 @@ TEST_CASE("a temp file that cannot be written fails the step instead of throwing
   const auto o = run_bash("# " + std::string(70 * 1024, 'x') + "\necho never");
   ::unsetenv("TMPDIR");
   CHECK_FALSE(o.started);
-  CHECK_THAT(o.error, Catch::StartsWith("cannot write the step body to a temporary file"));
+  CHECK_THAT(o.error, Catch::StartsWith("cannot write the step body or a variable to a temporary file"));
   CHECK(leftover_processes().empty());
 }
 
