@@ -28,7 +28,8 @@ void progress_printer::on_event(const event& e) noexcept {
         break;
       case event_kind::step_end: {
         const auto& r = *e.result;
-        fmt::print(out_, "  {} {} {} ({:.2f}s){}{}\n", r.status == step_status::completed ? "ok" : "!!",
+        const bool bad = r.status == step_status::failed || r.status == step_status::cancelled;
+        fmt::print(out_, "  {} {} {} ({:.2f}s){}{}\n", r.status == step_status::completed ? "ok" : bad ? "!!" : "--",
                    e.step, to_string(r.status), seconds(r.duration), r.error.empty() ? "" : ": ",
                    first_line(r.error));
         break;

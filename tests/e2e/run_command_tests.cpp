@@ -385,3 +385,21 @@ TEST_CASE("conditions skip steps, and a bad value in arithmetic fails the step b
   CHECK(boost::json::parse(strict.out).at("step_results").at(2).at("status") == "failed");
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("every tutorial recipe runs successfully") {
+  int ran = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(ARUN_SOURCE_DIR) / "recipes" / "tutorials")) {
+    if (entry.path().extension() != ".yaml") continue;
+    INFO(entry.path().string());
+    const auto r = run_arun({entry.path().string(), "--output-format", "json", "-q"});
+    CHECK(r.exit_code == 0);
+    CHECK(boost::json::parse(r.out).at("status") == "completed");
+    ++ran;
+  }
+  CHECK(ran >= 2);
+  const auto r = run_arun({"recipes/tutorials/02-templates-and-conditions.yaml", "--output-format", "json", "-q"});
+  const auto steps = boost::json::parse(r.out).at("step_results").as_array();
+  CHECK(steps[0].at("output") == "Hello, O'Brien & \"friends\" $(rm -rf ~)!");
+  CHECK(steps[3].at("status") == "skipped");
+  CHECK(arun::test::leftover_processes().empty());
+}
