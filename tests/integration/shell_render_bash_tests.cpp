@@ -182,7 +182,7 @@ TEST_CASE("shell references deliver every byte 1..255 and a 1 MiB value byte-exa
   CHECK(leftover_processes().empty());
 }
 
-TEST_CASE("bash reads tricky heredocs, case patterns and ${…} words as the lexer does") {
+TEST_CASE("bash reads tricky heredocs, case patterns and parameter words as the lexer does") {
   const scratch_dir dir;
   const auto canary = (dir.path / "PWNED").string();
   const std::string v = "it's \"q\" $(touch " + canary + ") `touch " + canary + "` \\";
@@ -241,7 +241,7 @@ TEST_CASE("by-file values are private, read byte-exact, not exported, and remove
   CHECK(leftover_processes().empty());
 }
 
-TEST_CASE("integer values work in arithmetic positions; other values never reach bash") {
+TEST_CASE("integer values work in arithmetic positions and other values never reach bash") {
   const scratch_dir dir;
   const auto ctx = boost::json::parse(R"~({"n": 41, "one": 1, "bad": "a[$(touch CANARY)]"})~").as_object();
   const auto run = run_rendered(

@@ -156,7 +156,7 @@ TEST_CASE("the step plan keeps the script's variables and drops oversized contex
   CHECK_FALSE(fits.variables[0].by_file);
 }
 
-TEST_CASE("script variables past the total limit travel by file; context ones are left out") {
+TEST_CASE("script variables past the total limit travel by file, context ones are left out") {
   boost::json::object ctx;
   ctx["later"] = "l";
   std::vector<shell_variable> script;

@@ -79,6 +79,22 @@ rendered_text render_text(std::string_view text, const render_scope& scope) {
 
 namespace {
 
+// Renders a list item or object member into `into`, collecting warnings in `out`; false
+// (with out.error set) when it failed.
+bool render_member(rendered_value& out, const boost::json::value& v, const render_scope& scope,
+                   boost::json::value& into) {
+  rendered_value child;
+  child.warnings = std::move(out.warnings);
+  render_into(child, v, scope);
+  out.warnings = std::move(child.warnings);
+  if (!child.ok()) {
+    out.error = std::move(child.error);
+    return false;
+  }
+  into = std::move(child.value);
+  return true;
+}
+
 void render_into(rendered_value& out, const boost::json::value& v, const render_scope& scope) {
   if (!out.ok()) return;
   if (const auto* s = v.if_string()) {
@@ -100,33 +116,15 @@ void render_into(rendered_value& out, const boost::json::value& v, const render_
   }
   if (const auto* arr = v.if_array()) {
     boost::json::array rendered;
-    for (const auto& item : *arr) {
-      rendered_value child;
-      child.warnings = std::move(out.warnings);
-      render_into(child, item, scope);
-      out.warnings = std::move(child.warnings);
-      if (!child.ok()) {
-        out.error = std::move(child.error);
-        return;
-      }
-      rendered.push_back(std::move(child.value));
-    }
+    for (const auto& item : *arr)
+      if (!render_member(out, item, scope, rendered.emplace_back(nullptr))) return;
     out.value = std::move(rendered);
     return;
   }
   if (const auto* obj = v.if_object()) {
     boost::json::object rendered;
-    for (const auto& kv : *obj) {
-      rendered_value child;
-      child.warnings = std::move(out.warnings);
-      render_into(child, kv.value(), scope);
-      out.warnings = std::move(child.warnings);
-      if (!child.ok()) {
-        out.error = std::move(child.error);
-        return;
-      }
-      rendered[kv.key()] = std::move(child.value);
-    }
+    for (const auto& kv : *obj)
+      if (!render_member(out, kv.value(), scope, rendered[kv.key()])) return;
     out.value = std::move(rendered);
     return;
   }

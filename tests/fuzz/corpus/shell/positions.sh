@@ -1,0 +1,2 @@
+echo {{x}} "{{x}}" '{{x}}' $'{{x}}' `echo {{x}}` $(echo "{{x}}")
+# {{x}} in a comment
