@@ -15,6 +15,10 @@ struct validation_options {
   std::set<std::string, std::less<>> set_keys;  ///< `--set` keys count as declared (SPEC §5.1)
   bool strict = false;   ///< unknown keys are errors (the loader's warnings are upgraded by the caller)
   bool lenient = false;  ///< undeclared references are warnings
+  /// Names declared by the sub-recipes the recipe calls (SPEC §5.1), found by the caller.
+  std::set<std::string, std::less<>> sub_recipe_names;
+  /// Some `recipe:` is a template, so its outputs are unknown: undeclared names only warn.
+  bool dynamic_sub_recipes = false;
 };
 
 /// Unique ids, id syntax, depends_on targets and cycles, gates where they cannot run, and

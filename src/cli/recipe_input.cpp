@@ -3,6 +3,7 @@
 #include "exit_codes.hpp"
 #include "discovery.hpp"
 #include "recipe_chain.hpp"
+#include "sub_recipes.hpp"
 
 #include <arun/context_set.hpp>
 #include <arun/validation.hpp>
@@ -71,6 +72,10 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   }
   if (loaded.value) {
     for (const auto& a : sets) apply_set(loaded.value->context, a);
+    auto children = io::scan_sub_recipes(*loaded.value, discovery);
+    diagnostics.insert(diagnostics.end(), children.diagnostics.begin(), children.diagnostics.end());
+    vo.sub_recipe_names = std::move(children.declared);
+    vo.dynamic_sub_recipes = children.dynamic_calls;
     auto more = validate_recipe(*loaded.value, vo);
     diagnostics.insert(diagnostics.end(), more.begin(), more.end());
     if (for_run && !has_errors(diagnostics)) {

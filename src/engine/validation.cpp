@@ -134,6 +134,21 @@ void check_gates(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
+// SPEC §11.2: `name`, `ns:name` or `ns:cat:name`, each segment [A-Za-z0-9_-]+. Whether the
+// agent file exists is checked with agent steps (issue 5), not here.
+void check_agent_references(const recipe& r, std::vector<diagnostic>& out) {
+  static const std::regex agent_ref("[A-Za-z0-9_-]+(:[A-Za-z0-9_-]+){0,2}");
+  for_each_step(r, [&](const step& s, int) {
+    if (s.type != step_type::agent || s.agent.agent.empty()) return;
+    if (!engine::find_references(s.agent.agent).empty()) return;  // rendered at run time
+    if (!std::regex_match(s.agent.agent, agent_ref))
+      out.push_back(make(severity::error, s.at("agent"),
+                         "agent reference '" + s.agent.agent + "' of step '" + s.id +
+                             "' must be name, ns:name or ns:cat:name (letters, digits, '_' and '-')",
+                         "agent"));
+  });
+}
+
 // SPEC §5.5: condition syntax is checked at load time; the column is the condition's own.
 void check_condition(const std::string& text, const source_location& where, std::string_view key,
                      std::vector<diagnostic>& out) {
@@ -157,10 +172,10 @@ void check_conditions(const recipe& r, std::vector<diagnostic>& out) {
 }
 
 void check_references(const recipe& r, const validation_options& options, std::vector<diagnostic>& out) {
-  const auto declared = declared_names(r, options);
-  bool calls_recipes = false;
-  for_each_step(r, [&](const step& s, int) { calls_recipes |= s.type == step_type::recipe; });
-  // A sub-recipe may declare outputs this file cannot see: then an unknown name is a warning.
+  auto declared = declared_names(r, options);
+  declared.insert(options.sub_recipe_names.begin(), options.sub_recipe_names.end());
+  const bool calls_recipes = options.dynamic_sub_recipes;
+  // A sub-recipe chosen at run time may declare outputs no one can see now: only warn then.
   const bool soft = options.lenient || r.lenient_templates || calls_recipes;
   auto check_text = [&](std::string_view key, const std::string& text, const source_location& where,
                         const std::string& owner) {
@@ -212,6 +227,7 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
   check_dependencies(r, out);
   check_gates(r, out);
   check_conditions(r, out);
+  check_agent_references(r, out);
   check_references(r, options, out);
   return out;
 }

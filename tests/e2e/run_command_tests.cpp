@@ -403,3 +403,22 @@ TEST_CASE("every tutorial recipe runs successfully") {
   CHECK(steps[3].at("status") == "skipped");
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("validate resolves sub-recipes: their outputs are declared, missing ones are errors") {
+  temp_recipe rec("name: parent\nsteps:\n  - id: call\n    recipe: child\n  - id: use\n    command: echo {{result}}\n"
+                  "  - id: by-path\n    recipe: ./lib/helper.yaml\n");
+  std::ofstream(rec.dir / "child.yaml") << "name: child\nsteps:\n  - id: make\n    command: echo 1\n    output: result\n";
+  fs::create_directories(rec.dir / "lib");
+  std::ofstream(rec.dir / "lib" / "helper.yaml") << "name: helper\nsteps:\n  - id: h\n    command: echo h\n";
+  auto r = run_arun({"validate", rec.file.string()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+
+  temp_recipe missing("name: p\nsteps:\n  - id: call\n    recipe: nowhere\n  - id: escape\n    recipe: ../../etc/passwd.yaml\n");
+  r = run_arun({"validate", missing.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(":4:13: error: sub-recipe 'nowhere' not found in the recipe search path or next to "
+                                    "the caller (step 'call')"));
+  CHECK_THAT(r.err, Catch::Contains(":6:13: error: recipe '../../etc/passwd.yaml' not found"));
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -282,6 +282,12 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\ncontext: [1]\nsteps:\n  - id: a\n    command: x\n", "r.yaml:2:10: error: 'context' must be a mapping"},
       {"name: x\nsteps:\n  - id: a\n    command: [unclosed\n", "r.yaml:5:1: error: invalid YAML: end of sequence flow not found"},
       {"- a\n- b\n", "r.yaml:1:1: error: a recipe must be a mapping with 'name' and 'steps'"},
+      {head + "  - id: a\n    agent: \"ns:../etc\"\n    prompt: p\n",
+       "r.yaml:4:12: error: agent reference 'ns:../etc' of step 'a' must be name, ns:name or ns:cat:name (letters, "
+       "digits, '_' and '-')"},
+      {head + "  - id: a\n    agent: \"a:b:c:d\"\n    prompt: p\n",
+       "r.yaml:4:12: error: agent reference 'a:b:c:d' of step 'a' must be name, ns:name or ns:cat:name (letters, "
+       "digits, '_' and '-')"},
       {head + "  - id: a\n    command: x\n    condition: \"1 ==\"\n",
        "r.yaml:5:16: error: invalid condition at column 5: expected a value, found end of condition"},
       {head + "  - id: a\n    command: x\n    condition: \"__import__('os')\"\n",

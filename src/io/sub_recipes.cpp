@@ -1,0 +1,93 @@
+#include "sub_recipes.hpp"
+
+#include "recipe_chain.hpp"
+
+#include <arun/validation.hpp>
+
+#include <filesystem>
+
+namespace arun::io {
+namespace fs = std::filesystem;
+
+namespace {
+
+void for_each_call(const std::vector<step>& steps, const std::function<void(const step&)>& visit) {
+  for (const auto& s : steps) {
+    if (s.type == step_type::recipe) visit(s);
+    for_each_call(s.steps, visit);
+  }
+}
+
+void for_each_call(const recipe& r, const std::function<void(const step&)>& visit) {
+  for_each_call(r.steps, visit);
+  for (const auto& st : r.stages) for_each_call(st.steps, visit);
+}
+
+}  // namespace
+
+std::vector<std::string> sub_recipe_roots(const recipe& top, const discovery_options& discovery) {
+  const auto dir = fs::absolute(top.source_path).parent_path().string();
+  std::vector<std::string> roots = {dir, git_work_tree(dir), discovery.working_dir};
+  roots.insert(roots.end(), discovery.recipe_dirs.begin(), discovery.recipe_dirs.end());
+  return roots;
+}
+
+std::string resolve_sub_recipe(const std::string& reference, const std::string& caller_file,
+                               const discovery_options& discovery, const std::vector<std::string>& roots,
+                               std::string& error) {
+  const auto caller_dir = fs::absolute(caller_file).parent_path().string();
+  if (looks_like_path(reference) || reference.find('/') != std::string::npos) {
+    auto path = resolve_inside(reference, caller_dir, roots, error);
+    return path.value_or(std::string());
+  }
+  if (auto why = invalid_name_reason(reference); !why.empty()) {
+    error = "sub-recipe '" + reference + "': " + why;
+    return {};
+  }
+  auto found = find_recipe(reference, discovery, caller_dir);
+  if (found.path.empty()) error = "sub-recipe '" + reference + "' not found in the recipe search path or next to the caller";
+  return found.path;
+}
+
+sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery) {
+  sub_recipe_scan scan;
+  const auto roots = sub_recipe_roots(top, discovery);
+  std::set<std::string> loaded;
+  std::vector<recipe> pending = {top};
+  while (!pending.empty()) {
+    const recipe current = std::move(pending.back());
+    pending.pop_back();
+    for_each_call(current, [&](const step& s) {
+      if (s.call.recipe.find("{{") != std::string::npos) {
+        scan.dynamic_calls = true;
+        return;
+      }
+      std::string error;
+      const auto path = resolve_sub_recipe(s.call.recipe, current.source_path, discovery, roots, error);
+      if (path.empty()) {
+        diagnostic d;
+        d.where = s.at("recipe");
+        d.message = error + " (step '" + s.id + "')";
+        d.key = "recipe";
+        scan.diagnostics.push_back(std::move(d));
+        return;
+      }
+      const auto key = fs::weakly_canonical(path).string();
+      if (!loaded.insert(key).second) return;
+      auto child = load_recipe_chain(path, discovery);
+      if (!child.value) {
+        diagnostic d;
+        d.where = s.at("recipe");
+        d.message = "sub-recipe " + path + " of step '" + s.id + "' does not load (arun validate " + path + ")";
+        d.key = "recipe";
+        scan.diagnostics.push_back(std::move(d));
+        return;
+      }
+      for (const auto& name : declared_names(*child.value)) scan.declared.insert(name);
+      pending.push_back(std::move(*child.value));
+    });
+  }
+  return scan;
+}
+
+}  // namespace arun::io

@@ -1,0 +1,36 @@
+#pragma once
+// Static look at the sub-recipes a recipe calls (SPEC §3.5, §5.1): every `recipe:` step is
+// resolved and loaded, so that `validate` reports missing ones and the names the children
+// declare count as declared in the parent.
+
+#include "discovery.hpp"
+
+#include <arun/diagnostics.hpp>
+#include <arun/recipe.hpp>
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace arun::io {
+
+struct sub_recipe_scan {
+  std::set<std::string, std::less<>> declared;  ///< names declared by the children (and theirs)
+  std::vector<diagnostic> diagnostics;          ///< sub-recipes that cannot be found or loaded
+  bool dynamic_calls = false;                   ///< a `recipe:` is a template: unknown until run time
+};
+
+/// The roots a relative sub-recipe path must stay inside (SPEC §3.5): the top-level recipe's
+/// directory, its git work tree, the working directory and the -R directories.
+std::vector<std::string> sub_recipe_roots(const recipe& top, const discovery_options& discovery);
+
+/// Resolves one `recipe:` reference made from `caller_file`; empty with `error` set if it fails.
+std::string resolve_sub_recipe(const std::string& reference, const std::string& caller_file,
+                               const discovery_options& discovery, const std::vector<std::string>& roots,
+                               std::string& error);
+
+/// Loads every sub-recipe reachable from `top` (each file once; cycles are the run's business).
+sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery);
+
+}  // namespace arun::io
