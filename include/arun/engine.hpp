@@ -18,6 +18,7 @@ enum class template_mode { lenient, normal, strict };
 struct run_options {
   std::string session_id;  ///< reported in events and the result
   template_mode templates = template_mode::normal;  ///< a recipe's lenient_templates also applies
+  std::string working_dir;  ///< shown as {{session.working_dir}} (the runner resolves paths itself)
 };
 
 class recipe_engine {

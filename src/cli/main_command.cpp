@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   graph->add_option("--format", graph_format, "dot or mermaid")->check(CLI::IsMember({"dot", "mermaid"}));
   recipe_options list_options;
   auto* list = app.add_subcommand("list", "List the recipes found by discovery");
-  list->add_option("-R,--recipe-dir", list_options.recipe_dirs, "Directory searched first (repeatable)");
+  list->add_option("-R,--recipe-dir", list_options.recipe_dirs, "Directory searched first (repeatable)")
+      ->allow_extra_args(false);
   list->add_option("-C,--working-dir", list_options.working_dir, "Directory discovery starts from");
   try {
     app.parse(argc, argv);

@@ -16,11 +16,13 @@ namespace arun::cli {
 
 void add_recipe_options(CLI::App& app, recipe_options& o) {
   app.add_option("recipe", o.recipe, "Recipe file, or a recipe name found by discovery (docs/running.md)");
-  app.add_option("-R,--recipe-dir", o.recipe_dirs, "Directory searched first for recipes by name (repeatable)");
+  app.add_option("-R,--recipe-dir", o.recipe_dirs, "Directory searched first for recipes by name (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("-C,--working-dir", o.working_dir,
                  "Directory the steps run in and discovery starts from (default: the current one)");
   app.add_option("--set", o.sets, "Set a context variable: KEY=VALUE (JSON-typed; a.b=1 sets a key of a)")
-      ->type_name("KEY=VALUE");
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);  // `--set k=v recipe.yaml`: the recipe is not a second value
   app.add_flag("--strict", o.strict, "Unknown keys are errors; references without a value at run time fail the step");
   app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning");
 }

@@ -102,6 +102,7 @@ int run_command(const run_settings& s) {
   std::exception_ptr failure;
   run_options options;
   options.session_id = make_session_id(std::chrono::system_clock::now(), random_bits());
+  options.working_dir = *base_dir;
   options.templates = s.recipe.strict ? template_mode::strict : s.recipe.lenient ? template_mode::lenient : template_mode::normal;
   asio::co_spawn(ctx, eng.run(loaded, options),
                  asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, run_result r) {

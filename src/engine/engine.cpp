@@ -7,6 +7,8 @@
 
 #include <boost/asio/this_coro.hpp>
 
+#include <ctime>
+
 namespace arun {
 namespace {
 
@@ -56,6 +58,22 @@ step_result to_step_result(const step& s, leaf_outcome&& o) {
   return r;
 }
 
+// SPEC §5.1's read-only names; `step` is filled in per step.
+boost::json::object make_builtins(const recipe& r, const run_options& options) {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char started[32];
+  std::strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const auto& wd = options.working_dir;
+  const auto slash = wd.find_last_of('/');
+  boost::json::object b;
+  b["recipe"] = {{"name", r.name}, {"version", r.version}, {"description", r.description}};
+  b["session"] = {{"id", options.session_id}, {"started", started}, {"working_dir", wd},
+                  {"project", slash == std::string::npos ? wd : wd.substr(slash + 1)}};
+  return b;
+}
+
 }  // namespace
 
 asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options options) {
@@ -69,6 +87,7 @@ asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options opti
                     : options.templates == template_mode::lenient || r.lenient_templates ? engine::undefined_mode::lenient
                                                                                           : engine::undefined_mode::normal;
 
+  auto builtins = make_builtins(r, options);
   auto start = make_event(event_kind::recipe_start, options);
   start.recipe_name = r.name;
   listener_.on_event(start);
@@ -101,7 +120,8 @@ asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options opti
       continue;
     }
 
-    const engine::render_scope scope{result.context, &declared, mode};
+    builtins["step"] = {{"id", s.id}, {"index", result.step_results.size()}};
+    const engine::render_scope scope{result.context, &declared, mode, &builtins};
     const auto verdict = engine::check_condition(s, scope);
     warn(s, verdict.warnings);
     auto prepared = verdict.error.empty() && verdict.run ? engine::prepare_bash(s, scope) : engine::prepared_bash{};

@@ -34,6 +34,8 @@ prepared_bash prepare_bash(const step& s, const render_scope& scope) {
     p.error = what + ": " + why;
     return p;
   };
+  // Environment strings and paths end at a NUL byte: refuse rather than cut (SPEC §5.3).
+  const auto nul = [](const std::string& text) { return text.find('\0') != std::string::npos; };
   auto shell = render_shell(s.command, scope);
   p.warnings = std::move(shell.warnings);
   if (!shell.ok()) return fail("command", shell.error);
@@ -42,11 +44,13 @@ prepared_bash prepare_bash(const step& s, const render_scope& scope) {
     auto rendered = render_text(value, scope);
     p.warnings.insert(p.warnings.end(), rendered.warnings.begin(), rendered.warnings.end());
     if (!rendered.ok()) return fail("env " + name, rendered.error);
+    if (nul(rendered.text)) return fail("env " + name, "the rendered value contains a NUL byte");
     inv.env.emplace_back(name, std::move(rendered.text));
   }
   auto wd = render_text(s.working_dir, scope);
   p.warnings.insert(p.warnings.end(), wd.warnings.begin(), wd.warnings.end());
   if (!wd.ok()) return fail("working_dir", wd.error);
+  if (nul(wd.text)) return fail("working_dir", "the rendered value contains a NUL byte");
   inv.working_dir = std::move(wd.text);
   export_limits limits;
   if (s.max_env_value_bytes) limits.max_value_bytes = *s.max_env_value_bytes;

@@ -10,7 +10,9 @@ namespace fs = std::filesystem;
 discovery_options discovery_from_environment(std::vector<std::string> recipe_dirs, std::string working_dir) {
   discovery_options o;
   o.recipe_dirs = std::move(recipe_dirs);
-  o.working_dir = working_dir.empty() ? fs::current_path().string() : std::move(working_dir);
+  std::error_code ec;
+  if (working_dir.empty()) working_dir = fs::current_path(ec).string();  // empty if cwd was deleted
+  o.working_dir = std::move(working_dir);
   if (const char* home = std::getenv("HOME")) o.home = home;
   if (const char* path = std::getenv("ARUN_RECIPE_PATH")) o.recipe_path_env = path;
   return o;
@@ -57,12 +59,16 @@ found_recipe find_recipe(const std::string& name, const discovery_options& o, co
   return out;
 }
 
-bool looks_like_path(const std::string& arg) {
-  if (arg.find('/') != std::string::npos) return true;
+bool is_path_reference(const std::string& ref) {
+  if (ref.find('/') != std::string::npos) return true;
   const auto ends_with = [&](std::string_view suffix) {
-    return arg.size() >= suffix.size() && arg.compare(arg.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return ref.size() >= suffix.size() && ref.compare(ref.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (ends_with(".yaml") || ends_with(".yml")) return true;
+  return ends_with(".yaml") || ends_with(".yml");
+}
+
+bool looks_like_path(const std::string& arg) {
+  if (is_path_reference(arg)) return true;
   std::error_code ec;
   return fs::is_regular_file(arg, ec);
 }
@@ -86,6 +92,14 @@ std::optional<std::string> resolve_inside(const std::string& relative, const std
   error = "recipe path '" + relative + "' resolves to " + real.string() +
           ", outside the recipe's directory, its git work tree, the working directory and the -R directories";
   return std::nullopt;
+}
+
+std::vector<std::string> recipe_roots(const std::string& top_path, const discovery_options& discovery) {
+  std::error_code ec;
+  const auto dir = fs::absolute(top_path, ec).parent_path().string();
+  std::vector<std::string> roots = {dir, git_work_tree(dir), discovery.working_dir};
+  roots.insert(roots.end(), discovery.recipe_dirs.begin(), discovery.recipe_dirs.end());
+  return roots;
 }
 
 std::string git_work_tree(const std::string& dir) {

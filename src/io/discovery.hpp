@@ -32,6 +32,10 @@ struct found_recipe {
 /// The first NAME.yaml / NAME.yml in the search order.
 found_recipe find_recipe(const std::string& name, const discovery_options& o, const std::string& caller_dir = {});
 
+/// Whether a reference written in a recipe is a path (contains '/', ends in .yaml/.yml)
+/// rather than a name. Unlike looks_like_path, the current directory plays no part.
+bool is_path_reference(const std::string& ref);
+
 /// Whether a RECIPE argument is a path (contains '/', ends in .yaml/.yml, or names an
 /// existing file) rather than a name to discover (SPEC §13).
 bool looks_like_path(const std::string& arg);
@@ -40,6 +44,11 @@ bool looks_like_path(const std::string& arg);
 /// inside one of `roots`. Returns the canonical path, or nullopt with `error` set.
 std::optional<std::string> resolve_inside(const std::string& relative, const std::string& caller_dir,
                                           const std::vector<std::string>& roots, std::string& error);
+
+/// The roots a relative recipe path (sub-recipe or extends parent) must stay inside, for the
+/// top-level recipe at `top_path` (SPEC §3.5): its directory, its git work tree, the working
+/// directory and the -R directories.
+std::vector<std::string> recipe_roots(const std::string& top_path, const discovery_options& discovery);
 
 /// The git work tree containing `dir` (searching upward for `.git`), or empty.
 std::string git_work_tree(const std::string& dir);

@@ -22,27 +22,37 @@ std::string canonical_or_same(const std::string& path) {
   return ec ? path : c.string();
 }
 
-// The parent file: next to the child (as a path or NAME.yaml/.yml), then by discovery.
-std::string find_parent(const recipe& child, const discovery_options& discovery) {
-  const auto dir = fs::path(child.source_path).parent_path();
-  for (const auto& candidate : {child.extends, child.extends + ".yaml", child.extends + ".yml"}) {
+// The parent file: a path (kept inside the allowed roots), or a name next to the child
+// (NAME.yaml/.yml), then by discovery. Empty with `error` set when there is none.
+std::string find_parent(const recipe& child, const discovery_options& discovery,
+                        const std::vector<std::string>& roots, std::string& error) {
+  const auto dir = fs::absolute(child.source_path).parent_path();
+  if (is_path_reference(child.extends)) {
+    auto path = resolve_inside(child.extends, dir.string(), roots, error);
+    return path.value_or(std::string());
+  }
+  if (auto why = invalid_name_reason(child.extends); !why.empty()) {
+    error = why;
+    return {};
+  }
+  error = "no such recipe next to this file or in the recipe search path";
+  for (const auto& candidate : {child.extends + ".yaml", child.extends + ".yml"}) {
     std::error_code ec;
     const auto p = dir / candidate;
     if (fs::is_regular_file(p, ec)) return p.string();
   }
-  if (!invalid_name_reason(child.extends).empty()) return {};
   return find_recipe(child.extends, discovery, dir.string()).path;
 }
 
 load_result load_chain(const std::string& path, const discovery_options& discovery, const load_limits& limits,
-                       std::vector<std::string>& chain) {
+                       std::vector<std::string>& chain, const std::vector<std::string>& roots) {
   auto loaded = load_recipe_file(path, limits);
   if (!loaded.value || loaded.value->extends.empty()) return loaded;
   const auto& child = *loaded.value;
-  const auto parent_path = find_parent(child, discovery);
+  std::string why;
+  const auto parent_path = find_parent(child, discovery, roots, why);
   if (parent_path.empty()) {
-    loaded.diagnostics.push_back(error_at(child.extends_where, "extends '" + child.extends +
-                                                                   "': no such recipe next to this file or in the recipe search path"));
+    loaded.diagnostics.push_back(error_at(child.extends_where, "extends '" + child.extends + "': " + why));
     loaded.value.reset();
     return loaded;
   }
@@ -55,7 +65,7 @@ load_result load_chain(const std::string& path, const discovery_options& discove
     return loaded;
   }
   chain.push_back(key);
-  auto parent = load_chain(parent_path, discovery, limits, chain);
+  auto parent = load_chain(parent_path, discovery, limits, chain, roots);
   loaded.diagnostics.insert(loaded.diagnostics.end(), parent.diagnostics.begin(), parent.diagnostics.end());
   if (!parent.value) {
     loaded.value.reset();
@@ -113,7 +123,7 @@ recipe merge_extended(recipe parent, recipe child) {
 
 load_result load_recipe_chain(const std::string& path, const discovery_options& discovery, const load_limits& limits) {
   std::vector<std::string> chain = {canonical_or_same(path)};
-  return load_chain(path, discovery, limits, chain);
+  return load_chain(path, discovery, limits, chain, recipe_roots(path, discovery));
 }
 
 }  // namespace arun::io

@@ -44,8 +44,37 @@ bool has_second_document(const std::string& text) {
   return parser.HandleNextDocument(counter) && parser.HandleNextDocument(counter) && counter.documents > 1;
 }
 
-// Nesting depth and node count (SPEC §1: 64 levels, 1,000,000 nodes, aliases expanded).
-bool within_limits(const YAML::Node& n, int depth, std::size_t& budget, diagnostic_sink& sink) {
+// yaml-cpp 0.7 accepts a quoted scalar whose closing quote never comes and swallows the rest
+// of the file into it (later steps silently vanish). True when the quote at `pos` closes.
+bool quote_closes(std::string_view text, std::size_t pos) {
+  if (pos >= text.size() || (text[pos] != '"' && text[pos] != '\'')) return true;  // not where we thought
+  const char quote = text[pos];
+  for (std::size_t i = pos + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;  // an escape: skip the escaped character
+    } else if (text[i] == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;  // '' is an escaped single quote
+        continue;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+bool quotes_closed(const YAML::Node& n, std::string_view text, diagnostic_sink& sink) {
+  if (n.IsScalar() && n.Tag() == "!" && !quote_closes(text, static_cast<std::size_t>(n.Mark().pos))) {
+    sink.error(n.Mark(), "invalid YAML: this quoted string is never closed");
+    return false;
+  }
+  return true;
+}
+
+// Nesting depth and node count (SPEC §1: 64 levels, 1,000,000 nodes, aliases expanded), and
+// quoted strings that never close.
+bool within_limits(const YAML::Node& n, int depth, std::size_t& budget, diagnostic_sink& sink,
+                   std::string_view text) {
   if (depth > 64) {
     sink.error(n.Mark(), "the document nests deeper than 64 levels");
     return false;
@@ -55,12 +84,14 @@ bool within_limits(const YAML::Node& n, int depth, std::size_t& budget, diagnost
     return false;
   }
   --budget;
+  if (!quotes_closed(n, text, sink)) return false;
   if (n.IsSequence())
     for (const auto& item : n)
-      if (!within_limits(item, depth + 1, budget, sink)) return false;
+      if (!within_limits(item, depth + 1, budget, sink, text)) return false;
   if (n.IsMap())
     for (const auto& kv : n)
-      if (!within_limits(kv.second, depth + 1, budget, sink)) return false;
+      if (!quotes_closed(kv.first, text, sink) || !within_limits(kv.second, depth + 1, budget, sink, text))
+        return false;
   return true;
 }
 
@@ -265,7 +296,7 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
     return finish();
   }
   std::size_t budget = limits.max_nodes;
-  if (!within_limits(root, 0, budget, sink)) return finish();
+  if (!within_limits(root, 0, budget, sink, source)) return finish();
   try {
     out.value = recipe_reader(root, sink).read();
   } catch (const yaml_too_large& e) {

@@ -25,18 +25,11 @@ void for_each_call(const recipe& r, const std::function<void(const step&)>& visi
 
 }  // namespace
 
-std::vector<std::string> sub_recipe_roots(const recipe& top, const discovery_options& discovery) {
-  const auto dir = fs::absolute(top.source_path).parent_path().string();
-  std::vector<std::string> roots = {dir, git_work_tree(dir), discovery.working_dir};
-  roots.insert(roots.end(), discovery.recipe_dirs.begin(), discovery.recipe_dirs.end());
-  return roots;
-}
-
 std::string resolve_sub_recipe(const std::string& reference, const std::string& caller_file,
                                const discovery_options& discovery, const std::vector<std::string>& roots,
                                std::string& error) {
   const auto caller_dir = fs::absolute(caller_file).parent_path().string();
-  if (looks_like_path(reference) || reference.find('/') != std::string::npos) {
+  if (is_path_reference(reference)) {
     auto path = resolve_inside(reference, caller_dir, roots, error);
     return path.value_or(std::string());
   }
@@ -51,7 +44,7 @@ std::string resolve_sub_recipe(const std::string& reference, const std::string& 
 
 sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery) {
   sub_recipe_scan scan;
-  const auto roots = sub_recipe_roots(top, discovery);
+  const auto roots = recipe_roots(top.source_path, discovery);
   std::set<std::string> loaded;
   std::vector<recipe> pending = {top};
   while (!pending.empty()) {

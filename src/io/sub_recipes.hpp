@@ -21,10 +21,6 @@ struct sub_recipe_scan {
   bool dynamic_calls = false;                   ///< a `recipe:` is a template: unknown until run time
 };
 
-/// The roots a relative sub-recipe path must stay inside (SPEC §3.5): the top-level recipe's
-/// directory, its git work tree, the working directory and the -R directories.
-std::vector<std::string> sub_recipe_roots(const recipe& top, const discovery_options& discovery);
-
 /// Resolves one `recipe:` reference made from `caller_file`; empty with `error` set if it fails.
 std::string resolve_sub_recipe(const std::string& reference, const std::string& caller_file,
                                const discovery_options& discovery, const std::vector<std::string>& roots,

@@ -422,3 +422,54 @@ TEST_CASE("validate resolves sub-recipes: their outputs are declared, missing on
   CHECK_THAT(r.err, Catch::Contains(":6:13: error: recipe '../../etc/passwd.yaml' not found"));
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("built-in names have values: recipe, session and step") {
+  temp_recipe rec("name: builtins\nversion: 1.2.3\nsteps:\n  - id: first\n    command: echo one\n"
+                  "  - id: show\n    condition: \"recipe.name == 'builtins'\"\n"
+                  "    command: echo \"{{recipe.name}} {{recipe.version}} {{session.id}} {{step.id}} {{step.index}} "
+                  "{{session.working_dir}}\"\n");
+  const auto r = run_arun({rec.file.string(), "-C", rec.dir.string(), "--output-format", "json", "-q", "--strict"});
+  CHECK(r.exit_code == 0);
+  const auto v = boost::json::parse(r.out);
+  const std::string expected = "builtins 1.2.3 " + std::string(v.at("session_id").as_string()) + " show 1 " +
+                               rec.dir.string();
+  CHECK(v.at("step_results").at(1).at("output") == boost::json::value(expected));
+  CHECK_FALSE(v.at("context").as_object().contains("recipe"));  // read-only names stay out of the context
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("options may come before the recipe") {
+  temp_recipe rec("name: order\nsteps:\n  - id: a\n    command: echo {{who}}\ncontext: {who: nobody}\n");
+  auto r = run_arun({"run", "--set", "who=someone", rec.file.string(), "--output-format", "json", "-q"});
+  CHECK(r.exit_code == 0);
+  CHECK(boost::json::parse(r.out).at("output") == "someone");
+  r = run_arun({"validate", "--set", "x=1", "-R", rec.dir.string(), "recipe"});
+  CHECK(r.exit_code == 0);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("an unclosed quote is an error, not a step that swallows the rest of the file") {
+  temp_recipe rec("name: q\nsteps:\n  - id: a\n    command: \"echo hi\n  - id: b\n    command: echo b\n");
+  const auto r = run_arun({"validate", rec.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(":4:14: error: invalid YAML: this quoted string is never closed"));
+  temp_recipe fine("name: q\nsteps:\n  - id: a\n    command: 'it''s'\n  - id: b\n    command: \"a \\\" b\"\n");
+  CHECK(run_arun({"validate", fine.file.string()}).exit_code == 0);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("extends paths stay inside the allowed roots, and names ignore the current directory") {
+  temp_recipe outside("name: parent\nsteps:\n  - id: p\n    command: echo parent\n");
+  temp_recipe rec("name: child\nextends: ../" + outside.dir.filename().string() + "/recipe.yaml\nsteps:\n"
+                  "  - id: c\n    command: echo c\n");
+  auto r = run_arun({"validate", rec.file.string(), "-C", rec.dir.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("outside the recipe's directory"));
+  // A file in the current directory named like a sub-recipe does not turn the name into a path.
+  temp_recipe caller("name: c\nsteps:\n  - id: call\n    recipe: helper\n");
+  std::ofstream(caller.dir / "helper.yaml") << "name: helper\nsteps:\n  - id: h\n    command: echo h\n";
+  std::ofstream(caller.dir / "helper") << "not a recipe";
+  r = run_arun({"validate", caller.file.string()}, caller.dir.string());
+  CHECK(r.exit_code == 0);
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -221,3 +221,21 @@ TEST_CASE("a stop requested while the last step completes ends the run cancelled
   CHECK(result->step_results[0].status == step_status::completed);
   CHECK(result->status == run_status::cancelled);
 }
+
+TEST_CASE("a value with a NUL byte in env fails the step before it runs") {
+  fake_runner runner;
+  recording_listener events;
+  recipe_engine eng(runner, events);
+  recipe r;
+  r.name = "nul";
+  r.context["x"] = boost::json::string(std::string("a\0b", 3));
+  step s;
+  s.id = "e";
+  s.command = "echo";
+  s.env = {{"X", "pre-{{x}}"}};
+  r.steps.push_back(s);
+  const auto result = test::run_sync(eng.run(r, {}));
+  CHECK(result.step_results[0].status == step_status::failed);
+  CHECK(result.step_results[0].error == "step 'e': env X: the rendered value contains a NUL byte");
+  CHECK(runner.calls.empty());
+}

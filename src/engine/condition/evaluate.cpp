@@ -67,8 +67,8 @@ class evaluator {
       case node_kind::text_template: return interpolate(n);
       case node_kind::ref: return reference_value(n);
       case node_kind::identifier: {
-        const auto it = scope_.context.find(n.name);
-        return it == scope_.context.end() ? json::value(nullptr) : it->value();
+        const auto* root = find_root(scope_, n.name);
+        return root ? *root : json::value(nullptr);
       }
       case node_kind::list: {
         json::array items;

@@ -38,8 +38,17 @@ std::string value_text(const boost::json::value& v) {
   }
 }
 
+const boost::json::value* find_root(const render_scope& scope, std::string_view name) {
+  for (const auto* source : {scope.builtins, &scope.context}) {
+    if (!source) continue;
+    if (const auto it = source->find(name); it != source->end()) return &it->value();
+  }
+  return nullptr;
+}
+
 resolution resolve(const reference& ref, const render_scope& scope) {
-  const auto found = lookup(scope.context, ref);
+  const bool builtin = scope.builtins && scope.builtins->contains(ref.root);
+  const auto found = lookup(builtin ? *scope.builtins : scope.context, ref);
   if (found.status == lookup_status::found) return {found.value, {}, {}};
   const bool lenient = scope.mode == undefined_mode::lenient;
   const bool strict = scope.mode == undefined_mode::strict;

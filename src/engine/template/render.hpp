@@ -28,7 +28,12 @@ struct render_scope {
   /// Root names the recipe declares anywhere (SPEC §5.2); null: every root counts as declared.
   const name_set* declared = nullptr;
   undefined_mode mode = undefined_mode::normal;
+  /// Read-only built-ins (SPEC §5.1: recipe, session, step, …); they win over the context.
+  const boost::json::object* builtins = nullptr;
 };
+
+/// The value a root name has in `scope`: a built-in first, then the context; null if neither.
+const boost::json::value* find_root(const render_scope& scope, std::string_view name);
 
 /// One reference resolved under the undefined rules: a value, or null with a warning (it
 /// renders empty), or an error (the step cannot run).
