@@ -95,6 +95,13 @@ struct step {
   source_location where;  ///< the step's mapping
   std::vector<std::pair<std::string, source_location>> key_where;  ///< where each key's value is
 
+  /// Whether `key` was written in the step's mapping.
+  bool has(std::string_view key) const {
+    for (const auto& entry : key_where)
+      if (entry.first == key) return true;
+    return false;
+  }
+
   /// Where the value of `key` was written, else where the step starts.
   const source_location& at(std::string_view key) const {
     for (const auto& [k, loc] : key_where)

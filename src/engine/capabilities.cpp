@@ -22,7 +22,9 @@ void check_step(const step& s, std::vector<diagnostic>& out) {
   if (s.type == step_type::recipe) refuse(out, s.where, "recipe steps" + of, "recipe");
   if (s.type == step_type::gate) refuse(out, s.where, "approval gates" + of, "requires_approval");
   field(s.retry.has_value(), "retry");
-  field(s.on_error != on_error_policy::fail, s.at("on_error").line ? "on_error" : "continue_on_error");
+  if (s.on_error != on_error_policy::fail)
+    for (const char* key : {"on_error", "continue_on_error", "nonfatal", "fatal"})
+      field(s.has(key), key);
   field(!s.when_tags.empty(), "when_tags");
   field(s.parallel_group.has_value(), "parallel_group");
   field(s.parse_json, "parse_json");

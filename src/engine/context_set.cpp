@@ -1,6 +1,9 @@
 #include <arun/context_set.hpp>
 
+#include <boost/json/error.hpp>
 #include <boost/json/parse.hpp>
+
+#include <cmath>
 
 namespace arun {
 
@@ -29,6 +32,8 @@ std::optional<set_assignment> parse_set(std::string_view text, std::string& erro
   opts.max_depth = 256;
   auto parsed = boost::json::parse(raw, ec, {}, opts);
   // Strings typed as JSON only when quoted: `--set name=bob` is the string "bob".
+  // 1e999 parses as infinity, which no JSON can hold: keep such text as a string.
+  if (!ec && parsed.is_double() && !std::isfinite(parsed.get_double())) ec = boost::json::error::exponent_overflow;
   a.value = ec ? boost::json::value(boost::json::string(raw)) : std::move(parsed);
   return a;
 }

@@ -54,7 +54,7 @@ void collect_strings(std::string_view key, const boost::json::value& v,
 // The text fields of a step that are rendered as templates, with the key they came from.
 std::vector<std::pair<std::string_view, std::string>> template_fields(const step& s) {
   std::vector<std::pair<std::string_view, std::string>> fields = {
-      {"command", s.command}, {"prompt", s.agent.prompt}, {"working_dir", s.working_dir},
+      {"command", s.command}, {"prompt", s.agent.prompt}, {s.has("cwd") ? "cwd" : "working_dir", s.working_dir},
       {"condition", s.condition}, {"approval_prompt", s.approval.prompt}, {"recipe", s.call.recipe}};
   for (const auto& [name, value] : s.env) fields.emplace_back("env", value);
   if (s.foreach && s.foreach->items.is_string()) fields.emplace_back("foreach", std::string(s.foreach->items.get_string()));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <map>
 
 namespace arun::io {
 namespace {
@@ -22,7 +23,12 @@ std::string_view type_name(const step& s) {
 
 std::string one_line(std::string_view text, std::size_t max = 72) {
   std::string s(text.substr(0, text.find('\n')));
-  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  if (s.size() > max) {
+    // Cut on a UTF-8 character boundary: never before a continuation byte.
+    std::size_t cut = max - 3;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    s = s.substr(0, cut) + "...";
+  }
   else if (text.find('\n') != std::string_view::npos && text.find('\n') + 1 < text.size()) s += " ...";
   return s;
 }
@@ -126,12 +132,14 @@ public:
         const auto id = "stage_gate_" + safe(st.name);
         node(id, "approve stage " + st.name + "?", "gate");
         edge(previous, id, "");
+        for (const auto& from : std::exchange(pending_skips_, {})) edge(from, id, "skip");
         previous = id;
       }
       walk(st.steps);
     }
     node("recipe_end", "end", "circle");  // not `end`: a Mermaid keyword
     edge(previous, "recipe_end", "");
+    for (const auto& from : std::exchange(pending_skips_, {})) edge(from, "recipe_end", "skip");
     for (const auto* s : all)
       for (const auto& dep : s->depends_on) edge(safe(dep), safe(s->id), "after", true);
     out_ += f_ == graph_format::dot ? "}\n" : "";
@@ -139,15 +147,15 @@ public:
   }
 
 private:
-  static std::string safe(std::string_view id) {
-    std::string s = "s_";
-    for (char c : id) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    return s;
+  // Node ids from the step's position: `a.b` and `a_b` must never share a node.
+  std::string safe(std::string_view id) {
+    const auto [it, fresh] = ids_.try_emplace(std::string(id), "s" + std::to_string(ids_.size() + 1));
+    return it->second;
   }
   static std::string escape(std::string_view text) {
     std::string s;
     for (char c : text) {
-      if (c == '"') s += "\\\"";
+      if (c == '"' || c == '\\') s += '\\', s += c;
       else if (c == '\n') s += ' ';
       else s += c;
     }
@@ -243,6 +251,7 @@ private:
   graph_format f_;
   std::string out_;
   std::vector<std::string> skipped_, pending_skips_;
+  std::map<std::string, std::string> ids_;
 };
 
 }  // namespace

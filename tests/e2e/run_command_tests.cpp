@@ -313,16 +313,21 @@ TEST_CASE("explain prints the plan and graph prints DOT or Mermaid") {
   r = run_arun({"graph", rec.file.string()});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("digraph \"views\" {"));
-  CHECK_THAT(r.out, Catch::Contains("s_maybe_if [label=\"{{n}} > 0\", shape=diamond];"));
-  CHECK_THAT(r.out, Catch::Contains("s_maybe_if -> s_fan [label=\"skip\"];"));
-  CHECK_THAT(r.out, Catch::Contains("s_first -> s_fan [label=\"after\", style=dashed];"));
-  CHECK_THAT(r.out, Catch::Contains("subgraph cluster_loop_s_fan {"));
+  CHECK_THAT(r.out, Catch::Contains("s2_if [label=\"{{n}} > 0\", shape=diamond];"));
+  CHECK_THAT(r.out, Catch::Contains("s2_if -> s3 [label=\"skip\"];"));
+  CHECK_THAT(r.out, Catch::Contains("s1 -> s3 [label=\"after\", style=dashed];"));
+  CHECK_THAT(r.out, Catch::Contains("subgraph cluster_loop_s3 {"));
   r = run_arun({"graph", "--format", "mermaid", rec.file.string()});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("flowchart TD\n"));
-  CHECK_THAT(r.out, Catch::Contains("  s_maybe_if{\"{{n}} > 0\"}\n"));
-  CHECK_THAT(r.out, Catch::Contains("  s_first -.->|\"after\"| s_fan\n"));
+  CHECK_THAT(r.out, Catch::Contains("  s2_if{\"{{n}} > 0\"}\n"));
+  CHECK_THAT(r.out, Catch::Contains("  s1 -.->|\"after\"| s3\n"));
   CHECK(run_arun({"graph", "--format", "png", rec.file.string()}).exit_code == 2);
+  // Ids that flatten alike stay distinct nodes; a last conditional step skips to the end.
+  temp_recipe alike("name: alike\nsteps:\n  - id: a.b\n    command: x\n  - id: a_b\n    condition: 'false'\n    command: y\n");
+  r = run_arun({"graph", alike.file.string()});
+  CHECK_THAT(r.out, Catch::Contains("s1 [label=\"a.b (bash)\"") && Catch::Contains("s2 [label=\"a_b (bash)\""));
+  CHECK_THAT(r.out, Catch::Contains("s2_if -> recipe_end [label=\"skip\"];"));
   CHECK(arun::test::leftover_processes().empty());
 }
 
