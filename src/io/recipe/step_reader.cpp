@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <set>
 
 namespace arun::io {
 namespace {
@@ -101,9 +102,12 @@ void read_env(const field_reader& f, step& s) {
     return;
   }
   static const std::regex name_pattern("[A-Za-z_][A-Za-z0-9_]*");
+  std::set<std::string> seen;
   for (const auto& kv : env) {
     const auto& name = kv.first.Scalar();
-    if (!std::regex_match(name, name_pattern))
+    if (!seen.insert(name).second)
+      f.sink().error(kv.first.Mark(), "duplicate key '" + name + "' in 'env'", "env");
+    else if (!std::regex_match(name, name_pattern))
       f.sink().error(kv.first.Mark(), "'" + name + "' is not a valid environment variable name", "env");
     else if (!kv.second.IsScalar())
       f.sink().error(kv.second.Mark(), "the value of env '" + name + "' must be a scalar", "env");

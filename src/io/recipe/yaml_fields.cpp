@@ -187,6 +187,25 @@ boost::json::value field_reader::json(const char* key) const {
   return yaml_to_json(n, sink_.node_budget());
 }
 
+namespace {
+
+// Values (context, env, ...) are mappings too: yaml-cpp keeps a duplicate key silently and
+// the JSON conversion would keep the last one, so report them. Depth is bounded by the
+// loader's own nesting check, which runs first.
+void report_duplicate_keys(const YAML::Node& n, diagnostic_sink& sink, const char* field) {
+  if (n.IsSequence())
+    for (const auto& item : n) report_duplicate_keys(item, sink, field);
+  if (!n.IsMap()) return;
+  std::set<std::string> seen;
+  for (const auto& kv : n) {
+    if (!seen.insert(kv.first.Scalar()).second)
+      sink.error(kv.first.Mark(), "duplicate key '" + kv.first.Scalar() + "' in '" + field + "'", field);
+    report_duplicate_keys(kv.second, sink, field);
+  }
+}
+
+}  // namespace
+
 std::optional<boost::json::object> field_reader::object(const char* key) const {
   const auto n = node(key);
   if (!n) return std::nullopt;
@@ -194,6 +213,7 @@ std::optional<boost::json::object> field_reader::object(const char* key) const {
     error(key, "'" + std::string(key) + "' must be a mapping");
     return std::nullopt;
   }
+  report_duplicate_keys(n, sink_, key);
   return yaml_to_json(n, sink_.node_budget()).as_object();
 }
 
