@@ -7,6 +7,7 @@
 #include <boost/json/value.hpp>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -203,5 +204,9 @@ struct recipe {
   std::string source_path;
   source_location where;
 };
+
+/// Visits every step of `r`, stages and nested loop bodies included, in declaration order,
+/// with the number of loops around it.
+void for_each_step(const recipe& r, const std::function<void(const step&, int loop_depth)>& visit);
 
 }  // namespace arun

@@ -27,20 +27,6 @@ diagnostic make(severity level, const source_location& where, std::string messag
   return d;
 }
 
-// Visits every step, nested bodies included, with the loop nesting it sits in.
-void for_each_step(const std::vector<step>& steps, const std::function<void(const step&, int loop_depth)>& visit,
-                   int loop_depth = 0) {
-  for (const auto& s : steps) {
-    visit(s, loop_depth);
-    for_each_step(s.steps, visit, loop_depth + (s.foreach || s.loop_while ? 1 : 0));
-  }
-}
-
-void for_each_step(const recipe& r, const std::function<void(const step&, int)>& visit) {
-  for_each_step(r.steps, visit);
-  for (const auto& st : r.stages) for_each_step(st.steps, visit);
-}
-
 // Every string inside a JSON value (rendered type-preserving: sub-recipe context, update_context).
 void collect_strings(std::string_view key, const boost::json::value& v,
                      std::vector<std::pair<std::string_view, std::string>>& out) {

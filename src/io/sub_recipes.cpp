@@ -9,22 +9,6 @@
 namespace arun::io {
 namespace fs = std::filesystem;
 
-namespace {
-
-void for_each_call(const std::vector<step>& steps, const std::function<void(const step&)>& visit) {
-  for (const auto& s : steps) {
-    if (s.type == step_type::recipe) visit(s);
-    for_each_call(s.steps, visit);
-  }
-}
-
-void for_each_call(const recipe& r, const std::function<void(const step&)>& visit) {
-  for_each_call(r.steps, visit);
-  for (const auto& st : r.stages) for_each_call(st.steps, visit);
-}
-
-}  // namespace
-
 std::string resolve_sub_recipe(const std::string& reference, const std::string& caller_file,
                                const discovery_options& discovery, const std::vector<std::string>& roots,
                                std::string& error) {
@@ -50,7 +34,8 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
   while (!pending.empty()) {
     const recipe current = std::move(pending.back());
     pending.pop_back();
-    for_each_call(current, [&](const step& s) {
+    for_each_step(current, [&](const step& s, int) {
+      if (s.type != step_type::recipe) return;
       if (s.call.recipe.find("{{") != std::string::npos) {
         scan.dynamic_calls = true;
         return;
