@@ -1,14 +1,19 @@
 #pragma once
-/// The engine: runs a recipe on the caller's io_context. Embedders co_await engine::run.
+/// The engine: runs a recipe on the caller's io_context. Embedders co_await recipe_engine::run,
+/// or call async_run with any completion token.
 
 #include <arun/events.hpp>
 #include <arun/recipe.hpp>
 #include <arun/results.hpp>
+#include <arun/run_services.hpp>
 #include <arun/step_runner.hpp>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 namespace arun {
 
@@ -19,6 +24,16 @@ struct run_options {
   std::string session_id;  ///< reported in events and the result
   template_mode templates = template_mode::normal;  ///< a recipe's lenient_templates also applies
   std::string working_dir;  ///< shown as {{session.working_dir}} (the runner resolves paths itself)
+  /// Child processes (steps and hooks) running at once in the whole run (SPEC §6.5).
+  int max_concurrent = 8;
+  std::vector<std::string> include_tags, exclude_tags;  ///< SPEC §9
+  /// A step_heartbeat event for every instance running this long, repeated; 0: none.
+  std::chrono::nanoseconds heartbeat = std::chrono::seconds(60);
+  std::chrono::nanoseconds hook_timeout = std::chrono::seconds(30);
+  recipe_source* recipes = nullptr;     ///< sub-recipe steps fail without one
+  run_journal* journal = nullptr;       ///< optional
+  approval_handler* approvals = nullptr;  ///< none: every gate suspends the run
+  unsigned random_seed = 0;  ///< retry jitter; 0: from std::random_device
 };
 
 class recipe_engine {
@@ -26,11 +41,19 @@ public:
   recipe_engine(step_runner& runner, event_listener& listener) noexcept
       : runner_(runner), listener_(listener) {}
 
-  /// Runs every step of `r` and returns the result; never throws for recipe failures.
-  /// `r` (and this engine, its runner and listener) must outlive the returned awaitable.
-  /// Cancelling the awaiting coroutine (its cancellation slot) cancels the running step,
-  /// marks the steps that did not start `not_run` and returns status `cancelled`.
+  /// Runs `r` and returns the result; never throws for recipe failures (only for arun's own
+  /// faults, such as bad_alloc). `r` (and this engine, its runner, listener and the services
+  /// in `options`) must outlive the returned awaitable. Cancelling the awaiting coroutine
+  /// (any cancellation type) stops the run as SIGINT does: no new work starts, running
+  /// children are terminated (SIGTERM, grace, SIGKILL), unstarted steps are `not_run`, and the
+  /// result has status `cancelled`.
   boost::asio::awaitable<run_result> run(const recipe& r, run_options options);
+
+  /// `run` with a completion token: the handler gets `(std::exception_ptr, run_result)`.
+  template <typename Executor, typename CompletionToken>
+  auto async_run(const Executor& ex, const recipe& r, run_options options, CompletionToken&& token) {
+    return boost::asio::co_spawn(ex, run(r, std::move(options)), std::forward<CompletionToken>(token));
+  }
 
 private:
   step_runner& runner_;

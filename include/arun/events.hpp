@@ -5,6 +5,7 @@
 #include <arun/results.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,14 +35,18 @@ struct event {
   std::chrono::system_clock::time_point ts = std::chrono::system_clock::now();
   std::string session_id;
   std::string recipe_name;  ///< recipe_start / recipe_end
-  std::string step;         ///< instance id, for step events
-  std::string step_type;    ///< "bash", ... for step events
+  std::string step;         ///< instance id (SPEC §4.1), for step events
+  std::string step_type;    ///< "bash", "agent", "recipe", "loop", "gate", "hook"
   const step_result* result = nullptr;  ///< step_end: the finished instance
   const run_result* run = nullptr;      ///< recipe_end: the finished run
   output_stream stream = output_stream::out;  ///< step_output
   std::string_view line;                      ///< step_output, without the newline
   bool line_truncated = false;                ///< step_output: line was cut at 64 KiB
-  std::string message;                        ///< warning
+  std::string message;  ///< warning; step_retry: why the attempt failed; approval_requested: the prompt
+  int attempt = 0;      ///< step_start / step_retry: the attempt that starts or failed (1-based)
+  std::chrono::nanoseconds elapsed{};  ///< step_heartbeat: how long the instance has run
+  std::chrono::nanoseconds delay{};    ///< step_retry: the wait before the next attempt
+  std::optional<std::size_t> items;    ///< step_start of a foreach step: its number of items
 };
 
 /// Receives events synchronously on the engine's thread. Must not throw.

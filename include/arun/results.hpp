@@ -6,6 +6,7 @@
 #include <boost/json/value.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,14 @@ enum class run_status { completed, failed, waiting_approval, cancelled };
 std::string_view to_string(step_status s) noexcept;
 std::string_view to_string(run_status s) noexcept;
 
+/// How the iterations of a loop step ended (SPEC §13 `iterations`).
+struct iteration_counts {
+  std::size_t total = 0;  ///< iterations the loop had (foreach: items; while: iterations run)
+  std::size_t completed = 0;
+  std::size_t failed = 0;
+  std::size_t skipped = 0;  ///< did not run (the loop ended early) or were skipped
+};
+
 /// The outcome of one step instance.
 struct step_result {
   std::string step_id;  ///< instance id (SPEC §4.1)
@@ -32,8 +41,17 @@ struct step_result {
   bool truncated = false;  ///< stored output hit the capture bound
   int attempts = 0;
   std::chrono::nanoseconds duration{};
-  boost::json::value output;  ///< null when the step stored nothing
-  std::string error;          ///< empty unless failed/cancelled
+  boost::json::value output;  ///< null when the step stored nothing; loops: the collected list
+  std::string error;          ///< empty unless failed/cancelled/degraded
+  std::optional<iteration_counts> iterations;  ///< loop steps only
+  std::vector<step_result> children;           ///< sub-recipe steps: the child's top-level steps
+  bool fatal = false;  ///< this failure ended the run (on_error: fail)
+};
+
+/// The gate a run stopped at (SPEC §8): status `waiting_approval`.
+struct pending_approval {
+  std::string step;    ///< the gate's instance id
+  std::string prompt;  ///< rendered
 };
 
 /// The outcome of a whole run: what `arun` prints on stdout.
@@ -45,6 +63,8 @@ struct run_result {
   boost::json::value output;  ///< the recipe's final output (SPEC §2 `output`)
   boost::json::object context;
   std::vector<step_result> step_results;  ///< one per declared top-level step, in order
+  std::string error;                      ///< why the run failed, when not a step's failure
+  std::optional<pending_approval> waiting;  ///< set when status is waiting_approval
 
   bool success() const noexcept { return status == run_status::completed; }
 };

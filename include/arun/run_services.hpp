@@ -1,0 +1,76 @@
+#pragma once
+/// What the engine asks of its host besides running children (step_runner.hpp): loading
+/// sub-recipes, remembering finished step instances, and deciding approval gates. The engine
+/// reads no files itself; io provides these, tests provide fakes.
+
+#include <arun/recipe.hpp>
+#include <arun/results.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace arun {
+
+/// A sub-recipe, or why it could not be loaded.
+struct loaded_recipe {
+  std::shared_ptr<const recipe> value;  ///< null: see error
+  std::string error;                    ///< "recipe 'x' not found in ...", a load or validation error
+};
+
+/// Finds and loads the recipes that `recipe:` steps name (SPEC §3.5, §10).
+class recipe_source {
+public:
+  virtual ~recipe_source() = default;
+  /// `reference` is the rendered `recipe:` value: a name (discovery) or a path relative to
+  /// `caller.source_path`. Never throws for a missing or invalid recipe: see `error`.
+  virtual loaded_recipe load(std::string_view reference, const recipe& caller) = 0;
+};
+
+/// A step instance that finished, as a session records it (SPEC §12).
+struct finished_instance {
+  step_result result;
+  /// What the instance wrote into its scope's context (outputs, output_exit_code, collect,
+  /// a sub-recipe's delta): replaying it restores the context as it was.
+  boost::json::object context_delta;
+};
+
+/// Where every finished instance is reported (the session journal hangs here), and the
+/// lookup resume uses.
+class run_journal {
+public:
+  virtual ~run_journal() = default;
+  /// Called once per finished instance (top-level, iteration, loop body and sub-recipe
+  /// steps), before its step_end event. Must not throw.
+  virtual void record(const step_result& result, const boost::json::object& context_delta) noexcept = 0;
+  /// An instance to take as finished instead of running it (resume), or null to run it.
+  virtual const finished_instance* find(std::string_view instance_id) const noexcept = 0;
+};
+
+enum class approval_verdict { approved, denied, suspend };
+
+struct approval_request {
+  std::string step;    ///< the gate's instance id
+  std::string prompt;  ///< rendered
+  std::optional<double> timeout;  ///< seconds; none: wait as long as it takes
+  approval_decision default_decision = approval_decision::deny;  ///< applied when the timeout passes
+};
+
+struct approval_reply {
+  approval_verdict verdict = approval_verdict::suspend;
+  std::string message;  ///< the approver's message or the denial's reason
+};
+
+/// Decides approval gates (SPEC §8). `suspend` ends the run with status waiting_approval, to
+/// be resumed later; without a handler every gate suspends.
+class approval_handler {
+public:
+  virtual ~approval_handler() = default;
+  virtual boost::asio::awaitable<approval_reply> decide(approval_request request) = 0;
+};
+
+}  // namespace arun
