@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace arun::cli {
 
@@ -16,6 +17,13 @@ struct run_settings {
   double kill_grace = 5.0;
   std::size_t max_output = 10u << 20;
   bool quiet = false;
+  int max_concurrent = 8;
+  bool dry_run = false;
+  std::vector<std::string> include_tags, exclude_tags;
+  std::string events_file;
+  std::string audit_dir;
+  std::string progress = "auto";
+  double heartbeat = 60.0;
 };
 
 void add_run_options(CLI::App& app, run_settings& s);

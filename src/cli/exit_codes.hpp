@@ -8,6 +8,7 @@ inline constexpr int exit_recipe_failed = 1;
 inline constexpr int exit_usage = 2;
 inline constexpr int exit_not_found = 3;
 inline constexpr int exit_no_recipe = 4;
+inline constexpr int exit_waiting_approval = 5;
 inline constexpr int exit_internal_error = 70;  // arun's own fault (EX_SOFTWARE)
 
 }  // namespace arun::cli

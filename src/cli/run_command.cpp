@@ -1,31 +1,35 @@
+// `arun [run] RECIPE` (SPEC §13): load and check the recipe, run it on one io_context with
+// the real step runner, report on stderr, print the result on stdout, exit with SPEC's codes.
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "run_output.hpp"
 
+#include "context_checks.hpp"
+#include "discovery.hpp"
+#include "jsonl_sink.hpp"
+#include "listener_fanout.hpp"
 #include "process/supervisor.hpp"
 #include "process_step_runner.hpp"
 #include "progress_printer.hpp"
-#include "result_format.hpp"
+#include "recipe_library.hpp"
 #include "step_environment.hpp"
 
 #include <arun/engine.hpp>
-#include <arun/value_format.hpp>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <fmt/format.h>
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 
@@ -33,11 +37,6 @@ namespace arun::cli {
 namespace {
 
 namespace asio = boost::asio;
-
-unsigned random_bits() {
-  std::random_device rd;
-  return rd();
-}
 
 std::optional<std::string> absolute_dir(const std::string& dir, std::string& problem) {
   std::error_code ec;
@@ -48,6 +47,57 @@ std::optional<std::string> absolute_dir(const std::string& dir, std::string& pro
     return std::nullopt;
   }
   return path.lexically_normal().string();
+}
+
+std::chrono::nanoseconds to_ns(double seconds) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+}
+
+run_options engine_options(const run_settings& s, const std::string& base_dir) {
+  run_options options;
+  options.session_id = make_session_id(std::chrono::system_clock::now(), std::random_device{}());
+  options.working_dir = base_dir;
+  options.templates = s.recipe.strict ? template_mode::strict : s.recipe.lenient ? template_mode::lenient : template_mode::normal;
+  options.max_concurrent = s.max_concurrent;
+  options.include_tags = s.include_tags;
+  options.exclude_tags = s.exclude_tags;
+  options.heartbeat = to_ns(s.heartbeat);
+  return options;
+}
+
+// Where events go: progress on stderr, an events file, an audit file. Owns the sinks.
+struct event_sinks {
+  std::unique_ptr<io::progress_printer> progress;
+  std::vector<std::unique_ptr<io::jsonl_event_sink>> files;
+  io::listener_fanout fanout;
+
+  void warn_failed_files() const {
+    for (const auto& f : files)
+      if (f->failed()) std::fprintf(stderr, "arun: warning: %s\n", f->error().c_str());
+  }
+};
+
+// Builds the sinks; a file that cannot be opened is a usage error (nothing ran yet).
+std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, const std::string& session_id,
+                                      event_sinks& sinks) {
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (!s.quiet && s.progress != "off") {
+    io::progress_options po;
+    po.mode = s.progress == "plain" || !tty ? io::progress_mode::plain : io::progress_mode::live;
+    sinks.progress = std::make_unique<io::progress_printer>(stderr, po);
+    sinks.fanout.add(sinks.progress.get());
+  }
+  auto add_file = [&](io::jsonl_open_result opened) -> std::optional<std::string> {
+    if (!opened.sink) return opened.error;
+    sinks.fanout.add(opened.sink.get());
+    sinks.files.push_back(std::move(opened.sink));
+    return std::nullopt;
+  };
+  if (!s.events_file.empty())
+    if (auto e = add_file(io::jsonl_event_sink::open(s.events_file))) return e;
+  if (!s.audit_dir.empty())
+    if (auto e = add_file(io::jsonl_event_sink::open_audit(s.audit_dir, r.name, session_id))) return e;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -63,18 +113,32 @@ int run_command(const run_settings& s) {
     std::fprintf(stderr, "arun: %s\n", problem.c_str());
     return exit_usage;
   }
+  // SPEC §2 context_validation: a pre-flight, before anything runs.
+  if (const auto problems = io::check_context(loaded, *base_dir); !problems.empty()) {
+    for (const auto& p : problems) std::fprintf(stderr, "%s: error: %s\n", loaded.source_path.c_str(), p.c_str());
+    return exit_usage;
+  }
+  auto options = engine_options(s, *base_dir);
+  if (s.dry_run) {
+    print_plan(plan_run(loaded, options), loaded, s.output_format);
+    return exit_success;
+  }
 
+  event_sinks sinks;
+  if (auto error = open_sinks(s, loaded, options.session_id, sinks)) {
+    std::fprintf(stderr, "arun: %s\n", error->c_str());
+    return exit_usage;
+  }
   io::runner_options ro;
   ro.base_dir = *base_dir;
-  ro.kill_grace = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.kill_grace));
+  ro.kill_grace = to_ns(s.kill_grace);
   ro.limits.max_bytes = s.max_output;
   ro.inherited_env = io::current_environment();
   io::process_step_runner runner(std::move(ro));
-  io::progress_printer progress;
-  struct silent_listener final : event_listener {
-    void on_event(const event&) noexcept override {}
-  } silent;
-  recipe_engine eng(runner, s.quiet ? static_cast<event_listener&>(silent) : progress);
+  io::recipe_library library(io::discovery_from_environment(s.recipe.recipe_dirs, s.recipe.working_dir),
+                             loaded.source_path);
+  options.recipes = &library;
+  recipe_engine eng(runner, sinks.fanout);
 
   asio::io_context ctx;
   asio::cancellation_signal cancel;
@@ -100,39 +164,49 @@ int run_command(const run_settings& s) {
 
   std::optional<run_result> result;
   std::exception_ptr failure;
-  run_options options;
-  options.session_id = make_session_id(std::chrono::system_clock::now(), random_bits());
-  options.working_dir = *base_dir;
-  options.templates = s.recipe.strict ? template_mode::strict : s.recipe.lenient ? template_mode::lenient : template_mode::normal;
-  asio::co_spawn(ctx, eng.run(loaded, options),
-                 asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, run_result r) {
-                   failure = e;
-                   result = std::move(r);
-                   signals.cancel();
-                 }));
+  eng.async_run(ctx.get_executor(), loaded, std::move(options),
+                asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, run_result r) {
+                  failure = e;
+                  result = std::move(r);
+                  signals.cancel();
+                }));
   ctx.run();
   if (failure) std::rethrow_exception(failure);
-
-  if (s.output_format == "json")
-    std::fputs((to_compact_json(io::result_to_json(*result)) + "\n").c_str(), stdout);
-  else
-    std::fputs(io::result_to_text(*result).c_str(), stdout);
-  std::fflush(stdout);
-
+  sinks.warn_failed_files();
+  print_result(*result, s.output_format);
   if (stop_signal != 0) return 128 + stop_signal;
+  if (result->status == run_status::waiting_approval) return exit_waiting_approval;
   return result->success() ? exit_success : exit_recipe_failed;
 }
 
 void add_run_options(CLI::App& app, run_settings& s) {
   add_recipe_options(app, s.recipe);
+  app.add_option("--max-concurrent", s.max_concurrent,
+                 "Child processes running at once in the whole run (steps and hooks; default 8)")
+      ->check(CLI::Range(1, 4096));
+  app.add_flag("--dry-run", s.dry_run, "Run nothing: print the plan with conditions evaluated where possible");
+  app.add_option("--include-tags", s.include_tags, "Run only steps with one of these when_tags (comma-separated)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  app.add_option("--exclude-tags", s.exclude_tags, "Skip steps with any of these when_tags (comma-separated)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   app.add_option("--output-format", s.output_format, "Final result on stdout: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--events", s.events_file, "Write every event as a JSON line to FILE (truncated first)")
+      ->type_name("FILE");
+  app.add_option("--audit-dir", s.audit_dir, "Also write the events to DIR/<recipe>-<session>.jsonl")
+      ->type_name("DIR");
+  app.add_option("--progress", s.progress, "Progress on stderr: auto (live on a terminal), plain or off")
+      ->check(CLI::IsMember({"auto", "plain", "off"}));
+  app.add_flag("-q,--quiet", s.quiet, "No progress on stderr");
+  app.add_option("--heartbeat", s.heartbeat, "Seconds between heartbeat events of a long step (0: none)")
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--kill-grace", s.kill_grace,
                  "Seconds between SIGTERM and SIGKILL when a step times out or is cancelled")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
       ->check(CLI::PositiveNumber);
-  app.add_flag("-q,--quiet", s.quiet, "No progress on stderr");
 }
 
 }  // namespace arun::cli

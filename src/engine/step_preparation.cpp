@@ -9,17 +9,22 @@
 namespace arun::engine {
 
 condition_verdict check_condition(const step& s, const render_scope& scope) {
+  return check_expression(s.condition, "condition", scope);
+}
+
+condition_verdict check_expression(const std::string& text, std::string_view what, const render_scope& scope) {
   condition_verdict v;
-  if (s.condition.empty()) return v;
-  const auto parsed = parse_condition(s.condition);
+  if (text.empty()) return v;
+  const auto parsed = parse_condition(text);
+  const std::string name(what);
   if (const auto* e = std::get_if<condition_error>(&parsed)) {
-    v.error = "invalid condition at column " + std::to_string(e->column) + ": " + e->message;
+    v.error = "invalid " + name + " at column " + std::to_string(e->column) + ": " + e->message;
     return v;
   }
   auto outcome = evaluate_condition(std::get<condition>(parsed), scope);
   v.warnings = std::move(outcome.warnings);
   if (outcome.error) {
-    v.error = "condition failed at column " + std::to_string(outcome.error->column) + ": " + outcome.error->message;
+    v.error = name + " failed at column " + std::to_string(outcome.error->column) + ": " + outcome.error->message;
     return v;
   }
   v.run = outcome.value;
@@ -54,7 +59,10 @@ prepared_bash prepare_bash(const step& s, const render_scope& scope) {
   inv.working_dir = std::move(wd.text);
   export_limits limits;
   if (s.max_env_value_bytes) limits.max_value_bytes = *s.max_env_value_bytes;
-  auto exports = plan_shell_exports(scope.context, shell.variables, limits);
+  // Loop-local names are exported like context keys; the copy exists only while preparing.
+  auto exports = scope.locals && !scope.locals->empty()
+                     ? plan_shell_exports(visible_context(scope), shell.variables, limits)
+                     : plan_shell_exports(scope.context, shell.variables, limits);
   p.warnings.insert(p.warnings.end(), exports.warnings.begin(), exports.warnings.end());
   for (auto& v : exports.variables) inv.exports.push_back({std::move(v.name), std::move(v.value), v.by_file});
   return p;

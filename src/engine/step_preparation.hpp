@@ -22,6 +22,10 @@ struct condition_verdict {
 /// Evaluates the step's `condition` (an empty one means run).
 condition_verdict check_condition(const step& s, const render_scope& scope);
 
+/// Evaluates a condition expression such as `while_condition` or `break_when`; `what` names it
+/// in errors. An empty text is true.
+condition_verdict check_expression(const std::string& text, std::string_view what, const render_scope& scope);
+
 struct prepared_bash {
   bash_invocation invocation;
   std::vector<std::string> warnings;

@@ -2,52 +2,238 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 namespace arun::io {
 namespace {
+
+constexpr auto redraw_interval = std::chrono::milliseconds(100);
+constexpr std::size_t fallback_width = 80;
+constexpr const char* erase_line = "\r\x1b[K";
 
 double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
 std::string_view first_line(std::string_view text) { return text.substr(0, text.find('\n')); }
 
+// "60s", "2.5s", "0.25s": people read these, so no trailing zeros.
+std::string short_duration(std::chrono::nanoseconds d) {
+  const double s = seconds(d);
+  std::string text = s >= 10 ? fmt::format("{:.0f}", s) : fmt::format("{:.2f}", s);
+  if (text.find('.') != std::string::npos) {
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+  }
+  return text + "s";
+}
+
+bool is_bad(step_status s) { return s == step_status::failed || s == step_status::cancelled; }
+
+std::string_view status_mark(step_status s) {
+  if (s == step_status::completed) return "ok";
+  return is_bad(s) ? "!!" : "--";
+}
+
+std::string step_end_line(const event& e, const step_result& r) {
+  std::string line = fmt::format("  {} {} {} ({:.2f}s)", status_mark(r.status), e.step, to_string(r.status),
+                                 seconds(r.duration));
+  if (r.iterations) {
+    line += fmt::format(" {}/{} iterations completed", r.iterations->completed, r.iterations->total);
+    if (r.iterations->failed > 0) line += fmt::format(", {} failed", r.iterations->failed);
+  }
+  if (!r.error.empty()) line += fmt::format(": {}", first_line(r.error));
+  return line;
+}
+
+// A plain-mode summary is due every 10% of a foreach's items (every 10 iterations of a while
+// loop), but not at the very end: the loop's own end line says that.
+bool summary_due(const detail::loop_progress& l) {
+  if (!l.items) return l.done % 10 == 0;
+  if (l.done >= *l.items) return false;
+  const std::size_t every = std::max<std::size_t>(1, (*l.items + 9) / 10);
+  return l.done % every == 0;
+}
+
+std::string summary_line(const detail::loop_progress& l) {
+  std::string line = l.items ? fmt::format("  .. {} {}/{} iterations done, {} failed", l.id, l.done, *l.items, l.failed)
+                             : fmt::format("  .. {} {} iterations done, {} failed", l.id, l.done, l.failed);
+  if (l.retries > 0) line += fmt::format(", {} retries", l.retries);
+  return line;
+}
+
+// Cut to `columns` characters (UTF-8 code points; the status line holds ids and `·`).
+std::string cut_to_columns(std::string text, std::size_t columns) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+    if (count++ == columns) {
+      text.resize(i);
+      break;
+    }
+  }
+  return text;
+}
+
 }  // namespace
+
+progress_printer::progress_printer(std::FILE* out, progress_options options)
+    : out_(out), options_(std::move(options)) {}
+
+progress_printer::~progress_printer() { clear_status(); }
 
 void progress_printer::on_event(const event& e) noexcept {
   try {
-    switch (e.kind) {
-      case event_kind::recipe_start:
-        fmt::print(out_, "arun: running '{}' (session {})\n", e.recipe_name, e.session_id);
-        break;
-      case event_kind::step_start:
-        fmt::print(out_, "  -> {}\n", e.step);
-        break;
-      case event_kind::step_output:
-        if (options_.show_output)
-          fmt::print(out_, "     {} | {}{}\n", e.step, e.line, e.line_truncated ? " [line cut]" : "");
-        break;
-      case event_kind::step_end: {
-        const auto& r = *e.result;
-        const bool bad = r.status == step_status::failed || r.status == step_status::cancelled;
-        fmt::print(out_, "  {} {} {} ({:.2f}s){}{}\n", r.status == step_status::completed ? "ok" : bad ? "!!" : "--",
-                   e.step, to_string(r.status), seconds(r.duration), r.error.empty() ? "" : ": ",
-                   first_line(r.error));
-        break;
-      }
-      case event_kind::warning:
-        fmt::print(out_, "  warning: {}: {}\n", e.step, e.message);
-        break;
-      case event_kind::recipe_end:
-        fmt::print(out_, "arun: '{}' {} in {:.2f}s\n", e.recipe_name, to_string(e.run->status),
-                   seconds(e.run->duration));
-        break;
-      default:
-        break;
-    }
-    std::fflush(out_);
+    handle(e);
+    flush_pending();
   } catch (...) {
     // Progress is best effort: a full disk or closed stderr must not stop the run.
+    pending_.clear();
   }
+}
+
+void progress_printer::clear_status() noexcept {
+  if (status_shown_.empty()) return;
+  std::fputs(erase_line, out_);
+  std::fflush(out_);
+  status_shown_.clear();
+  loops_changed_ = true;  // the next event draws it again
+}
+
+void progress_printer::handle(const event& e) {
+  switch (e.kind) {
+    case event_kind::recipe_start:
+      // A sub-recipe's run may report its own start and end; only the outermost is shown.
+      if (recipe_depth_++ == 0) add_line(fmt::format("arun: running '{}' (session {})", e.recipe_name, e.session_id));
+      break;
+    case event_kind::step_start: on_step_start(e); break;
+    case event_kind::step_output:
+      if (options_.show_output && !detail::inside_iteration(e.step))
+        add_line(fmt::format("     {} | {}{}", e.step, e.line, e.line_truncated ? " [line cut]" : ""));
+      break;
+    case event_kind::step_heartbeat:
+      add_line(fmt::format("  .. {} still running ({})", e.step, short_duration(e.elapsed)));
+      break;
+    case event_kind::step_retry: on_retry(e); break;
+    case event_kind::step_end: on_step_end(e); break;
+    case event_kind::approval_requested: add_line(fmt::format("  ?? {} waits for approval", e.step)); break;
+    case event_kind::warning: on_warning(e); break;
+    case event_kind::recipe_end: on_recipe_end(e); break;
+  }
+}
+
+void progress_printer::on_step_start(const event& e) {
+  // Iteration first: an iteration holding body steps may be reported with type "loop" too.
+  if (detail::is_iteration(e.step)) {
+    loops_.start_iteration(e.step);
+    loops_changed_ = true;
+  } else if (e.step_type == "loop" || e.items) {
+    loops_.start_loop(e.step, e.items);
+    loops_changed_ = true;
+  }
+  if (detail::inside_iteration(e.step)) return;
+  std::string line = fmt::format("  -> {}", e.step);
+  if (e.items) line += fmt::format(" ({} items)", *e.items);
+  if (e.attempt > 1) line += fmt::format(" (attempt {})", e.attempt);
+  add_line(std::move(line));
+}
+
+void progress_printer::on_step_end(const event& e) {
+  if (e.result == nullptr) return;
+  const bool bad = is_bad(e.result->status);
+  if (detail::is_iteration(e.step)) {
+    end_iteration(e, bad);
+  } else if (loops_.end_loop(e.step)) {
+    loops_changed_ = true;
+    force_redraw_ = true;
+  }
+  if (!detail::inside_iteration(e.step) || bad) add_line(step_end_line(e, *e.result));
+}
+
+void progress_printer::end_iteration(const event& e, bool failed) {
+  const auto* loop = loops_.end_iteration(e.step, failed);
+  if (loop == nullptr) return;
+  loops_changed_ = true;
+  // Live mode shows the counts in the status line; nested loops are summarised by the outer.
+  if (options_.mode == progress_mode::plain && !loop->nested() && summary_due(*loop)) add_line(summary_line(*loop));
+}
+
+void progress_printer::on_retry(const event& e) {
+  if (detail::inside_iteration(e.step)) {
+    if (loops_.retry(e.step)) loops_changed_ = true;
+    return;
+  }
+  const auto why = first_line(e.message);
+  add_line(fmt::format("  .. {} attempt {} failed{}{}{}; retrying in {}", e.step, e.attempt, why.empty() ? "" : " (",
+                       why, why.empty() ? "" : ")", short_duration(e.delay)));
+}
+
+void progress_printer::on_warning(const event& e) {
+  if (!warnings_seen_.emplace(detail::without_indices(e.step), e.message).second) {
+    ++warnings_repeated_;
+    return;
+  }
+  add_line(e.step.empty() ? fmt::format("  warning: {}", e.message) : fmt::format("  warning: {}: {}", e.step, e.message));
+}
+
+void progress_printer::on_recipe_end(const event& e) {
+  if (recipe_depth_ > 0) --recipe_depth_;
+  if (recipe_depth_ > 0) return;
+  loops_.clear();
+  loops_changed_ = true;
+  if (warnings_repeated_ > 0)
+    add_line(fmt::format("  ({} repeated warnings not shown)", std::exchange(warnings_repeated_, 0)));
+  if (e.run == nullptr) {
+    add_line(fmt::format("arun: '{}' ended", e.recipe_name));
+    return;
+  }
+  std::string line = fmt::format("arun: '{}' {} in {:.2f}s", e.recipe_name, to_string(e.run->status),
+                                 seconds(e.run->duration));
+  if (!e.run->error.empty()) line += fmt::format(": {}", first_line(e.run->error));
+  add_line(std::move(line));
+}
+
+void progress_printer::flush_pending() {
+  const bool live = options_.mode == progress_mode::live;
+  if (!pending_.empty()) {
+    if (live) clear_status();
+    std::fputs(pending_.c_str(), out_);
+    pending_.clear();
+    // Repaint right away: a status line missing until the next event (maybe minutes away
+    // when iterations are long) would look like a stalled run.
+    force_redraw_ = true;
+  }
+  if (live) redraw();
+  std::fflush(out_);
+}
+
+void progress_printer::redraw() {
+  if (!loops_changed_ && !force_redraw_) return;
+  const auto t = now();
+  if (!force_redraw_ && last_draw_ && t - *last_draw_ < redraw_interval) return;  // loops_changed_ stays set
+  loops_changed_ = force_redraw_ = false;
+  const std::size_t columns = width();
+  std::string line = cut_to_columns(loops_.status_line(), columns > 1 ? columns - 1 : columns);
+  if (line == status_shown_) return;
+  if (line.empty()) {
+    clear_status();
+    loops_changed_ = false;
+    return;
+  }
+  std::fputs(erase_line, out_);
+  std::fputs(line.c_str(), out_);
+  status_shown_ = std::move(line);
+  last_draw_ = t;
+}
+
+std::chrono::steady_clock::time_point progress_printer::now() const {
+  return options_.clock ? options_.clock() : std::chrono::steady_clock::now();
+}
+
+std::size_t progress_printer::width() const {
+  if (options_.width > 0) return options_.width;
+  winsize size{};
+  if (::ioctl(::fileno(out_), TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return fallback_width;
 }
 
 }  // namespace arun::io

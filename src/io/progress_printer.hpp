@@ -1,25 +1,82 @@
 #pragma once
-// Renders run events as progress lines on stderr (stdout is kept for the final result).
+// Renders run events as progress on stderr (stdout is kept for the final result).
 
 #include <arun/events.hpp>
 
+#include "progress_loops.hpp"
+
+#include <chrono>
+#include <cstddef>
 #include <cstdio>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
 
 namespace arun::io {
 
+/// plain: transition lines only (logs, pipes, CI). live: the same lines plus a status line
+/// with the counts of every running loop, redrawn in place (for a terminal).
+enum class progress_mode { plain, live };
+
 struct progress_options {
-  bool show_output = true;  ///< echo each step's output lines, prefixed with the step id
+  progress_mode mode = progress_mode::plain;
+  bool show_output = true;  ///< echo output lines of steps outside loops, as `     ID | line`
+  /// Columns the live status line may use; 0: ask the terminal of `out` on each redraw
+  /// (80 when it cannot tell).
+  std::size_t width = 0;
+  /// The time used to throttle live redraws; null: std::chrono::steady_clock::now.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
+/// Progress lines for people. Steps outside loops get a start line and an end line. Inside
+/// loop iterations (ids with `[`, SPEC §4.1) only failed or cancelled instances are printed,
+/// plus, for each outermost loop, a summary every 10% of its items (every 10 iterations of a
+/// while loop); their output lines and retries are not echoed. A warning repeated with the same
+/// message by the same step (iteration indices ignored) prints once; recipe_end reports how
+/// many were held back. Live mode redraws the status line at most every 100 ms, always when a
+/// loop ends, after printing ordinary lines; it is cleared before every ordinary line, at the
+/// end of the run and on destruction.
 class progress_printer final : public event_listener {
 public:
-  explicit progress_printer(std::FILE* out = stderr, progress_options options = {})
-      : out_(out), options_(options) {}
+  explicit progress_printer(std::FILE* out = stderr, progress_options options = {});
+  ~progress_printer() override;
+  progress_printer(const progress_printer&) = delete;
+  progress_printer& operator=(const progress_printer&) = delete;
+
+  /// Never throws: progress is best effort (a closed or full stderr must not stop a run).
   void on_event(const event& e) noexcept override;
 
+  /// Erases the live status line if it is shown; the next event draws it again. Call it
+  /// before writing to the same terminal yourself (an approval question, a diagnostic).
+  void clear_status() noexcept;
+
 private:
+  void handle(const event& e);
+  void on_step_start(const event& e);
+  void on_step_end(const event& e);
+  void on_retry(const event& e);
+  void on_warning(const event& e);
+  void on_recipe_end(const event& e);
+  void end_iteration(const event& e, bool failed);
+  void add_line(std::string line) { pending_ += std::move(line) + '\n'; }
+  void flush_pending();
+  void redraw();
+  std::chrono::steady_clock::time_point now() const;
+  std::size_t width() const;
+
   std::FILE* out_;
   progress_options options_;
+  detail::loop_tracker loops_;
+  std::set<std::pair<std::string, std::string>, std::less<>> warnings_seen_;
+  std::size_t warnings_repeated_ = 0;
+  int recipe_depth_ = 0;
+  std::string pending_;          ///< ordinary lines of the current event
+  bool loops_changed_ = false;   ///< live: the status line is out of date
+  bool force_redraw_ = false;    ///< live: redraw now, whatever the throttle says
+  std::string status_shown_;     ///< live: what the terminal shows, empty when nothing
+  std::optional<std::chrono::steady_clock::time_point> last_draw_;  ///< live: when the status was drawn
 };
 
 }  // namespace arun::io

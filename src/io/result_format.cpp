@@ -1,7 +1,11 @@
 #include "result_format.hpp"
 
-#include <boost/json/serialize.hpp>
+#include "event_json.hpp"
+
+#include <boost/json/array.hpp>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace arun::io {
 namespace {
@@ -16,7 +20,36 @@ boost::json::value optional_value(const std::optional<T>& v) {
 
 boost::json::value text_or_null(const std::string& s) {
   if (s.empty()) return nullptr;
-  return boost::json::string(s);
+  return boost::json::string(sanitize_utf8(s));
+}
+
+std::string_view first_line(std::string_view text) { return text.substr(0, text.find('\n')); }
+
+std::string iterations_text(const iteration_counts& c) {
+  std::string text = fmt::format(" iterations {}/{} completed", c.completed, c.total);
+  if (c.failed > 0) text += fmt::format(", {} failed", c.failed);
+  if (c.skipped > 0) text += fmt::format(", {} skipped", c.skipped);
+  return text;
+}
+
+void append_step_text(std::string& text, const step_result& s, int depth) {
+  const std::string indent(static_cast<std::size_t>(2 + 2 * depth), ' ');
+  text += fmt::format("{}{:<9} {} ({:.2f}s)", indent, to_string(s.status), s.step_id, seconds(s.duration));
+  if (s.iterations) text += iterations_text(*s.iterations);
+  if (!s.error.empty()) text += fmt::format(" {}", first_line(s.error));
+  text += "\n";
+  for (const auto& child : s.children) append_step_text(text, child, depth + 1);
+}
+
+}  // namespace
+
+boost::json::object iterations_to_json(const iteration_counts& c) {
+  boost::json::object o;
+  o["total"] = c.total;
+  o["completed"] = c.completed;
+  o["failed"] = c.failed;
+  o["skipped"] = c.skipped;
+  return o;
 }
 
 boost::json::object step_to_json(const step_result& s) {
@@ -31,10 +64,14 @@ boost::json::object step_to_json(const step_result& s) {
   o["signal"] = optional_value(s.signal);
   o["timed_out"] = s.timed_out;
   o["truncated"] = s.truncated;
+  if (s.iterations) o["iterations"] = iterations_to_json(*s.iterations);
+  if (!s.children.empty()) {
+    boost::json::array children;
+    for (const auto& child : s.children) children.push_back(step_to_json(child));
+    o["children"] = std::move(children);
+  }
   return o;
 }
-
-}  // namespace
 
 boost::json::object result_to_json(const run_result& r) {
   boost::json::object o;
@@ -48,16 +85,30 @@ boost::json::object result_to_json(const run_result& r) {
   boost::json::array steps;
   for (const auto& s : r.step_results) steps.push_back(step_to_json(s));
   o["step_results"] = std::move(steps);
+  o["error"] = text_or_null(r.error);
+  if (r.waiting) {
+    boost::json::object gate;
+    gate["step"] = r.waiting->step;
+    gate["prompt"] = sanitize_utf8(r.waiting->prompt);
+    o["waiting_approval"] = std::move(gate);
+  }
   return o;
 }
 
 std::string result_to_text(const run_result& r) {
   std::string text = fmt::format("{}: {} in {:.2f}s (session {})\n", r.recipe_name, to_string(r.status),
                                  seconds(r.duration), r.session_id);
-  for (const auto& s : r.step_results) {
-    text += fmt::format("  {:<9} {} ({:.2f}s)", to_string(s.status), s.step_id, seconds(s.duration));
-    if (!s.error.empty()) text += " " + s.error.substr(0, s.error.find('\n'));
-    text += "\n";
+  for (const auto& s : r.step_results) append_step_text(text, s, 0);
+  if (!r.error.empty()) text += fmt::format("error: {}\n", first_line(r.error));
+  if (r.waiting) {
+    text += fmt::format("waiting for approval at {}:\n", r.waiting->step);
+    std::string_view prompt = r.waiting->prompt;
+    // The whole prompt: it is what the person running `arun approve` has to decide on.
+    while (!prompt.empty()) {
+      const auto line = first_line(prompt);
+      text += fmt::format("  {}\n", line);
+      prompt.remove_prefix(std::min(prompt.size(), line.size() + 1));
+    }
   }
   return text;
 }

@@ -273,11 +273,11 @@ TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for
 }
 
 TEST_CASE("run refuses recipes using features this version cannot run yet") {
-  temp_recipe rec("name: later\nsteps:\n  - id: a\n    command: echo hi\n    retry: {max_attempts: 2}\n");
+  temp_recipe rec("name: later\nsteps:\n  - id: a\n    agent: ns:x\n    prompt: hi\n");
   const auto r = run_arun({rec.file.string()});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(":5:12: error: 'retry' (step 'a') is not supported by this version of arun yet"));
+  CHECK_THAT(r.err, Catch::Contains(":3:5: error: agent steps (step 'a') is not supported by this version of arun yet"));
   CHECK(run_arun({"validate", rec.file.string()}).exit_code == 0);  // the recipe itself is valid
   CHECK(arun::test::leftover_processes().empty());
 }

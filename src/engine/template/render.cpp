@@ -13,7 +13,9 @@ std::string known_names(const render_scope& scope) {
   if (scope.declared)
     names = *scope.declared;
   else
-    for (const auto& kv : scope.context) names.emplace(kv.key());
+    for (const auto* source : {&scope.context, scope.locals})
+      if (source)
+        for (const auto& kv : *source) names.emplace(kv.key());
   std::string list;
   std::size_t shown = 0;
   for (const auto& n : names) {
@@ -38,17 +40,27 @@ std::string value_text(const boost::json::value& v) {
   }
 }
 
-const boost::json::value* find_root(const render_scope& scope, std::string_view name) {
-  for (const auto* source : {scope.builtins, &scope.context}) {
-    if (!source) continue;
-    if (const auto it = source->find(name); it != source->end()) return &it->value();
-  }
+const boost::json::object* root_holder(const render_scope& scope, std::string_view name) {
+  for (const auto* source : {scope.builtins, scope.locals, &scope.context})
+    if (source && source->contains(name)) return source;
   return nullptr;
 }
 
+const boost::json::value* find_root(const render_scope& scope, std::string_view name) {
+  const auto* holder = root_holder(scope, name);
+  return holder ? &holder->find(name)->value() : nullptr;
+}
+
+boost::json::object visible_context(const render_scope& scope) {
+  boost::json::object all = scope.context;
+  if (scope.locals)
+    for (const auto& kv : *scope.locals) all[kv.key()] = kv.value();
+  return all;
+}
+
 resolution resolve(const reference& ref, const render_scope& scope) {
-  const bool builtin = scope.builtins && scope.builtins->contains(ref.root);
-  const auto found = lookup(builtin ? *scope.builtins : scope.context, ref);
+  const auto* holder = root_holder(scope, ref.root);
+  const auto found = lookup(holder ? *holder : scope.context, ref);
   if (found.status == lookup_status::found) return {found.value, {}, {}};
   const bool lenient = scope.mode == undefined_mode::lenient;
   const bool strict = scope.mode == undefined_mode::strict;

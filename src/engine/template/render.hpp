@@ -30,9 +30,19 @@ struct render_scope {
   undefined_mode mode = undefined_mode::normal;
   /// Read-only built-ins (SPEC §5.1: recipe, session, step, …); they win over the context.
   const boost::json::object* builtins = nullptr;
+  /// Loop-local names (the loop variable, `_loop_index`, a loop body's outputs): they hide
+  /// the context's. Null: none.
+  const boost::json::object* locals = nullptr;
 };
 
-/// The value a root name has in `scope`: a built-in first, then the context; null if neither.
+/// The object holding root `name` in `scope` (built-ins, then locals, then the context), or
+/// null when none has it.
+const boost::json::object* root_holder(const render_scope& scope, std::string_view name);
+
+/// The context with the locals laid over it (a copy only when there are locals).
+boost::json::object visible_context(const render_scope& scope);
+
+/// The value a root name has in `scope`: a built-in first, then a local, then the context.
 const boost::json::value* find_root(const render_scope& scope, std::string_view name);
 
 /// One reference resolved under the undefined rules: a value, or null with a warning (it

@@ -1,0 +1,161 @@
+// One step instance from start to end (SPEC §6.1): resume lookup, tag filter, condition,
+// pre_step hook, the body, post_step or on_error hook, the journal record, step_end.
+#include "scheduler/step_executor.hpp"
+
+#include "policy/tag_filter.hpp"
+#include "step_preparation.hpp"
+
+#include <arun/run_services.hpp>
+
+namespace arun::engine {
+
+std::string_view type_name(const step& s) {
+  if (is_loop(s)) return "loop";
+  switch (s.type) {
+    case step_type::bash: return "bash";
+    case step_type::agent: return "agent";
+    case step_type::recipe: return "recipe";
+    case step_type::loop: return "loop";
+    case step_type::gate: return "gate";
+  }
+  return "bash";
+}
+
+bool is_loop(const step& s) { return s.foreach.has_value() || s.loop_while.has_value(); }
+
+std::string_view instance_type(const step& s, bool iteration) {
+  if (!iteration) return type_name(s);
+  if (!s.steps.empty()) return "iteration";
+  step leaf_view;  // an iteration of a looping leaf step is that leaf
+  leaf_view.type = s.type;
+  return type_name(leaf_view);
+}
+
+flow failure_flow(const step& s) {
+  switch (s.on_error) {
+    case on_error_policy::continue_run: return flow::next;
+    case on_error_policy::skip_remaining: return flow::skip_remaining;
+    case on_error_policy::fail: break;
+  }
+  return flow::fatal;
+}
+
+step_result unstarted(std::string instance, step_status status, std::string error) {
+  step_result r;
+  r.step_id = std::move(instance);
+  r.status = status;
+  r.error = std::move(error);
+  return r;
+}
+
+namespace {
+
+// Hooks run around work that runs something; loops and gates are containers of such work.
+bool runs_hooks(const step& s, bool iteration) {
+  if (s.type == step_type::gate) return false;
+  if (is_loop(s) && !iteration) return false;
+  return !(iteration && !s.steps.empty());
+}
+
+instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why) {
+  instance_outcome o;
+  o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + why);
+  o.next = failure_flow(s);
+  o.result.fatal = o.next == flow::fatal;
+  return o;
+}
+
+}  // namespace
+
+boost::json::object step_executor::step_builtins(const step& s, const std::string& instance) const {
+  boost::json::object b = frame_.builtins;
+  std::size_t index = 0;
+  const auto& steps = frame_.r.steps;
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (&steps[i] == &s) index = i;
+  b["step"] = {{"id", instance}, {"index", index}};
+  return b;
+}
+
+boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step& s, scope sc, std::string instance,
+                                                                     std::stop_token stop, bool iteration) {
+  auto finish = [&](instance_outcome&& o) {
+    if (rs_.options.journal && o.next != flow::suspend) rs_.options.journal->record(o.result, o.updates);
+    auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
+    e.result = &o.result;
+    rs_.emit(e);
+    return std::move(o);
+  };
+  if (rs_.options.journal) {
+    if (const auto* done = rs_.options.journal->find(instance)) {
+      instance_outcome o;  // resume: taken as it was recorded, never re-run
+      o.result = done->result;
+      o.updates = done->context_delta;
+      auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
+      e.result = &o.result;
+      rs_.emit(e);
+      co_return o;
+    }
+  }
+  if (stop.stop_requested()) {
+    instance_outcome o;
+    o.result = unstarted(instance, step_status::not_run);
+    o.next = flow::cancelled;
+    co_return o;
+  }
+  if (!iteration) {
+    if (!tags_allow(s.when_tags, rs_.options.include_tags, rs_.options.exclude_tags)) {
+      instance_outcome o;
+      o.result = unstarted(instance, step_status::skipped);
+      co_return finish(std::move(o));
+    }
+    const auto builtins = step_builtins(s, instance);
+    const auto verdict = check_condition(s, view(sc, builtins));
+    rs_.warn(instance, verdict.warnings);
+    if (!verdict.error.empty()) co_return finish(failed_before_start(s, instance, verdict.error));
+    if (!verdict.run) {
+      instance_outcome o;
+      o.result = unstarted(instance, step_status::skipped);
+      co_return finish(std::move(o));
+    }
+  }
+  if (++rs_.instances_started > rs_.limits.max_total_steps) {
+    auto o = failed_before_start(s, instance, "the run reached recursion.max_total_steps (" +
+                                                  std::to_string(rs_.limits.max_total_steps) + " step instances)");
+    o.next = flow::fatal;  // a runaway recipe stops, whatever its on_error says
+    o.result.fatal = true;
+    co_return finish(std::move(o));
+  }
+
+  const bool hooks = runs_hooks(s, iteration);
+  if (hooks && !stop.stop_requested() && !frame_.r.hooks.pre_step.empty()) co_await run_hook(frame_.r.hooks.pre_step, s, instance, nullptr, sc);
+  const auto started = steady::now();
+  auto o = co_await run_body(s, sc, instance, stop, iteration);
+  o.result.step_id = instance;
+  o.result.duration = steady::now() - started;
+  if (o.result.status == step_status::failed) o.result.fatal = o.next == flow::fatal;
+  if (hooks && !stop.stop_requested()) {
+    const bool bad = o.result.status == step_status::failed || o.result.status == step_status::cancelled;
+    const auto& hook = bad ? frame_.r.hooks.on_error : frame_.r.hooks.post_step;
+    if (!hook.empty()) co_await run_hook(hook, s, instance, &o.result, sc);
+  }
+  co_return finish(std::move(o));
+}
+
+boost::asio::awaitable<instance_outcome> step_executor::run_body(const step& s, scope sc, const std::string& instance,
+                                                                 std::stop_token stop, bool iteration) {
+  if (iteration && !s.steps.empty()) co_return co_await run_iteration(s, sc, instance, stop);
+  if (!iteration && s.foreach) co_return co_await run_foreach(s, sc, instance, stop);
+  if (!iteration && s.loop_while) co_return co_await run_while(s, sc, instance, stop);
+  switch (s.type) {
+    case step_type::gate: co_return co_await run_gate(s, sc, instance, stop);
+    case step_type::bash:
+    case step_type::recipe: co_return co_await run_with_retry(s, sc, instance, stop);
+    case step_type::agent:
+      co_return failed_before_start(s, instance, "agent steps are not supported by this version of arun yet");
+    case step_type::loop: break;
+  }
+  co_return failed_before_start(s, instance, "a loop step needs foreach or while_condition");
+}
+
+}  // namespace arun::engine

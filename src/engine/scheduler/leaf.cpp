@@ -1,0 +1,186 @@
+// Leaf work: bash steps as child processes through the step runner, under the run's
+// concurrency limit, with retry and backoff (SPEC §3.3, §3.6, §7); hooks (SPEC §9).
+#include "scheduler/step_executor.hpp"
+
+#include "output_value.hpp"
+#include "policy/json_extract.hpp"
+#include "policy/retry.hpp"
+#include "step_preparation.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace arun::engine {
+namespace {
+
+namespace asio = boost::asio;
+
+std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r) {
+  const auto t = s.timeout ? s.timeout : r.default_step_timeout;
+  // 0 means no limit (SPEC §3.1); so does anything beyond ~31 years, which would overflow.
+  constexpr double longest_seconds = 1e9;
+  if (!t || t->count() <= 0 || !(t->count() < longest_seconds)) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(*t);
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// SPEC §3.6: what a finished child leaves in the result and the context.
+instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o) {
+  instance_outcome out;
+  auto& r = out.result;
+  r.step_id = instance;
+  r.exit_code = o.exit_code;
+  r.signal = o.signal;
+  r.timed_out = o.timed_out;
+  r.truncated = o.truncated;
+  r.duration = o.duration;
+  r.attempts = o.started ? 1 : 0;
+  if (s.output_exit_code && o.exit_code) out.updates[*s.output_exit_code] = *o.exit_code;
+  if (!o.succeeded()) {
+    r.status = o.cancelled ? step_status::cancelled : step_status::failed;
+    r.error = "step '" + instance + "': " + o.error;
+    if (!o.snippet.empty()) r.error += "\n" + o.snippet;
+    out.next = o.cancelled ? flow::cancelled : failure_flow(s);
+    return out;
+  }
+  r.status = step_status::completed;
+  if (!s.parse_json) {
+    r.output = output_value(o.stdout_text);
+  } else if (auto parsed = extract_json(o.stdout_text)) {
+    r.output = std::move(*parsed);
+  } else if (s.parse_json_required) {
+    r.status = step_status::failed;
+    r.error = "step '" + instance + "': parse_json_required: the output holds no JSON";
+    out.next = failure_flow(s);
+    return out;
+  } else {
+    r.status = step_status::degraded;  // the raw text is kept
+    r.error = "step '" + instance + "': parse_json: the output holds no JSON; the text was stored as it is";
+    r.output = boost::json::string(trim(o.stdout_text));
+  }
+  if (s.output) out.updates[*s.output] = r.output;
+  return out;
+}
+
+attempt_failure failure_of(const step_result& r) {
+  attempt_failure f;
+  f.timed_out = r.timed_out;
+  f.cancelled = r.status == step_status::cancelled;
+  f.exit_code = r.exit_code;
+  return f;
+}
+
+}  // namespace
+
+asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, scope sc, const std::string& instance,
+                                                                std::stop_token stop) {
+  for (int attempt = 1;; ++attempt) {
+    instance_outcome o;
+    if (s.type == step_type::recipe)
+      o = co_await run_recipe_call(s, sc, instance, attempt, stop);
+    else
+      o = co_await run_bash(s, sc, instance, attempt, stop);
+    // Attempts that never started a child (a missing working directory) do not count.
+    o.result.attempts += attempt - 1;
+    if (o.result.status != step_status::failed || !s.retry || stop.stop_requested() ||
+        !should_retry(*s.retry, failure_of(o.result), attempt))
+      co_return o;
+    const auto delay = retry_delay(*s.retry, attempt, rs_.unit_random());
+    auto e = rs_.make_event(event_kind::step_retry, instance, instance_type(s, is_loop(s)));
+    e.attempt = attempt;
+    e.delay = delay;
+    e.message = first_line(o.result.error);
+    rs_.emit(e);
+    // An awaited timer, never a blocking sleep; stopping the run ends the wait at once.
+    asio::steady_timer wait(rs_.executor, delay);
+    std::stop_callback on_stop(stop, [&wait] { wait.cancel(); });
+    co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (stop.stop_requested()) {
+      o.result.status = step_status::cancelled;
+      o.result.error = "step '" + instance + "': cancelled while waiting to retry; " + o.result.error;
+      o.next = flow::cancelled;
+      o.updates = {};
+      co_return o;
+    }
+  }
+}
+
+asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope sc, const std::string& instance,
+                                                          int attempt, std::stop_token stop) {
+  const auto builtins = step_builtins(s, instance);
+  auto prepared = prepare_bash(s, view(sc, builtins));
+  rs_.warn(instance, prepared.warnings);
+  if (!prepared.error.empty()) {
+    instance_outcome o;
+    o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + prepared.error);
+    o.next = failure_flow(s);
+    co_return o;
+  }
+  bash_invocation inv = std::move(prepared.invocation);
+  inv.instance_id = instance;
+  inv.timeout = effective_timeout(s, frame_.r);
+  auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop);
+  co_return to_outcome(s, instance, std::move(out));
+}
+
+asio::awaitable<leaf_outcome> step_executor::run_child(bash_invocation inv, const std::string& instance,
+                                                       std::string_view type, int attempt, std::stop_token stop) {
+  if (!co_await rs_.limiter.acquire(stop)) {
+    leaf_outcome o;
+    o.cancelled = true;
+    o.error = "cancelled before it started";
+    co_return o;
+  }
+  slot_lease lease(rs_.limiter);
+  if (type != "hook") {  // a hook belongs to its step's instance, which has its own start
+    auto start = rs_.make_event(event_kind::step_start, instance, type);
+    start.attempt = attempt;
+    rs_.emit(start);
+  }
+  inv.on_line = [&rs = rs_, instance, type = std::string(type)](output_stream stream, std::string_view line, bool cut) {
+    auto e = rs.make_event(event_kind::step_output, instance, type);
+    e.stream = stream;
+    e.line = line;
+    e.line_truncated = cut;
+    rs.emit(e);
+  };
+  const auto tracked = rs_.track(instance, std::string(type));
+  // The runner sees cancellation through its own slot: stopping this instance's scope (a
+  // failed sibling, the interrupt) terminates the child's process group.
+  asio::cancellation_signal cancel;
+  std::stop_callback on_stop(stop, [&cancel] { cancel.emit(asio::cancellation_type::terminal); });
+  co_return co_await asio::co_spawn(rs_.executor, rs_.runner.run_bash(std::move(inv)),
+                                    asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+}
+
+asio::awaitable<void> step_executor::run_hook(const std::string& command, const step& s, const std::string& instance,
+                                              const step_result* finished, scope sc) {
+  auto builtins = step_builtins(s, instance);
+  boost::json::object about{{"id", instance}, {"index", builtins["step"].as_object()["index"]}};
+  about["status"] = finished ? boost::json::value(to_string(finished->status)) : boost::json::value("running");
+  about["error"] = finished ? finished->error : "";
+  builtins["step"] = std::move(about);
+  step hook;
+  hook.id = s.id;
+  hook.command = command;
+  auto prepared = prepare_bash(hook, view(sc, builtins));
+  rs_.warn(instance, prepared.warnings);
+  const std::string which = finished == nullptr ? "pre_step" : &command == &frame_.r.hooks.on_error ? "on_error" : "post_step";
+  if (!prepared.error.empty()) {
+    rs_.warn(instance, {which + " hook not run: " + prepared.error});
+    co_return;
+  }
+  auto inv = std::move(prepared.invocation);
+  inv.instance_id = instance;
+  inv.timeout = rs_.options.hook_timeout;
+  // A failed sibling does not stop a hook (it is short and bounded); the interrupt does.
+  auto out = co_await run_child(std::move(inv), instance, "hook", 1, rs_.interrupt.get_token());
+  if (!out.succeeded()) rs_.warn(instance, {which + " hook failed: " + out.error});
+}
+
+}  // namespace arun::engine

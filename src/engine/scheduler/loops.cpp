@@ -1,0 +1,245 @@
+// Loops (SPEC §6.3): foreach fans out over a frozen item list with N workers pulling indices
+// from a cursor, so memory follows the concurrency, not the item count; while repeats its
+// body until its condition, break_when or max_while_iterations ends it.
+#include "scheduler/step_executor.hpp"
+
+#include "scheduler/task_group.hpp"
+#include "step_preparation.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+
+namespace arun::engine {
+namespace {
+
+// A loop's own result: counts, the collected list as output, collect/output variables.
+// A failed loop (status failed) still continues the run when its on_error says so (`end`).
+instance_outcome loop_outcome(const step& s, iteration_counts counts, boost::json::array collected, step_status status,
+                              flow end, const std::string& error) {
+  instance_outcome o;
+  o.result.iterations = counts;
+  o.result.output = std::move(collected);
+  o.result.status = status;
+  o.result.error = error;
+  o.next = end;
+  if (status != step_status::completed) return o;
+  if (s.foreach && s.foreach->collect) o.updates[*s.foreach->collect] = o.result.output;
+  if (s.output) o.updates[*s.output] = o.result.output;
+  return o;
+}
+
+instance_outcome loop_failed(const step& s, const std::string& instance, const std::string& why) {
+  instance_outcome o;
+  o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + why);
+  o.next = failure_flow(s);
+  return o;
+}
+
+// The foreach items (SPEC §6.3): a list, or a string holding a JSON list.
+std::variant<boost::json::array, std::string> as_items(const boost::json::value& v) {
+  if (const auto* a = v.if_array()) return *a;
+  if (const auto* s = v.if_string()) {
+    boost::system::error_code ec;
+    auto parsed = boost::json::parse(*s, ec);
+    if (!ec && parsed.is_array()) return std::move(parsed.as_array());
+    return std::string("foreach needs a list, got a string that is not a JSON list");
+  }
+  return "foreach needs a list, got " + std::string(v.is_null() ? "null (no value)" : to_string(v.kind()));
+}
+
+bool finished_well(step_status s) { return s == step_status::completed || s == step_status::degraded; }
+
+}  // namespace
+
+struct step_executor::foreach_run {
+  boost::json::array items;  // frozen when the loop starts (SPEC §4.1)
+  boost::json::array collected;
+  iteration_counts counts;
+  std::size_t cursor = 0;
+  std::stop_source stop;   // a fatal iteration (fail fast) or the run's stop
+  bool skipping = false;   // skip_remaining: no further iterations
+  std::string error;       // the first fatal iteration's
+  flow end = flow::next;
+};
+
+boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope sc, const std::string& instance, foreach_run& loop) {
+  const auto& as = s.foreach->as;
+  while (loop.cursor < loop.items.size() && !loop.skipping && !loop.stop.stop_requested()) {
+    const std::size_t i = loop.cursor++;
+    // Iteration-local names hide the context's; the body's outputs stay in here too.
+    boost::json::object locals = sc.locals ? *sc.locals : boost::json::object{};
+    locals[as] = loop.items[i];
+    locals["_loop_index"] = i;
+    locals["_loop_iteration"] = i + 1;
+    auto o = co_await run_instance(s, scope{sc.context, &locals}, instance + "[" + std::to_string(i) + "]",
+                                   loop.stop.get_token(), true);
+    const auto st = o.result.status;
+    if (finished_well(st)) {
+      ++loop.counts.completed;
+      loop.collected[i] = std::move(o.result.output);
+    } else if (st == step_status::failed) {
+      ++loop.counts.failed;
+    } else {
+      ++loop.counts.skipped;
+    }
+    if (o.next == flow::fatal && loop.end != flow::fatal) {
+      loop.end = flow::fatal;
+      loop.error = o.result.error;
+      loop.stop.request_stop();  // fail fast: running iterations are cancelled
+    } else if (o.next == flow::skip_remaining) {
+      loop.skipping = true;
+      loop.end = worse(loop.end, flow::skip_remaining);
+    }
+  }
+}
+
+boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& s, scope sc, const std::string& instance,
+                                                                    std::stop_token stop) {
+  const auto& spec = *s.foreach;
+  const auto builtins = step_builtins(s, instance);
+  auto rendered = render_value(spec.items, view(sc, builtins));
+  rs_.warn(instance, rendered.warnings);
+  if (!rendered.ok()) co_return loop_failed(s, instance, "foreach: " + rendered.error);
+  auto items = as_items(rendered.value);
+  if (auto* why = std::get_if<std::string>(&items)) co_return loop_failed(s, instance, *why);
+  foreach_run loop;
+  loop.items = std::move(std::get<boost::json::array>(items));
+  const auto n = loop.items.size();
+  if (n > static_cast<std::size_t>(std::max(0, spec.max_iterations)))
+    co_return loop_failed(s, instance, "foreach has " + std::to_string(n) + " items, more than max_iterations (" +
+                                           std::to_string(spec.max_iterations) + ")");
+  loop.collected.resize(n);
+  loop.counts.total = n;
+  auto start = rs_.make_event(event_kind::step_start, instance, "loop");
+  start.items = n;
+  rs_.emit(start);
+
+  std::stop_callback forward(stop, [&loop] { loop.stop.request_stop(); });
+  const int limit = spec.max_concurrent <= 0 ? rs_.options.max_concurrent : spec.max_concurrent;
+  const auto workers = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, limit)), n);
+  task_group tasks(rs_.executor);
+  for (std::size_t w = 0; w < workers; ++w) tasks.spawn(foreach_worker(s, sc, instance, loop));
+  co_await tasks.join();
+
+  const auto finished = loop.counts.completed + loop.counts.failed + loop.counts.skipped;
+  loop.counts.skipped += n - finished;  // never started: the loop ended early
+  if (loop.end == flow::next && stop.stop_requested()) loop.end = flow::cancelled;
+  const auto status = loop.end == flow::fatal       ? step_status::failed
+                      : loop.end == flow::cancelled ? step_status::cancelled
+                                                    : step_status::completed;
+  co_return loop_outcome(s, loop.counts, std::move(loop.collected), status, loop.end,
+                         loop.end == flow::cancelled ? "step '" + instance + "': cancelled" : loop.error);
+}
+
+boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step& s, scope sc,
+                                                                      const std::string& instance, std::stop_token stop) {
+  rs_.emit(rs_.make_event(event_kind::step_start, instance, "iteration"));
+  auto body = co_await run_steps(s.steps, sc, instance + "/", stop, false);
+  instance_outcome o;
+  o.result.output = std::move(body.last_output);
+  o.next = body.end == flow::fatal ? failure_flow(s) : body.end;
+  switch (body.end) {
+    case flow::fatal: {
+      o.result.status = step_status::failed;
+      for (const auto& r : body.results)
+        if (r.status == step_status::failed && r.fatal) o.result.error = r.error;
+      if (o.result.error.empty()) o.result.error = "step '" + instance + "': " + body.error;
+      break;
+    }
+    case flow::cancelled: o.result.status = step_status::cancelled; break;
+    default: o.result.status = step_status::completed;
+  }
+  co_return o;
+}
+
+boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s, scope sc, const std::string& instance,
+                                                                  std::stop_token stop) {
+  const auto& spec = *s.loop_while;
+  // The loop's variables persist across iterations: the body's outputs and update_context
+  // are what the condition sees next time.
+  const boost::json::object before = sc.locals ? *sc.locals : boost::json::object{};
+  boost::json::object locals = before;
+  const scope inner{sc.context, &locals};
+  boost::json::array collected;
+  iteration_counts counts;
+  flow end = flow::next;
+  bool failed = false;
+  std::string error;
+  rs_.emit(rs_.make_event(event_kind::step_start, instance, "loop"));
+  for (std::size_t i = 0;; ++i) {
+    if (stop.stop_requested()) {
+      end = flow::cancelled;
+      error = "step '" + instance + "': cancelled";
+      break;
+    }
+    locals["_loop_index"] = i;
+    locals["_loop_iteration"] = i + 1;
+    const auto builtins = step_builtins(s, instance);
+    const auto go = check_expression(spec.condition, "while_condition", view(inner, builtins));
+    rs_.warn(instance, go.warnings);
+    if (!go.error.empty() || (go.run && i >= static_cast<std::size_t>(std::max(0, spec.max_iterations)))) {
+      end = failure_flow(s);
+      failed = true;
+      error = "step '" + instance + "': " +
+              (go.error.empty() ? "the loop reached max_while_iterations (" + std::to_string(spec.max_iterations) +
+                                      ") and its condition still holds"
+                                : go.error);
+      ++counts.failed;
+      break;
+    }
+    if (!go.run) break;
+    ++counts.total;
+    auto o = co_await run_instance(s, inner, instance + "[" + std::to_string(i) + "]", stop, true);
+    for (auto& kv : o.updates) locals[kv.key()] = std::move(kv.value());
+    const auto st = o.result.status;
+    collected.push_back(finished_well(st) ? o.result.output : nullptr);
+    if (finished_well(st)) ++counts.completed;
+    else if (st == step_status::failed) ++counts.failed;
+    else ++counts.skipped;
+    if (o.next == flow::fatal || o.next == flow::cancelled) {
+      end = o.next;
+      failed = o.next == flow::fatal;
+      error = o.result.error;
+      break;
+    }
+    if (o.next == flow::skip_remaining) {
+      end = flow::skip_remaining;
+      break;
+    }
+    auto updated = render_value(spec.update_context, view(inner, builtins));
+    rs_.warn(instance, updated.warnings);
+    if (!updated.ok()) {
+      end = failure_flow(s);
+      failed = true;
+      error = "step '" + instance + "': update_context: " + updated.error;
+      break;
+    }
+    if (auto* fields = updated.value.if_object())
+      for (auto& kv : *fields) locals[kv.key()] = std::move(kv.value());
+    const auto stop_now = check_expression(spec.break_when, "break_when", view(inner, builtins));
+    rs_.warn(instance, stop_now.warnings);
+    if (!spec.break_when.empty() && (stop_now.run || !stop_now.error.empty())) {
+      if (!stop_now.error.empty()) {
+        end = failure_flow(s);
+        failed = true;
+        error = "step '" + instance + "': " + stop_now.error;
+      }
+      break;
+    }
+  }
+  const auto status = failed ? step_status::failed : end == flow::cancelled ? step_status::cancelled : step_status::completed;
+  auto o = loop_outcome(s, counts, std::move(collected), status, end, error);
+  if (status == step_status::completed) {
+    // The loop's own variables (not its counters) become visible after it.
+    for (const auto& kv : locals) {
+      if (kv.key() == "_loop_index" || kv.key() == "_loop_iteration") continue;
+      const auto* old = before.if_contains(kv.key());
+      if (!old || *old != kv.value()) o.updates[kv.key()] = kv.value();
+    }
+    if (s.output) o.updates[*s.output] = o.result.output;
+  }
+  co_return o;
+}
+
+}  // namespace arun::engine

@@ -1,0 +1,85 @@
+#include "scheduler/run_state.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+namespace arun::engine {
+
+namespace asio = boost::asio;
+
+run_state::run_state(step_runner& r, event_listener& listener, run_options opts, const recipe& top,
+                     const asio::any_io_executor& ex)
+    : runner(r),
+      options(std::move(opts)),
+      executor(ex),
+      limiter(ex, options.max_concurrent),
+      limits(top.recursion),
+      listener_(listener),
+      random_(options.random_seed ? options.random_seed : std::random_device{}()),
+      ticker_(ex) {}
+
+event run_state::make_event(event_kind kind, std::string_view instance, std::string_view type) const {
+  event e;
+  e.kind = kind;
+  e.session_id = options.session_id;
+  e.step = instance;
+  e.step_type = type;
+  return e;
+}
+
+void run_state::warn(std::string_view instance, const std::vector<std::string>& messages) {
+  for (const auto& m : messages) {
+    if (!warned_.emplace(declared_path(instance), m).second) continue;
+    auto e = make_event(event_kind::warning, instance);
+    e.message = m;
+    emit(e);
+  }
+}
+
+double run_state::unit_random() { return std::uniform_real_distribution<double>(0.0, 1.0)(random_); }
+
+run_state::running_leaf run_state::track(std::string instance, std::string type) {
+  const auto now = steady::now();
+  running_.push_back({std::move(instance), std::move(type), now, now});
+  return {running_, std::prev(running_.end())};
+}
+
+asio::awaitable<void> run_state::heartbeats() {
+  const auto every = options.heartbeat;
+  if (every <= std::chrono::nanoseconds::zero()) co_return;
+  // Check often enough that a beat is at most ~1 s late, without waking more than needed.
+  const auto tick = std::min<std::chrono::nanoseconds>(every, std::chrono::seconds(1));
+  while (!heartbeats_stopped_) {
+    ticker_.expires_after(tick);
+    co_await ticker_.async_wait(asio::as_tuple(asio::use_awaitable));
+    const auto now = steady::now();
+    for (auto& leaf : running_) {
+      if (heartbeats_stopped_ || now - leaf.last_beat < every) continue;
+      leaf.last_beat = now;
+      auto e = make_event(event_kind::step_heartbeat, leaf.instance, leaf.type);
+      e.elapsed = now - leaf.started;
+      emit(e);
+    }
+  }
+}
+
+void run_state::stop_heartbeats() {
+  heartbeats_stopped_ = true;
+  ticker_.cancel();
+}
+
+std::string declared_path(std::string_view instance) {
+  std::string out;
+  out.reserve(instance.size());
+  bool in_index = false;
+  for (char c : instance) {
+    if (c == '[') in_index = true;
+    if (!in_index) out += c;
+    if (c == ']') in_index = false;
+  }
+  return out;
+}
+
+}  // namespace arun::engine

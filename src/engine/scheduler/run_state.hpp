@@ -1,0 +1,91 @@
+#pragma once
+// What every coroutine of one run shares: the host's services, the concurrency limit, the
+// interrupt, the step budget, event emission and the heartbeat ticker. One per run; the
+// scheduler runs on one thread, so nothing here needs a lock.
+
+#include "scheduler/limiter.hpp"
+
+#include <arun/engine.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <list>
+#include <random>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace arun::engine {
+
+using steady = std::chrono::steady_clock;
+
+class run_state {
+public:
+  run_state(step_runner& runner, event_listener& listener, run_options options, const recipe& top,
+            const boost::asio::any_io_executor& ex);
+
+  step_runner& runner;
+  const run_options options;
+  const boost::asio::any_io_executor executor;
+  concurrency_limiter limiter;
+  std::stop_source interrupt;  ///< the whole run stops: no new work, running children end
+  const recursion_limits limits;  ///< the top-level recipe's, for the whole run (SPEC §2)
+  int instances_started = 0;      ///< counted against limits.max_total_steps
+
+  event make_event(event_kind kind, std::string_view instance = {}, std::string_view type = {}) const;
+  void emit(const event& e) noexcept { listener_.on_event(e); }
+  /// Warning events, each text once per step (an iteration repeats its loop's warnings).
+  void warn(std::string_view instance, const std::vector<std::string>& messages);
+
+  /// A number in [0, 1) for retry jitter.
+  double unit_random();
+
+  /// Registers a running child for heartbeats until the returned handle is destroyed.
+  class running_leaf;
+  running_leaf track(std::string instance, std::string type);
+
+  /// Emits step_heartbeat for every tracked child running longer than options.heartbeat since
+  /// its start or last beat; returns when `stop_heartbeats` is called.
+  boost::asio::awaitable<void> heartbeats();
+  void stop_heartbeats();
+
+private:
+  struct tracked {
+    std::string instance, type;
+    steady::time_point started, last_beat;
+  };
+
+  event_listener& listener_;
+  std::mt19937_64 random_;
+  std::set<std::pair<std::string, std::string>, std::less<>> warned_;
+  std::list<tracked> running_;
+  boost::asio::steady_timer ticker_;
+  bool heartbeats_stopped_ = false;
+};
+
+class run_state::running_leaf {
+public:
+  running_leaf(std::list<tracked>& owner, std::list<tracked>::iterator it) : owner_(&owner), it_(it) {}
+  running_leaf(running_leaf&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)), it_(other.it_) {}
+  running_leaf(const running_leaf&) = delete;
+  running_leaf& operator=(const running_leaf&) = delete;
+  running_leaf& operator=(running_leaf&&) = delete;
+  ~running_leaf() {
+    if (owner_) owner_->erase(it_);
+  }
+
+private:
+  std::list<tracked>* owner_;
+  std::list<tracked>::iterator it_;
+};
+
+/// `id[3]/child` -> `id/child`: the declared step an instance belongs to.
+std::string declared_path(std::string_view instance);
+
+}  // namespace arun::engine

@@ -1,0 +1,119 @@
+// Sequential execution with parallel groups (SPEC §6.1, §6.2), and stages (SPEC §8).
+#include "scheduler/step_executor.hpp"
+
+#include "scheduler/task_group.hpp"
+#include "step_preparation.hpp"
+
+namespace arun::engine {
+namespace {
+
+// Records a finished instance in the sequence: its updates land in the scope now.
+void absorb(sequence_outcome& out, instance_outcome&& o, scope sc) {
+  auto& target = sc.target();
+  for (auto& kv : o.updates) target[kv.key()] = std::move(kv.value());
+  const auto st = o.result.status;
+  if (st == step_status::completed || st == step_status::degraded) out.last_output = o.result.output;
+  out.end = worse(out.end, o.next);
+  if (o.waiting) out.waiting = std::move(o.waiting);
+  out.results.push_back(std::move(o.result));
+}
+
+}  // namespace
+
+boost::asio::awaitable<sequence_outcome> step_executor::run_steps(const std::vector<step>& steps, scope sc,
+                                                                  std::string prefix, std::stop_token stop, bool dag) {
+  if (dag) co_return co_await run_dag(steps, sc, prefix, stop);
+  co_return co_await run_sequence(steps, sc, prefix, stop);
+}
+
+boost::asio::awaitable<sequence_outcome> step_executor::run_sequence(const std::vector<step>& steps, scope sc,
+                                                                     const std::string& prefix, std::stop_token stop) {
+  sequence_outcome out;
+  std::size_t i = 0;
+  while (i < steps.size()) {
+    const step& s = steps[i];
+    if (out.end == flow::next && stop.stop_requested()) out.end = flow::cancelled;
+    if (out.end != flow::next) {
+      // After skip_remaining the rest is skipped; after a fatal failure or a stop it never ran.
+      const auto status = out.end == flow::skip_remaining ? step_status::skipped : step_status::not_run;
+      out.results.push_back(unstarted(prefix + s.id, status));
+      ++i;
+      continue;
+    }
+    std::size_t end = i + 1;
+    if (s.parallel_group)
+      while (end < steps.size() && steps[end].parallel_group == s.parallel_group) ++end;
+    if (end - i > 1) {
+      std::vector<const step*> members;
+      for (std::size_t k = i; k < end; ++k) members.push_back(&steps[k]);
+      auto outcomes = co_await run_group(members, sc, prefix, stop);
+      // Merged after every member finished, in declaration order, never finishing order.
+      for (auto& o : outcomes) absorb(out, std::move(o), sc);
+    } else {
+      absorb(out, co_await run_instance(s, sc, prefix + s.id, stop), sc);
+    }
+    i = end;
+  }
+  co_return out;
+}
+
+boost::asio::awaitable<void> step_executor::run_member(const step& s, scope sc, std::string instance,
+                                                       std::stop_source& group, instance_outcome& slot) {
+  slot = co_await run_instance(s, sc, std::move(instance), group.get_token());
+  // Fail fast: a fatal failure cancels the members still running.
+  if (slot.next == flow::fatal) group.request_stop();
+}
+
+boost::asio::awaitable<std::vector<instance_outcome>> step_executor::run_group(const std::vector<const step*>& members,
+                                                                               scope sc, const std::string& prefix,
+                                                                               std::stop_token stop) {
+  std::vector<instance_outcome> outcomes(members.size());
+  std::stop_source group;
+  std::stop_callback forward(stop, [&group] { group.request_stop(); });
+  // Every member sees the context as it was when the group started: nothing writes to the
+  // scope until all have finished (their updates come back in the outcomes).
+  task_group tasks(rs_.executor);
+  for (std::size_t k = 0; k < members.size(); ++k)
+    tasks.spawn(run_member(*members[k], sc, prefix + members[k]->id, group, outcomes[k]));
+  co_await tasks.join();
+  co_return outcomes;
+}
+
+boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std::string prefix, std::stop_token stop) {
+  const recipe& r = frame_.r;
+  const bool dag = r.execution == execution_mode::dag;
+  if (r.stages.empty()) co_return co_await run_steps(r.steps, sc, prefix, stop, dag);
+  sequence_outcome out;
+  for (std::size_t index = 0; index < r.stages.size(); ++index) {
+    const auto& st = r.stages[index];
+    frame_.builtins["stage"] = {{"name", st.name}, {"index", index}};
+    bool run = out.end == flow::next && !stop.stop_requested();
+    if (run && !st.condition.empty()) {
+      const auto verdict = check_expression(st.condition, "stage condition", view(sc, frame_.builtins));
+      rs_.warn(prefix + st.name, verdict.warnings);
+      if (!verdict.error.empty()) {
+        out.end = flow::fatal;
+        out.error = "stage '" + st.name + "': " + verdict.error;
+      }
+      run = verdict.error.empty() && verdict.run;
+      if (verdict.error.empty() && !verdict.run) {
+        for (const auto& s : st.steps) out.results.push_back(unstarted(prefix + s.id, step_status::skipped));
+        continue;
+      }
+    }
+    if (!run) {
+      const auto status = out.end == flow::skip_remaining ? step_status::skipped : step_status::not_run;
+      for (const auto& s : st.steps) out.results.push_back(unstarted(prefix + s.id, status));
+      continue;
+    }
+    auto part = co_await run_steps(st.steps, sc, prefix, stop, dag);
+    for (auto& res : part.results) out.results.push_back(std::move(res));
+    if (!part.last_output.is_null()) out.last_output = std::move(part.last_output);
+    out.end = part.end;
+    if (part.waiting) out.waiting = std::move(part.waiting);
+  }
+  frame_.builtins.erase("stage");
+  co_return out;
+}
+
+}  // namespace arun::engine

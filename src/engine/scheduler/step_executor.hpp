@@ -1,0 +1,159 @@
+#pragma once
+// Runs the steps of one recipe invocation (the top-level recipe, or a sub-recipe call):
+// sequences with parallel groups, DAG order, loops, leaves with retry, sub-recipes, gates and
+// hooks. Every path returns an instance_outcome value; exceptions are arun faults only.
+
+#include "scheduler/run_state.hpp"
+#include "template/render.hpp"
+
+#include <arun/recipe.hpp>
+#include <arun/results.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+namespace arun::engine {
+
+/// One recipe invocation: what its steps render against besides the context.
+struct recipe_frame {
+  const recipe& r;
+  name_set declared;         ///< SPEC §5.2 declared names, for the undefined-reference rule
+  undefined_mode mode = undefined_mode::normal;
+  boost::json::object builtins;  ///< recipe.*, session.* (step.* and stage.* are added per step)
+  std::string prefix;        ///< instance id prefix: "" at the top, "call/" inside sub-recipe step `call`
+  int depth = 0;             ///< 0 at the top
+  int max_depth = 6;         ///< for this subtree (SPEC §3.5 recursion)
+  std::vector<std::string> chain;  ///< recipe names from the top, for recursion errors
+};
+
+/// Where a step reads and writes variables. Writes go to `locals` when set (a loop iteration
+/// keeps its body's outputs to itself), else to `context`.
+struct scope {
+  boost::json::object* context = nullptr;
+  boost::json::object* locals = nullptr;
+  boost::json::object& target() const { return locals ? *locals : *context; }
+};
+
+/// What happens after an instance.
+enum class flow { next, fatal, skip_remaining, cancelled, suspend };
+
+struct instance_outcome {
+  step_result result;
+  boost::json::object updates;  ///< variables to set in the caller's scope (SPEC §3.6)
+  flow next = flow::next;
+  std::optional<pending_approval> waiting;  ///< flow::suspend
+};
+
+struct sequence_outcome {
+  std::vector<step_result> results;  ///< one per declared step, in order
+  flow end = flow::next;             ///< fatal / skip_remaining / cancelled / suspend, or next
+  std::optional<pending_approval> waiting;
+  boost::json::value last_output;    ///< the last completed step's output
+  std::string error;                 ///< why it ended when no step says so (a stage condition)
+};
+
+class step_executor {
+public:
+  step_executor(run_state& rs, recipe_frame& frame) : rs_(rs), frame_(frame) {}
+
+  /// Runs `steps` in order (parallel groups together), or as a DAG when `dag`, writing their
+  /// updates into `sc` as they finish. `prefix` starts every instance id.
+  boost::asio::awaitable<sequence_outcome> run_steps(const std::vector<step>& steps, scope sc,
+                                                     std::string prefix, std::stop_token stop, bool dag = false);
+
+  /// One step instance: journal lookup, tags, condition, hooks, the body, events, journal.
+  /// An `iteration` of a loop step runs the loop's body; its tags and condition were checked
+  /// for the loop as a whole.
+  boost::asio::awaitable<instance_outcome> run_instance(const step& s, scope sc, std::string instance,
+                                                        std::stop_token stop, bool iteration = false);
+
+  /// The recipe's steps, or its stages in order (SPEC §8), as run_steps does.
+  boost::asio::awaitable<sequence_outcome> run_recipe(scope sc, std::string prefix, std::stop_token stop);
+
+private:
+  // sequence.cpp
+  boost::asio::awaitable<sequence_outcome> run_sequence(const std::vector<step>& steps, scope sc,
+                                                        const std::string& prefix, std::stop_token stop);
+  boost::asio::awaitable<void> run_member(const step& s, scope sc, std::string instance, std::stop_source& group,
+                                         instance_outcome& slot);
+  boost::asio::awaitable<std::vector<instance_outcome>> run_group(const std::vector<const step*>& members, scope sc,
+                                                                  const std::string& prefix, std::stop_token stop);
+  // dag.cpp
+  boost::asio::awaitable<sequence_outcome> run_dag(const std::vector<step>& steps, scope sc,
+                                                   const std::string& prefix, std::stop_token stop);
+  struct dag_run;
+  boost::asio::awaitable<void> run_dag_node(const step& s, std::size_t index, const std::vector<std::size_t>& deps,
+                                            scope sc, std::string instance, dag_run& dag);
+  // instance.cpp
+  boost::asio::awaitable<instance_outcome> run_body(const step& s, scope sc, const std::string& instance,
+                                                    std::stop_token stop, bool as_iteration);
+  boost::asio::awaitable<void> run_hook(const std::string& command, const step& s, const std::string& instance,
+                                        const step_result* finished, scope sc);
+  // leaf.cpp
+  boost::asio::awaitable<instance_outcome> run_with_retry(const step& s, scope sc, const std::string& instance,
+                                                          std::stop_token stop);
+  boost::asio::awaitable<instance_outcome> run_bash(const step& s, scope sc, const std::string& instance, int attempt,
+                                                    std::stop_token stop);
+  /// One child under the concurrency limit: step_start when it gets its slot, output events,
+  /// heartbeats; stopping `stop` terminates it.
+  boost::asio::awaitable<leaf_outcome> run_child(bash_invocation inv, const std::string& instance,
+                                                 std::string_view type, int attempt, std::stop_token stop);
+  // loops.cpp
+  struct foreach_run;
+  boost::asio::awaitable<void> foreach_worker(const step& s, scope sc, const std::string& instance, foreach_run& loop);
+  boost::asio::awaitable<instance_outcome> run_foreach(const step& s, scope sc, const std::string& instance,
+                                                       std::stop_token stop);
+  boost::asio::awaitable<instance_outcome> run_while(const step& s, scope sc, const std::string& instance,
+                                                     std::stop_token stop);
+  boost::asio::awaitable<instance_outcome> run_iteration(const step& s, scope sc, const std::string& instance,
+                                                         std::stop_token stop);
+  // sub_recipe.cpp
+  boost::asio::awaitable<instance_outcome> run_recipe_call(const step& s, scope sc, const std::string& instance,
+                                                           int attempt, std::stop_token stop);
+  // gate.cpp
+  boost::asio::awaitable<instance_outcome> run_gate(const step& s, scope sc, const std::string& instance,
+                                                    std::stop_token stop);
+
+  /// The scope templates of step `s` render in (built-ins with step.* for this instance).
+  boost::json::object step_builtins(const step& s, const std::string& instance) const;
+  render_scope view(const scope& sc, const boost::json::object& builtins) const {
+    return render_scope{*sc.context, &frame_.declared, frame_.mode, &builtins, sc.locals};
+  }
+
+  run_state& rs_;
+  recipe_frame& frame_;
+};
+
+/// "bash", "agent", "recipe", "loop", "gate": the `type` of events.
+std::string_view type_name(const step& s);
+/// The `type` of an instance's events: an iteration of a looping leaf is that leaf's type; an
+/// iteration of a loop with a `steps:` body is "iteration".
+std::string_view instance_type(const step& s, bool iteration);
+/// A loop step (foreach or while), whose instances are iterations.
+bool is_loop(const step& s);
+/// The status a failed instance ends its caller with, by `on_error` (SPEC §7).
+flow failure_flow(const step& s);
+/// Which of two ways to end wins (a fatal failure over a cancellation over skip_remaining).
+inline flow worse(flow a, flow b) {
+  auto rank = [](flow f) {
+    switch (f) {
+      case flow::next: return 0;
+      case flow::skip_remaining: return 1;
+      case flow::cancelled: return 2;
+      case flow::fatal: return 3;
+      case flow::suspend: return 4;
+    }
+    return 0;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+/// A result for an instance that never started.
+step_result unstarted(std::string instance, step_status status, std::string error = {});
+
+}  // namespace arun::engine

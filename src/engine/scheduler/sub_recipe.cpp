@@ -1,0 +1,113 @@
+// Recipe steps (SPEC §3.5): the child runs in a frame of its own (its hooks, its declared
+// names, its instance prefix), on a copy of the parent's context; on success what it created
+// or changed comes back as the step's updates.
+#include "scheduler/step_executor.hpp"
+
+#include <arun/run_services.hpp>
+#include <arun/validation.hpp>
+
+namespace arun::engine {
+namespace {
+
+std::string joined_chain(const std::vector<std::string>& chain, const std::string& next) {
+  std::string text;
+  for (const auto& name : chain) text += name + " -> ";
+  return text + next;
+}
+
+std::string failed_children(const std::vector<step_result>& results) {
+  std::string list;
+  for (const auto& r : results) {
+    if (r.status != step_status::failed && r.status != step_status::cancelled) continue;
+    if (!list.empty()) list += "; ";
+    list += r.error.empty() ? r.step_id : r.error.substr(0, r.error.find('\n'));
+  }
+  return list;
+}
+
+}  // namespace
+
+boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const step& s, scope sc,
+                                                                        const std::string& instance, int attempt,
+                                                                        std::stop_token stop) {
+  instance_outcome o;
+  auto fail = [&](const std::string& why) {
+    o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + why);
+    o.next = failure_flow(s);
+    return std::move(o);
+  };
+  const auto builtins = step_builtins(s, instance);
+  const auto rscope = view(sc, builtins);
+  auto name = render_text(s.call.recipe, rscope);
+  rs_.warn(instance, name.warnings);
+  if (!name.ok()) co_return fail("recipe: " + name.error);
+  if (!rs_.options.recipes) co_return fail("sub-recipes cannot be loaded by this host (no recipe source)");
+  const auto loaded = rs_.options.recipes->load(name.text, frame_.r);
+  if (!loaded.value) co_return fail(loaded.error);
+  const recipe& child = *loaded.value;
+  if (frame_.depth + 1 > frame_.max_depth)
+    co_return fail("recursion depth limit " + std::to_string(frame_.max_depth) +
+                   " reached: " + joined_chain(frame_.chain, child.name));
+
+  // The child context: the parent's, then the child's defaults, then the step's overrides.
+  boost::json::object context = visible_context(rscope);
+  for (const auto& kv : child.context)
+    if (!context.contains(kv.key())) context[kv.key()] = kv.value();
+  auto overrides = render_value(s.call.context, rscope);
+  rs_.warn(instance, overrides.warnings);
+  if (!overrides.ok()) co_return fail("context: " + overrides.error);
+  if (auto* fields = overrides.value.if_object())
+    for (auto& kv : *fields) context[kv.key()] = std::move(kv.value());
+  const boost::json::object initial = context;
+
+  recipe_frame child_frame{child, declared_names(child), frame_.mode, frame_.builtins, instance + "/",
+                           frame_.depth + 1, frame_.max_depth, frame_.chain};
+  if (child.lenient_templates && child_frame.mode == undefined_mode::normal) child_frame.mode = undefined_mode::lenient;
+  if (s.call.max_depth) child_frame.max_depth = std::min(frame_.max_depth, frame_.depth + *s.call.max_depth);
+  child_frame.chain.push_back(child.name);
+  child_frame.builtins["recipe"] = {{"name", child.name}, {"version", child.version}, {"description", child.description}};
+  child_frame.builtins.erase("stage");
+  child_frame.builtins.erase("step");
+
+  auto start = rs_.make_event(event_kind::step_start, instance, "recipe");
+  start.attempt = attempt;
+  rs_.emit(start);
+  step_executor child_run(rs_, child_frame);
+  auto seq = co_await child_run.run_recipe(scope{&context, nullptr}, instance + "/", stop);
+  o.result.step_id = instance;
+  o.result.attempts = 1;
+  o.result.children = std::move(seq.results);
+  o.waiting = std::move(seq.waiting);
+  switch (seq.end) {
+    case flow::fatal:
+      o.result.status = step_status::failed;
+      o.result.error = "step '" + instance + "': sub-recipe '" + child.name + "' failed: " +
+                       (seq.error.empty() ? failed_children(o.result.children) : seq.error);
+      o.next = failure_flow(s);
+      co_return o;
+    case flow::cancelled:
+      o.result.status = step_status::cancelled;
+      o.result.error = "step '" + instance + "': cancelled";
+      o.next = flow::cancelled;
+      co_return o;
+    case flow::suspend:
+      o.result.status = step_status::not_run;
+      o.next = flow::suspend;
+      co_return o;
+    case flow::next:
+    case flow::skip_remaining: break;
+  }
+  // Success: every key the child created or changed comes back (SPEC §3.5).
+  boost::json::object delta;
+  for (const auto& kv : context) {
+    const auto* old = initial.if_contains(kv.key());
+    if (!old || *old != kv.value()) delta[kv.key()] = kv.value();
+  }
+  o.result.status = step_status::completed;
+  o.result.output = delta;
+  o.updates = delta;
+  if (s.output) o.updates[*s.output] = std::move(delta);
+  co_return o;
+}
+
+}  // namespace arun::engine

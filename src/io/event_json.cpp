@@ -1,0 +1,146 @@
+#include "event_json.hpp"
+
+#include "result_format.hpp"
+
+#include <ctime>
+#include <cstdio>
+
+namespace arun::io {
+namespace {
+
+double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+bool in_range(unsigned char c, unsigned char lo, unsigned char hi) { return c >= lo && c <= hi; }
+
+// Length of the well-formed UTF-8 sequence starting at s[i] (Unicode table 3-7), 0 if none.
+std::size_t valid_sequence_length(std::string_view s, std::size_t i) {
+  const auto at = [&](std::size_t k) -> unsigned char { return i + k < s.size() ? s[i + k] : 0; };
+  const unsigned char c = at(0);
+  if (c < 0x80) return 1;
+  const auto cont = [&](std::size_t k) { return in_range(at(k), 0x80, 0xBF); };
+  if (in_range(c, 0xC2, 0xDF)) return cont(1) ? 2 : 0;
+  if (in_range(c, 0xE0, 0xEF)) {
+    const unsigned char lo = c == 0xE0 ? 0xA0 : 0x80;
+    const unsigned char hi = c == 0xED ? 0x9F : 0xBF;
+    return in_range(at(1), lo, hi) && cont(2) ? 3 : 0;
+  }
+  if (in_range(c, 0xF0, 0xF4)) {
+    const unsigned char lo = c == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = c == 0xF4 ? 0x8F : 0xBF;
+    return in_range(at(1), lo, hi) && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+boost::json::value text_or_null(const std::string& s) {
+  if (s.empty()) return nullptr;
+  return boost::json::string(sanitize_utf8(s));
+}
+
+template <typename T>
+boost::json::value optional_value(const std::optional<T>& v) {
+  if (v) return *v;
+  return nullptr;
+}
+
+void add_step_end(boost::json::object& o, const step_result& r) {
+  o["status"] = to_string(r.status);
+  o["duration"] = seconds(r.duration);
+  o["attempt"] = r.attempts;
+  o["exit_code"] = optional_value(r.exit_code);
+  o["signal"] = optional_value(r.signal);
+  o["timed_out"] = r.timed_out;
+  o["error"] = text_or_null(r.error);
+  if (r.iterations) o["iterations"] = iterations_to_json(*r.iterations);
+}
+
+void add_recipe_end(boost::json::object& o, const run_result& r) {
+  o["status"] = to_string(r.status);
+  o["success"] = r.success();
+  o["duration"] = seconds(r.duration);
+  o["error"] = text_or_null(r.error);
+}
+
+bool is_step_event(const event& e) {
+  switch (e.kind) {
+    case event_kind::recipe_start:
+    case event_kind::recipe_end: return false;
+    case event_kind::warning: return !e.step.empty();
+    default: return true;
+  }
+}
+
+void add_kind_fields(boost::json::object& o, const event& e) {
+  switch (e.kind) {
+    case event_kind::recipe_start: o["recipe"] = e.recipe_name; break;
+    case event_kind::recipe_end:
+      o["recipe"] = e.recipe_name;
+      if (e.run) add_recipe_end(o, *e.run);
+      break;
+    case event_kind::step_start:
+      if (e.attempt > 0) o["attempt"] = e.attempt;
+      if (e.items) o["items"] = *e.items;
+      break;
+    case event_kind::step_output:
+      o["stream"] = to_string(e.stream);
+      o["line"] = sanitize_utf8(e.line);
+      o["truncated"] = e.line_truncated;
+      break;
+    case event_kind::step_heartbeat: o["elapsed"] = seconds(e.elapsed); break;
+    case event_kind::step_retry:
+      o["attempt"] = e.attempt;
+      o["delay"] = seconds(e.delay);
+      o["error"] = sanitize_utf8(e.message);
+      break;
+    case event_kind::step_end:
+      if (e.result) add_step_end(o, *e.result);
+      break;
+    case event_kind::approval_requested: o["prompt"] = sanitize_utf8(e.message); break;
+    case event_kind::warning: o["message"] = sanitize_utf8(e.message); break;
+  }
+}
+
+}  // namespace
+
+std::string format_rfc3339_ms(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(t);
+  const auto secs = std::chrono::floor<std::chrono::seconds>(ms);
+  const std::time_t tt = std::chrono::system_clock::to_time_t(secs);
+  std::tm utc{};
+  ::gmtime_r(&tt, &utc);
+  char text[96];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>((ms - secs).count()));
+  return text;
+}
+
+std::string sanitize_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = valid_sequence_length(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+boost::json::object event_to_json(const event& e) {
+  boost::json::object o;
+  o["ts"] = format_rfc3339_ms(e.ts);
+  o["event"] = to_string(e.kind);
+  o["session_id"] = e.session_id;
+  if (is_step_event(e)) {
+    o["step"] = e.step;
+    o["type"] = e.step_type;
+  }
+  add_kind_fields(o, e);
+  return o;
+}
+
+}  // namespace arun::io

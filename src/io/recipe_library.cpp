@@ -1,0 +1,47 @@
+#include "recipe_library.hpp"
+
+#include "recipe_chain.hpp"
+#include "sub_recipes.hpp"
+
+#include <arun/validation.hpp>
+
+#include <filesystem>
+
+namespace arun::io {
+
+namespace fs = std::filesystem;
+
+recipe_library::recipe_library(discovery_options discovery, const std::string& top_path)
+    : discovery_(std::move(discovery)), roots_(recipe_roots(top_path, discovery_)) {}
+
+loaded_recipe recipe_library::load(std::string_view reference, const recipe& caller) {
+  loaded_recipe out;
+  const std::string ref(reference);
+  const auto path = resolve_sub_recipe(ref, caller.source_path, discovery_, roots_, out.error);
+  if (path.empty()) return out;
+  std::error_code ec;
+  const auto key = fs::weakly_canonical(path, ec).string();
+  if (auto it = by_path_.find(key); it != by_path_.end()) return it->second;
+
+  auto loaded = load_recipe_chain(path, discovery_);
+  std::vector<diagnostic> problems = std::move(loaded.diagnostics);
+  if (loaded.value) {
+    validation_options vo;
+    auto children = scan_sub_recipes(*loaded.value, discovery_);
+    vo.sub_recipe_names = std::move(children.declared);
+    vo.dynamic_sub_recipes = children.dynamic_calls;
+    for (auto& more : {validate_recipe(*loaded.value, vo), unsupported_features(*loaded.value)})
+      problems.insert(problems.end(), more.begin(), more.end());
+  }
+  std::string errors;
+  for (const auto& d : problems)
+    if (d.level == severity::error) errors += "\n  " + format_diagnostic(d);
+  if (!loaded.value || !errors.empty())
+    out.error = "sub-recipe '" + ref + "' (" + path + ") is not valid:" + errors;
+  else
+    out.value = std::make_shared<const recipe>(std::move(*loaded.value));
+  by_path_.emplace(key, out);
+  return out;
+}
+
+}  // namespace arun::io

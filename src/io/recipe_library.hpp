@@ -1,0 +1,30 @@
+#pragma once
+// The engine's recipe_source for a run: sub-recipes found by discovery or by path relative
+// to the caller (SPEC §3.5, §10), loaded with their extends chain, validated, and kept for
+// the rest of the run (a foreach calling one sub-recipe 1,000 times reads it once).
+
+#include "discovery.hpp"
+
+#include <arun/run_services.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace arun::io {
+
+class recipe_library final : public recipe_source {
+public:
+  /// `top_path` is the top-level recipe's file: relative paths must stay inside its roots.
+  recipe_library(discovery_options discovery, const std::string& top_path);
+
+  loaded_recipe load(std::string_view reference, const recipe& caller) override;
+
+private:
+  discovery_options discovery_;
+  std::vector<std::string> roots_;
+  std::map<std::string, loaded_recipe, std::less<>> by_path_;
+};
+
+}  // namespace arun::io

@@ -1,0 +1,100 @@
+#pragma once
+// A step runner without processes for engine tests. The command is a tiny script:
+//   "sleep:MS rest"  waits MS milliseconds (a cancellable timer), then runs "rest" if any
+//   "fail:CODE"      exits with CODE
+//   "timeout"        reports a timed-out child
+//   "out:TEXT"       prints TEXT (after `${RECIPE_VAR_x}` expansions are substituted)
+//   anything else    prints the command itself
+// It counts children in flight, so tests can check the concurrency limit.
+
+#include <arun/step_runner.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace arun::test {
+
+class fake_runner final : public step_runner {
+public:
+  std::vector<bash_invocation> calls;
+  std::vector<std::string> started;  ///< instance ids, in start order
+  std::vector<std::string> finished; ///< instance ids, in finish order
+  std::map<std::string, int> failures_left;  ///< command -> how many more times it fails (exit 1)
+  int in_flight = 0;
+  int peak = 0;
+
+  static std::string expand(std::string text, const bash_invocation& inv) {
+    for (const auto& v : inv.exports)
+      for (const std::string& form : {"\"${" + v.name + "}\"", "${" + v.name + "}"}) {
+        for (auto at = text.find(form); at != std::string::npos; at = text.find(form, at + v.value.size()))
+          text.replace(at, form.size(), v.value);
+      }
+    return text;
+  }
+
+  boost::asio::awaitable<leaf_outcome> run_bash(bash_invocation inv) override {
+    calls.push_back(inv);
+    started.push_back(inv.instance_id);
+    ++in_flight;
+    peak = std::max(peak, in_flight);
+    auto out = co_await play(expand(inv.command, inv), inv);
+    --in_flight;
+    finished.push_back(inv.instance_id);
+    co_return out;
+  }
+
+private:
+  boost::asio::awaitable<leaf_outcome> play(std::string script, const bash_invocation& inv) {
+    leaf_outcome o;
+    o.started = true;
+    auto ex = co_await boost::asio::this_coro::executor;
+    // Always suspend once, as a real child does.
+    co_await boost::asio::post(ex, boost::asio::use_awaitable);
+    if (script.rfind("sleep:", 0) == 0) {
+      const auto space = script.find(' ');
+      const int ms = std::stoi(script.substr(6, space == std::string::npos ? std::string::npos : space - 6));
+      boost::asio::steady_timer t(ex, std::chrono::milliseconds(ms));
+      auto [ec] = co_await t.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+      if (ec) {
+        o.cancelled = true;
+        o.signal = 15;
+        o.error = "cancelled";
+        co_return o;
+      }
+      script = space == std::string::npos ? std::string("done") : script.substr(space + 1);
+    }
+    if (auto it = failures_left.find(script); it != failures_left.end() && it->second > 0) {
+      --it->second;
+      o.exit_code = 1;
+      o.error = "exit code 1";
+      co_return o;
+    }
+    if (script.rfind("fail:", 0) == 0) {
+      o.exit_code = std::stoi(script.substr(5));
+      o.error = "exit code " + script.substr(5);
+      o.snippet = "boom";
+      co_return o;
+    }
+    if (script == "timeout") {
+      o.timed_out = true;
+      o.signal = 15;
+      o.error = "timed out";
+      co_return o;
+    }
+    o.exit_code = 0;
+    o.stdout_text = script.rfind("out:", 0) == 0 ? script.substr(4) : script;
+    if (inv.on_line) inv.on_line(output_stream::out, o.stdout_text, false);
+    co_return o;
+  }
+};
+
+}  // namespace arun::test

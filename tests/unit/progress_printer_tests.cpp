@@ -1,0 +1,286 @@
+// Progress on stderr: plain transition lines that summarise big loops, warning dedupe, and the
+// live status line with its redraw throttle (an injected clock: no sleeping).
+#include <catch2/catch.hpp>
+
+#include "event_samples.hpp"
+#include "progress_loops.hpp"
+#include "progress_printer.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+using namespace arun;
+using namespace arun::io;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct fixture {
+  test::captured_file file;
+  std::chrono::steady_clock::time_point now{};
+  progress_printer printer;
+
+  explicit fixture(progress_mode mode, std::size_t width = 200, bool show_output = true)
+      : printer(file.get(), options(mode, width, show_output)) {}
+
+  progress_options options(progress_mode mode, std::size_t width, bool show_output) {
+    progress_options o;
+    o.mode = mode;
+    o.width = width;
+    o.show_output = show_output;
+    o.clock = [this] { return now; };
+    return o;
+  }
+
+  void send(const event& e) { printer.on_event(e); }
+  void start(const std::string& id) { send(test::step_start(id)); }
+  void end(const std::string& id, step_status status = step_status::completed, std::string error = {}) {
+    const auto r = test::finished(id, status, std::move(error));
+    send(test::step_end(r));
+  }
+  void iteration(const std::string& id, step_status status = step_status::completed) {
+    start(id);
+    end(id, status, status == step_status::completed ? "" : "boom");
+  }
+  std::vector<std::string> lines() {
+    std::vector<std::string> out;
+    std::istringstream in(file.text());
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+};
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+// What a terminal shows on the last line: the text after the last erase, if not ended.
+std::string visible_status(const std::string& text) {
+  const auto erase = text.rfind("\r\x1b[K");
+  if (erase == std::string::npos) return {};
+  const auto rest = text.substr(erase + 4);
+  return rest.find('\n') == std::string::npos ? rest : std::string();
+}
+
+constexpr const char* erase = "\r\x1b[K";
+
+}  // namespace
+
+TEST_CASE("loop ids: enclosing loop, iteration test and index-free key") {
+  CHECK(detail::enclosing_loop("fan[3]") == "fan");
+  CHECK(detail::enclosing_loop("fan[3]/a/b") == "fan");
+  CHECK(detail::enclosing_loop("o[2]/i[5]/x") == "o[2]/i");
+  CHECK_FALSE(detail::enclosing_loop("call/child"));
+  CHECK(detail::is_iteration("call/fan[12]"));
+  CHECK_FALSE(detail::is_iteration("fan[12]/child"));
+  CHECK_FALSE(detail::is_iteration("fan[]"));
+  CHECK(detail::without_indices("o[2]/i[15]/x") == "o[]/i[]/x");
+}
+
+TEST_CASE("plain progress prints start and end lines of steps and their output") {
+  fixture f(progress_mode::plain);
+  f.send(test::make_event(event_kind::recipe_start));
+  f.start("build");
+  auto out = test::make_event(event_kind::step_output, "build");
+  out.line = "compiling";
+  f.send(out);
+  f.end("build");
+  f.start("test");
+  f.end("test", step_status::failed, "exit code 2\nmore detail");
+  CHECK(f.lines() == std::vector<std::string>{"arun: running 'demo' (session 20261121-134501-3f9a2c)", "  -> build",
+                                              "     build | compiling", "  ok build completed (0.00s)", "  -> test",
+                                              "  !! test failed (0.00s): exit code 2"});
+}
+
+TEST_CASE("output lines are not echoed when show_output is off") {
+  fixture f(progress_mode::plain, 200, false);
+  auto out = test::make_event(event_kind::step_output, "build");
+  out.line = "compiling";
+  f.send(out);
+  CHECK(f.file.text().empty());
+}
+
+TEST_CASE("a 1000-item foreach prints failures and a summary every 10 percent only") {
+  fixture f(progress_mode::plain);
+  f.send(test::make_event(event_kind::recipe_start));
+  f.send(test::loop_start("fan", 1000));
+  for (int i = 0; i < 1000; ++i) {
+    const auto id = "fan[" + std::to_string(i) + "]";
+    const auto status = (i == 5 || i == 500 || i == 999) ? step_status::failed : step_status::completed;
+    f.start(id);
+    f.start(id + "/child");
+    auto out = test::make_event(event_kind::step_output, id + "/child");
+    out.line = "noise";
+    f.send(out);
+    f.end(id + "/child", status, status == step_status::failed ? "boom" : "");
+    f.end(id, status, status == step_status::failed ? "boom" : "");
+  }
+  auto loop = test::finished("fan", step_status::failed, "3 iterations failed");
+  loop.iterations.emplace();
+  loop.iterations->total = 1000;
+  loop.iterations->completed = 997;
+  loop.iterations->failed = 3;
+  f.send(test::step_end(loop, "loop"));
+
+  const auto lines = f.lines();
+  CHECK(lines.size() == 1 + 1 + 6 + 9 + 1);
+  CHECK(lines[1] == "  -> fan (1000 items)");
+  CHECK(std::count(lines.begin(), lines.end(), "  !! fan[500] failed (0.00s): boom") == 1);
+  CHECK(std::count(lines.begin(), lines.end(), "  !! fan[5]/child failed (0.00s): boom") == 1);
+  CHECK(std::count(lines.begin(), lines.end(), "  .. fan 100/1000 iterations done, 1 failed") == 1);
+  CHECK(std::count(lines.begin(), lines.end(), "  .. fan 600/1000 iterations done, 2 failed") == 1);
+  CHECK(lines.back() == "  !! fan failed (0.00s) 997/1000 iterations completed, 3 failed: 3 iterations failed");
+  CHECK(f.file.text().find("fan[7]") == std::string::npos);
+  CHECK(f.file.text().find("noise") == std::string::npos);
+}
+
+TEST_CASE("a while loop, or a loop known only from its iterations, is summarised every 10 iterations") {
+  fixture f(progress_mode::plain);
+  f.send(test::loop_start("poll", std::nullopt));
+  for (int i = 0; i < 25; ++i) f.iteration("poll[" + std::to_string(i) + "]");
+  for (int i = 0; i < 10; ++i) f.iteration("call/each[" + std::to_string(i) + "]");
+  CHECK(f.lines() == std::vector<std::string>{"  -> poll", "  .. poll 10 iterations done, 0 failed",
+                                              "  .. poll 20 iterations done, 0 failed",
+                                              "  .. call/each 10 iterations done, 0 failed"});
+}
+
+TEST_CASE("nested loops are summarised by the outer loop only and iteration retries are counted") {
+  fixture f(progress_mode::plain);
+  f.send(test::loop_start("outer", 2));
+  for (int i = 0; i < 2; ++i) {
+    const auto it = "outer[" + std::to_string(i) + "]";
+    f.start(it);
+    f.send(test::loop_start(it + "/inner", 50));
+    for (int k = 0; k < 50; ++k) f.iteration(it + "/inner[" + std::to_string(k) + "]");
+    auto retry = test::make_event(event_kind::step_retry, it + "/inner[3]");
+    retry.attempt = 1;
+    f.send(retry);
+    f.end(it + "/inner");
+    f.end(it);
+  }
+  CHECK(f.lines() == std::vector<std::string>{"  -> outer (2 items)", "  .. outer 1/2 iterations done, 0 failed"});
+}
+
+TEST_CASE("retries and heartbeats of steps get a line each") {
+  fixture f(progress_mode::plain);
+  auto retry = test::make_event(event_kind::step_retry, "flaky");
+  retry.attempt = 1;
+  retry.delay = 2500ms;
+  retry.message = "exit code 1\nstderr tail";
+  f.send(retry);
+  retry.attempt = 2;
+  retry.delay = 300s;
+  retry.message.clear();
+  f.send(retry);
+  auto beat = test::make_event(event_kind::step_heartbeat, "slow");
+  beat.elapsed = 60s;
+  f.send(beat);
+  auto retry_in_loop = test::make_event(event_kind::step_retry, "fan[2]");
+  f.send(retry_in_loop);
+  CHECK(f.lines() == std::vector<std::string>{"  .. flaky attempt 1 failed (exit code 1); retrying in 2.5s",
+                                              "  .. flaky attempt 2 failed; retrying in 300s",
+                                              "  .. slow still running (60s)"});
+}
+
+TEST_CASE("a warning repeated by every iteration prints once and is counted at the end") {
+  fixture f(progress_mode::plain);
+  f.send(test::make_event(event_kind::recipe_start));
+  for (int i = 0; i < 1000; ++i) {
+    auto w = test::make_event(event_kind::warning, "fan[" + std::to_string(i) + "]/child");
+    w.message = "reference 'x' has no value";
+    f.send(w);
+  }
+  auto other = test::make_event(event_kind::warning, "fan[3]/child");
+  other.message = "another thing";
+  f.send(other);
+  auto elsewhere = test::make_event(event_kind::warning, "build");
+  elsewhere.message = "reference 'x' has no value";
+  f.send(elsewhere);
+  run_result run;
+  auto end = test::make_event(event_kind::recipe_end);
+  end.run = &run;
+  f.send(end);
+  const auto lines = f.lines();
+  CHECK(lines == std::vector<std::string>{"arun: running 'demo' (session 20261121-134501-3f9a2c)",
+                                          "  warning: fan[0]/child: reference 'x' has no value",
+                                          "  warning: fan[3]/child: another thing",
+                                          "  warning: build: reference 'x' has no value",
+                                          "  (999 repeated warnings not shown)", "arun: 'demo' completed in 0.00s"});
+}
+
+TEST_CASE("live status redraws are throttled to one per 100 ms by the clock") {
+  fixture f(progress_mode::live);
+  f.send(test::loop_start("fan", 100));
+  CHECK(f.file.text() == std::string("  -> fan (100 items)\n") + erase + "foreach fan 0/100 · 0 running · 0 failed");
+  f.start("fan[0]");
+  f.now += 50ms;
+  f.start("fan[1]");
+  CHECK(count_of(f.file.text(), "foreach fan") == 1);
+  f.now += 60ms;
+  f.end("fan[0]");
+  CHECK(count_of(f.file.text(), "foreach fan") == 2);
+  CHECK(visible_status(f.file.text()) == "foreach fan 1/100 · 1 running · 0 failed");
+  for (int i = 2; i < 50; ++i) f.iteration("fan[" + std::to_string(i) + "]");
+  CHECK(count_of(f.file.text(), "foreach fan") == 2);
+  f.now += 100ms;
+  f.start("fan[50]");
+  CHECK(visible_status(f.file.text()) == "foreach fan 49/100 · 2 running · 0 failed");
+  CHECK(f.file.text().find("iterations done") == std::string::npos);  // no plain summaries
+}
+
+TEST_CASE("the live status line is cleared before ordinary lines and redrawn after them") {
+  fixture f(progress_mode::live);
+  f.send(test::loop_start("fan", 10));
+  f.start("fan[3]");
+  f.end("fan[3]", step_status::failed, "boom");
+  const auto text = f.file.text();
+  CHECK(text.find(std::string("0 failed") + erase + "  !! fan[3] failed (0.00s): boom\n") != std::string::npos);
+  CHECK(visible_status(text) == "foreach fan 1/10 · 0 running · 1 failed");
+
+  f.end("fan");
+  CHECK(f.file.text().substr(text.size()) == std::string(erase) + "  ok fan completed (0.00s)\n");
+  CHECK(visible_status(f.file.text()).empty());
+}
+
+TEST_CASE("the live status line shows every running loop, cut to the width") {
+  fixture f(progress_mode::live, 60);
+  f.send(test::loop_start("a", 3));
+  f.send(test::loop_start("b", std::nullopt));
+  f.now += 100ms;
+  f.start("b[0]");
+  const auto status = visible_status(f.file.text());
+  CHECK(status == "foreach a 0/3 · 0 running · 0 failed | while b 0 done · 1 r");
+  CHECK(status.size() == 59 + 3);  // 59 columns; each `·` is two bytes
+}
+
+TEST_CASE("the live status line is gone at the end of the run and when the printer goes") {
+  std::string after_end;
+  test::captured_file file;
+  {
+    progress_options o;
+    o.mode = progress_mode::live;
+    o.width = 100;
+    progress_printer printer(file.get(), o);
+    printer.on_event(test::loop_start("fan", 4));
+    run_result run;
+    auto end = test::make_event(event_kind::recipe_end);
+    end.run = &run;
+    printer.on_event(end);
+    after_end = file.text();
+    CHECK(after_end.find(std::string(erase) + "arun: 'demo' completed") != std::string::npos);
+    CHECK(visible_status(after_end).empty());
+    printer.on_event(test::loop_start("again", 2));
+    CHECK_FALSE(visible_status(file.text()).empty());
+  }
+  CHECK(file.text().substr(file.text().size() - 4) == erase);
+}
+
+TEST_CASE("progress ignores a step_end without a result") {
+  fixture f(progress_mode::live);
+  auto e = test::make_event(event_kind::step_end, "build");
+  f.send(e);
+  CHECK(f.file.text().empty());
+}

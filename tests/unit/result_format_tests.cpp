@@ -1,0 +1,117 @@
+// The final result (SPEC §13): loop iterations and sub-recipe children only where they apply,
+// the run's error and pending gate, and the text layout.
+#include <catch2/catch.hpp>
+
+#include "event_samples.hpp"
+#include "result_format.hpp"
+
+#include <arun/value_format.hpp>
+
+#include <boost/json/parse.hpp>
+
+using namespace arun;
+using namespace arun::io;
+using namespace std::chrono_literals;
+
+namespace {
+
+step_result loop_step() {
+  auto r = test::finished("fan", step_status::completed);
+  r.iterations.emplace();
+  r.iterations->total = 1000;
+  r.iterations->completed = 37;
+  r.iterations->failed = 1;
+  r.iterations->skipped = 962;
+  r.output = boost::json::array{1, 2};
+  return r;
+}
+
+step_result call_step() {
+  auto r = test::finished("call", step_status::failed, "sub-recipe failed\ndetail");
+  r.children.push_back(test::finished("prepare", step_status::completed));
+  auto inner = test::finished("nested", step_status::failed, "exit code 1");
+  inner.children.push_back(test::finished("deep", step_status::failed, "exit code 1"));
+  r.children.push_back(std::move(inner));
+  return r;
+}
+
+run_result sample_run() {
+  run_result run;
+  run.recipe_name = "demo";
+  run.session_id = "S1";
+  run.status = run_status::failed;
+  run.duration = 1s;
+  run.step_results.push_back(test::finished("plain", step_status::completed));
+  run.step_results.push_back(loop_step());
+  run.step_results.push_back(call_step());
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("step entries have iterations only for loops and children only for sub-recipes") {
+  const auto plain = step_to_json(test::finished("plain", step_status::completed));
+  CHECK_FALSE(plain.contains("iterations"));
+  CHECK_FALSE(plain.contains("children"));
+  CHECK(plain.size() == 10);
+
+  const auto loop = step_to_json(loop_step());
+  CHECK(loop.at("iterations") == boost::json::parse(R"({"total":1000,"completed":37,"failed":1,"skipped":962})"));
+  CHECK_FALSE(loop.contains("children"));
+
+  const auto call = step_to_json(call_step());
+  CHECK_FALSE(call.contains("iterations"));
+  const auto& children = call.at("children").as_array();
+  REQUIRE(children.size() == 2);
+  CHECK(children[0].at("step_id") == "prepare");
+  CHECK(children[1].at("children").at(0).at("step_id") == "deep");
+  CHECK(children[1].at("children").at(0).at("error") == "exit code 1");
+  CHECK(children[0].at("error").is_null());
+}
+
+TEST_CASE("the run object has error null when empty and waiting_approval only when waiting") {
+  auto run = sample_run();
+  auto o = result_to_json(run);
+  CHECK(o.at("error").is_null());
+  CHECK_FALSE(o.contains("waiting_approval"));
+  CHECK(to_compact_json(o).find(R"("duration":1.0,)") != std::string::npos);
+
+  run.error = "recipe file changed";
+  run.status = run_status::waiting_approval;
+  run.waiting.emplace();
+  run.waiting->step = "deploy";
+  run.waiting->prompt = "Ship it?";
+  o = result_to_json(run);
+  CHECK(o.at("error") == "recipe file changed");
+  CHECK(o.at("status") == "waiting_approval");
+  CHECK(o.at("waiting_approval") == boost::json::parse(R"({"step":"deploy","prompt":"Ship it?"})"));
+}
+
+TEST_CASE("the text result indents children and shows loop iteration counts") {
+  auto run = sample_run();
+  run.error = "step call failed";
+  CHECK(result_to_text(run) ==
+        "demo: failed in 1.00s (session S1)\n"
+        "  completed plain (0.00s)\n"
+        "  completed fan (0.00s) iterations 37/1000 completed, 1 failed, 962 skipped\n"
+        "  failed    call (0.00s) sub-recipe failed\n"
+        "    completed prepare (0.00s)\n"
+        "    failed    nested (0.00s) exit code 1\n"
+        "      failed    deep (0.00s) exit code 1\n"
+        "error: step call failed\n");
+}
+
+TEST_CASE("the text result of a run waiting for approval shows the gate and the whole prompt") {
+  auto run = sample_run();
+  run.step_results.clear();
+  run.duration = {};
+  run.status = run_status::waiting_approval;
+  run.waiting.emplace();
+  run.waiting->step = "deploy";
+  run.waiting->prompt = "Ship it?\nChanges: 3 files";
+  CHECK(result_to_text(run) ==
+        "demo: waiting_approval in 0.00s (session S1)\n"
+        "waiting for approval at deploy:\n"
+        "  Ship it?\n"
+        "  Changes: 3 files\n");
+}

@@ -1,0 +1,669 @@
+// The scheduler with a fake step runner (no processes): groups, loops, DAG, the concurrency
+// limit, retries, on_error, hooks, tags, sub-recipes, the journal, gates, the interrupt.
+#include <catch2/catch.hpp>
+
+#include "fake_runner.hpp"
+#include "run_sync.hpp"
+
+#include <arun/engine.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <map>
+
+using namespace arun;
+using test::fake_runner;
+
+namespace {
+
+struct recorder final : event_listener {
+  struct seen {
+    event_kind kind;
+    std::string step;
+    int attempt;
+    std::chrono::nanoseconds delay;
+    std::string status;
+    std::string message;
+  };
+  std::vector<seen> events;
+  void on_event(const event& e) noexcept override {
+    events.push_back({e.kind, e.step, e.attempt, e.delay, e.result ? std::string(to_string(e.result->status)) : "",
+                      e.message});
+  }
+  std::vector<seen> of(event_kind k) const {
+    std::vector<seen> out;
+    std::copy_if(events.begin(), events.end(), std::back_inserter(out), [k](const seen& s) { return s.kind == k; });
+    return out;
+  }
+};
+
+step bash(const std::string& id, const std::string& command) {
+  step s;
+  s.id = id;
+  s.command = command;
+  return s;
+}
+
+recipe make(std::vector<step> steps) {
+  recipe r;
+  r.name = "t";
+  r.steps = std::move(steps);
+  return r;
+}
+
+run_options opts(int max_concurrent = 8) {
+  run_options o;
+  o.session_id = "sid";
+  o.max_concurrent = max_concurrent;
+  o.random_seed = 7;
+  return o;
+}
+
+run_result run(step_runner& runner, event_listener& events, const recipe& r, run_options o = opts()) {
+  recipe_engine eng(runner, events);
+  return test::run_sync(eng.run(r, std::move(o)));
+}
+
+step grouped(step s, const std::string& group) {
+  s.parallel_group = group;
+  return s;
+}
+
+step foreach_of(step s, const std::string& items, int max_concurrent = 1) {
+  foreach_spec f;
+  f.items = boost::json::string(items);
+  f.max_concurrent = max_concurrent;
+  s.foreach = f;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("parallel group members run together and see the context as it was when the group started") {
+  fake_runner runner;
+  recorder events;
+  auto a = grouped(bash("a", "sleep:30 out:A"), "g");
+  a.output = "x";
+  auto b = grouped(bash("b", "sleep:5 out:{{x}}"), "g");
+  b.output = "y";
+  auto r = make({a, b, bash("after", "out:{{x}}-{{y}}")});
+  r.context["x"] = "before";
+  const auto result = run(runner, events, r);
+  REQUIRE(result.status == run_status::completed);
+  CHECK(runner.peak == 2);
+  CHECK(result.context.at("y") == "before");  // b saw the snapshot, not a's output
+  CHECK(result.context.at("x") == "A");
+  CHECK(result.output == "A-before");
+  // b finished first, but results stay in declaration order.
+  CHECK(runner.finished[0] == "b");
+  CHECK(result.step_results[0].step_id == "a");
+}
+
+TEST_CASE("group outputs are merged in declaration order, not finishing order") {
+  fake_runner runner;
+  recorder events;
+  auto a = grouped(bash("a", "sleep:1 out:first"), "g");
+  a.output = "v";
+  auto b = grouped(bash("b", "sleep:20 out:second"), "g");
+  b.output = "v";
+  const auto result = run(runner, events, make({b, a}));
+  // b is declared first and finishes last; a is declared last, so its value wins.
+  CHECK(result.context.at("v") == "first");
+  const auto result2 = run(runner, events, make({a, b}));
+  CHECK(result2.context.at("v") == "second");
+}
+
+TEST_CASE("a fatal failure in a group cancels the running members and fails the recipe after the group") {
+  fake_runner runner;
+  recorder events;
+  auto r = make({grouped(bash("slow", "sleep:5000"), "g"), grouped(bash("bad", "sleep:10 fail:3"), "g"),
+                 grouped(bash("quick", "out:ok"), "g"), bash("next", "out:never")});
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto result = run(runner, events, r);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4));
+  CHECK(result.status == run_status::failed);
+  CHECK(result.step_results[0].status == step_status::cancelled);
+  CHECK(result.step_results[1].status == step_status::failed);
+  CHECK(result.step_results[1].fatal);
+  CHECK(result.step_results[2].status == step_status::completed);
+  CHECK(result.step_results[3].status == step_status::not_run);
+}
+
+TEST_CASE("a non-fatal failure in a group lets the others finish") {
+  fake_runner runner;
+  recorder events;
+  auto bad = grouped(bash("bad", "fail:1"), "g");
+  bad.on_error = on_error_policy::continue_run;
+  const auto result = run(runner, events, make({grouped(bash("slow", "sleep:30"), "g"), bad, bash("next", "out:n")}));
+  CHECK(result.status == run_status::completed);
+  CHECK(result.step_results[0].status == step_status::completed);
+  CHECK(result.step_results[1].status == step_status::failed);
+  CHECK(result.step_results[2].status == step_status::completed);
+}
+
+TEST_CASE("foreach collects iteration results in input order and never exceeds max_concurrent") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "sleep:{{item}} out:{{item}}"), "{{items}}", 3);
+  s.foreach->collect = "all";
+  auto r = make({s});
+  r.context["items"] = boost::json::array{40, 10, 30, 5, 20, 1, 15};
+  const auto result = run(runner, events, r);
+  REQUIRE(result.status == run_status::completed);
+  CHECK(runner.peak == 3);
+  CHECK(result.context.at("all") == boost::json::array{40, 10, 30, 5, 20, 1, 15});
+  CHECK(result.step_results[0].output == result.context.at("all"));
+  REQUIRE(result.step_results[0].iterations);
+  CHECK(result.step_results[0].iterations->total == 7);
+  CHECK(result.step_results[0].iterations->completed == 7);
+  CHECK(runner.started[0] == "fan[0]");
+  const auto starts = events.of(event_kind::step_start);
+  REQUIRE_FALSE(starts.empty());
+  CHECK(starts[0].step == "fan");
+}
+
+TEST_CASE("foreach with parallel true uses the global limit and the global limit bounds every child") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "sleep:2"), "{{items}}", 0);
+  auto r = make({s});
+  boost::json::array items;
+  for (int i = 0; i < 50; ++i) items.push_back(i);
+  r.context["items"] = items;
+  run(runner, events, r, opts(5));
+  CHECK(runner.peak == 5);
+  CHECK(runner.calls.size() == 50);
+}
+
+TEST_CASE("nested fan-out does not deadlock at max-concurrent 1 and iterations keep their outputs local") {
+  fake_runner runner;
+  recorder events;
+  auto inner_body = bash("inner", "out:{{outer}}-{{item}}");
+  inner_body.output = "pair";
+  auto inner = foreach_of(inner_body, "{{letters}}", 4);
+  inner.id = "inner_loop";
+  inner.foreach->collect = "pairs";
+  inner.type = step_type::bash;
+  step outer;
+  outer.id = "outer_loop";
+  outer.type = step_type::loop;
+  outer.foreach = foreach_spec{};
+  outer.foreach->items = boost::json::string("{{numbers}}");
+  outer.foreach->as = "outer";
+  outer.foreach->max_concurrent = 3;
+  outer.foreach->collect = "everything";
+  auto last = bash("last", "out:{{pairs}}");
+  last.output = "seen";
+  outer.steps = {inner, last};
+  auto r = make({outer});
+  r.context["numbers"] = boost::json::array{1, 2, 3};
+  r.context["letters"] = boost::json::array{"a", "b"};
+  const auto result = run(runner, events, r, opts(1));
+  REQUIRE(result.status == run_status::completed);
+  CHECK(runner.peak == 1);
+  CHECK(runner.calls.size() == 9);
+  // The iteration result is its last body step's output; body outputs stay in the iteration.
+  CHECK(result.context.at("everything") ==
+        boost::json::parse(R"([["1-a","1-b"],["2-a","2-b"],["3-a","3-b"]])"));
+  CHECK_FALSE(result.context.contains("pairs"));
+  CHECK_FALSE(result.context.contains("seen"));
+  CHECK(std::find(runner.started.begin(), runner.started.end(), "outer_loop[2]/inner_loop[1]") != runner.started.end());
+}
+
+TEST_CASE("foreach on_error continue puts null in the failed slot") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "{{item}}"), "[\"out:1\", \"fail:2\", \"out:3\"]");
+  s.on_error = on_error_policy::continue_run;
+  s.output = "res";
+  const auto result = run(runner, events, make({s}));
+  CHECK(result.status == run_status::completed);
+  CHECK(result.context.at("res") == boost::json::parse(R"([1,null,3])"));
+  CHECK(result.step_results[0].iterations->failed == 1);
+}
+
+TEST_CASE("a fatal foreach iteration stops the loop and the run") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "{{item}}"), "[\"fail:4\", \"out:2\", \"out:3\"]");
+  const auto result = run(runner, events, make({s, bash("after", "x")}));
+  CHECK(result.status == run_status::failed);
+  CHECK(result.step_results[0].status == step_status::failed);
+  CHECK(result.step_results[0].iterations->failed == 1);
+  CHECK(result.step_results[0].iterations->skipped == 2);
+  CHECK(result.step_results[1].status == step_status::not_run);
+  CHECK(runner.calls.size() == 1);
+}
+
+TEST_CASE("skip_remaining in a loop ends it and skips the rest of the recipe with success") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "{{item}}"), "[\"out:1\", \"fail:2\", \"out:3\"]");
+  s.on_error = on_error_policy::skip_remaining;
+  const auto result = run(runner, events, make({s, bash("after", "x")}));
+  CHECK(result.status == run_status::completed);
+  CHECK(result.step_results[1].status == step_status::skipped);
+  CHECK(runner.calls.size() == 2);
+}
+
+TEST_CASE("foreach refuses more items than max_iterations and non-lists") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "x"), "[1,2,3]");
+  s.foreach->max_iterations = 2;
+  auto result = run(runner, events, make({s}));
+  CHECK(result.status == run_status::failed);
+  CHECK_THAT(result.step_results[0].error, Catch::Contains("max_iterations (2)"));
+  auto t = foreach_of(bash("fan", "x"), "{{v}}");
+  auto r = make({t});
+  r.context["v"] = "not a list";
+  result = run(runner, events, r);
+  CHECK_THAT(result.step_results[0].error, Catch::Contains("foreach needs a list"));
+  CHECK(runner.calls.empty());
+}
+
+TEST_CASE("while loops run until the condition fails, with update_context, loop counters and break_when") {
+  fake_runner runner;
+  recorder events;
+  step s;
+  s.id = "w";
+  s.type = step_type::loop;
+  auto probe = bash("probe", "out:{{_loop_index}}");
+  probe.output = "last";
+  s.steps = {probe};
+  while_spec w;
+  w.condition = "{{last}} is None or {{last}} < 10";
+  w.break_when = "{{_loop_iteration}} >= 4";
+  w.update_context["seen"] = "{{last}}";
+  s.loop_while = w;
+  const auto result = run(runner, events, make({s}));
+  REQUIRE(result.status == run_status::completed);
+  CHECK(runner.calls.size() == 4);  // break_when after the 4th iteration
+  CHECK(result.context.at("last") == 3);
+  CHECK(result.context.at("seen") == 3);
+  CHECK_FALSE(result.context.contains("_loop_index"));
+  CHECK(result.step_results[0].output == boost::json::array{0, 1, 2, 3});
+}
+
+TEST_CASE("a while loop that reaches max_while_iterations fails") {
+  fake_runner runner;
+  recorder events;
+  step s = bash("w", "out:1");
+  while_spec w;
+  w.condition = "true";
+  w.max_iterations = 3;
+  s.loop_while = w;
+  const auto result = run(runner, events, make({s}));
+  CHECK(result.status == run_status::failed);
+  CHECK(runner.calls.size() == 3);
+  CHECK_THAT(result.step_results[0].error, Catch::Contains("max_while_iterations (3)"));
+}
+
+TEST_CASE("dag execution starts a step when what it depends on has finished") {
+  fake_runner runner;
+  recorder events;
+  auto slow = bash("slow", "sleep:40 out:S");
+  slow.output = "s";
+  auto fast = bash("fast", "out:F");
+  auto uses = bash("uses", "out:{{s}}");  // waits for slow through the output it reads
+  auto after_fast = bash("after_fast", "out:af");
+  after_fast.depends_on = {"fast"};
+  auto r = make({slow, uses, fast, after_fast});
+  r.execution = execution_mode::dag;
+  const auto result = run(runner, events, r);
+  REQUIRE(result.status == run_status::completed);
+  const auto pos = [&](const std::string& id) {
+    return std::find(runner.started.begin(), runner.started.end(), id) - runner.started.begin();
+  };
+  CHECK(pos("after_fast") < pos("uses"));
+  CHECK(result.step_results[1].output == "S");
+  CHECK(result.step_results[1].step_id == "uses");
+}
+
+TEST_CASE("a fatal failure in a dag stops what has not started") {
+  fake_runner runner;
+  recorder events;
+  auto bad = bash("bad", "fail:1");
+  auto later = bash("later", "out:x");
+  later.depends_on = {"bad"};
+  auto r = make({bad, later});
+  r.execution = execution_mode::dag;
+  const auto result = run(runner, events, r);
+  CHECK(result.status == run_status::failed);
+  CHECK(result.step_results[1].status == step_status::not_run);
+}
+
+TEST_CASE("retry waits with backoff between attempts and reports step_retry events") {
+  fake_runner runner;
+  recorder events;
+  auto s = bash("flaky", "out:ok");
+  runner.failures_left["out:ok"] = 2;
+  retry_policy p;
+  p.max_attempts = 3;
+  p.initial_delay = 0.002;
+  p.backoff = backoff_kind::exponential;
+  s.retry = p;
+  const auto result = run(runner, events, make({s}));
+  CHECK(result.status == run_status::completed);
+  CHECK(result.step_results[0].attempts == 3);
+  const auto retries = events.of(event_kind::step_retry);
+  REQUIRE(retries.size() == 2);
+  CHECK(retries[0].attempt == 1);
+  CHECK(retries[0].delay == std::chrono::milliseconds(2));
+  CHECK(retries[1].delay == std::chrono::milliseconds(4));
+}
+
+TEST_CASE("retry on lists only the exit codes it names") {
+  fake_runner runner;
+  recorder events;
+  auto s = bash("f", "fail:3");
+  retry_policy p;
+  p.initial_delay = 0.001;
+  p.on = {2};
+  s.retry = p;
+  const auto result = run(runner, events, make({s}));
+  CHECK(result.step_results[0].attempts == 1);
+  s.command = "fail:2";
+  const auto again = run(runner, events, make({s}));
+  CHECK(again.step_results[0].attempts == 3);
+}
+
+TEST_CASE("on_error continue and output_exit_code keep the run going with the exit code stored") {
+  fake_runner runner;
+  recorder events;
+  auto s = bash("f", "fail:7");
+  s.on_error = on_error_policy::continue_run;
+  s.output_exit_code = "code";
+  s.output = "never";
+  const auto result = run(runner, events, make({s, bash("next", "out:{{code}}")}));
+  CHECK(result.status == run_status::completed);
+  CHECK(result.context.at("code") == 7);
+  CHECK_FALSE(result.context.contains("never"));
+  CHECK(result.output == 7);
+}
+
+TEST_CASE("a condition error fails the step and a timeout is a failure with timed_out") {
+  fake_runner runner;
+  recorder events;
+  auto bad = bash("c", "x");
+  bad.condition = "len(1, 2, 3) +";
+  bad.on_error = on_error_policy::continue_run;
+  const auto result = run(runner, events, make({bad, bash("t", "timeout")}));
+  CHECK(result.step_results[0].status == step_status::failed);
+  CHECK(result.step_results[1].timed_out);
+  CHECK(result.status == run_status::failed);
+}
+
+TEST_CASE("tags skip steps by include and exclude filters") {
+  fake_runner runner;
+  recorder events;
+  auto slow = bash("slow", "a");
+  slow.when_tags = {"slow"};
+  auto fast = bash("fast", "b");
+  fast.when_tags = {"fast"};
+  auto o = opts();
+  o.exclude_tags = {"slow"};
+  auto result = run(runner, events, make({slow, fast, bash("plain", "c")}), o);
+  CHECK(result.step_results[0].status == step_status::skipped);
+  CHECK(result.step_results[1].status == step_status::completed);
+  o = opts();
+  o.include_tags = {"slow"};
+  result = run(runner, events, make({slow, fast, bash("plain", "c")}), o);
+  CHECK(result.step_results[0].status == step_status::completed);
+  CHECK(result.step_results[1].status == step_status::skipped);
+  CHECK(result.step_results[2].status == step_status::completed);
+}
+
+TEST_CASE("hooks run around steps with the step id and status") {
+  fake_runner runner;
+  recorder events;
+  auto r = make({bash("good", "out:1"), bash("bad", "fail:2")});
+  r.hooks.pre_step = "out:pre {{step.id}}";
+  r.hooks.post_step = "out:post {{step.id}} {{step.status}}";
+  r.hooks.on_error = "fail:9";
+  const auto result = run(runner, events, r);
+  CHECK(result.status == run_status::failed);
+  std::vector<std::string> seen;
+  for (const auto& c : runner.calls) seen.push_back(fake_runner::expand(c.command, c));
+  CHECK(seen == std::vector<std::string>{"out:pre good", "out:1", "out:post good completed", "out:pre bad", "fail:2", "fail:9"});
+  const auto warnings = events.of(event_kind::warning);
+  REQUIRE(warnings.size() == 1);  // a failing hook is a warning
+  CHECK_THAT(warnings[0].message, Catch::Contains("on_error hook failed"));
+}
+
+namespace {
+
+struct fake_library final : recipe_source {
+  std::map<std::string, recipe> recipes;
+  int loads = 0;
+  loaded_recipe load(std::string_view name, const recipe&) override {
+    ++loads;
+    loaded_recipe out;
+    auto it = recipes.find(std::string(name));
+    if (it == recipes.end())
+      out.error = "sub-recipe '" + std::string(name) + "' not found";
+    else
+      out.value = std::make_shared<const recipe>(it->second);
+    return out;
+  }
+};
+
+step call(const std::string& id, const std::string& name) {
+  step s;
+  s.id = id;
+  s.type = step_type::recipe;
+  s.call.recipe = name;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a sub-recipe gets the parent context and returns what it created or changed") {
+  fake_runner runner;
+  recorder events;
+  fake_library lib;
+  auto child_step = bash("make", "out:{{base}}+{{extra}}");
+  child_step.output = "made";
+  auto child = make({child_step});
+  child.name = "child";
+  child.context["extra"] = "default";
+  child.context["base"] = "child-default";
+  lib.recipes["child"] = child;
+  auto c = call("c", "child");
+  c.output = "delta";
+  c.call.context["extra"] = "{{given}}";
+  auto r = make({c});
+  r.context["base"] = "parent";
+  r.context["given"] = "over";
+  auto o = opts();
+  o.recipes = &lib;
+  const auto result = run(runner, events, r, o);
+  REQUIRE(result.status == run_status::completed);
+  CHECK(runner.started == std::vector<std::string>{"c/make"});
+  CHECK(result.context.at("made") == "parent+over");
+  CHECK(result.context.at("delta") == boost::json::object{{"made", "parent+over"}});
+  CHECK_FALSE(result.context.contains("extra"));  // given to the child, not created by it
+  REQUIRE(result.step_results[0].children.size() == 1);
+  CHECK(result.step_results[0].children[0].step_id == "c/make");
+}
+
+TEST_CASE("a failing sub-recipe merges nothing and names its failed steps") {
+  fake_runner runner;
+  recorder events;
+  fake_library lib;
+  auto ok = bash("ok", "out:1");
+  ok.output = "partial";
+  auto child = make({ok, bash("broken", "fail:5")});
+  child.name = "child";
+  lib.recipes["child"] = child;
+  auto o = opts();
+  o.recipes = &lib;
+  const auto result = run(runner, events, make({call("c", "child")}), o);
+  CHECK(result.status == run_status::failed);
+  CHECK_FALSE(result.context.contains("partial"));
+  CHECK_THAT(result.step_results[0].error, Catch::Contains("sub-recipe 'child' failed") && Catch::Contains("c/broken"));
+}
+
+TEST_CASE("a recipe that calls itself stops at max_depth with the call chain") {
+  fake_runner runner;
+  recorder events;
+  fake_library lib;
+  auto self = make({call("again", "loop")});
+  self.name = "loop";
+  lib.recipes["loop"] = self;
+  auto top = self;
+  top.recursion.max_depth = 3;
+  auto o = opts();
+  o.recipes = &lib;
+  const auto result = run(runner, events, top, o);
+  CHECK(result.status == run_status::failed);
+  CHECK_THAT(result.step_results[0].error, Catch::Contains("loop -> loop -> loop -> loop"));
+}
+
+TEST_CASE("max_total_steps counts every instance that runs") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "x"), "[1,2,3,4,5]");
+  auto r = make({s});
+  r.recursion.max_total_steps = 4;
+  const auto result = run(runner, events, r);
+  CHECK(result.status == run_status::failed);
+  CHECK(runner.calls.size() == 3);  // the loop itself is the first instance
+}
+
+TEST_CASE("an interrupt in the middle of a fan-out cancels running children and reports not_run") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "sleep:10000"), "{{items}}", 0);
+  auto r = make({s, bash("after", "x")});
+  boost::json::array items;
+  for (int i = 0; i < 100; ++i) items.push_back(i);
+  r.context["items"] = items;
+  boost::asio::io_context ctx;
+  boost::asio::cancellation_signal stop;
+  boost::asio::steady_timer soon(ctx, std::chrono::milliseconds(50));
+  soon.async_wait([&](auto) { stop.emit(boost::asio::cancellation_type::terminal); });
+  recipe_engine eng(runner, events);
+  std::optional<run_result> result;
+  eng.async_run(ctx.get_executor(), r, opts(8),
+                boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e, run_result v) {
+                  CHECK_FALSE(e);
+                  result = std::move(v);
+                }));
+  const auto t0 = std::chrono::steady_clock::now();
+  ctx.run();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  REQUIRE(result);
+  CHECK(result->status == run_status::cancelled);
+  CHECK(runner.calls.size() == 8);
+  CHECK(runner.in_flight == 0);
+  CHECK(result->step_results[0].status == step_status::cancelled);
+  CHECK(result->step_results[1].status == step_status::not_run);
+}
+
+namespace {
+
+struct memory_journal final : run_journal {
+  std::vector<std::string> recorded;
+  std::map<std::string, finished_instance, std::less<>> done;
+  void record(const step_result& r, const boost::json::object&) noexcept override { recorded.push_back(r.step_id); }
+  const finished_instance* find(std::string_view id) const noexcept override {
+    auto it = done.find(id);
+    return it == done.end() ? nullptr : &it->second;
+  }
+};
+
+struct scripted_approvals final : approval_handler {
+  approval_reply reply;
+  boost::asio::awaitable<approval_reply> decide(approval_request) override { co_return reply; }
+};
+
+}  // namespace
+
+TEST_CASE("every finished instance is journaled and recorded instances are not run again") {
+  fake_runner runner;
+  recorder events;
+  memory_journal journal;
+  auto first = bash("first", "out:1");
+  first.output = "one";
+  finished_instance earlier;
+  earlier.result.step_id = "first";
+  earlier.result.status = step_status::completed;
+  earlier.result.output = 1;
+  earlier.context_delta["one"] = "from the journal";
+  journal.done.emplace("first", earlier);
+  auto o = opts();
+  o.journal = &journal;
+  const auto result = run(runner, events, make({first, foreach_of(bash("fan", "x"), "[1,2]")}), o);
+  CHECK(runner.started == std::vector<std::string>{"fan[0]", "fan[1]"});
+  CHECK(result.context.at("one") == "from the journal");
+  CHECK(journal.recorded == std::vector<std::string>{"fan[0]", "fan[1]", "fan"});
+}
+
+TEST_CASE("gates suspend the run without a handler and follow the handler's decision") {
+  fake_runner runner;
+  recorder events;
+  step gate;
+  gate.id = "ok";
+  gate.type = step_type::gate;
+  gate.approval.required = true;
+  gate.approval.prompt = "ship {{what}}?";
+  auto r = make({gate, bash("after", "out:{{_approval_message}}")});
+  r.context["what"] = "it";
+  auto result = run(runner, events, r);
+  CHECK(result.status == run_status::waiting_approval);
+  REQUIRE(result.waiting);
+  CHECK(result.waiting->step == "ok");
+  CHECK(result.waiting->prompt == "ship it?");
+  CHECK(result.step_results[1].status == step_status::not_run);
+
+  scripted_approvals approvals;
+  approvals.reply = {approval_verdict::approved, "go"};
+  auto o = opts();
+  o.approvals = &approvals;
+  result = run(runner, events, r, o);
+  CHECK(result.status == run_status::completed);
+  CHECK(result.output == "go");
+
+  approvals.reply = {approval_verdict::denied, "no"};
+  r.steps[0].approval.on_denied = on_error_policy::skip_remaining;
+  result = run(runner, events, r, o);
+  CHECK(result.status == run_status::completed);
+  CHECK(result.step_results[1].status == step_status::skipped);
+}
+
+TEST_CASE("long steps report heartbeats") {
+  fake_runner runner;
+  recorder events;
+  auto o = opts();
+  o.heartbeat = std::chrono::milliseconds(20);
+  run(runner, events, make({bash("long", "sleep:150")}), o);
+  const auto beats = events.of(event_kind::step_heartbeat);
+  CHECK(beats.size() >= 2);
+  CHECK(beats.size() <= 8);
+  for (const auto& b : beats) CHECK(b.step == "long");
+}
+
+TEST_CASE("stages run in order with stage built-ins and skip on a false stage condition") {
+  fake_runner runner;
+  recorder events;
+  recipe r;
+  r.name = "staged";
+  stage one;
+  one.name = "build";
+  one.steps = {bash("b", "out:{{stage.name}}")};
+  stage two;
+  two.name = "deploy";
+  two.condition = "false";
+  two.steps = {bash("d", "x")};
+  r.stages = {one, two};
+  const auto result = run(runner, events, r);
+  CHECK(result.status == run_status::completed);
+  CHECK(result.step_results[0].output == "build");
+  CHECK(result.step_results[1].status == step_status::skipped);
+}
