@@ -119,7 +119,9 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
       co_return finish(std::move(o));
     }
   }
-  if (++rs_.instances_started > rs_.limits.max_total_steps) {
+  // Loops and loop-body iterations are containers: what counts is the work inside them.
+  const bool container = (is_loop(s) && !iteration) || (iteration && !s.steps.empty());
+  if (!container && ++rs_.instances_started > rs_.limits.max_total_steps) {
     auto o = failed_before_start(s, instance, "the run reached recursion.max_total_steps (" +
                                                   std::to_string(rs_.limits.max_total_steps) + " step instances)");
     o.next = flow::fatal;  // a runaway recipe stops, whatever its on_error says
