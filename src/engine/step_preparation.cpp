@@ -59,10 +59,7 @@ prepared_bash prepare_bash(const step& s, const render_scope& scope) {
   inv.working_dir = std::move(wd.text);
   export_limits limits;
   if (s.max_env_value_bytes) limits.max_value_bytes = *s.max_env_value_bytes;
-  // Loop-local names are exported like context keys; the copy exists only while preparing.
-  auto exports = scope.locals && !scope.locals->empty()
-                     ? plan_shell_exports(visible_context(scope), shell.variables, limits)
-                     : plan_shell_exports(scope.context, shell.variables, limits);
+  auto exports = plan_shell_exports(scope.context, shell.variables, limits, scope.locals);
   p.warnings.insert(p.warnings.end(), exports.warnings.begin(), exports.warnings.end());
   for (auto& v : exports.variables) inv.exports.push_back({std::move(v.name), std::move(v.value), v.by_file});
   return p;

@@ -667,3 +667,19 @@ TEST_CASE("stages run in order with stage built-ins and skip on a false stage co
   CHECK(result.step_results[0].output == "build");
   CHECK(result.step_results[1].status == step_status::skipped);
 }
+
+TEST_CASE("a foreach of ten thousand items fits the default limits and keeps at most its workers in flight") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "out:{{item}}"), "{{items}}", 0);
+  s.foreach->collect = "all";
+  auto r = make({s});
+  boost::json::array items;
+  for (int i = 0; i < 10000; ++i) items.push_back(i);
+  r.context["items"] = items;
+  const auto result = run(runner, events, r, opts(64));
+  REQUIRE(result.status == run_status::completed);
+  CHECK(result.step_results[0].iterations->completed == 10000);
+  CHECK(runner.peak == 64);
+  CHECK(result.context.at("all").as_array().back() == 9999);
+}

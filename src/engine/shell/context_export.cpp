@@ -36,15 +36,23 @@ std::string upper(std::string s) {
   return s;
 }
 
-// Every name with the key that wins it, sorted by name.
-std::vector<candidate> candidates(const boost::json::object& context) {
+// Every name with the key that wins it, sorted by name. Keys of `locals` (loop variables)
+// hide the context's keys of the same name, as they do in templates.
+std::vector<candidate> candidates(const boost::json::object& context, const boost::json::object* locals) {
   std::vector<candidate> all;
-  collect(context, std::string(prefix), "", 0, all);
-  for (const auto& kv : context) {
-    if (kv.value().is_object() || kv.value().is_array()) continue;
-    auto alias = upper(shell_name_part(kv.key()));
-    if (!alias.empty() && !(alias[0] >= '0' && alias[0] <= '9') && alias_allowed(alias))
-      all.push_back({std::move(alias), std::string(kv.key()), 0, &kv.value()});
+  for (const auto* layer : {&context, locals}) {
+    if (!layer) continue;
+    const bool hidden_layer = layer == &context && locals;
+    for (const auto& kv : *layer) {
+      if (hidden_layer && locals->contains(kv.key())) continue;
+      const std::string name = std::string(prefix) + shell_name_part(kv.key());
+      all.push_back({name, std::string(kv.key()), 0, &kv.value()});
+      if (const auto* child = kv.value().if_object()) collect(*child, name + "__", std::string(kv.key()), 1, all);
+      if (kv.value().is_object() || kv.value().is_array()) continue;
+      auto alias = upper(shell_name_part(kv.key()));
+      if (!alias.empty() && !(alias[0] >= '0' && alias[0] <= '9') && alias_allowed(alias))
+        all.push_back({std::move(alias), std::string(kv.key()), 0, &kv.value()});
+    }
   }
   std::sort(all.begin(), all.end(), [](const candidate& a, const candidate& b) {
     return std::tie(a.name, a.key, a.depth) < std::tie(b.name, b.key, b.depth);
@@ -93,13 +101,13 @@ private:
 
 // The context's variables after those already `taken`; over-limit values are marked by file
 // (`skip_large` false) or left out with a warning (`skip_large` true).
-void add_context(context_export& out, const boost::json::object& context, const name_set& taken,
-                 const export_limits& limits, std::size_t total, bool skip_large) {
+void add_context(context_export& out, const boost::json::object& context, const boost::json::object* locals,
+                 const name_set& taken, const export_limits& limits, std::size_t total, bool skip_large) {
   omissions left_out;
   const auto over_value =
       "is larger than the " + std::to_string(std::min(limits.max_value_bytes, max_env_string)) + "-byte limit of one value";
   const auto over_total = "would pass the " + std::to_string(limits.max_total_bytes) + "-byte limit of all values";
-  for (auto& c : candidates(context)) {
+  for (auto& c : candidates(context, locals)) {
     if (taken.contains(c.name)) continue;
     auto text = value_text(*c.value);
     if (text.find('\0') != std::string::npos) {
@@ -152,13 +160,13 @@ bool alias_allowed(std::string_view name) {
 
 context_export export_context(const boost::json::object& context, const export_limits& limits) {
   context_export out;
-  add_context(out, context, {}, limits, 0, false);
+  add_context(out, context, nullptr, {}, limits, 0, false);
   return out;
 }
 
 context_export plan_shell_exports(const boost::json::object& context,
                                   const std::vector<shell_variable>& script_variables,
-                                  const export_limits& limits) {
+                                  const export_limits& limits, const boost::json::object* locals) {
   context_export out;
   std::size_t total = 0;
   name_set taken;
@@ -169,7 +177,7 @@ context_export plan_shell_exports(const boost::json::object& context,
     out.variables.push_back({v.name, v.value, by_file});
     taken.insert(v.name);
   }
-  add_context(out, context, taken, limits, total, true);
+  add_context(out, context, locals, taken, limits, total, true);
   return out;
 }
 

@@ -52,9 +52,10 @@ context_export export_context(const boost::json::object& context, const export_l
 /// The variables of one bash step: first `script_variables` (from render_shell), which always
 /// arrive — by file when larger than the per-value limit or past the total; then the context
 /// export, where a name the script already has is dropped and values over the limits are left
-/// out of the environment with a warning (SPEC §5.4).
+/// out of the environment with a warning (SPEC §5.4). `locals` (loop variables, a loop body's
+/// outputs) are exported too and hide context keys of the same name.
 context_export plan_shell_exports(const boost::json::object& context,
                                   const std::vector<shell_variable>& script_variables,
-                                  const export_limits& limits = {});
+                                  const export_limits& limits = {}, const boost::json::object* locals = nullptr);
 
 }  // namespace arun::engine
