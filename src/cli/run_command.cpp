@@ -149,6 +149,7 @@ int run_command(const run_settings& s) {
       [&](const boost::system::error_code& ec, int sig) {
         if (ec) return;
         const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        if (sinks.progress) sinks.progress->clear_status();  // not onto the live status line
         if (stop_signal == 0) {
           stop_signal = sig;
           std::fprintf(stderr, "arun: %s received, stopping running steps (again to kill them now)\n", name);
