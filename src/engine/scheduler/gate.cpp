@@ -19,7 +19,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_gate(const step& s, 
   o.result.step_id = instance;
   const auto builtins = step_builtins(s, instance);
   auto prompt = render_text(s.approval.prompt, view(sc, builtins));
-  rs_.warn(instance, prompt.warnings);
+  warn(s, instance, prompt.warnings);
   if (!prompt.ok()) {
     o.result = unstarted(instance, step_status::failed, "step '" + instance + "': approval_prompt: " + prompt.error);
     o.next = failure_flow(s);

@@ -67,6 +67,11 @@ instance_outcome failed_before_start(const step& s, const std::string& instance,
 
 }  // namespace
 
+void step_executor::warn(const step& s, const std::string& instance, const std::vector<std::string>& messages) {
+  const bool iteration = is_loop(s) && !instance.empty() && instance.back() == ']';
+  rs_.warn(instance, messages, instance_type(s, iteration));
+}
+
 boost::json::object step_executor::step_builtins(const step& s, const std::string& instance) const {
   boost::json::object b = frame_.builtins;
   std::size_t index = 0;
@@ -111,7 +116,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
     }
     const auto builtins = step_builtins(s, instance);
     const auto verdict = check_condition(s, view(sc, builtins));
-    rs_.warn(instance, verdict.warnings);
+    warn(s, instance, verdict.warnings);
     if (!verdict.error.empty()) co_return finish(failed_before_start(s, instance, verdict.error));
     if (!verdict.run) {
       instance_outcome o;

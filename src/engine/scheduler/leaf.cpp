@@ -114,7 +114,7 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
                                                           int attempt, std::stop_token stop) {
   const auto builtins = step_builtins(s, instance);
   auto prepared = prepare_bash(s, view(sc, builtins));
-  rs_.warn(instance, prepared.warnings);
+  warn(s, instance, prepared.warnings);
   if (!prepared.error.empty()) {
     instance_outcome o;
     o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + prepared.error);
@@ -169,10 +169,10 @@ asio::awaitable<void> step_executor::run_hook(const std::string& command, const 
   hook.id = s.id;
   hook.command = command;
   auto prepared = prepare_bash(hook, view(sc, builtins));
-  rs_.warn(instance, prepared.warnings);
+  warn(s, instance, prepared.warnings);
   const std::string which = finished == nullptr ? "pre_step" : &command == &frame_.r.hooks.on_error ? "on_error" : "post_step";
   if (!prepared.error.empty()) {
-    rs_.warn(instance, {which + " hook not run: " + prepared.error});
+    warn(s, instance, {which + " hook not run: " + prepared.error});
     co_return;
   }
   auto inv = std::move(prepared.invocation);
@@ -180,7 +180,7 @@ asio::awaitable<void> step_executor::run_hook(const std::string& command, const 
   inv.timeout = rs_.options.hook_timeout;
   // A failed sibling does not stop a hook (it is short and bounded); the interrupt does.
   auto out = co_await run_child(std::move(inv), instance, "hook", 1, rs_.interrupt.get_token());
-  if (!out.succeeded()) rs_.warn(instance, {which + " hook failed: " + out.error});
+  if (!out.succeeded()) warn(s, instance, {which + " hook failed: " + out.error});
 }
 
 }  // namespace arun::engine

@@ -99,7 +99,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   const auto& spec = *s.foreach;
   const auto builtins = step_builtins(s, instance);
   auto rendered = render_value(spec.items, view(sc, builtins));
-  rs_.warn(instance, rendered.warnings);
+  warn(s, instance, rendered.warnings);
   if (!rendered.ok()) co_return loop_failed(s, instance, "foreach: " + rendered.error);
   auto items = as_items(rendered.value);
   if (auto* why = std::get_if<std::string>(&items)) co_return loop_failed(s, instance, *why);
@@ -177,7 +177,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     locals["_loop_iteration"] = i + 1;
     const auto builtins = step_builtins(s, instance);
     const auto go = check_expression(spec.condition, "while_condition", view(inner, builtins));
-    rs_.warn(instance, go.warnings);
+    warn(s, instance, go.warnings);
     if (!go.error.empty() || (go.run && i >= static_cast<std::size_t>(std::max(0, spec.max_iterations)))) {
       end = failure_flow(s);
       failed = true;
@@ -208,7 +208,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
       break;
     }
     auto updated = render_value(spec.update_context, view(inner, builtins));
-    rs_.warn(instance, updated.warnings);
+    warn(s, instance, updated.warnings);
     if (!updated.ok()) {
       end = failure_flow(s);
       failed = true;
@@ -218,7 +218,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     if (auto* fields = updated.value.if_object())
       for (auto& kv : *fields) locals[kv.key()] = std::move(kv.value());
     const auto stop_now = check_expression(spec.break_when, "break_when", view(inner, builtins));
-    rs_.warn(instance, stop_now.warnings);
+    warn(s, instance, stop_now.warnings);
     if (!spec.break_when.empty() && (stop_now.run || !stop_now.error.empty())) {
       if (!stop_now.error.empty()) {
         end = failure_flow(s);

@@ -29,10 +29,10 @@ event run_state::make_event(event_kind kind, std::string_view instance, std::str
   return e;
 }
 
-void run_state::warn(std::string_view instance, const std::vector<std::string>& messages) {
+void run_state::warn(std::string_view instance, const std::vector<std::string>& messages, std::string_view type) {
   for (const auto& m : messages) {
     if (!warned_.emplace(declared_path(instance), m).second) continue;
-    auto e = make_event(event_kind::warning, instance);
+    auto e = make_event(event_kind::warning, instance, type);
     e.message = m;
     emit(e);
   }

@@ -41,7 +41,7 @@ public:
   event make_event(event_kind kind, std::string_view instance = {}, std::string_view type = {}) const;
   void emit(const event& e) noexcept { listener_.on_event(e); }
   /// Warning events, each text once per step (an iteration repeats its loop's warnings).
-  void warn(std::string_view instance, const std::vector<std::string>& messages);
+  void warn(std::string_view instance, const std::vector<std::string>& messages, std::string_view type = {});
 
   /// A number in [0, 1) for retry jitter.
   double unit_random();

@@ -90,7 +90,7 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std
     bool run = out.end == flow::next && !stop.stop_requested();
     if (run && !st.condition.empty()) {
       const auto verdict = check_expression(st.condition, "stage condition", view(sc, frame_.builtins));
-      rs_.warn(prefix + st.name, verdict.warnings);
+      rs_.warn(prefix + st.name, verdict.warnings, "stage");
       if (!verdict.error.empty()) {
         out.end = flow::fatal;
         out.error = "stage '" + st.name + "': " + verdict.error;

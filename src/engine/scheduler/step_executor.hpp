@@ -119,6 +119,9 @@ private:
   boost::asio::awaitable<instance_outcome> run_gate(const step& s, scope sc, const std::string& instance,
                                                     std::stop_token stop);
 
+  /// Warning events for an instance of `s`, typed like its other events.
+  void warn(const step& s, const std::string& instance, const std::vector<std::string>& messages);
+
   /// The scope templates of step `s` render in (built-ins with step.* for this instance).
   boost::json::object step_builtins(const step& s, const std::string& instance) const;
   render_scope view(const scope& sc, const boost::json::object& builtins) const {

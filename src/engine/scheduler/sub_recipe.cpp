@@ -39,7 +39,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   const auto builtins = step_builtins(s, instance);
   const auto rscope = view(sc, builtins);
   auto name = render_text(s.call.recipe, rscope);
-  rs_.warn(instance, name.warnings);
+  warn(s, instance, name.warnings);
   if (!name.ok()) co_return fail("recipe: " + name.error);
   if (!rs_.options.recipes) co_return fail("sub-recipes cannot be loaded by this host (no recipe source)");
   const auto loaded = rs_.options.recipes->load(name.text, frame_.r);
@@ -54,7 +54,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   for (const auto& kv : child.context)
     if (!context.contains(kv.key())) context[kv.key()] = kv.value();
   auto overrides = render_value(s.call.context, rscope);
-  rs_.warn(instance, overrides.warnings);
+  warn(s, instance, overrides.warnings);
   if (!overrides.ok()) co_return fail("context: " + overrides.error);
   if (auto* fields = overrides.value.if_object())
     for (auto& kv : *fields) context[kv.key()] = std::move(kv.value());
