@@ -25,6 +25,8 @@ void add_recipe_options(CLI::App& app, recipe_options& o) {
       ->allow_extra_args(false);  // `--set k=v recipe.yaml`: the recipe is not a second value
   app.add_flag("--strict", o.strict, "Unknown keys are errors; references without a value at run time fail the step");
   app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning");
+  app.add_option("--max-recipe-bytes", o.max_recipe_bytes, "Largest recipe file accepted (default 1 MiB)")
+      ->check(CLI::PositiveNumber);
 }
 
 recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
@@ -55,7 +57,9 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
     in.exit_code = exit_not_found;
     return in;
   }
-  auto loaded = io::load_recipe_chain(path, discovery);
+  io::load_limits limits;
+  limits.max_bytes = o.max_recipe_bytes;
+  auto loaded = io::load_recipe_chain(path, discovery, limits);
   std::vector<diagnostic> diagnostics = std::move(loaded.diagnostics);
   validation_options vo;
   vo.lenient = o.lenient;

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct recipe_options {
   std::vector<std::string> sets;  ///< --set KEY=VALUE, in order
   bool strict = false;
   bool lenient = false;
+  std::size_t max_recipe_bytes = 1u << 20;  ///< SPEC §1: larger recipe files are refused
 };
 
 /// Adds RECIPE, -R, -C, --set, --strict and --lenient to a command.

@@ -135,8 +135,10 @@ int run_command(const run_settings& s) {
   ro.limits.max_bytes = s.max_output;
   ro.inherited_env = io::current_environment();
   io::process_step_runner runner(std::move(ro));
+  io::load_limits limits;
+  limits.max_bytes = s.recipe.max_recipe_bytes;
   io::recipe_library library(io::discovery_from_environment(s.recipe.recipe_dirs, s.recipe.working_dir),
-                             loaded.source_path);
+                             loaded.source_path, limits);
   options.recipes = &library;
   recipe_engine eng(runner, sinks.fanout);
 

@@ -11,8 +11,8 @@ namespace arun::io {
 
 namespace fs = std::filesystem;
 
-recipe_library::recipe_library(discovery_options discovery, const std::string& top_path)
-    : discovery_(std::move(discovery)), roots_(recipe_roots(top_path, discovery_)) {}
+recipe_library::recipe_library(discovery_options discovery, const std::string& top_path, load_limits limits)
+    : discovery_(std::move(discovery)), roots_(recipe_roots(top_path, discovery_)), limits_(limits) {}
 
 loaded_recipe recipe_library::load(std::string_view reference, const recipe& caller) {
   loaded_recipe out;
@@ -23,7 +23,7 @@ loaded_recipe recipe_library::load(std::string_view reference, const recipe& cal
   const auto key = fs::weakly_canonical(path, ec).string();
   if (auto it = by_path_.find(key); it != by_path_.end()) return it->second;
 
-  auto loaded = load_recipe_chain(path, discovery_);
+  auto loaded = load_recipe_chain(path, discovery_, limits_);
   std::vector<diagnostic> problems = std::move(loaded.diagnostics);
   if (loaded.value) {
     validation_options vo;

@@ -4,6 +4,7 @@
 // the rest of the run (a foreach calling one sub-recipe 1,000 times reads it once).
 
 #include "discovery.hpp"
+#include "recipe_loader.hpp"
 
 #include <arun/run_services.hpp>
 
@@ -17,13 +18,14 @@ namespace arun::io {
 class recipe_library final : public recipe_source {
 public:
   /// `top_path` is the top-level recipe's file: relative paths must stay inside its roots.
-  recipe_library(discovery_options discovery, const std::string& top_path);
+  recipe_library(discovery_options discovery, const std::string& top_path, load_limits limits = {});
 
   loaded_recipe load(std::string_view reference, const recipe& caller) override;
 
 private:
   discovery_options discovery_;
   std::vector<std::string> roots_;
+  load_limits limits_;
   std::map<std::string, loaded_recipe, std::less<>> by_path_;
 };
 

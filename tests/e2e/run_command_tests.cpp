@@ -478,3 +478,14 @@ TEST_CASE("extends paths stay inside the allowed roots, and names ignore the cur
   CHECK(r.exit_code == 0);
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("recipes over 1 MiB are refused unless --max-recipe-bytes raises the limit") {
+  std::string big = "name: big\n# " + std::string(1100 * 1024, 'x') + "\nsteps:\n  - id: a\n    command: echo ok\n";
+  temp_recipe rec(big);
+  const auto refused = run_arun({rec.file.string(), "-q"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("--max-recipe-bytes raises it"));
+  const auto raised = run_arun({rec.file.string(), "-q", "--max-recipe-bytes", "2000000"});
+  CHECK(raised.exit_code == 0);
+  CHECK(arun::test::leftover_processes().empty());
+}
