@@ -78,7 +78,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   // SPEC §3.3 order: inherited, hardening, the context export, then the step's own env.
   env_overrides overrides = exports->environment();
   overrides.insert(overrides.end(), inv.env.begin(), inv.env.end());
-  spec.launch.env = build_step_environment(options_.inherited_env, overrides);
+  spec.launch.env = environment_.with(overrides);
   spec.launch.working_dir = resolve_dir(options_.base_dir, inv.working_dir);
   spec.timeout = inv.timeout;
   spec.kill_grace = options_.kill_grace;

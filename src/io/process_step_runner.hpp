@@ -2,6 +2,7 @@
 // The real step runner: bash steps as supervised child processes.
 
 #include "process/output_capture.hpp"
+#include "step_environment.hpp"
 
 #include <arun/step_runner.hpp>
 
@@ -23,12 +24,14 @@ inline constexpr std::size_t max_inline_body_bytes = 64 * 1024;
 
 class process_step_runner final : public step_runner {
 public:
-  explicit process_step_runner(runner_options options) : options_(std::move(options)) {}
+  explicit process_step_runner(runner_options options)
+      : options_(std::move(options)), environment_(options_.inherited_env) {}
 
   boost::asio::awaitable<leaf_outcome> run_bash(bash_invocation inv) override;
 
 private:
   runner_options options_;
+  base_environment environment_;  ///< inherited + hardening, built once for every step
 };
 
 }  // namespace arun::io

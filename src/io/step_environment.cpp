@@ -7,54 +7,57 @@
 extern char** environ;
 
 namespace arun::io {
-namespace {
-
-// An environment that keeps its first-seen order and replaces values by name.
-class environment_builder {
-public:
-  explicit environment_builder(const std::vector<std::string>& base) {
-    for (const auto& kv : base) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) continue;  // not a variable: drop it
-      set(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-  }
-  void set(const std::string& name, const std::string& value) {
-    if (auto it = index_.find(name); it != index_.end()) {
-      entries_[it->second] = name + "=" + value;
-      return;
-    }
-    index_.emplace(name, entries_.size());
-    entries_.push_back(name + "=" + value);
-  }
-  void set_default(const std::string& name, const std::string& value) {
-    if (!index_.contains(name)) set(name, value);
-  }
-  std::vector<std::string> take() { return std::move(entries_); }
-
-private:
-  std::vector<std::string> entries_;
-  std::unordered_map<std::string, std::size_t> index_;
-};
-
-}  // namespace
-
 std::vector<std::string> current_environment() {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   return env;
 }
 
+base_environment::base_environment(const std::vector<std::string>& inherited) {
+  for (const auto& kv : inherited) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) continue;  // not a variable: drop it
+    set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (!index_.contains("HOME")) set("HOME", "/root");
+  if (!index_.contains("PATH")) set("PATH", "/usr/local/bin:/usr/bin:/bin");
+  set("NONINTERACTIVE", "1");
+  set("DEBIAN_FRONTEND", "noninteractive");
+  set("CI", "true");
+}
+
+void base_environment::set(const std::string& name, const std::string& value) {
+  if (auto it = index_.find(name); it != index_.end()) {
+    entries_[it->second] = name + "=" + value;
+    return;
+  }
+  index_.emplace(name, entries_.size());
+  entries_.push_back(name + "=" + value);
+}
+
+std::vector<std::string> base_environment::with(const env_overrides& overrides) const {
+  // Only the step's own names are indexed here: the base's index is shared by every step.
+  std::vector<std::string> env = entries_;
+  std::unordered_map<std::string_view, std::size_t> added;
+  for (const auto& [name, value] : overrides) {
+    std::size_t at = env.size();
+    if (auto it = index_.find(name); it != index_.end())
+      at = it->second;
+    else if (auto a = added.find(name); a != added.end())
+      at = a->second;
+    else
+      added.emplace(name, at);
+    if (at == env.size())
+      env.push_back(name + "=" + value);
+    else
+      env[at] = name + "=" + value;
+  }
+  return env;
+}
+
 std::vector<std::string> build_step_environment(const std::vector<std::string>& inherited,
                                                 const env_overrides& overrides) {
-  environment_builder env(inherited);
-  env.set_default("HOME", "/root");
-  env.set_default("PATH", "/usr/local/bin:/usr/bin:/bin");
-  env.set("NONINTERACTIVE", "1");
-  env.set("DEBIAN_FRONTEND", "noninteractive");
-  env.set("CI", "true");
-  for (const auto& [name, value] : overrides) env.set(name, value);
-  return env.take();
+  return base_environment(inherited).with(overrides);
 }
 
 std::string missing_tool(int exit_code, std::string_view stderr_text) {

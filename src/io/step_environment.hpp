@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -13,9 +14,25 @@ using env_overrides = std::vector<std::pair<std::string, std::string>>;
 /// arun's own environment as "K=V" strings.
 std::vector<std::string> current_environment();
 
-/// `inherited`, then HOME=/root and PATH=/usr/local/bin:/usr/bin:/bin when unset, then
-/// NONINTERACTIVE=1, DEBIAN_FRONTEND=noninteractive, CI=true, then each override in order
-/// (a later one replaces an earlier one of the same name).
+/// The part of every step's environment that is the same for the whole run: `inherited`, then
+/// HOME=/root and PATH=/usr/local/bin:/usr/bin:/bin when unset, then NONINTERACTIVE=1,
+/// DEBIAN_FRONTEND=noninteractive, CI=true. Built once; each step adds its overrides.
+class base_environment {
+public:
+  explicit base_environment(const std::vector<std::string>& inherited);
+
+  /// The base, then each override in order (a later one replaces an earlier one of the same
+  /// name; a name already in the base keeps its position).
+  std::vector<std::string> with(const env_overrides& overrides) const;
+
+private:
+  void set(const std::string& name, const std::string& value);
+
+  std::vector<std::string> entries_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+/// `base_environment(inherited).with(overrides)`.
 std::vector<std::string> build_step_environment(const std::vector<std::string>& inherited,
                                                 const env_overrides& overrides);
 

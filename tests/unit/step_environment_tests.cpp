@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "step_environment.hpp"
 
 using arun::io::build_step_environment;
@@ -29,4 +31,17 @@ TEST_CASE("missing_tool reads bash's command-not-found message on exit 127 only"
   CHECK(missing_tool(127, "bash: jq: command not found") == "jq");
   CHECK(missing_tool(1, "bash: line 1: jq: command not found\n").empty());
   CHECK(missing_tool(127, "exit 127 for another reason\n").empty());
+}
+
+TEST_CASE("one base environment serves many steps without their overrides leaking between them") {
+  const arun::io::base_environment base({"KEEP=1", "CI=false"});
+  const auto first = base.with({{"A", "1"}, {"A", "2"}, {"KEEP", "x"}});
+  const auto second = base.with({{"B", "3"}});
+  CHECK(std::count(first.begin(), first.end(), "A=2") == 1);
+  CHECK(std::find(first.begin(), first.end(), "A=1") == first.end());
+  CHECK(first.front() == "KEEP=x");  // a base name keeps its position
+  CHECK(std::find(second.begin(), second.end(), "A=2") == second.end());
+  CHECK(second.front() == "KEEP=1");
+  CHECK(std::find(second.begin(), second.end(), "CI=true") != second.end());
+  CHECK(second.back() == "B=3");
 }
