@@ -52,10 +52,14 @@ public:
   /// `run` with a completion token: the handler gets `(std::exception_ptr, run_result)`.
   template <typename Executor, typename CompletionToken>
   auto async_run(const Executor& ex, const recipe& r, run_options options, CompletionToken&& token) {
-    return boost::asio::co_spawn(ex, run(r, std::move(options)), std::forward<CompletionToken>(token));
+    return boost::asio::co_spawn(ex, run_here(r, std::move(options)), std::forward<CompletionToken>(token));
   }
 
 private:
+  /// The run itself, for a coroutine thread of its own: it changes that thread's cancellation
+  /// settings (every cancellation type becomes the interrupt), never the caller's.
+  boost::asio::awaitable<run_result> run_here(const recipe& r, run_options options);
+
   step_runner& runner_;
   event_listener& listener_;
 };

@@ -8,7 +8,9 @@
 
 #include <arun/validation.hpp>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <ctime>
 
@@ -57,7 +59,15 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
                         : engine::undefined_mode::normal;
   engine::recipe_frame frame{r, declared_names(r), mode, make_builtins(r, rs.options), "", 0, r.recursion.max_depth, {r.name}};
   engine::step_executor top(rs, frame);
-  auto seq = co_await top.run_recipe(engine::scope{&result.context, nullptr}, "", rs.interrupt.get_token());
+  engine::sequence_outcome seq;
+  try {
+    seq = co_await top.run_recipe(engine::scope{&result.context, nullptr}, "", rs.interrupt.get_token());
+  } catch (...) {
+    // An arun fault: stop the ticker so the run ends and the fault reaches the caller.
+    rs.stop_heartbeats();
+    rs.interrupt.request_stop();
+    throw;
+  }
   rs.stop_heartbeats();
 
   result.step_results = std::move(seq.results);
@@ -79,17 +89,19 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   rs.emit(finish);
 }
 
-}  // namespace
-
-asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options options) {
+// The run on a coroutine thread of its own, so that what it does with its cancellation state
+// never touches the caller's.
+asio::awaitable<run_result> run_detached(step_runner& runner, event_listener& listener, const recipe& r,
+                                         run_options options) {
   // A cancelled caller must not make our own awaits throw: we turn it into the interrupt.
   co_await asio::this_coro::throw_if_cancelled(false);
+  co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
   const auto ex = co_await asio::this_coro::executor;
   run_result result;
   result.recipe_name = r.name;
   result.session_id = options.session_id;
   result.context = r.context;
-  engine::run_state rs(runner_, listener_, std::move(options), r, ex);
+  engine::run_state rs(runner, listener, std::move(options), r, ex);
   engine::task_group tasks(ex);
   tasks.spawn(run_recipe(rs, r, result));
   tasks.spawn(rs.heartbeats());
@@ -101,6 +113,17 @@ asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options opti
   // A stop that arrived while the last step was finishing still ends the run as cancelled.
   if (interrupted && result.status == run_status::completed) result.status = run_status::cancelled;
   co_return result;
+}
+
+}  // namespace
+
+asio::awaitable<run_result> recipe_engine::run(const recipe& r, run_options options) {
+  const auto ex = co_await asio::this_coro::executor;
+  co_return co_await asio::co_spawn(ex, run_here(r, std::move(options)), asio::use_awaitable);
+}
+
+asio::awaitable<run_result> recipe_engine::run_here(const recipe& r, run_options options) {
+  return run_detached(runner_, listener_, r, std::move(options));
 }
 
 }  // namespace arun

@@ -1,5 +1,7 @@
 #include <arun/validation.hpp>
 
+#include "dag_order.hpp"
+
 #include "condition/condition.hpp"
 #include "template/reference.hpp"
 
@@ -102,6 +104,28 @@ void check_dependencies(const recipe& r, std::vector<diagnostic>& out) {
   };
   for (const auto& [id, s] : by_id)
     if (state[id] == mark::unseen) visit(*s);
+}
+
+// SPEC §6.4: under execution: dag a step also waits for the steps whose outputs it reads;
+// such waiting must not go round in a circle.
+void check_dag_order(const recipe& r, std::vector<diagnostic>& out) {
+  if (r.execution != execution_mode::dag) return;
+  const bool reported = std::any_of(out.begin(), out.end(), [](const diagnostic& d) {
+    return d.message.find("depends_on forms a cycle") != std::string::npos;
+  });
+  if (reported) return;  // one report per cycle
+  auto check = [&](const std::vector<step>& steps) {
+    const auto cycle = engine::dag_cycle(steps, engine::dag_dependencies(steps));
+    if (cycle.empty()) return;
+    const auto first = cycle.substr(0, cycle.find(' '));
+    const auto it = std::find_if(steps.begin(), steps.end(), [&](const step& s) { return s.id == first; });
+    out.push_back(make(severity::error, it == steps.end() ? r.where : it->where,
+                       "execution: dag: these steps wait for each other (by depends_on or by reading each "
+                       "other's outputs): " + cycle,
+                       "execution", "break the cycle, or run the recipe sequentially"));
+  };
+  check(r.steps);
+  for (const auto& st : r.stages) check(st.steps);
 }
 
 // SPEC §8: gates inside parallel groups and loop bodies cannot be run in this version.
@@ -211,6 +235,7 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
   std::vector<diagnostic> out;
   check_ids(r, out);
   check_dependencies(r, out);
+  check_dag_order(r, out);
   check_gates(r, out);
   check_conditions(r, out);
   check_agent_references(r, out);

@@ -6,6 +6,7 @@
 #include "run_sync.hpp"
 
 #include <arun/engine.hpp>
+#include <arun/validation.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -682,4 +683,91 @@ TEST_CASE("a foreach of ten thousand items fits the default limits and keeps at 
   CHECK(result.step_results[0].iterations->completed == 10000);
   CHECK(runner.peak == 64);
   CHECK(result.context.at("all").as_array().back() == 9999);
+}
+
+TEST_CASE("dag order ignores words inside condition string literals and refuses reference cycles") {
+  fake_runner runner;
+  recorder events;
+  auto prepare = bash("prepare", "out:p");
+  prepare.condition = "mode == 'fast'";  // 'fast' is text, not a reference to the output below
+  auto measure = bash("measure", "out:m");
+  measure.depends_on = {"prepare"};
+  measure.output = "fast";
+  auto r = make({prepare, measure});
+  r.context["mode"] = "fast";
+  r.execution = execution_mode::dag;
+  const auto fine = run(runner, events, r);
+  CHECK(fine.status == run_status::completed);
+
+  auto a = bash("a", "out:{{b}}x");
+  a.output = "a";
+  auto b = bash("b", "out:{{a}}y");
+  b.output = "b";
+  auto cyclic = make({a, b});
+  cyclic.execution = execution_mode::dag;
+  const auto refused = validate_recipe(cyclic);
+  REQUIRE(refused.size() == 1);
+  CHECK_THAT(refused[0].message, Catch::Contains("wait for each other") && Catch::Contains("a -> b -> a"));
+  const auto result = run(runner, events, cyclic);  // the scheduler never waits forever either
+  CHECK(result.status == run_status::failed);
+  CHECK_THAT(result.error, Catch::Contains("a -> b -> a"));
+}
+
+TEST_CASE("a slot handed over as a sibling fails fast does not start its child") {
+  fake_runner runner;
+  recorder events;
+  auto r = make({grouped(bash("a", "sleep:20 fail:1"), "g"), grouped(bash("b", "sleep:2000"), "g"),
+                 grouped(bash("c", "sleep:2000"), "g")});
+  const auto result = run(runner, events, r, opts(1));
+  CHECK(result.status == run_status::failed);
+  CHECK(runner.calls.size() == 1);  // b and c waited for the only slot and never started
+  CHECK(result.step_results[1].status == step_status::cancelled);
+  CHECK(result.step_results[2].status == step_status::cancelled);
+}
+
+TEST_CASE("on_error continue cannot swallow the max_total_steps limit") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "x"), "[1,2,3,4,5,6]");
+  s.on_error = on_error_policy::continue_run;
+  auto r = make({s});
+  r.recursion.max_total_steps = 3;
+  const auto result = run(runner, events, r);
+  CHECK(result.status == run_status::failed);
+  CHECK(runner.calls.size() == 3);
+}
+
+namespace {
+
+struct throwing_runner final : step_runner {
+  boost::asio::awaitable<leaf_outcome> run_bash(bash_invocation) override {
+    co_await boost::asio::post(co_await boost::asio::this_coro::executor, boost::asio::use_awaitable);
+    throw std::runtime_error("runner fault");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("an arun fault inside a run reaches the caller instead of hanging the run") {
+  throwing_runner runner;
+  recorder events;
+  recipe_engine eng(runner, events);
+  CHECK_THROWS_WITH(test::run_sync(eng.run(make({bash("a", "x")}), opts())), "runner fault");
+}
+
+TEST_CASE("a partial cancellation of the caller stops the run too") {
+  fake_runner runner;
+  recorder events;
+  boost::asio::io_context ctx;
+  boost::asio::cancellation_signal stop;
+  boost::asio::steady_timer soon(ctx, std::chrono::milliseconds(30));
+  soon.async_wait([&](auto) { stop.emit(boost::asio::cancellation_type::partial); });
+  recipe_engine eng(runner, events);
+  std::optional<run_result> result;
+  const auto r = make({bash("long", "sleep:5000")});  // the recipe must outlive the run
+  eng.async_run(ctx.get_executor(), r, opts(),
+                boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr, run_result v) { result = std::move(v); }));
+  ctx.run();
+  REQUIRE(result);
+  CHECK(result->status == run_status::cancelled);
 }

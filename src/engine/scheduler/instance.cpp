@@ -131,6 +131,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
                                                   std::to_string(rs_.limits.max_total_steps) + " step instances)");
     o.next = flow::fatal;  // a runaway recipe stops, whatever its on_error says
     o.result.fatal = true;
+    rs_.budget_exhausted = true;
     co_return finish(std::move(o));
   }
 
@@ -140,6 +141,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
   auto o = co_await run_body(s, sc, instance, stop, iteration);
   o.result.step_id = instance;
   o.result.duration = steady::now() - started;
+  // Past the step budget no on_error may turn a failure into "go on": the run must stop.
+  if (rs_.budget_exhausted && o.result.status == step_status::failed && o.next != flow::suspend) o.next = flow::fatal;
   if (o.result.status == step_status::failed) o.result.fatal = o.next == flow::fatal;
   if (hooks && !stop.stop_requested()) {
     const bool bad = o.result.status == step_status::failed || o.result.status == step_status::cancelled;

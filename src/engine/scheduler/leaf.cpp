@@ -130,7 +130,11 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
 
 asio::awaitable<leaf_outcome> step_executor::run_child(bash_invocation inv, const std::string& instance,
                                                        std::string_view type, int attempt, std::stop_token stop) {
-  if (!co_await rs_.limiter.acquire(stop)) {
+  const bool got_slot = co_await rs_.limiter.acquire(stop);  // g++ 12: no co_await in an if
+  // A slot can be handed over just before a sibling fails fast or the run is interrupted:
+  // check again, or the child would start after its scope was stopped.
+  if (!got_slot || stop.stop_requested()) {
+    if (got_slot) rs_.limiter.release();
     leaf_outcome o;
     o.cancelled = true;
     o.error = "cancelled before it started";

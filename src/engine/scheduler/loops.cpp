@@ -181,6 +181,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     if (!go.error.empty() || (go.run && i >= static_cast<std::size_t>(std::max(0, spec.max_iterations)))) {
       end = failure_flow(s);
       failed = true;
+      ++counts.total;  // the iteration that was refused
       error = "step '" + instance + "': " +
               (go.error.empty() ? "the loop reached max_while_iterations (" + std::to_string(spec.max_iterations) +
                                       ") and its condition still holds"

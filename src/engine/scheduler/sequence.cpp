@@ -101,6 +101,7 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std
         continue;
       }
     }
+    if (!run && out.end == flow::next && stop.stop_requested()) out.end = flow::cancelled;
     if (!run) {
       const auto status = out.end == flow::skip_remaining ? step_status::skipped : step_status::not_run;
       for (const auto& s : st.steps) out.results.push_back(unstarted(prefix + s.id, status));

@@ -1,0 +1,118 @@
+#include "dag_order.hpp"
+
+#include "template/reference.hpp"
+
+#include <cctype>
+#include <functional>
+#include <map>
+#include <set>
+#include <string_view>
+
+namespace arun::engine {
+namespace {
+
+using name_set = std::set<std::string, std::less<>>;
+
+// Conditions also read bare identifiers (`status == 'ok'`); words inside string literals do
+// not count, and `{{ref}}` roots are found by find_references.
+void add_words(std::string_view text, name_set& out) {
+  for (const auto& span : find_references(text)) out.insert(span.ref.root);
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\'' || c == '"') {
+      const char quote = text[i++];
+      while (i < text.size() && text[i] != quote) i += text[i] == '\\' ? 2 : 1;
+      ++i;
+      continue;
+    }
+    if (!(std::isalpha(c) || c == '_')) {
+      ++i;
+      continue;
+    }
+    const auto start = i;
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+    out.emplace(text.substr(start, i - start));
+  }
+}
+
+void add_strings(const boost::json::value& v, name_set& out) {
+  if (const auto* s = v.if_string())
+    for (const auto& span : find_references(*s)) out.insert(span.ref.root);
+  if (const auto* a = v.if_array())
+    for (const auto& item : *a) add_strings(item, out);
+  if (const auto* o = v.if_object())
+    for (const auto& kv : *o) add_strings(kv.value(), out);
+}
+
+// Every root name a step (and its loop body) reads.
+void step_reads(const step& s, name_set& out) {
+  for (const auto* text : {&s.command, &s.agent.prompt, &s.working_dir, &s.call.recipe, &s.approval.prompt})
+    for (const auto& span : find_references(*text)) out.insert(span.ref.root);
+  for (const auto& kv : s.env)
+    for (const auto& span : find_references(kv.second)) out.insert(span.ref.root);
+  add_words(s.condition, out);
+  if (s.foreach) add_strings(s.foreach->items, out);
+  if (s.loop_while) {
+    add_words(s.loop_while->condition, out);
+    add_words(s.loop_while->break_when, out);
+    add_strings(s.loop_while->update_context, out);
+  }
+  add_strings(s.call.context, out);
+  for (const auto& child : s.steps) step_reads(child, out);
+}
+
+// For each step, the indices of the steps it waits for.
+}  // namespace
+
+std::vector<std::vector<std::size_t>> dag_dependencies(const std::vector<step>& steps) {
+  std::map<std::string, std::size_t, std::less<>> by_id, by_output;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto& s = steps[i];
+    by_id[s.id] = i;
+    for (const auto* name : {&s.output, &s.output_exit_code})
+      if (*name) by_output[**name] = i;
+    if (s.foreach && s.foreach->collect) by_output[*s.foreach->collect] = i;
+  }
+  std::vector<std::vector<std::size_t>> deps(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    std::set<std::size_t> mine;
+    for (const auto& d : steps[i].depends_on)
+      if (auto it = by_id.find(d); it != by_id.end()) mine.insert(it->second);
+    name_set reads;
+    step_reads(steps[i], reads);
+    for (const auto& name : reads)
+      if (auto it = by_output.find(name); it != by_output.end()) mine.insert(it->second);
+    mine.erase(i);
+    deps[i].assign(mine.begin(), mine.end());
+  }
+  return deps;
+}
+
+
+std::string dag_cycle(const std::vector<step>& steps, const std::vector<std::vector<std::size_t>>& deps) {
+  enum class mark { unseen, active, done };
+  std::vector<mark> state(steps.size(), mark::unseen);
+  std::vector<std::size_t> path;
+  std::string cycle;
+  std::function<void(std::size_t)> visit = [&](std::size_t i) {
+    state[i] = mark::active;
+    path.push_back(i);
+    for (const auto d : deps[i]) {
+      if (!cycle.empty()) break;
+      if (state[d] == mark::active) {
+        for (auto it = std::find(path.begin(), path.end(), d); it != path.end(); ++it) cycle += steps[*it].id + " -> ";
+        cycle += steps[d].id;
+      } else if (state[d] == mark::unseen) {
+        visit(d);
+      }
+    }
+    path.pop_back();
+    state[i] = mark::done;
+  };
+  for (std::size_t i = 0; i < steps.size() && cycle.empty(); ++i)
+    if (state[i] == mark::unseen) visit(i);
+  return cycle;
+}
+
+}  // namespace arun::engine

@@ -1,0 +1,20 @@
+#pragma once
+// `execution: dag` ordering (SPEC §6.4): which steps a step waits for — its depends_on and the
+// steps whose outputs it reads — and the cycles such waiting would deadlock on. Pure; shared
+// by the validator and the DAG scheduler.
+
+#include <arun/recipe.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace arun::engine {
+
+/// For each of `steps`, the indices (into `steps`) of the steps it waits for, sorted.
+std::vector<std::vector<std::size_t>> dag_dependencies(const std::vector<step>& steps);
+
+/// The ids around one cycle ("a -> b -> a"), or empty when the order has none.
+std::string dag_cycle(const std::vector<step>& steps, const std::vector<std::vector<std::size_t>>& deps);
+
+}  // namespace arun::engine
