@@ -109,7 +109,25 @@ std::vector<planned_step> plan_run(const recipe& r, const run_options& options) 
   for (const auto& s : r.steps) p.add(s, s.id, 0, false);
   for (const auto& st : r.stages) {
     p.stage = st.name;
+    const auto first = p.out.size();
     for (const auto& s : st.steps) p.add(s, s.id, 0, false);
+    if (st.condition.empty()) continue;
+    // A stage condition decides for all of the stage's steps.
+    planned_step verdict;
+    if (const auto unset = unset_name(st.condition, p.scope); !unset.empty()) {
+      verdict.verdict = plan_verdict::at_run_time;
+      verdict.reason = "stage condition reads " + unset + ": " + st.condition;
+    } else {
+      const auto v = engine::check_expression(st.condition, "stage condition", p.scope);
+      if (v.run) continue;
+      verdict.verdict = v.error.empty() ? plan_verdict::skipped : plan_verdict::error;
+      verdict.reason = v.error.empty() ? "stage condition " + st.condition : v.error;
+    }
+    for (auto i = first; i < p.out.size(); ++i)
+      if (p.out[i].verdict == plan_verdict::runs || verdict.verdict != plan_verdict::at_run_time) {
+        p.out[i].verdict = verdict.verdict;
+        p.out[i].reason = verdict.reason;
+      }
   }
   return std::move(p.out);
 }

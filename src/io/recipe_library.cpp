@@ -27,17 +27,21 @@ loaded_recipe recipe_library::load(std::string_view reference, const recipe& cal
   std::vector<diagnostic> problems = std::move(loaded.diagnostics);
   if (loaded.value) {
     validation_options vo;
+    // A sub-recipe reads what its caller's context holds at run time: names it does not
+    // declare itself are checked when it runs (against the caller's names), not here.
+    vo.lenient = true;
     auto children = scan_sub_recipes(*loaded.value, discovery_);
     vo.sub_recipe_names = std::move(children.declared);
     vo.dynamic_sub_recipes = children.dynamic_calls;
     for (auto& more : {validate_recipe(*loaded.value, vo), unsupported_features(*loaded.value)})
       problems.insert(problems.end(), more.begin(), more.end());
   }
+  // The first error on the first line: progress and text results show only that line.
   std::string errors;
   for (const auto& d : problems)
-    if (d.level == severity::error) errors += "\n  " + format_diagnostic(d);
+    if (d.level == severity::error) errors += (errors.empty() ? " " : "\n  ") + format_diagnostic(d);
   if (!loaded.value || !errors.empty())
-    out.error = "sub-recipe '" + ref + "' (" + path + ") is not valid:" + errors;
+    out.error = "sub-recipe '" + ref + "' is not valid:" + errors;
   else
     out.value = std::make_shared<const recipe>(std::move(*loaded.value));
   by_path_.emplace(key, out);

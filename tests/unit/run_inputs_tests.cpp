@@ -53,6 +53,7 @@ TEST_CASE("the recipe library loads sub-recipes by path and name once and report
   t.write("lib/child.yaml", "name: child\nsteps:\n  - id: s\n    command: echo hi\n");
   t.write("recipes/named.yaml", "name: named\nsteps:\n  - id: s\n    command: echo named\n");
   t.write("lib/broken.yaml", "name: broken\nsteps:\n  - id: s\n    comand: echo\n");
+  t.write("lib/reads_caller.yaml", "name: reads\nsteps:\n  - id: s\n    command: echo {{from_caller}}\n");
   io::recipe_library lib(t.discovery(), top);
   const auto caller = load(top);
   const auto child = lib.load("lib/child.yaml", caller);
@@ -64,7 +65,8 @@ TEST_CASE("the recipe library loads sub-recipes by path and name once and report
   CHECK(named.value->name == "named");
   const auto broken = lib.load("lib/broken.yaml", caller);
   CHECK_FALSE(broken.value);
-  CHECK_THAT(broken.error, Catch::Contains("is not valid") && Catch::Contains("broken.yaml:3:5: error: step 's' has no body"));
+  CHECK_THAT(broken.error, Catch::StartsWith("sub-recipe 'lib/broken.yaml' is not valid: ") && Catch::Contains("broken.yaml:3:5: error: step 's' has no body"));
+  CHECK(lib.load("lib/reads_caller.yaml", caller).value);  // names from the caller are checked at run time
   const auto missing = lib.load("nowhere", caller);
   CHECK_THAT(missing.error, Catch::Contains("'nowhere' not found"));
   const auto outside = lib.load("../../../etc/passwd.yaml", caller);
@@ -129,4 +131,27 @@ TEST_CASE("the dry-run plan evaluates conditions it can and defers those on outp
   CHECK_THAT(plan[2].reason, Catch::Contains("result"));
   CHECK(plan[3].verdict == plan_verdict::skipped);
   CHECK(plan[0].what == "echo a");
+}
+
+TEST_CASE("the dry-run plan applies stage conditions to the stage's steps") {
+  recipe r;
+  r.name = "staged";
+  r.context["deploy"] = false;
+  stage build;
+  build.name = "build";
+  step b;
+  b.id = "b";
+  b.command = "make";
+  build.steps = {b};
+  stage ship = build;
+  ship.name = "ship";
+  ship.condition = "deploy == true";
+  ship.steps[0].id = "d";
+  r.stages = {build, ship};
+  const auto plan = plan_run(r, {});
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].verdict == plan_verdict::runs);
+  CHECK(plan[1].verdict == plan_verdict::skipped);
+  CHECK(plan[1].stage == "ship");
+  CHECK_THAT(plan[1].reason, Catch::Contains("stage condition"));
 }

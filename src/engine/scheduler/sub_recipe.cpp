@@ -63,6 +63,9 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   recipe_frame child_frame{child, declared_names(child), frame_.mode, frame_.builtins, instance + "/",
                            frame_.depth + 1, frame_.max_depth, frame_.chain};
   if (child.lenient_templates && child_frame.mode == undefined_mode::normal) child_frame.mode = undefined_mode::lenient;
+  // What the caller hands over counts as declared in the child (SPEC §3.5: the child starts
+  // from the caller's context and the step's overrides).
+  for (const auto& kv : context) child_frame.declared.emplace(kv.key());
   if (s.call.max_depth) child_frame.max_depth = std::min(frame_.max_depth, frame_.depth + *s.call.max_depth);
   child_frame.chain.push_back(child.name);
   child_frame.builtins["recipe"] = {{"name", child.name}, {"version", child.version}, {"description", child.description}};
