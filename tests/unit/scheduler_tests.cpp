@@ -771,3 +771,33 @@ TEST_CASE("a partial cancellation of the caller stops the run too") {
   REQUIRE(result);
   CHECK(result->status == run_status::cancelled);
 }
+
+TEST_CASE("timeout on a sub-recipe call or a loop with a steps body stops what it runs") {
+  fake_runner runner;
+  recorder events;
+  fake_library lib;
+  auto child = make({bash("slow", "sleep:5000")});
+  child.name = "child";
+  lib.recipes["child"] = child;
+  auto c = call("c", "child");
+  c.timeout = std::chrono::duration<double>(0.05);
+  c.on_error = on_error_policy::continue_run;
+  step loop;
+  loop.id = "loop";
+  loop.type = step_type::loop;
+  loop.foreach = foreach_spec{};
+  loop.foreach->items = boost::json::array{1, 2};
+  loop.steps = {bash("inner", "sleep:5000")};
+  loop.timeout = std::chrono::duration<double>(0.05);
+  auto o = opts();
+  o.recipes = &lib;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto result = run(runner, events, make({c, loop}), o);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4));
+  CHECK(result.step_results[0].status == step_status::failed);
+  CHECK(result.step_results[0].timed_out);
+  CHECK_THAT(result.step_results[0].error, Catch::Contains("timed out after"));
+  CHECK(result.step_results[1].status == step_status::failed);
+  CHECK(result.step_results[1].timed_out);
+  CHECK(result.status == run_status::failed);
+}

@@ -155,6 +155,11 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
 boost::asio::awaitable<instance_outcome> step_executor::run_body(const step& s, scope sc, const std::string& instance,
                                                                  std::stop_token stop, bool iteration) {
   if (iteration && !s.steps.empty()) co_return co_await run_iteration(s, sc, instance, stop);
+  // A loop's own timeout bounds the whole loop when its body is `steps:`; a looping leaf's
+  // timeout bounds each iteration (the runner enforces it).
+  const bool bounded = !s.steps.empty();
+  if (!iteration && s.foreach && bounded) co_return co_await run_with_deadline(container_kind::foreach, s, sc, instance, 1, stop);
+  if (!iteration && s.loop_while && bounded) co_return co_await run_with_deadline(container_kind::loop_while, s, sc, instance, 1, stop);
   if (!iteration && s.foreach) co_return co_await run_foreach(s, sc, instance, stop);
   if (!iteration && s.loop_while) co_return co_await run_while(s, sc, instance, stop);
   switch (s.type) {

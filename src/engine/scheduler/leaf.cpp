@@ -82,7 +82,7 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
   for (int attempt = 1;; ++attempt) {
     instance_outcome o;
     if (s.type == step_type::recipe)
-      o = co_await run_recipe_call(s, sc, instance, attempt, stop);
+      o = co_await run_with_deadline(container_kind::recipe_call, s, sc, instance, attempt, stop);
     else
       o = co_await run_bash(s, sc, instance, attempt, stop);
     // Attempts that never started a child (a missing working directory) do not count.

@@ -103,6 +103,16 @@ private:
   /// heartbeats; stopping `stop` terminates it.
   boost::asio::awaitable<leaf_outcome> run_child(bash_invocation inv, const std::string& instance,
                                                  std::string_view type, int attempt, std::stop_token stop);
+  // deadline.cpp
+  enum class container_kind { recipe_call, foreach, loop_while };
+  /// A sub-recipe call or a loop under the step's own `timeout`: when it passes, everything
+  /// the container runs is stopped and the step fails with timed_out.
+  boost::asio::awaitable<instance_outcome> run_with_deadline(container_kind kind, const step& s, scope sc,
+                                                             const std::string& instance, int attempt,
+                                                             std::stop_token stop);
+  boost::asio::awaitable<instance_outcome> run_container(container_kind kind, const step& s, scope sc,
+                                                         const std::string& instance, int attempt,
+                                                         std::stop_token stop);
   // loops.cpp
   struct foreach_run;
   boost::asio::awaitable<void> foreach_worker(const step& s, scope sc, const std::string& instance, foreach_run& loop);
