@@ -133,6 +133,8 @@ TEST_CASE("a fatal failure in a group cancels the running members and fails the 
   CHECK(result.step_results[1].fatal);
   CHECK(result.step_results[2].status == step_status::completed);
   CHECK(result.step_results[3].status == step_status::not_run);
+  const auto ends = events.of(event_kind::step_end);
+  CHECK(std::any_of(ends.begin(), ends.end(), [](const auto& e) { return e.step == "next" && e.status == "not_run"; }));
 }
 
 TEST_CASE("a non-fatal failure in a group lets the others finish") {

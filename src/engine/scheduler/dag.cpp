@@ -48,6 +48,7 @@ asio::awaitable<void> step_executor::run_dag_node(const step& s, std::size_t ind
   if (halted()) {
     const bool skipped = dag.skipping && !dag.stop.stop_requested() && !dag.suspended;
     slot.result = unstarted(std::move(instance), skipped ? step_status::skipped : step_status::not_run);
+    report_unstarted(s, slot.result);
   } else {
     slot = co_await run_instance(s, sc, std::move(instance), dag.stop.get_token());
     // Outputs land as soon as their step finishes: that is what dependents wait for.

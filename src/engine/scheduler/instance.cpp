@@ -7,6 +7,8 @@
 
 #include <arun/run_services.hpp>
 
+#include <functional>
+
 namespace arun::engine {
 
 std::string_view type_name(const step& s) {
@@ -73,12 +75,19 @@ void step_executor::warn(const step& s, const std::string& instance, const std::
 }
 
 boost::json::object step_executor::step_builtins(const step& s, const std::string& instance) const {
+  if (frame_.step_index.empty()) {
+    std::function<void(const std::vector<step>&)> number = [&](const std::vector<step>& steps) {
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        frame_.step_index[&steps[i]] = i;
+        number(steps[i].steps);
+      }
+    };
+    number(frame_.r.steps);
+    for (const auto& st : frame_.r.stages) number(st.steps);
+  }
   boost::json::object b = frame_.builtins;
-  std::size_t index = 0;
-  const auto& steps = frame_.r.steps;
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    if (&steps[i] == &s) index = i;
-  b["step"] = {{"id", instance}, {"index", index}};
+  const auto it = frame_.step_index.find(&s);
+  b["step"] = {{"id", instance}, {"index", it == frame_.step_index.end() ? 0 : it->second}};
   return b;
 }
 

@@ -37,6 +37,7 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_sequence(const std::
       // After skip_remaining the rest is skipped; after a fatal failure or a stop it never ran.
       const auto status = out.end == flow::skip_remaining ? step_status::skipped : step_status::not_run;
       out.results.push_back(unstarted(prefix + s.id, status));
+      report_unstarted(s, out.results.back());
       ++i;
       continue;
     }
@@ -55,6 +56,14 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_sequence(const std::
     i = end;
   }
   co_return out;
+}
+
+void step_executor::report_unstarted(const step& s, const step_result& r) {
+  // Audit logs account for every declared step; a skipped one is final (resume keeps it).
+  if (rs_.options.journal && r.status == step_status::skipped) rs_.options.journal->record(r, {});
+  auto e = rs_.make_event(event_kind::step_end, r.step_id, type_name(s));
+  e.result = &r;
+  rs_.emit(e);
 }
 
 boost::asio::awaitable<void> step_executor::run_member(const step& s, scope sc, std::string instance,
@@ -97,14 +106,20 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std
       }
       run = verdict.error.empty() && verdict.run;
       if (verdict.error.empty() && !verdict.run) {
-        for (const auto& s : st.steps) out.results.push_back(unstarted(prefix + s.id, step_status::skipped));
+        for (const auto& s : st.steps) {
+          out.results.push_back(unstarted(prefix + s.id, step_status::skipped));
+          report_unstarted(s, out.results.back());
+        }
         continue;
       }
     }
     if (!run && out.end == flow::next && stop.stop_requested()) out.end = flow::cancelled;
     if (!run) {
       const auto status = out.end == flow::skip_remaining ? step_status::skipped : step_status::not_run;
-      for (const auto& s : st.steps) out.results.push_back(unstarted(prefix + s.id, status));
+      for (const auto& s : st.steps) {
+        out.results.push_back(unstarted(prefix + s.id, status));
+        report_unstarted(s, out.results.back());
+      }
       continue;
     }
     auto part = co_await run_steps(st.steps, sc, prefix, stop, dag);

@@ -13,6 +13,7 @@
 #include <boost/json/object.hpp>
 
 #include <optional>
+#include <unordered_map>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ struct recipe_frame {
   int depth = 0;             ///< 0 at the top
   int max_depth = 6;         ///< for this subtree (SPEC §3.5 recursion)
   std::vector<std::string> chain;  ///< recipe names from the top, for recursion errors
+  /// {{step.index}}: each step's position in the list that declares it (filled on first use).
+  std::unordered_map<const step*, std::size_t> step_index = {};
 };
 
 /// Where a step reads and writes variables. Writes go to `locals` when set (a loop iteration
@@ -129,6 +132,8 @@ private:
   boost::asio::awaitable<instance_outcome> run_gate(const step& s, scope sc, const std::string& instance,
                                                     std::stop_token stop);
 
+  /// step_end (and the journal, when skipped) for a step the sequence never started.
+  void report_unstarted(const step& s, const step_result& r);
   /// Warning events for an instance of `s`, typed like its other events.
   void warn(const step& s, const std::string& instance, const std::vector<std::string>& messages);
 
