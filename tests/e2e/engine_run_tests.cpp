@@ -7,6 +7,7 @@
 #include "process/process_table.hpp"
 #include "process/supervisor.hpp"
 #include "process_checks.hpp"
+#include "arun_cli.hpp"
 #include "run_sync.hpp"
 #include "step_environment.hpp"
 
@@ -43,30 +44,8 @@ std::string recipe_file(const std::string& name) {
   return (fs::path(ARUN_SOURCE_DIR) / "tests" / "e2e" / "recipes" / name).string();
 }
 
-struct arun_run {
-  int exit_code = -1;
-  std::string out, err;
-  steady::duration elapsed{};
-};
-
-arun_run run_arun(std::vector<std::string> args, std::string working_dir = ARUN_SOURCE_DIR) {
-  arun::io::process_spec spec;
-  spec.launch.argv = {ARUN_BINARY};
-  for (auto& a : args) spec.launch.argv.push_back(std::move(a));
-  spec.launch.env = arun::io::current_environment();
-  spec.launch.working_dir = std::move(working_dir);
-  spec.timeout = 90s;
-  const auto start = steady::now();
-  auto r = arun::test::run_sync(arun::io::run_process(std::move(spec)));
-  REQUIRE(r.launched());
-  REQUIRE_FALSE(r.timed_out);
-  arun_run out;
-  out.exit_code = r.exit_code.value_or(-1);
-  out.out = r.out.text;
-  out.err = r.err.text;
-  out.elapsed = steady::now() - start;
-  return out;
-}
+using arun::test::arun_run;
+using arun::test::run_arun;
 
 // A fresh directory, removed with the object.
 struct temp_dir {

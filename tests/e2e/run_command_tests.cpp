@@ -3,6 +3,7 @@
 
 #include "process/supervisor.hpp"
 #include "process_checks.hpp"
+#include "arun_cli.hpp"
 #include "run_sync.hpp"
 #include "step_environment.hpp"
 
@@ -17,23 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct arun_run {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-arun_run run_arun(std::vector<std::string> args, std::string working_dir = ARUN_SOURCE_DIR) {
-  arun::io::process_spec spec;
-  spec.launch.argv = {ARUN_BINARY};
-  for (auto& a : args) spec.launch.argv.push_back(std::move(a));
-  spec.launch.env = arun::io::current_environment();
-  spec.launch.working_dir = std::move(working_dir);
-  spec.timeout = 60s;
-  auto r = arun::test::run_sync(arun::io::run_process(std::move(spec)));
-  REQUIRE(r.launched());
-  REQUIRE_FALSE(r.timed_out);
-  return {r.exit_code.value_or(-1), r.out.text, r.err.text};
-}
+using arun::test::arun_run;
+using arun::test::run_arun;
 
 // A recipe file in a fresh temp directory, removed with the object.
 struct temp_recipe {

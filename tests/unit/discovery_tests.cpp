@@ -3,6 +3,7 @@
 
 #include "discovery.hpp"
 #include "recipe_chain.hpp"
+#include "temp_dir.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -13,20 +14,8 @@ using namespace arun::io;
 
 namespace {
 
-struct temp_tree {
-  fs::path root = fs::temp_directory_path() / ("arun-disc-" + std::to_string(::getpid()) + "-" + std::to_string(next()++));
-  temp_tree() { fs::create_directories(root); }
-  ~temp_tree() { fs::remove_all(root); }
-  static int& next() {
-    static int n = 0;
-    return n;
-  }
-  std::string write(const std::string& rel, const std::string& text) const {
-    const auto p = root / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
+struct temp_tree : arun::test::temp_dir {
+  temp_tree() : arun::test::temp_dir("arun-disc") {}
   discovery_options options(std::vector<std::string> dirs = {}, std::string env_path = {}) const {
     discovery_options o;
     o.recipe_dirs = std::move(dirs);

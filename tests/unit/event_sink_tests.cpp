@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "event_json.hpp"
+#include "temp_dir.hpp"
 #include "event_samples.hpp"
 #include "jsonl_sink.hpp"
 #include "listener_fanout.hpp"
@@ -29,14 +30,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct temp_dir {
-  fs::path root = fs::temp_directory_path() / ("arun-events-" + std::to_string(::getpid()) + "-" + std::to_string(next()++));
-  temp_dir() { fs::create_directories(root); }
-  ~temp_dir() { fs::remove_all(root); }
-  static int& next() {
-    static int n = 0;
-    return n;
-  }
+struct temp_dir : arun::test::temp_dir {
+  temp_dir() : arun::test::temp_dir("arun-events") {}
 };
 
 std::set<std::string> keys_of(const boost::json::object& o) {

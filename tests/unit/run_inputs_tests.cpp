@@ -5,6 +5,7 @@
 #include "context_checks.hpp"
 #include "recipe_library.hpp"
 #include "recipe_loader.hpp"
+#include "temp_dir.hpp"
 
 #include <arun/plan.hpp>
 
@@ -17,20 +18,8 @@ using namespace arun;
 
 namespace {
 
-struct temp_dir {
-  fs::path root = fs::temp_directory_path() / ("arun-inputs-" + std::to_string(::getpid()) + "-" + std::to_string(next()++));
-  temp_dir() { fs::create_directories(root); }
-  ~temp_dir() { fs::remove_all(root); }
-  static int& next() {
-    static int n = 0;
-    return n;
-  }
-  std::string write(const std::string& rel, const std::string& text) const {
-    const auto p = root / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
+struct temp_dir : test::temp_dir {
+  temp_dir() : test::temp_dir("arun-inputs") {}
   io::discovery_options discovery() const {
     io::discovery_options o;
     o.working_dir = root.string();

@@ -1,0 +1,45 @@
+#pragma once
+// Runs the built `arun` binary (ARUN_BINARY) to completion through the supervisor (e2e tests).
+
+#include "run_sync.hpp"
+
+#include "process/supervisor.hpp"
+#include "step_environment.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace arun::test {
+
+struct arun_run {
+  int exit_code = -1;
+  std::string out, err;
+  std::chrono::steady_clock::duration elapsed{};
+};
+
+/// `arun ARGS...` in `working_dir` with this process's environment; fails the test if it
+/// cannot start or runs longer than `limit`.
+inline arun_run run_arun(std::vector<std::string> args, std::string working_dir = ARUN_SOURCE_DIR,
+                         std::chrono::seconds limit = std::chrono::seconds(90)) {
+  io::process_spec spec;
+  spec.launch.argv = {ARUN_BINARY};
+  for (auto& a : args) spec.launch.argv.push_back(std::move(a));
+  spec.launch.env = io::current_environment();
+  spec.launch.working_dir = std::move(working_dir);
+  spec.timeout = limit;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_sync(io::run_process(std::move(spec)));
+  REQUIRE(r.launched());
+  REQUIRE_FALSE(r.timed_out);
+  arun_run out;
+  out.exit_code = r.exit_code.value_or(-1);
+  out.out = r.out.text;
+  out.err = r.err.text;
+  out.elapsed = std::chrono::steady_clock::now() - start;
+  return out;
+}
+
+}  // namespace arun::test
