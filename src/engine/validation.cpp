@@ -128,6 +128,20 @@ void check_dag_order(const recipe& r, std::vector<diagnostic>& out) {
   for (const auto& st : r.stages) check(st.steps);
 }
 
+// Fields that would silently do nothing where they are written.
+void check_ineffective_fields(const recipe& r, std::vector<diagnostic>& out) {
+  for_each_step(r, [&](const step& s, int) {
+    if (s.retry && (s.foreach || s.loop_while) && !s.steps.empty())
+      out.push_back(make(severity::warning, s.at("retry"),
+                         "'retry' on loop step '" + s.id + "' has no effect: a loop with a steps body is not retried",
+                         "retry", "put the retry on the steps inside the loop"));
+    if (s.parallel_group && r.execution == execution_mode::dag)
+      out.push_back(make(severity::warning, s.at("parallel_group"),
+                         "'parallel_group' of step '" + s.id + "' has no effect under execution: dag",
+                         "parallel_group", "under dag every step starts as soon as what it waits for has finished"));
+  });
+}
+
 // SPEC §8: gates inside parallel groups and loop bodies cannot be run in this version.
 void check_gates(const recipe& r, std::vector<diagnostic>& out) {
   for_each_step(r, [&](const step& s, int loop_depth) {
@@ -237,6 +251,7 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
   check_dependencies(r, out);
   check_dag_order(r, out);
   check_gates(r, out);
+  check_ineffective_fields(r, out);
   check_conditions(r, out);
   check_agent_references(r, out);
   check_references(r, options, out);

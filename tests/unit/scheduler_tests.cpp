@@ -803,3 +803,21 @@ TEST_CASE("timeout on a sub-recipe call or a loop with a steps body stops what i
   CHECK(result.step_results[1].timed_out);
   CHECK(result.status == run_status::failed);
 }
+
+TEST_CASE("retry on a loop with a steps body and parallel_group under dag are warned about") {
+  step loop;
+  loop.id = "loop";
+  loop.type = step_type::loop;
+  loop.foreach = foreach_spec{};
+  loop.foreach->items = boost::json::array{1};
+  loop.steps = {bash("inner", "x")};
+  loop.retry = retry_policy{};
+  auto g = grouped(bash("g", "x"), "grp");
+  auto r = make({loop, g});
+  r.execution = execution_mode::dag;
+  const auto found = validate_recipe(r);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0].level == severity::warning);
+  CHECK_THAT(found[0].message, Catch::Contains("'retry' on loop step 'loop' has no effect"));
+  CHECK_THAT(found[1].message, Catch::Contains("'parallel_group' of step 'g' has no effect under execution: dag"));
+}
