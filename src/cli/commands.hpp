@@ -33,6 +33,8 @@ int validate_command(const recipe_options& o);
 int explain_command(const recipe_options& o);
 int graph_command(const recipe_options& o, const std::string& format);
 int list_command(const recipe_options& o);
+/// `arun agents list`: one line per agent file (reference, path, source), exit 0.
+int agents_list_command(const recipe_options& o);
 
 /// Parses argv and runs the chosen command; returns the process exit code.
 int main(int argc, char** argv);

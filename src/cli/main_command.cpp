@@ -1,4 +1,5 @@
-// Command-line dispatch: `arun [run] RECIPE`, validate, explain, graph, list, `--version`.
+// Command-line dispatch: `arun [run] RECIPE`, validate, explain, graph, list, agents list,
+// `--version`.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   recipe_options validate_options;
   auto* validate = app.add_subcommand("validate", "Check a recipe: every diagnostic, exit 0 or 2");
   add_recipe_options(*validate, validate_options);
+  add_agent_options(*validate, validate_options);
   recipe_options explain_options;
   auto* explain = app.add_subcommand("explain", "Print the plan of a recipe without running it");
   add_recipe_options(*explain, explain_options);
@@ -29,6 +31,13 @@ int main(int argc, char** argv) {
   list->add_option("-R,--recipe-dir", list_options.recipe_dirs, "Directory searched first (repeatable)")
       ->allow_extra_args(false);
   list->add_option("-C,--working-dir", list_options.working_dir, "Directory discovery starts from");
+  recipe_options agents_options;
+  auto* agents = app.add_subcommand("agents", "Agent files (SPEC §11.2, docs/agents.md)");
+  agents->require_subcommand(1, 1);
+  auto* agents_list = agents->add_subcommand("list", "List the agents found in the agent search path");
+  agents_list->add_option("--agent-dir", agents_options.agent_dirs, "Directory searched first (repeatable)")
+      ->allow_extra_args(false);
+  agents_list->add_option("-C,--working-dir", agents_options.working_dir, "Directory the project places are below");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -39,6 +48,7 @@ int main(int argc, char** argv) {
   if (explain->parsed()) return explain_command(explain_options);
   if (graph->parsed()) return graph_command(graph_options, graph_format);
   if (list->parsed()) return list_command(list_options);
+  if (agents_list->parsed()) return agents_list_command(agents_options);
   return run_command(settings);
 }
 

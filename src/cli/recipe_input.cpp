@@ -1,6 +1,7 @@
 #include "recipe_input.hpp"
 
 #include "exit_codes.hpp"
+#include "agent_checks.hpp"
 #include "discovery.hpp"
 #include "recipe_chain.hpp"
 #include "sub_recipes.hpp"
@@ -27,6 +28,14 @@ void add_recipe_options(CLI::App& app, recipe_options& o) {
   app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning");
   app.add_option("--max-recipe-bytes", o.max_recipe_bytes, "Largest recipe file accepted (default 1 MiB)")
       ->check(CLI::PositiveNumber);
+}
+
+void add_agent_options(CLI::App& app, recipe_options& o) {
+  o.check_agents = true;
+  app.add_option("--agent-dir", o.agent_dirs, "Directory searched first for agent files (repeatable; docs/agents.md)")
+      ->allow_extra_args(false);
+  app.add_flag("--allow-missing-agents", o.allow_missing_agents,
+               "An agent reference that does not resolve is a warning instead of an error");
 }
 
 recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
@@ -84,6 +93,11 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
     vo.dynamic_sub_recipes = children.dynamic_calls;
     auto more = validate_recipe(*loaded.value, vo);
     diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+    if (o.check_agents) {
+      const auto search = io::agent_search_from_environment(o.agent_dirs, o.working_dir);
+      more = io::check_agent_references(*loaded.value, search, o.allow_missing_agents);
+      diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+    }
     if (for_run && !has_errors(diagnostics)) {
       more = unsupported_features(*loaded.value);
       diagnostics.insert(diagnostics.end(), more.begin(), more.end());

@@ -21,10 +21,16 @@ struct recipe_options {
   bool strict = false;
   bool lenient = false;
   std::size_t max_recipe_bytes = 1u << 20;  ///< SPEC §1: larger recipe files are refused
+  bool check_agents = false;               ///< set by add_agent_options (validate, run)
+  std::vector<std::string> agent_dirs;     ///< --agent-dir, in order
+  bool allow_missing_agents = false;       ///< unresolvable agents are warnings, not errors
 };
 
 /// Adds RECIPE, -R, -C, --set, --strict and --lenient to a command.
 void add_recipe_options(CLI::App& app, recipe_options& o);
+
+/// Adds --agent-dir and --allow-missing-agents, and turns on the agent check (SPEC §11.2).
+void add_agent_options(CLI::App& app, recipe_options& o);
 
 struct recipe_input {
   std::optional<recipe> value;  ///< set when loading and validation found no error
@@ -32,7 +38,7 @@ struct recipe_input {
   bool had_warnings = false;
 };
 
-/// Loads, applies --set, validates. With `for_run`, features the engine cannot run yet are
+/// Loads, applies --set, validates (agent references too when `o.check_agents`). With `for_run`, features the engine cannot run yet are
 /// errors too.
 recipe_input load_recipe_input(const recipe_options& o, bool for_run);
 

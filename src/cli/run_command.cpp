@@ -184,6 +184,7 @@ int run_command(const run_settings& s) {
 
 void add_run_options(CLI::App& app, run_settings& s) {
   add_recipe_options(app, s.recipe);
+  add_agent_options(app, s.recipe);
   app.add_option("--max-concurrent", s.max_concurrent,
                  "Child processes running at once in the whole run (steps and hooks; default 8)")
       ->check(CLI::Range(1, 4096));

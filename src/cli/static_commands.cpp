@@ -1,7 +1,9 @@
-// Commands that read recipes without running them: explain, graph, list (SPEC §13).
+// Commands that read recipes or agents without running them: explain, graph, list,
+// agents list (SPEC §13).
 #include "commands.hpp"
 #include "exit_codes.hpp"
 
+#include "agent_resolution.hpp"
 #include "discovery.hpp"
 #include "recipe_loader.hpp"
 #include "recipe_views.hpp"
@@ -56,6 +58,18 @@ int list_command(const recipe_options& o) {
     }
   }
   if (shown == 0) std::fprintf(stderr, "arun: no recipes found in the recipe search path (see docs/running.md)\n");
+  return exit_success;
+}
+
+int agents_list_command(const recipe_options& o) {
+  const auto agents = io::list_agents(io::agent_search_from_environment(o.agent_dirs, o.working_dir));
+  for (const auto& a : agents) {
+    // A shadowed agent is never chosen: an earlier place has the same reference.
+    fmt::print("{:<28} {}  ({}){}\n", a.reference, a.path, a.source, a.shadowed ? " [shadowed]" : "");
+    if (!a.error.empty()) fmt::print("    invalid: {}\n", a.error);
+    else if (!a.description.empty()) fmt::print("    {}\n", a.description);
+  }
+  if (agents.empty()) std::fprintf(stderr, "arun: no agents found in the agent search path (see docs/agents.md)\n");
   return exit_success;
 }
 

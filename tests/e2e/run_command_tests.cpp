@@ -260,12 +260,61 @@ TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for
 
 TEST_CASE("run refuses recipes using features this version cannot run yet") {
   temp_recipe rec("name: later\nsteps:\n  - id: a\n    agent: ns:x\n    prompt: hi\n");
-  const auto r = run_arun({rec.file.string()});
+  std::ofstream(rec.dir / "x.md") << "---\nmodel: m\n---\nbody\n";
+  const auto agent_dir = rec.dir.string();
+  const auto r = run_arun({rec.file.string(), "--agent-dir", agent_dir});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Catch::Contains(":3:5: error: agent steps (step 'a') is not supported by this version of arun yet"));
-  CHECK(run_arun({"validate", rec.file.string()}).exit_code == 0);  // the recipe itself is valid
+  CHECK(run_arun({"validate", rec.file.string(), "--agent-dir", agent_dir}).exit_code == 0);  // the recipe is valid
   CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("validate reports agents that do not resolve at the agent key") {
+  temp_recipe rec("name: agents\nsteps:\n  - id: a\n    command: echo hi\n  - id: b\n    agent: ns:ghost\n    prompt: hi\n"
+                  "  - id: c\n    agent: \"{{ later }}\"\n    prompt: hi\n    condition: \"false\"\n");
+  const auto file = rec.file.string();
+  auto r = run_arun({"validate", file});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(file + ":6:12: error: step 'b': agent 'ns:ghost' not found (looked for ns/ghost.md"));
+  CHECK_THAT(r.err, !Catch::Contains("step 'c'"));
+  // --allow-missing-agents: a warning, and the recipe is valid.
+  r = run_arun({"validate", "--allow-missing-agents", file});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains(file + ":6:12: warning: step 'b': agent 'ns:ghost' not found"));
+  // run checks before it refuses agent steps.
+  r = run_arun({file});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(":6:12: error: step 'b': agent 'ns:ghost' not found"));
+  // --agent-dir makes it resolve (ns:ghost falls back to ghost.md).
+  fs::create_directories(rec.dir / "agents");
+  std::ofstream(rec.dir / "agents/ghost.md") << "---\ndescription: A ghost\n---\nBoo.\n";
+  r = run_arun({"validate", file, "--agent-dir", (rec.dir / "agents").string()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  // -C: the project places are below the working directory.
+  fs::create_directories(rec.dir / ".claude/agents/ns");
+  std::ofstream(rec.dir / ".claude/agents/ns/ghost.md") << "Boo.\n";
+  CHECK(run_arun({"validate", file, "-C", rec.dir.string()}).exit_code == 0);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("agents list prints each agent with its path and source and marks shadowed ones") {
+  temp_recipe rec("name: unused\nsteps:\n  - id: a\n    command: echo\n");
+  fs::create_directories(rec.dir / "extra/ns");
+  fs::create_directories(rec.dir / ".claude/agents/ns");
+  std::ofstream(rec.dir / "extra/ns/rev.md") << "---\ndescription: Reviews\n---\nbody\n";
+  std::ofstream(rec.dir / ".claude/agents/ns/rev.md") << "body\n";
+  std::ofstream(rec.dir / ".claude/agents/solo.md") << "body\n";
+  const auto extra = (rec.dir / "extra").string();
+  const auto r = run_arun({"agents", "list", "--agent-dir", extra, "-C", rec.dir.string()});
+  CHECK(r.exit_code == 0);
+  const auto real = fs::canonical(rec.dir).string();
+  CHECK_THAT(r.out, Catch::Contains(real + "/extra/ns/rev.md  (--agent-dir " + extra + ")\n    Reviews\n"));
+  CHECK_THAT(r.out, Catch::Contains(real + "/.claude/agents/ns/rev.md  (.claude/agents) [shadowed]\n"));
+  CHECK_THAT(r.out, Catch::Contains("solo ") && Catch::Contains(real + "/.claude/agents/solo.md  (.claude/agents)\n"));
+  CHECK(run_arun({"agents"}).exit_code == 2);  // a subcommand is required
 }
 
 TEST_CASE("set options add typed context values and the recipe output names the final output") {

@@ -104,6 +104,11 @@ def validate_flags(arun):
     return ["--allow-missing-agents"] if "--allow-missing-agents" in proc.stdout + proc.stderr else []
 
 
+# With --allow-missing-agents, an agent the corpus names but does not ship is a warning of
+# this form; it says nothing about the recipe itself.
+MISSING_AGENT = re.compile(r"^.*: warning: step '[^']*': agent '[^']*' not found .*$\n?", re.MULTILINE)
+
+
 def run_validate(arun, path, flags=()):
     proc = subprocess.run([arun, "validate", *flags, str(path)], stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=60)
@@ -166,7 +171,7 @@ def main():
         rc, stderr = run_validate(args.arun, path, flags)
         if rc != 0:
             checker.fail(label + " [arun]", f"exit {rc}, expected 0:\n{stderr.rstrip()}")
-        elif "warning:" in stderr:
+        elif "warning:" in MISSING_AGENT.sub("", stderr):
             checker.fail(label + " [arun]", f"warnings:\n{stderr.rstrip()}")
         else:
             checker.ok()
