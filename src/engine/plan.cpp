@@ -41,7 +41,8 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 std::string describe(const step& s) {
   if (s.foreach) {
     const auto& items = s.foreach->items;
-    return "foreach " + (items.is_string() ? std::string(items.get_string()) : std::to_string(items.is_array() ? items.as_array().size() : 0) + " items");
+    if (items.is_string()) return "foreach " + std::string(items.get_string());
+    return "foreach " + std::to_string(items.is_array() ? items.as_array().size() : 0) + " items";
   }
   if (s.loop_while) return "while " + s.loop_while->condition;
   switch (s.type) {

@@ -91,15 +91,18 @@ boost::json::object step_executor::step_builtins(const step& s, const std::strin
   return b;
 }
 
-boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step& s, scope sc, std::string instance,
-                                                                     std::stop_token stop, bool iteration) {
-  auto finish = [&](instance_outcome&& o) {
-    if (rs_.options.journal && o.next != flow::suspend) rs_.options.journal->record(o.result, o.updates);
-    auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
-    e.result = &o.result;
-    rs_.emit(e);
-    return std::move(o);
-  };
+instance_outcome step_executor::finish_instance(const step& s, const std::string& instance, bool iteration,
+                                                instance_outcome&& o) {
+  if (rs_.options.journal && o.next != flow::suspend) rs_.options.journal->record(o.result, o.updates);
+  auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
+  e.result = &o.result;
+  rs_.emit(e);
+  return std::move(o);
+}
+
+std::optional<instance_outcome> step_executor::settle_before_start(const step& s, scope sc,
+                                                                   const std::string& instance,
+                                                                   const std::stop_token& stop, bool iteration) {
   if (rs_.options.journal) {
     if (const auto* done = rs_.options.journal->find(instance)) {
       instance_outcome o;  // resume: taken as it was recorded, never re-run
@@ -108,30 +111,28 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
       auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
       e.result = &o.result;
       rs_.emit(e);
-      co_return o;
+      return o;
     }
   }
   if (stop.stop_requested()) {
     instance_outcome o;
     o.result = unstarted(instance, step_status::not_run);
     o.next = flow::cancelled;
-    co_return o;
+    return o;
   }
-  if (!iteration) {
-    if (!tags_allow(s.when_tags, rs_.options.include_tags, rs_.options.exclude_tags)) {
-      instance_outcome o;
-      o.result = unstarted(instance, step_status::skipped);
-      co_return finish(std::move(o));
-    }
+  auto skipped = [&] {
+    instance_outcome o;
+    o.result = unstarted(instance, step_status::skipped);
+    return finish_instance(s, instance, iteration, std::move(o));
+  };
+  if (!iteration) {  // an iteration's tags and condition were the loop's
+    if (!tags_allow(s.when_tags, rs_.options.include_tags, rs_.options.exclude_tags)) return skipped();
     const auto builtins = step_builtins(s, instance);
     const auto verdict = check_condition(s, view(sc, builtins));
     warn(s, instance, verdict.warnings);
-    if (!verdict.error.empty()) co_return finish(failed_before_start(s, instance, verdict.error));
-    if (!verdict.run) {
-      instance_outcome o;
-      o.result = unstarted(instance, step_status::skipped);
-      co_return finish(std::move(o));
-    }
+    if (!verdict.error.empty())
+      return finish_instance(s, instance, iteration, failed_before_start(s, instance, verdict.error));
+    if (!verdict.run) return skipped();
   }
   // Loops and loop-body iterations are containers: what counts is the work inside them.
   const bool container = (is_loop(s) && !iteration) || (iteration && !s.steps.empty());
@@ -141,11 +142,17 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
     o.next = flow::fatal;  // a runaway recipe stops, whatever its on_error says
     o.result.fatal = true;
     rs_.budget_exhausted = true;
-    co_return finish(std::move(o));
+    return finish_instance(s, instance, iteration, std::move(o));
   }
+  return std::nullopt;
+}
 
+boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step& s, scope sc, std::string instance,
+                                                                     std::stop_token stop, bool iteration) {
+  if (auto settled = settle_before_start(s, sc, instance, stop, iteration)) co_return std::move(*settled);
   const bool hooks = runs_hooks(s, iteration);
-  if (hooks && !stop.stop_requested() && !frame_.r.hooks.pre_step.empty()) co_await run_hook(frame_.r.hooks.pre_step, s, instance, nullptr, sc);
+  const auto& on = frame_.r.hooks;
+  if (hooks && !stop.stop_requested() && !on.pre_step.empty()) co_await run_hook(on.pre_step, s, instance, nullptr, sc);
   const auto started = steady::now();
   auto o = co_await run_body(s, sc, instance, stop, iteration);
   o.result.step_id = instance;
@@ -155,10 +162,10 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
   if (o.result.status == step_status::failed) o.result.fatal = o.next == flow::fatal;
   if (hooks && !stop.stop_requested()) {
     const bool bad = o.result.status == step_status::failed || o.result.status == step_status::cancelled;
-    const auto& hook = bad ? frame_.r.hooks.on_error : frame_.r.hooks.post_step;
+    const auto& hook = bad ? on.on_error : on.post_step;
     if (!hook.empty()) co_await run_hook(hook, s, instance, &o.result, sc);
   }
-  co_return finish(std::move(o));
+  co_return finish_instance(s, instance, iteration, std::move(o));
 }
 
 boost::asio::awaitable<instance_outcome> step_executor::run_body(const step& s, scope sc, const std::string& instance,
@@ -167,8 +174,10 @@ boost::asio::awaitable<instance_outcome> step_executor::run_body(const step& s, 
   // A loop's own timeout bounds the whole loop when its body is `steps:`; a looping leaf's
   // timeout bounds each iteration (the runner enforces it).
   const bool bounded = !s.steps.empty();
-  if (!iteration && s.foreach && bounded) co_return co_await run_with_deadline(container_kind::foreach, s, sc, instance, 1, stop);
-  if (!iteration && s.loop_while && bounded) co_return co_await run_with_deadline(container_kind::loop_while, s, sc, instance, 1, stop);
+  if (!iteration && s.foreach && bounded)
+    co_return co_await run_with_deadline(container_kind::foreach, s, sc, instance, 1, stop);
+  if (!iteration && s.loop_while && bounded)
+    co_return co_await run_with_deadline(container_kind::loop_while, s, sc, instance, 1, stop);
   if (!iteration && s.foreach) co_return co_await run_foreach(s, sc, instance, stop);
   if (!iteration && s.loop_while) co_return co_await run_while(s, sc, instance, stop);
   switch (s.type) {

@@ -63,7 +63,8 @@ struct step_executor::foreach_run {
   flow end = flow::next;
 };
 
-boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope sc, const std::string& instance, foreach_run& loop) {
+boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope sc, const std::string& instance,
+                                                          foreach_run& loop) {
   const auto& as = s.foreach->as;
   while (loop.cursor < loop.items.size() && !loop.skipping && !loop.stop.stop_requested()) {
     const std::size_t i = loop.cursor++;

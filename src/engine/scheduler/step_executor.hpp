@@ -132,6 +132,12 @@ private:
   boost::asio::awaitable<instance_outcome> run_gate(const step& s, scope sc, const std::string& instance,
                                                     std::stop_token stop);
 
+  /// Journal record and step_end event of a finished instance.
+  instance_outcome finish_instance(const step& s, const std::string& instance, bool iteration, instance_outcome&& o);
+  /// The outcome of an instance that ends before it starts (recorded by a resumed session,
+  /// stopped, filtered by tags, its condition false or failing, over the step budget).
+  std::optional<instance_outcome> settle_before_start(const step& s, scope sc, const std::string& instance,
+                                                      const std::stop_token& stop, bool iteration);
   /// step_end (and the journal, when skipped) for a step the sequence never started.
   void report_unstarted(const step& s, const step_result& r);
   /// Warning events for an instance of `s`, typed like its other events.
