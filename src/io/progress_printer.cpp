@@ -140,13 +140,14 @@ void progress_printer::on_step_start(const event& e) {
 void progress_printer::on_step_end(const event& e) {
   if (e.result == nullptr) return;
   const bool bad = is_bad(e.result->status);
+  // The instance's own line first, then the loop summary it may complete.
+  if (!detail::inside_iteration(e.step) || bad) add_line(step_end_line(e, *e.result));
   if (detail::is_iteration(e.step)) {
     end_iteration(e, bad);
   } else if (loops_.end_loop(e.step)) {
     loops_changed_ = true;
     force_redraw_ = true;
   }
-  if (!detail::inside_iteration(e.step) || bad) add_line(step_end_line(e, *e.result));
 }
 
 void progress_printer::end_iteration(const event& e, bool failed) {
