@@ -41,7 +41,17 @@ std::string step_end_line(const event& e, const step_result& r) {
     line += fmt::format(" {}/{} iterations completed", r.iterations->completed, r.iterations->total);
     if (r.iterations->failed > 0) line += fmt::format(", {} failed", r.iterations->failed);
   }
-  if (!r.error.empty()) line += fmt::format(": {}", first_line(r.error));
+  if (r.error.empty()) return line;
+  line += fmt::format(": {}", first_line(r.error));
+  // The failure snippet (the child's last lines) follows the first line: show its last
+  // non-empty line too, which is usually the reason ("jq: error ...", "item 4 is bad").
+  const std::string_view all(r.error);
+  if (const auto newline = all.find('\n'); newline != std::string_view::npos) {
+    auto rest = all.substr(newline + 1);
+    rest = rest.substr(0, rest.find_last_not_of("\n ") + 1);  // npos + 1 == 0: all blank
+    const auto last = rest.substr(rest.rfind('\n') + 1);     // npos + 1 == 0: one line
+    if (!last.empty() && last.size() <= 300) line += fmt::format(" | {}", last);
+  }
   return line;
 }
 

@@ -92,7 +92,7 @@ TEST_CASE("plain progress prints start and end lines of steps and their output")
   f.end("test", step_status::failed, "exit code 2\nmore detail");
   CHECK(f.lines() == std::vector<std::string>{"arun: running 'demo' (session 20261121-134501-3f9a2c)", "  -> build",
                                               "     build | compiling", "  ok build completed (0.00s)", "  -> test",
-                                              "  !! test failed (0.00s): exit code 2"});
+                                              "  !! test failed (0.00s): exit code 2 | more detail"});
 }
 
 TEST_CASE("output lines are not echoed when show_output is off") {
