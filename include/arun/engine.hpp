@@ -12,6 +12,7 @@
 #include <boost/asio/co_spawn.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,17 @@ namespace arun {
 
 /// How references without a value behave (SPEC §5.2): `--lenient`, default, `--strict`.
 enum class template_mode { lenient, normal, strict };
+
+/// How agent steps are retried and finished (SPEC §3.4, §7). Unset rate-limit values come from
+/// the top-level recipe's `rate_limiting.backoff`, else SPEC's defaults (5, 60 s, 600 s).
+struct agent_options {
+  std::optional<int> rate_limit_retries;        ///< --rate-limit-retries
+  std::optional<double> rate_limit_delay;       ///< --rate-limit-delay (seconds)
+  std::optional<double> rate_limit_max_delay;   ///< --rate-limit-max-delay (seconds)
+  /// Extra rate-limit markers (case-insensitive substrings), besides SPEC's.
+  std::vector<std::string> rate_limit_patterns;
+  bool auto_stage = false;  ///< --auto-stage: `git add -A` after every agent step
+};
 
 struct run_options {
   std::string session_id;  ///< reported in events and the result
@@ -34,6 +46,7 @@ struct run_options {
   run_journal* journal = nullptr;       ///< optional
   approval_handler* approvals = nullptr;  ///< none: every gate suspends the run
   unsigned random_seed = 0;  ///< retry jitter; 0: from std::random_device
+  agent_options agents;
 };
 
 class recipe_engine {

@@ -43,6 +43,7 @@ struct retry_policy {
   backoff_kind backoff = backoff_kind::exponential;
   double initial_delay = 5.0;  ///< seconds
   double max_delay = 300.0;    ///< seconds
+  double multiplier = 2.0;     ///< exponential growth per attempt (rate_limiting.backoff)
   double jitter = 0.0;         ///< 0 = none, 1 = full jitter, between: a fraction
   std::vector<retry_on_entry> on = {retry_trigger::failure, retry_trigger::timeout};
 };
@@ -169,10 +170,17 @@ struct recipe_hooks {
   std::string pre_step, post_step, on_error;  ///< shell commands; empty: none
 };
 
+/// `rate_limiting.backoff`: how agent rate limits are retried (SPEC §7); unset fields keep
+/// the command line's values (defaults 5 retries, 60 s, ×2, 600 s cap).
+struct rate_limit_backoff {
+  std::optional<int> max_retries;
+  std::optional<double> initial_delay, max_delay, multiplier;
+};
+
 struct rate_limits {
-  std::optional<int> max_concurrent_llm;
-  std::optional<int> min_delay_ms;
-  boost::json::value backoff;  ///< null when absent
+  std::optional<int> max_concurrent_llm;  ///< agent children running at once in the run
+  std::optional<int> min_delay_ms;        ///< at least this long between two agent starts
+  rate_limit_backoff backoff;
 };
 
 enum class execution_mode { sequential, dag };

@@ -39,6 +39,20 @@ struct bash_invocation {
   output_line_handler on_line;
 };
 
+/// An agent step, ready to run (SPEC §3.4): the prompt rendered, `MODE:` line and the
+/// non-interactive footer included. The runner resolves the agent's persona (SPEC §11.2) and
+/// builds the agent CLI's command line (SPEC §11.1).
+struct agent_invocation {
+  std::string instance_id;
+  std::string agent;        ///< `ns:name` / `ns:cat:name`; empty: the CLI's own default agent
+  std::string prompt;
+  std::string model;        ///< the step's `model`; empty: the agent file's, else the CLI's default
+  std::string working_dir;  ///< empty: the run's working dir; relative: below it
+  std::vector<std::pair<std::string, std::string>> env;  ///< the step's env, applied last
+  std::optional<std::chrono::nanoseconds> timeout;
+  output_line_handler on_line;
+};
+
 /// What running one leaf (a child process) produced. The engine turns it into a step_result.
 struct leaf_outcome {
   bool started = false;  ///< false: the child never ran (see error)
@@ -50,6 +64,7 @@ struct leaf_outcome {
   std::string stdout_text;  ///< captured stdout (bounded)
   std::string snippet;      ///< last lines of stderr and stdout, for failure messages
   std::string error;        ///< why it failed, without the step prefix; empty on success
+  std::vector<std::string> warnings;  ///< for the step's warning events (e.g. a persona left out)
   std::chrono::nanoseconds duration{};
 
   bool succeeded() const noexcept { return started && exit_code == 0 && !timed_out && !cancelled; }
@@ -64,6 +79,10 @@ public:
   /// through the awaiting coroutine's cancellation slot terminates the step's process group
   /// (SIGTERM, grace, SIGKILL) and yields `cancelled`.
   virtual boost::asio::awaitable<leaf_outcome> run_bash(bash_invocation inv) = 0;
+
+  /// Runs an agent step to completion, with the same rules as `run_bash`. The default says
+  /// the runner has no agent support (the step fails without starting anything).
+  virtual boost::asio::awaitable<leaf_outcome> run_agent(agent_invocation inv);
 };
 
 }  // namespace arun

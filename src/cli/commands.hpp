@@ -11,6 +11,17 @@
 
 namespace arun::cli {
 
+/// How agent steps run (SPEC §11.1, §7): the run options of agent_setup.cpp.
+struct agent_settings {
+  std::string cli;      ///< --agent-cli; empty: $ARUN_AGENT_CLI, else claude
+  std::string command;  ///< --agent-command TEMPLATE
+  bool auto_stage = false;
+  int rate_limit_retries = -1;        ///< -1: the recipe's rate_limiting.backoff, else 5
+  double rate_limit_delay = -1;       ///< seconds; -1: the recipe's, else 60
+  double rate_limit_max_delay = -1;   ///< seconds; -1: the recipe's, else 600
+  std::vector<std::string> rate_limit_patterns;
+};
+
 struct run_settings {
   recipe_options recipe;  ///< recipe.working_dir is -C
   std::string output_format = "text";
@@ -24,6 +35,7 @@ struct run_settings {
   std::string audit_dir;
   std::string progress = "auto";
   double heartbeat = 60.0;
+  agent_settings agents;
 };
 
 void add_run_options(CLI::App& app, run_settings& s);

@@ -1,5 +1,6 @@
 // `arun [run] RECIPE` (SPEC §13): load and check the recipe, run it on one io_context with
 // the real step runner, report on stderr, print the result on stdout, exit with SPEC's codes.
+#include "agent_setup.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "run_output.hpp"
@@ -119,6 +120,15 @@ int run_command(const run_settings& s) {
     return exit_usage;
   }
   auto options = engine_options(s, *base_dir);
+  io::runner_options ro;
+  ro.base_dir = *base_dir;
+  ro.kill_grace = to_ns(s.kill_grace);
+  ro.limits.max_bytes = s.max_output;
+  ro.inherited_env = io::current_environment();
+  if (auto error = configure_agents(s, *base_dir, ro, options)) {
+    std::fprintf(stderr, "arun: %s\n", error->c_str());
+    return exit_usage;
+  }
   if (s.dry_run) {
     print_plan(plan_run(loaded, options), loaded, s.output_format);
     return exit_success;
@@ -129,11 +139,6 @@ int run_command(const run_settings& s) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());
     return exit_usage;
   }
-  io::runner_options ro;
-  ro.base_dir = *base_dir;
-  ro.kill_grace = to_ns(s.kill_grace);
-  ro.limits.max_bytes = s.max_output;
-  ro.inherited_env = io::current_environment();
   io::process_step_runner runner(std::move(ro));
   io::load_limits limits;
   limits.max_bytes = s.recipe.max_recipe_bytes;
@@ -185,6 +190,7 @@ int run_command(const run_settings& s) {
 void add_run_options(CLI::App& app, run_settings& s) {
   add_recipe_options(app, s.recipe);
   add_agent_options(app, s.recipe);
+  add_agent_run_options(app, s.agents);
   app.add_option("--max-concurrent", s.max_concurrent,
                  "Child processes running at once in the whole run (steps and hooks; default 8)")
       ->check(CLI::Range(1, 4096));

@@ -25,7 +25,6 @@ std::vector<diagnostic> unsupported_features(const recipe& r) {
     if (st.approval.required) refuse(out, st.where, "stage approval (stage '" + st.name + "')", "approval");
   for_each_step(r, [&](const step& s, int) {
     const std::string of = " (step '" + s.id + "')";
-    if (s.type == step_type::agent) refuse(out, s.where, "agent steps" + of, "agent");
     if (s.approval.required)
       refuse(out, s.at("requires_approval"), "approval gates" + of, "requires_approval",
              "approvals come with sessions; until then, split the recipe at the gate");

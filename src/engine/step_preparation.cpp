@@ -65,4 +65,59 @@ prepared_bash prepare_bash(const step& s, const render_scope& scope) {
   return p;
 }
 
+namespace {
+
+std::string below(const std::string& base, const std::string& dir) {
+  if (dir.empty()) return base;
+  if (dir.front() == '/' || base.empty()) return dir;
+  return base.back() == '/' ? base + dir : base + "/" + dir;
+}
+
+}  // namespace
+
+prepared_agent prepare_agent(const agent_call& call, const step& s, const render_scope& scope,
+                             const std::string& run_dir) {
+  prepared_agent p;
+  auto& inv = p.invocation;
+  inv.instance_id = s.id;
+  auto fail = [&](std::string what, std::string why) {
+    p.error = what + ": " + why;
+    return p;
+  };
+  const auto nul = [](const std::string& text) { return text.find('\0') != std::string::npos; };
+  // Renders one field into `out`; false (with p.error set) when it cannot be rendered.
+  auto render_into = [&](const char* what, const std::string& text, const render_scope& in, std::string& out) {
+    auto rendered = render_text(text, in);
+    p.warnings.insert(p.warnings.end(), rendered.warnings.begin(), rendered.warnings.end());
+    if (!rendered.ok()) {
+      fail(what, rendered.error);
+      return false;
+    }
+    out = std::move(rendered.text);
+    return true;
+  };
+  if (!render_into("working_dir", s.working_dir, scope, inv.working_dir)) return p;
+  if (nul(inv.working_dir)) return fail("working_dir", "the rendered value contains a NUL byte");
+  for (const auto& [name, value] : s.env) {
+    std::string text;
+    if (!render_into(("env " + name).c_str(), value, scope, text)) return p;
+    if (nul(text)) return fail("env " + name, "the rendered value contains a NUL byte");
+    inv.env.emplace_back(name, std::move(text));
+  }
+  // SPEC §3.4: the agent's context gets working_directory and NONINTERACTIVE when absent.
+  boost::json::object extra = scope.locals ? *scope.locals : boost::json::object{};
+  if (!find_root(scope, "working_directory")) extra["working_directory"] = below(run_dir, inv.working_dir);
+  if (!find_root(scope, "NONINTERACTIVE")) extra["NONINTERACTIVE"] = "1";
+  const render_scope agent_scope{scope.context, scope.declared, scope.mode, scope.builtins, &extra};
+  std::string mode, prompt;
+  if (!render_into("agent", call.agent, agent_scope, inv.agent) || !render_into("model", call.model, agent_scope, inv.model) ||
+      !render_into("mode", call.mode, agent_scope, mode) || !render_into("prompt", call.prompt, agent_scope, prompt))
+    return p;
+  inv.prompt.reserve(prompt.size() + mode.size() + non_interactive_footer.size() + 16);
+  if (!mode.empty()) inv.prompt.append("MODE: ").append(mode).append("\n\n");
+  inv.prompt.append(prompt);
+  inv.prompt.append("\n\n").append(non_interactive_footer);
+  return p;
+}
+
 }  // namespace arun::engine

@@ -35,4 +35,25 @@ struct prepared_bash {
 /// Renders the step; `invocation.timeout` and `on_line` are left for the caller.
 prepared_bash prepare_bash(const step& s, const render_scope& scope);
 
+/// Ends every agent prompt so a nested agent never waits for an answer (SPEC §3.4).
+inline constexpr std::string_view non_interactive_footer = "Proceed autonomously. Do not ask questions.";
+/// Appended to the prompt when a `parse_json` step's reply held no JSON (SPEC §3.6).
+inline constexpr std::string_view json_only_reminder =
+    "IMPORTANT: your previous reply to this prompt contained no valid JSON. Reply with only the "
+    "JSON value that was asked for: no prose before or after it, no Markdown code fence.";
+
+struct prepared_agent {
+  agent_invocation invocation;
+  std::vector<std::string> warnings;
+  std::string error;
+};
+
+/// Renders an agent call of step `s` (its own `agent` fields, or its `recovery_on_failure`):
+/// `working_dir` and `env` from the step, then agent, model and prompt, which also see
+/// `working_directory` (the step's directory below `run_dir`) and `NONINTERACTIVE` ("1") when
+/// the scope has neither. The prompt gets `MODE: <mode>` in front and the non-interactive
+/// footer at the end. `invocation.timeout` and `on_line` are left for the caller.
+prepared_agent prepare_agent(const agent_call& call, const step& s, const render_scope& scope,
+                             const std::string& run_dir);
+
 }  // namespace arun::engine

@@ -195,6 +195,33 @@ void check_conditions(const recipe& r, std::vector<diagnostic>& out) {
   for (const auto& st : r.stages) check_condition(st.condition, st.where, "condition", out);
 }
 
+// SPEC §3.5 recovery_on_failure: `true`, `false`, or a mapping describing the agent call.
+void check_recovery(const recipe& r, std::vector<diagnostic>& out) {
+  for_each_step(r, [&](const step& s, int) {
+    const auto& spec = s.call.recovery_on_failure;
+    if (spec.is_null() || spec.is_bool()) return;
+    const auto where = s.at("recovery_on_failure");
+    const std::string owner = "recovery_on_failure of step '" + s.id + "'";
+    const auto* o = spec.if_object();
+    if (!o) {
+      out.push_back(make(severity::error, where, owner + " must be true or a mapping (agent, prompt, mode, model, timeout)",
+                         "recovery_on_failure"));
+      return;
+    }
+    for (const auto& kv : *o) {
+      const std::string key(kv.key());
+      const bool text_key = key == "agent" || key == "prompt" || key == "mode" || key == "model";
+      if (text_key && !kv.value().is_string())
+        out.push_back(make(severity::error, where, owner + ": '" + key + "' must be a string", "recovery_on_failure"));
+      else if (key == "timeout" && !(kv.value().is_number() && kv.value().to_number<double>() >= 0))
+        out.push_back(make(severity::error, where, owner + ": 'timeout' must be a number of seconds", "recovery_on_failure"));
+      else if (!text_key && key != "timeout")
+        out.push_back(make(severity::warning, where, owner + ": unknown key '" + key + "' is ignored (known: agent, prompt, mode, model, timeout)",
+                           "recovery_on_failure"));
+    }
+  });
+}
+
 void check_references(const recipe& r, const validation_options& options, std::vector<diagnostic>& out) {
   auto declared = declared_names(r, options);
   declared.insert(options.sub_recipe_names.begin(), options.sub_recipe_names.end());
@@ -241,6 +268,8 @@ std::set<std::string, std::less<>> declared_names(const recipe& r, const validat
     }
     if (s.loop_while)
       for (const auto& kv : s.loop_while->update_context) names.emplace(kv.key());
+    // SPEC §3.4: an agent's context has these when the recipe does not set them.
+    if (s.type == step_type::agent || !s.call.recovery_on_failure.is_null()) names.insert({"working_directory", "NONINTERACTIVE"});
   });
   return names;
 }
@@ -254,6 +283,7 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
   check_ineffective_fields(r, out);
   check_conditions(r, out);
   check_agent_references(r, out);
+  check_recovery(r, out);
   check_references(r, options, out);
   return out;
 }

@@ -117,6 +117,12 @@ recipe merge_extended(recipe parent, recipe child) {
       merged.context_validation.push_back(cv);
   if (!merged.rate_limiting.max_concurrent_llm) merged.rate_limiting.max_concurrent_llm = parent.rate_limiting.max_concurrent_llm;
   if (!merged.rate_limiting.min_delay_ms) merged.rate_limiting.min_delay_ms = parent.rate_limiting.min_delay_ms;
+  auto& backoff = merged.rate_limiting.backoff;
+  const auto& inherited = parent.rate_limiting.backoff;
+  if (!backoff.max_retries) backoff.max_retries = inherited.max_retries;
+  if (!backoff.initial_delay) backoff.initial_delay = inherited.initial_delay;
+  if (!backoff.max_delay) backoff.max_delay = inherited.max_delay;
+  if (!backoff.multiplier) backoff.multiplier = inherited.multiplier;
   merged.extends.clear();  // the chain is resolved
   return merged;
 }

@@ -248,7 +248,26 @@ private:
     rl.check_keys({"max_concurrent_llm", "min_delay_ms", "backoff"});
     if (auto n = rl.integer("max_concurrent_llm", 1, 100000)) r_.rate_limiting.max_concurrent_llm = static_cast<int>(*n);
     if (auto n = rl.integer("min_delay_ms", 0, 3'600'000)) r_.rate_limiting.min_delay_ms = static_cast<int>(*n);
-    r_.rate_limiting.backoff = rl.json("backoff");
+    read_rate_limit_backoff(rl);
+  }
+
+  void read_rate_limit_backoff(const field_reader& rl) {
+    if (!rl.has("backoff")) return;
+    if (!rl.node("backoff").IsMap())
+      return rl.error("backoff", "'rate_limiting.backoff' must be a mapping (max_retries, initial_delay, max_delay, multiplier)");
+    const field_reader b(rl.node("backoff"), sink_, "rate_limiting.backoff");
+    b.check_keys({"max_retries", "initial_delay", "max_delay", "multiplier"});
+    auto& out = r_.rate_limiting.backoff;
+    if (auto n = b.integer("max_retries", 0, 1000)) out.max_retries = static_cast<int>(*n);
+    out.initial_delay = b.seconds("initial_delay");
+    out.max_delay = b.seconds("max_delay");
+    if (b.has("multiplier")) {
+      auto m = b.seconds("multiplier");  // a finite number >= 0
+      if (m && *m < 1.0)
+        b.error("multiplier", "'multiplier' must be 1 or more (1 keeps the delay constant)");
+      else
+        out.multiplier = m;
+    }
   }
 
   void read_output() {

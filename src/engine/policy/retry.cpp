@@ -33,8 +33,9 @@ double undelayed_seconds(const retry_policy& p, int attempt) {
   const double initial = non_negative(p.initial_delay);
   switch (p.backoff) {
     case backoff_kind::exponential:
-      // ldexp overflows to +inf (never UB) for huge attempts; 0 × 2^n stays 0.
-      return std::ldexp(initial, std::min(attempt - 1, 4096));
+      // ldexp and pow overflow to +inf (never UB) for huge attempts; 0 × m^n stays 0.
+      if (p.multiplier == 2.0) return std::ldexp(initial, std::min(attempt - 1, 4096));
+      return initial * std::pow(std::max(p.multiplier, 1.0), std::min(attempt - 1, 4096));
     case backoff_kind::linear: return initial * attempt;
     case backoff_kind::constant: return initial;
   }
@@ -115,12 +116,13 @@ bool looks_rate_limited(std::string_view output) {
          has_status_429(output);
 }
 
-retry_policy rate_limit_retry_policy(int retries, double initial_delay, double max_delay) {
+retry_policy rate_limit_retry_policy(int retries, double initial_delay, double max_delay, double multiplier) {
   retry_policy p;
   p.max_attempts = retries < std::numeric_limits<int>::max() ? std::max(retries, 0) + 1 : retries;
   p.backoff = backoff_kind::exponential;
   p.initial_delay = initial_delay;
   p.max_delay = max_delay;
+  p.multiplier = multiplier;
   p.jitter = 0.0;
   p.on = {retry_trigger::rate_limit};
   return p;

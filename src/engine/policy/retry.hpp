@@ -27,9 +27,9 @@ struct attempt_failure {
 bool should_retry(const retry_policy& p, const attempt_failure& f, int attempt);
 
 /// The wait after attempt `attempt` (1-based) failed, before the next. `unit_random` in
-/// [0,1) drives jitter (values outside [0,1] are clamped). Exponential: initial × 2^(attempt-1),
-/// linear: initial × attempt, constant: initial; capped at `p.max_delay`; jitter j then
-/// draws uniformly from [d·(1−j), d) (j = 1: full jitter). Never negative; NaN or negative
+/// [0,1) drives jitter (values outside [0,1] are clamped). Exponential: initial ×
+/// multiplier^(attempt-1) (multiplier 2 unless rate_limiting.backoff says otherwise), linear:
+/// initial × attempt, constant: initial; capped at `p.max_delay`; jitter j then draws uniformly from [d·(1−j), d) (j = 1: full jitter). Never negative; NaN or negative
 /// settings count as 0, attempts below 1 as 1, and any overflow saturates at the cap.
 std::chrono::nanoseconds retry_delay(const retry_policy& p, int attempt, double unit_random);
 
@@ -47,6 +47,7 @@ bool looks_rate_limited(std::string_view output);
 /// SPEC §7: the retries of an agent's rate limit when the step has no `retry` block:
 /// `retries` more attempts, exponential from `initial_delay` seconds, capped at `max_delay`,
 /// on `rate_limit` only. The defaults are SPEC's (`--rate-limit-retries` etc. override).
-retry_policy rate_limit_retry_policy(int retries = 5, double initial_delay = 60.0, double max_delay = 600.0);
+retry_policy rate_limit_retry_policy(int retries = 5, double initial_delay = 60.0, double max_delay = 600.0,
+                                     double multiplier = 2.0);
 
 }  // namespace arun::engine

@@ -183,9 +183,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_body(const step& s, 
   switch (s.type) {
     case step_type::gate: co_return co_await run_gate(s, sc, instance, stop);
     case step_type::bash:
-    case step_type::recipe: co_return co_await run_with_retry(s, sc, instance, stop);
     case step_type::agent:
-      co_return failed_before_start(s, instance, "agent steps are not supported by this version of arun yet");
+    case step_type::recipe: co_return co_await run_with_retry(s, sc, instance, stop);
     case step_type::loop: break;
   }
   co_return failed_before_start(s, instance, "a loop step needs foreach or while_condition");

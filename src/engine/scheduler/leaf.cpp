@@ -1,5 +1,5 @@
-// Leaf work: bash steps as child processes through the step runner, under the run's
-// concurrency limit, with retry and backoff (SPEC §3.3, §3.6, §7); hooks (SPEC §9).
+// Leaf work: bash and agent steps as child processes through the step runner, under the
+// run's concurrency limit, with retry and backoff (SPEC §3.3, §3.6, §7); hooks (SPEC §9).
 #include "scheduler/step_executor.hpp"
 
 #include "output_value.hpp"
@@ -15,8 +15,6 @@
 #include <boost/asio/use_awaitable.hpp>
 
 namespace arun::engine {
-namespace {
-
 namespace asio = boost::asio;
 
 std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r) {
@@ -27,9 +25,6 @@ std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const r
   return std::chrono::duration_cast<std::chrono::nanoseconds>(*t);
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-// SPEC §3.6: what a finished child leaves in the result and the context.
 instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o) {
   instance_outcome out;
   auto& r = out.result;
@@ -67,6 +62,10 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
   return out;
 }
 
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 attempt_failure failure_of(const step_result& r) {
   attempt_failure f;
   f.timed_out = r.timed_out;
@@ -75,26 +74,47 @@ attempt_failure failure_of(const step_result& r) {
   return f;
 }
 
+bool retries_rate_limits(const std::optional<retry_policy>& p) {
+  return p && std::any_of(p->on.begin(), p->on.end(), [](const retry_on_entry& e) {
+           const auto* t = std::get_if<retry_trigger>(&e);
+           return t && *t == retry_trigger::rate_limit;
+         });
+}
+
 }  // namespace
 
 asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, scope sc, const std::string& instance,
                                                                 std::stop_token stop) {
+  // An agent's rate limit has its own policy and count (SPEC §7), unless the step's `retry`
+  // names rate_limit itself; other failures count against the step's `retry`.
+  const bool own_rate_limits = retries_rate_limits(s.retry);
+  int judged = 0, rate_limited = 0;
   for (int attempt = 1;; ++attempt) {
-    instance_outcome o;
-    if (s.type == step_type::recipe)
-      o = co_await run_with_deadline(container_kind::recipe_call, s, sc, instance, attempt, stop);
-    else
-      o = co_await run_bash(s, sc, instance, attempt, stop);
+    instance_outcome o = co_await run_attempt(s, sc, instance, attempt, stop);
     // Attempts that never started a child (a missing working directory) do not count.
     o.result.attempts += attempt - 1;
-    if (o.result.status != step_status::failed || !s.retry || stop.stop_requested() ||
-        !should_retry(*s.retry, failure_of(o.result), attempt))
+    if (o.result.status != step_status::failed || stop.stop_requested()) co_return o;
+    auto failure = failure_of(o.result);
+    failure.rate_limited = o.rate_limited;
+    const retry_policy* policy = nullptr;
+    int n = 0;
+    if (o.rate_limited && !own_rate_limits) {
+      policy = &rs_.rate_limit_policy;
+      n = ++rate_limited;
+    } else if (s.retry) {
+      policy = &*s.retry;
+      n = ++judged;
+    }
+    if (!policy || !should_retry(*policy, failure, n)) {
+      if (s.type == step_type::recipe && !s.call.recovery_on_failure.is_null() && o.next != flow::cancelled)
+        co_return co_await recover(s, sc, instance, std::move(o), stop);
       co_return o;
-    const auto delay = retry_delay(*s.retry, attempt, rs_.unit_random());
+    }
+    const auto delay = retry_delay(*policy, n, rs_.unit_random());
     auto e = rs_.make_event(event_kind::step_retry, instance, instance_type(s, is_loop(s)));
     e.attempt = attempt;
     e.delay = delay;
-    e.message = first_line(o.result.error);
+    e.message = (o.rate_limited ? "rate limited: " : "") + first_line(o.result.error);
     rs_.emit(e);
     // An awaited timer, never a blocking sleep; stopping the run ends the wait at once.
     asio::steady_timer wait(rs_.executor, delay);
@@ -107,6 +127,16 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
       o.updates = {};
       co_return o;
     }
+  }
+}
+
+asio::awaitable<instance_outcome> step_executor::run_attempt(const step& s, scope sc, const std::string& instance,
+                                                             int attempt, std::stop_token stop) {
+  switch (s.type) {
+    case step_type::recipe:
+      co_return co_await run_with_deadline(container_kind::recipe_call, s, sc, instance, attempt, stop);
+    case step_type::agent: co_return co_await run_agent(s, sc, instance, attempt, stop);
+    default: co_return co_await run_bash(s, sc, instance, attempt, stop);
   }
 }
 
@@ -128,9 +158,15 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   co_return to_outcome(s, instance, std::move(out));
 }
 
-asio::awaitable<leaf_outcome> step_executor::run_child(bash_invocation inv, const std::string& instance,
+asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, const std::string& instance,
                                                        std::string_view type, int attempt, std::stop_token stop) {
-  const bool got_slot = co_await rs_.limiter.acquire(stop);  // g++ 12: no co_await in an if
+  auto* agent = std::get_if<agent_invocation>(&inv);
+  // An agent waits for rate_limiting first, so it never holds a global slot while it does.
+  std::optional<slot_lease> agent_lease;
+  bool may_start = true;
+  if (agent) may_start = co_await await_agent_turn(agent_lease, stop);
+  bool got_slot = false;
+  if (may_start) got_slot = co_await rs_.limiter.acquire(stop);  // g++ 12: no co_await in a condition
   // A slot can be handed over just before a sibling fails fast or the run is interrupted:
   // check again, or the child would start after its scope was stopped.
   if (!got_slot || stop.stop_requested()) {
@@ -146,19 +182,23 @@ asio::awaitable<leaf_outcome> step_executor::run_child(bash_invocation inv, cons
     start.attempt = attempt;
     rs_.emit(start);
   }
-  inv.on_line = [&rs = rs_, instance, type = std::string(type)](output_stream stream, std::string_view line, bool cut) {
+  output_line_handler on_line = [&rs = rs_, instance, type = std::string(type)](output_stream stream,
+                                                                                std::string_view line, bool cut) {
     auto e = rs.make_event(event_kind::step_output, instance, type);
     e.stream = stream;
     e.line = line;
     e.line_truncated = cut;
     rs.emit(e);
   };
+  auto work = agent ? (agent->on_line = std::move(on_line), rs_.runner.run_agent(std::move(*agent)))
+                    : (std::get<bash_invocation>(inv).on_line = std::move(on_line),
+                       rs_.runner.run_bash(std::move(std::get<bash_invocation>(inv))));
   const auto tracked = rs_.track(instance, std::string(type));
   // The runner sees cancellation through its own slot: stopping this instance's scope (a
   // failed sibling, the interrupt) terminates the child's process group.
   asio::cancellation_signal cancel;
   std::stop_callback on_stop(stop, [&cancel] { cancel.emit(asio::cancellation_type::terminal); });
-  co_return co_await asio::co_spawn(rs_.executor, rs_.runner.run_bash(std::move(inv)),
+  co_return co_await asio::co_spawn(rs_.executor, std::move(work),
                                     asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
 }
 

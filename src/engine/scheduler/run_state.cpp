@@ -3,11 +3,26 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "policy/retry.hpp"
+
 #include <algorithm>
+#include <cctype>
 
 namespace arun::engine {
 
 namespace asio = boost::asio;
+
+namespace {
+
+// The command line wins over the recipe's rate_limiting.backoff, which wins over SPEC §7.
+retry_policy rate_limits_for(const agent_options& cli, const rate_limit_backoff& recipe) {
+  return rate_limit_retry_policy(cli.rate_limit_retries.value_or(recipe.max_retries.value_or(5)),
+                                 cli.rate_limit_delay.value_or(recipe.initial_delay.value_or(60.0)),
+                                 cli.rate_limit_max_delay.value_or(recipe.max_delay.value_or(600.0)),
+                                 recipe.multiplier.value_or(2.0));
+}
+
+}  // namespace
 
 run_state::run_state(step_runner& r, event_listener& listener, run_options opts, const recipe& top,
                      const asio::any_io_executor& ex)
@@ -15,10 +30,27 @@ run_state::run_state(step_runner& r, event_listener& listener, run_options opts,
       options(std::move(opts)),
       executor(ex),
       limiter(ex, options.max_concurrent),
+      agent_spacing(std::chrono::milliseconds(top.rate_limiting.min_delay_ms.value_or(0))),
+      rate_limit_policy(rate_limits_for(options.agents, top.rate_limiting.backoff)),
       limits(top.recursion),
       listener_(listener),
       random_(options.random_seed ? options.random_seed : std::random_device{}()),
-      ticker_(ex) {}
+      ticker_(ex) {
+  if (top.rate_limiting.max_concurrent_llm) agent_limiter.emplace(ex, *top.rate_limiting.max_concurrent_llm);
+}
+
+bool run_state::rate_limited(std::string_view output) const {
+  if (looks_rate_limited(output)) return true;
+  auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  if (options.agents.rate_limit_patterns.empty()) return false;
+  const auto text = lower(output);
+  return std::any_of(options.agents.rate_limit_patterns.begin(), options.agents.rate_limit_patterns.end(),
+                     [&](const std::string& p) { return !p.empty() && text.find(lower(p)) != std::string::npos; });
+}
 
 event run_state::make_event(event_kind kind, std::string_view instance, std::string_view type) const {
   event e;

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <list>
+#include <optional>
 #include <random>
 #include <set>
 #include <stop_token>
@@ -34,6 +35,13 @@ public:
   const run_options options;
   const boost::asio::any_io_executor executor;
   concurrency_limiter limiter;
+  /// SPEC §6.5 rate_limiting of the top-level recipe: agent children at once (none: only the
+  /// global limit), and the least time between two agent starts.
+  std::optional<concurrency_limiter> agent_limiter;
+  const std::chrono::nanoseconds agent_spacing;
+  std::optional<steady::time_point> last_agent_start;
+  /// SPEC §7: how an agent's rate limit is retried when the step's `retry` does not say.
+  const retry_policy rate_limit_policy;
   std::stop_source interrupt;  ///< the whole run stops: no new work, running children end
   const recursion_limits limits;  ///< the top-level recipe's, for the whole run (SPEC §2)
   int instances_started = 0;      ///< counted against limits.max_total_steps
@@ -43,6 +51,10 @@ public:
   void emit(const event& e) noexcept { listener_.on_event(e); }
   /// Warning events, each text once per step (an iteration repeats its loop's warnings).
   void warn(std::string_view instance, const std::vector<std::string>& messages, std::string_view type = {});
+
+  /// Whether a failed agent's output reads as a rate limit (SPEC §7 markers and the
+  /// options' extra patterns).
+  bool rate_limited(std::string_view output) const;
 
   /// A number in [0, 1) for retry jitter.
   double unit_random();

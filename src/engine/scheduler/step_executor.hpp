@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <unordered_map>
+#include <variant>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -50,7 +51,11 @@ struct instance_outcome {
   boost::json::object updates;  ///< variables to set in the caller's scope (SPEC §3.6)
   flow next = flow::next;
   std::optional<pending_approval> waiting;  ///< flow::suspend
+  bool rate_limited = false;  ///< an agent failed with a rate-limit message (SPEC §7)
 };
+
+/// What a leaf child runs.
+using leaf_invocation = std::variant<bash_invocation, agent_invocation>;
 
 struct sequence_outcome {
   std::vector<step_result> results;  ///< one per declared step, in order
@@ -102,10 +107,24 @@ private:
                                                           std::stop_token stop);
   boost::asio::awaitable<instance_outcome> run_bash(const step& s, scope sc, const std::string& instance, int attempt,
                                                     std::stop_token stop);
-  /// One child under the concurrency limit: step_start when it gets its slot, output events,
-  /// heartbeats; stopping `stop` terminates it.
-  boost::asio::awaitable<leaf_outcome> run_child(bash_invocation inv, const std::string& instance,
+  /// One attempt of a step: its child (or sub-recipe call), then for agent steps the
+  /// parse_json reminder call and auto_stage.
+  boost::asio::awaitable<instance_outcome> run_attempt(const step& s, scope sc, const std::string& instance,
+                                                       int attempt, std::stop_token stop);
+  /// One child under the concurrency limit (agents also under rate_limiting): step_start when
+  /// it gets its slot, output events, heartbeats; stopping `stop` terminates it.
+  boost::asio::awaitable<leaf_outcome> run_child(leaf_invocation inv, const std::string& instance,
                                                  std::string_view type, int attempt, std::stop_token stop);
+  // agent_leaf.cpp
+  boost::asio::awaitable<instance_outcome> run_agent(const step& s, scope sc, const std::string& instance,
+                                                     int attempt, std::stop_token stop);
+  /// Waits for rate_limiting's agent slot and start spacing; false when stopped first.
+  boost::asio::awaitable<bool> await_agent_turn(std::optional<slot_lease>& lease, std::stop_token stop);
+  /// `git add -A` in the agent step's directory (SPEC §3.4 auto_stage); failures are warnings.
+  boost::asio::awaitable<void> stage_changes(const step& s, const std::string& instance, const std::string& dir);
+  /// SPEC §3.5 recovery_on_failure: one agent call after a sub-recipe step failed for good.
+  boost::asio::awaitable<instance_outcome> recover(const step& s, scope sc, const std::string& instance,
+                                                   instance_outcome failed, std::stop_token stop);
   // deadline.cpp
   enum class container_kind { recipe_call, foreach, loop_while };
   /// A sub-recipe call or a loop under the step's own `timeout`: when it passes, everything
@@ -152,6 +171,11 @@ private:
   run_state& rs_;
   recipe_frame& frame_;
 };
+
+/// SPEC §3.6: what a finished child leaves in the result and the context.
+instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o);
+/// The step's `timeout`, else the recipe's default_step_timeout; none for 0 (SPEC §3.1).
+std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r);
 
 /// "bash", "agent", "recipe", "loop", "gate": the `type` of events.
 std::string_view type_name(const step& s);

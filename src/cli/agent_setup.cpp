@@ -1,0 +1,66 @@
+#include "agent_setup.hpp"
+
+#include "agent_cli.hpp"
+#include "agent_resolution.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+#include <variant>
+
+namespace arun::cli {
+
+void add_agent_run_options(CLI::App& app, agent_settings& a) {
+  auto* cli = app.add_option("--agent-cli", a.cli,
+                             "Agent CLI for agent steps: claude (default), copilot, codex, amplihack[:claude|copilot|codex] "
+                             "or fake (default from $ARUN_AGENT_CLI)")
+                  ->type_name("NAME");
+  app.add_option("--agent-command", a.command,
+                 "Agent command template instead of a preset, e.g. 'mycli --model {model} --file {prompt_file}' "
+                 "(placeholders {prompt_file} {system_prompt_file} {model} {working_dir}; the prompt is also on stdin)")
+      ->type_name("TEMPLATE")
+      ->excludes(cli);
+  app.add_flag("--auto-stage", a.auto_stage, "Run 'git add -A' in the step's directory after every agent step");
+  app.add_option("--rate-limit-retries", a.rate_limit_retries,
+                 "Retries of an agent step that hit a rate limit (default: rate_limiting.backoff, else 5)")
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--rate-limit-delay", a.rate_limit_delay,
+                 "Seconds before the first rate-limit retry, doubling after each (default 60)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--rate-limit-max-delay", a.rate_limit_max_delay, "Longest wait between rate-limit retries (default 600)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--rate-limit-pattern", a.rate_limit_patterns,
+                 "Extra text (case-insensitive) marking a failed agent reply as rate limited (repeatable)")
+      ->allow_extra_args(false);
+}
+
+std::optional<std::string> configure_agents(const run_settings& s, const std::string& base_dir,
+                                            io::runner_options& runner, run_options& engine) {
+  const auto& a = s.agents;
+  std::variant<io::agent_cli, std::string> chosen;
+  if (!a.command.empty()) {
+    chosen = io::parse_agent_command(a.command);
+  } else {
+    std::string name = a.cli;
+    const char* from_env = std::getenv("ARUN_AGENT_CLI");
+    if (name.empty()) name = from_env && *from_env ? from_env : "claude";
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    chosen = io::parse_agent_cli(name, io::locate_fake_agent(ec ? std::string() : exe.string()));
+    if (a.cli.empty() && from_env && *from_env && std::holds_alternative<std::string>(chosen))
+      chosen = "$ARUN_AGENT_CLI: " + std::get<std::string>(chosen);
+  }
+  if (const auto* error = std::get_if<std::string>(&chosen)) return *error;
+  runner.agent = std::get<io::agent_cli>(std::move(chosen));
+  runner.agents = io::agent_search_from_environment(s.recipe.agent_dirs, base_dir);
+  runner.allow_missing_agents = s.recipe.allow_missing_agents;
+  auto& opts = engine.agents;
+  if (a.rate_limit_retries >= 0) opts.rate_limit_retries = a.rate_limit_retries;
+  if (a.rate_limit_delay >= 0) opts.rate_limit_delay = a.rate_limit_delay;
+  if (a.rate_limit_max_delay >= 0) opts.rate_limit_max_delay = a.rate_limit_max_delay;
+  opts.rate_limit_patterns = a.rate_limit_patterns;
+  opts.auto_stage = a.auto_stage;
+  return std::nullopt;
+}
+
+}  // namespace arun::cli

@@ -1,0 +1,24 @@
+#pragma once
+// The run options of agent steps (SPEC §11.1, §7, §3.4): which agent CLI, where agent files
+// resolve, rate-limit retries, auto_stage.
+
+#include "commands.hpp"
+
+#include "process_step_runner.hpp"
+
+#include <arun/engine.hpp>
+
+#include <optional>
+#include <string>
+
+namespace arun::cli {
+
+/// Adds --agent-cli, --agent-command, --auto-stage and the --rate-limit-* options.
+void add_agent_run_options(CLI::App& app, agent_settings& a);
+
+/// Fills the runner's agent CLI and search, and the engine's agent options, from the settings
+/// and $ARUN_AGENT_CLI. An error message (a usage error) when the CLI choice is invalid.
+std::optional<std::string> configure_agents(const run_settings& s, const std::string& base_dir,
+                                            io::runner_options& runner, run_options& engine);
+
+}  // namespace arun::cli

@@ -1,0 +1,179 @@
+// Agent steps (SPEC §3.4): one agent child per attempt through the step runner, under the
+// global limit and the recipe's rate_limiting (SPEC §6.5); the "return only JSON" call of
+// parse_json (SPEC §3.6); auto_stage; and recovery_on_failure of recipe steps (SPEC §3.5).
+#include "scheduler/step_executor.hpp"
+
+#include "output_value.hpp"
+#include "policy/json_extract.hpp"
+#include "step_preparation.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace arun::engine {
+namespace {
+
+namespace asio = boost::asio;
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+/// The marker a recovery agent ends its reply with when the work is done (SPEC §3.5).
+constexpr std::string_view recovered_marker = "STATUS: COMPLETE";
+
+bool ends_with_marker(const std::string& reply) {
+  const auto text = trim(reply);
+  return text.size() >= recovered_marker.size() &&
+         text.compare(text.size() - recovered_marker.size(), recovered_marker.size(), recovered_marker) == 0;
+}
+
+}  // namespace
+
+asio::awaitable<bool> step_executor::await_agent_turn(std::optional<slot_lease>& lease, std::stop_token stop) {
+  if (rs_.agent_limiter) {
+    const bool got = co_await rs_.agent_limiter->acquire(stop);
+    if (!got) co_return false;
+    lease.emplace(*rs_.agent_limiter);
+  }
+  // min_delay_ms: claim the next start time; waiters that wake together re-check, one wins.
+  while (rs_.agent_spacing.count() > 0) {
+    const auto now = steady::now();
+    if (!rs_.last_agent_start || now >= *rs_.last_agent_start + rs_.agent_spacing) {
+      rs_.last_agent_start = now;
+      break;
+    }
+    asio::steady_timer wait(rs_.executor, *rs_.last_agent_start + rs_.agent_spacing);
+    std::stop_callback on_stop(stop, [&wait] { wait.cancel(); });
+    co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (stop.stop_requested()) co_return false;
+  }
+  co_return true;
+}
+
+asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope sc, const std::string& instance,
+                                                           int attempt, std::stop_token stop) {
+  const auto builtins = step_builtins(s, instance);
+  auto prepared = prepare_agent(s.agent, s, view(sc, builtins), rs_.options.working_dir);
+  warn(s, instance, prepared.warnings);
+  if (!prepared.error.empty()) {
+    instance_outcome o;
+    o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + prepared.error);
+    o.next = failure_flow(s);
+    co_return o;
+  }
+  auto inv = std::move(prepared.invocation);
+  inv.instance_id = instance;
+  inv.timeout = effective_timeout(s, frame_.r);
+  const auto dir = inv.working_dir;
+  // Kept for the parse_json reminder: same agent, persona, model and timeout.
+  const auto again = s.parse_json ? std::optional<agent_invocation>(inv) : std::nullopt;
+  auto out = co_await run_child(std::move(inv), instance, "agent", attempt, stop);
+  warn(s, instance, out.warnings);
+  int calls = 1;
+  if (again && out.succeeded() && !extract_json(out.stdout_text) && !stop.stop_requested()) {
+    auto e = rs_.make_event(event_kind::step_retry, instance, instance_type(s, is_loop(s)));
+    e.attempt = attempt;
+    e.delay = std::chrono::nanoseconds::zero();
+    e.message = "parse_json: the reply held no JSON; asking once more for JSON only";
+    rs_.emit(e);
+    auto reminder = std::move(*again);
+    reminder.prompt.append("\n\n").append(json_only_reminder);
+    out = co_await run_child(std::move(reminder), instance, "agent", attempt, stop);
+    warn(s, instance, out.warnings);
+    ++calls;
+  }
+  const bool started = out.started;
+  const bool cancelled = out.cancelled;
+  std::string rate_text;
+  if (!out.succeeded()) rate_text = out.snippet + "\n" + out.error;
+  auto o = to_outcome(s, instance, std::move(out));
+  if (o.result.attempts > 0) o.result.attempts = calls;
+  o.rate_limited = o.result.status == step_status::failed && !o.result.timed_out && !cancelled &&
+                   rs_.rate_limited(rate_text);
+  if (started && !cancelled && (s.agent.auto_stage || rs_.options.agents.auto_stage) && !stop.stop_requested())
+    co_await stage_changes(s, instance, dir);
+  co_return o;
+}
+
+asio::awaitable<void> step_executor::stage_changes(const step& s, const std::string& instance, const std::string& dir) {
+  bash_invocation inv;
+  inv.instance_id = instance;
+  inv.command = "git add -A";
+  inv.working_dir = dir;
+  inv.timeout = rs_.options.hook_timeout;
+  auto out = co_await run_child(std::move(inv), instance, "hook", 1, rs_.interrupt.get_token());
+  if (!out.succeeded())
+    warn(s, instance, {"auto_stage: 'git add -A' failed: " + out.error + (out.snippet.empty() ? "" : " | " + first_line(out.snippet))});
+}
+
+asio::awaitable<instance_outcome> step_executor::recover(const step& s, scope sc, const std::string& instance,
+                                                         instance_outcome failed, std::stop_token stop) {
+  const auto& spec = s.call.recovery_on_failure;
+  agent_call call;
+  std::optional<double> timeout;
+  if (const auto* o = spec.if_object()) {
+    auto text = [&](const char* key) {
+      const auto* v = o->if_contains(key);
+      return v && v->is_string() ? std::string(v->get_string()) : std::string();
+    };
+    call.agent = text("agent");
+    call.prompt = text("prompt");
+    call.mode = text("mode");
+    call.model = text("model");
+    if (const auto* t = o->if_contains("timeout"); t && t->is_number()) timeout = t->to_number<double>();
+  } else if (!(spec.is_bool() && spec.get_bool())) {
+    co_return failed;  // `false`; other shapes are refused by validation
+  }
+  if (call.prompt.empty())
+    call.prompt = "Step '{{step.id}}' ran the sub-recipe '" + s.call.recipe + "', which failed. Finish the work it was meant to do.";
+  call.prompt += "\n\n## What failed\n" + failed.result.error +
+                 "\n\nWhen, and only when, the work is complete, end your reply with the line `" +
+                 std::string(recovered_marker) + "`.";
+  const std::string id = instance + "/recovery_on_failure";
+  const auto builtins = step_builtins(s, instance);
+  auto prepared = prepare_agent(call, s, view(sc, builtins), rs_.options.working_dir);
+  warn(s, instance, prepared.warnings);
+  if (!prepared.error.empty()) {
+    failed.result.error += "\nrecovery_on_failure could not start: " + prepared.error;
+    co_return failed;
+  }
+  auto inv = std::move(prepared.invocation);
+  inv.instance_id = id;
+  if (timeout && *timeout > 0) inv.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(*timeout));
+  warn(s, instance, {"the sub-recipe failed; recovery_on_failure asks agent '" + (inv.agent.empty() ? std::string("(default)") : inv.agent) + "' to finish the work"});
+  auto out = co_await run_child(std::move(inv), id, "agent", 1, stop);
+  warn(s, instance, out.warnings);
+  step_result attempt_result;
+  attempt_result.step_id = id;
+  attempt_result.duration = out.duration;
+  attempt_result.exit_code = out.exit_code;
+  attempt_result.timed_out = out.timed_out;
+  attempt_result.attempts = out.started ? 1 : 0;
+  const bool recovered = out.succeeded() && ends_with_marker(out.stdout_text);
+  attempt_result.status = recovered ? step_status::completed : out.cancelled ? step_status::cancelled : step_status::failed;
+  if (out.succeeded()) attempt_result.output = boost::json::string(trim(out.stdout_text));
+  if (!recovered)
+    attempt_result.error = out.succeeded() ? "the reply did not end with " + std::string(recovered_marker)
+                                           : "step '" + id + "': " + out.error;
+  auto end = rs_.make_event(event_kind::step_end, id, "agent");
+  end.result = &attempt_result;
+  rs_.emit(end);
+  if (!recovered) {
+    failed.result.error += "\nrecovery_on_failure did not recover it: " + attempt_result.error;
+    if (out.cancelled) {
+      failed.result.status = step_status::cancelled;
+      failed.next = flow::cancelled;
+    }
+    co_return failed;
+  }
+  instance_outcome o = std::move(failed);
+  o.result.status = step_status::completed;
+  o.result.error.clear();
+  o.result.output = attempt_result.output;
+  o.next = flow::next;
+  o.updates = {};
+  if (s.output) o.updates[*s.output] = o.result.output;
+  co_return o;
+}
+
+}  // namespace arun::engine

@@ -1,0 +1,12 @@
+// The defaults of the step_runner interface.
+#include <arun/step_runner.hpp>
+
+namespace arun {
+
+boost::asio::awaitable<leaf_outcome> step_runner::run_agent(agent_invocation) {
+  leaf_outcome o;
+  o.error = "this step runner cannot run agent steps";
+  co_return o;
+}
+
+}  // namespace arun

@@ -1,0 +1,79 @@
+#pragma once
+// The agent CLI an agent step runs (SPEC §11.1): the presets claude, copilot, codex,
+// amplihack and fake, or a user's --agent-command template; where the persona goes for each,
+// and the argv. Pure: the runner writes the files and starts the child. docs/agents.md
+// describes every shape for users.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace arun::io {
+
+enum class agent_cli_kind { claude, copilot, codex, amplihack, fake, custom };
+
+struct agent_cli {
+  agent_cli_kind kind = agent_cli_kind::claude;
+  agent_cli_kind inner = agent_cli_kind::claude;  ///< amplihack: the CLI it launches
+  std::string program = "claude";                 ///< argv[0] (searched on PATH without '/')
+  std::vector<std::string> command_template;      ///< custom: the words of --agent-command
+};
+
+/// `claude`, `copilot`, `codex`, `amplihack` (= `amplihack:claude`), `amplihack:copilot`,
+/// `amplihack:codex` or `fake` (run as `fake_program`); else an error naming the choices.
+std::variant<agent_cli, std::string> parse_agent_cli(std::string_view name, const std::string& fake_program);
+
+/// An --agent-command template: words split on whitespace, placeholders {prompt_file},
+/// {system_prompt_file}, {model}, {working_dir}. Errors: empty, an unknown placeholder.
+std::variant<agent_cli, std::string> parse_agent_command(std::string_view text);
+
+/// "claude", "amplihack:copilot", "custom command", ...: for messages.
+std::string describe(const agent_cli& cli);
+
+/// What one agent call sends.
+struct agent_request {
+  std::string system_prompt;  ///< the agent file's body; empty: none
+  std::string prompt;
+  std::string model;          ///< empty: the CLI's default
+  std::string working_dir;    ///< absolute
+};
+
+/// Where the persona and the prompt travel for one call.
+struct agent_payload {
+  std::string prompt;                    ///< the prompt file's text (and stdin's)
+  std::string system_prompt;             ///< for --append-system-prompt or {system_prompt_file}; empty: none
+  bool prompt_on_stdin = true;           ///< false: stdin is /dev/null (copilot)
+  bool needs_system_prompt_file = false; ///< the template names {system_prompt_file}
+};
+
+/// System prompts up to this size go to claude's --append-system-prompt; larger ones are
+/// put in front of the prompt (one argv string is limited to 128 KiB by the kernel).
+inline constexpr std::size_t max_system_prompt_arg_bytes = 96 * 1024;
+/// Prompts up to this size go in copilot's -p argument; larger ones are pointed to by file.
+inline constexpr std::size_t max_prompt_arg_bytes = 96 * 1024;
+
+/// The persona in front of the prompt, for CLIs without a system-prompt channel.
+std::string with_instructions(const std::string& persona, const std::string& prompt);
+
+/// The copilot -p text when the prompt is too large for argv: where to read it.
+std::string prompt_pointer(const std::string& prompt_file);
+
+/// SPEC §11.1: where the persona goes. claude and fake: --append-system-prompt (in front of
+/// the prompt when over max_system_prompt_arg_bytes); copilot and codex: in front of the
+/// prompt under `# Instructions`; a template: {system_prompt_file} if it names one, else in
+/// front of the prompt. The persona is never dropped.
+agent_payload compose_payload(const agent_cli& cli, const agent_request& request);
+
+/// The child's argv. `prompt_file` holds payload.prompt; `system_prompt_file` holds
+/// payload.system_prompt (only read when payload.needs_system_prompt_file).
+std::vector<std::string> agent_argv(const agent_cli& cli, const agent_payload& payload, const agent_request& request,
+                                    const std::string& prompt_file, const std::string& system_prompt_file);
+
+/// The fake agent's program: $ARUN_FAKE_AGENT; else `fake-agent` next to `exe`, in
+/// `exe`'s ../share/arun, or in a `tools` folder of an ancestor of `exe` (a build tree of the
+/// checkout); else "fake-agent" (searched on PATH when it runs).
+std::string locate_fake_agent(const std::string& exe);
+
+}  // namespace arun::io
