@@ -259,14 +259,12 @@ TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for
 }
 
 TEST_CASE("run refuses recipes using features this version cannot run yet") {
-  temp_recipe rec("name: later\nsteps:\n  - id: a\n    agent: ns:x\n    prompt: hi\n");
-  std::ofstream(rec.dir / "x.md") << "---\nmodel: m\n---\nbody\n";
-  const auto agent_dir = rec.dir.string();
-  const auto r = run_arun({rec.file.string(), "--agent-dir", agent_dir});
+  temp_recipe rec("name: later\nsteps:\n  - id: a\n    command: echo hi\n  - id: gate\n    requires_approval: true\n");
+  const auto r = run_arun({rec.file.string()});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(":3:5: error: agent steps (step 'a') is not supported by this version of arun yet"));
-  CHECK(run_arun({"validate", rec.file.string(), "--agent-dir", agent_dir}).exit_code == 0);  // the recipe is valid
+  CHECK_THAT(r.err, Catch::Contains(":6:24: error: approval gates (step 'gate') is not supported by this version of arun yet"));
+  CHECK(run_arun({"validate", rec.file.string()}).exit_code == 0);  // the recipe is valid
   CHECK(arun::test::leftover_processes().empty());
 }
 
@@ -283,7 +281,7 @@ TEST_CASE("validate reports agents that do not resolve at the agent key") {
   r = run_arun({"validate", "--allow-missing-agents", file});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains(file + ":6:12: warning: step 'b': agent 'ns:ghost' not found"));
-  // run checks before it refuses agent steps.
+  // run checks agents before it starts anything.
   r = run_arun({file});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains(":6:12: error: step 'b': agent 'ns:ghost' not found"));

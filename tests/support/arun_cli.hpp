@@ -20,14 +20,21 @@ struct arun_run {
   std::chrono::steady_clock::duration elapsed{};
 };
 
-/// `arun ARGS...` in `working_dir` with this process's environment; fails the test if it
-/// cannot start or runs longer than `limit`.
+/// `arun ARGS...` in `working_dir` with this process's environment plus `extra_env`
+/// ("K=V" replaces K; "K" alone removes it); fails the test if it cannot start or runs longer
+/// than `limit`.
 inline arun_run run_arun(std::vector<std::string> args, std::string working_dir = ARUN_SOURCE_DIR,
-                         std::chrono::seconds limit = std::chrono::seconds(90)) {
+                         std::chrono::seconds limit = std::chrono::seconds(90),
+                         const std::vector<std::string>& extra_env = {}) {
   io::process_spec spec;
   spec.launch.argv = {ARUN_BINARY};
   for (auto& a : args) spec.launch.argv.push_back(std::move(a));
   spec.launch.env = io::current_environment();
+  for (const auto& kv : extra_env) {
+    const auto name = kv.substr(0, kv.find('='));
+    std::erase_if(spec.launch.env, [&](const std::string& e) { return e.starts_with(name + "="); });
+    if (kv.find('=') != std::string::npos) spec.launch.env.push_back(kv);
+  }
   spec.launch.working_dir = std::move(working_dir);
   spec.timeout = limit;
   const auto start = std::chrono::steady_clock::now();

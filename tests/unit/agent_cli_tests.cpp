@@ -1,0 +1,155 @@
+// The agent CLI presets and --agent-command templates (SPEC §11.1): where the persona goes and
+// the argv of each shape. The e2e tests run the same shapes against tools/fake-agent.
+#include <catch2/catch.hpp>
+
+#include "agent_cli.hpp"
+
+#include <algorithm>
+#include <string>
+#include <variant>
+#include <vector>
+
+using namespace arun::io;
+using strings = std::vector<std::string>;
+
+namespace {
+
+agent_cli preset(const std::string& name) {
+  auto r = parse_agent_cli(name, "/opt/fake-agent");
+  REQUIRE(std::holds_alternative<agent_cli>(r));
+  return std::get<agent_cli>(r);
+}
+
+agent_cli command(const std::string& text) {
+  auto r = parse_agent_command(text);
+  INFO(text);
+  REQUIRE(std::holds_alternative<agent_cli>(r));
+  return std::get<agent_cli>(r);
+}
+
+agent_request request(std::string persona = "You review code.", std::string model = "m1") {
+  agent_request q;
+  q.system_prompt = std::move(persona);
+  q.prompt = "Review the diff.";
+  q.model = std::move(model);
+  q.working_dir = "/work/dir";
+  return q;
+}
+
+strings argv_of(const agent_cli& cli, const agent_request& q) {
+  return agent_argv(cli, compose_payload(cli, q), q, "/tmp/p.md", "/tmp/s.md");
+}
+
+}  // namespace
+
+TEST_CASE("agent cli: claude passes the persona and model as flags and the prompt on stdin") {
+  const auto cli = preset("claude");
+  const auto q = request();
+  const auto payload = compose_payload(cli, q);
+  CHECK(payload.prompt == "Review the diff.");
+  CHECK(payload.prompt_on_stdin);
+  CHECK(argv_of(cli, q) == strings{"claude", "-p", "--add-dir", "/work/dir", "--model", "m1", "--append-system-prompt",
+                                   "You review code."});
+  CHECK(argv_of(cli, request("", "")) == strings{"claude", "-p", "--add-dir", "/work/dir"});
+}
+
+TEST_CASE("agent cli: a claude persona over 96 KiB goes in front of the prompt instead") {
+  const auto cli = preset("claude");
+  const auto q = request(std::string(max_system_prompt_arg_bytes + 1, 'x'));
+  const auto payload = compose_payload(cli, q);
+  CHECK(payload.system_prompt.empty());
+  CHECK(payload.prompt.starts_with("# Instructions\n\nxxx"));
+  CHECK(payload.prompt.ends_with("\n# Task\n\nReview the diff."));
+  const auto argv = argv_of(cli, q);
+  CHECK(std::find(argv.begin(), argv.end(), "--append-system-prompt") == argv.end());
+}
+
+TEST_CASE("agent cli: copilot gets the persona under Instructions and the prompt in -p") {
+  const auto cli = preset("copilot");
+  const auto q = request();
+  const auto payload = compose_payload(cli, q);
+  CHECK_FALSE(payload.prompt_on_stdin);
+  CHECK(payload.prompt == "# Instructions\n\nYou review code.\n\n# Task\n\nReview the diff.");
+  CHECK(argv_of(cli, q) == strings{"copilot", "-p", payload.prompt, "--allow-all-tools", "--model", "m1"});
+}
+
+TEST_CASE("agent cli: a copilot prompt too large for argv is pointed to by its file") {
+  const auto cli = preset("copilot");
+  auto q = request("");
+  q.prompt = std::string(max_prompt_arg_bytes + 1, 'y');
+  const auto argv = argv_of(cli, q);
+  REQUIRE(argv.size() >= 3);
+  CHECK(argv[2] == prompt_pointer("/tmp/p.md"));
+  CHECK(argv[2].size() < 200);
+}
+
+TEST_CASE("agent cli: codex reads the prompt with the persona from stdin") {
+  const auto cli = preset("codex");
+  const auto q = request();
+  const auto payload = compose_payload(cli, q);
+  CHECK(payload.prompt_on_stdin);
+  CHECK(payload.prompt.starts_with("# Instructions\n\nYou review code.\n"));
+  CHECK(argv_of(cli, q) == strings{"codex", "exec", "--model", "m1", "-"});
+}
+
+TEST_CASE("agent cli: amplihack launches the inner CLI with its arguments after --") {
+  CHECK(argv_of(preset("amplihack"), request()) ==
+        strings{"amplihack", "claude", "--", "-p", "--add-dir", "/work/dir", "--model", "m1", "--append-system-prompt",
+                "You review code."});
+  CHECK(argv_of(preset("amplihack:codex"), request()) == strings{"amplihack", "codex", "--", "exec", "--model", "m1", "-"});
+  const auto copilot = argv_of(preset("amplihack:copilot"), request());
+  REQUIRE(copilot.size() > 4);
+  CHECK(copilot[0] == "amplihack");
+  CHECK(copilot[1] == "copilot");
+  CHECK(copilot[2] == "--");
+  CHECK(copilot[3] == "-p");
+  CHECK(copilot[4].starts_with("# Instructions"));
+}
+
+TEST_CASE("agent cli: fake runs the stand-in agent in claude's shape") {
+  CHECK(argv_of(preset("fake"), request()) == strings{"/opt/fake-agent", "-p", "--add-dir", "/work/dir", "--model", "m1",
+                                                       "--append-system-prompt", "You review code."});
+}
+
+TEST_CASE("agent cli: unknown names are refused with the choices") {
+  for (const char* bad : {"gpt", "amplihack:gpt", "", "Claude"}) {
+    auto r = parse_agent_cli(bad, "/opt/fake-agent");
+    REQUIRE(std::holds_alternative<std::string>(r));
+    CHECK(std::get<std::string>(r).find("claude") != std::string::npos);
+  }
+}
+
+TEST_CASE("agent cli: a command template fills its placeholders") {
+  const auto cli = command("mycli run --model {model} --sys={system_prompt_file} --in {prompt_file} -C {working_dir}");
+  const auto q = request();
+  const auto payload = compose_payload(cli, q);
+  CHECK(payload.needs_system_prompt_file);
+  CHECK(payload.system_prompt == "You review code.");
+  CHECK(payload.prompt == "Review the diff.");
+  CHECK(payload.prompt_on_stdin);
+  CHECK(argv_of(cli, q) ==
+        strings{"mycli", "run", "--model", "m1", "--sys=/tmp/s.md", "--in", "/tmp/p.md", "-C", "/work/dir"});
+}
+
+TEST_CASE("agent cli: without a model the template drops the model word and its option") {
+  const auto cli = command("mycli --model {model} --in {prompt_file} --m={model}");
+  CHECK(argv_of(cli, request("p", "")) == strings{"mycli", "--in", "/tmp/p.md"});
+  // The option before {model} is only dropped when it is a plain option word.
+  CHECK(argv_of(command("mycli {prompt_file} {model}"), request("p", "")) == strings{"mycli", "/tmp/p.md"});
+}
+
+TEST_CASE("agent cli: a template without a system prompt file gets the persona in the prompt") {
+  const auto cli = command("mycli {prompt_file}");
+  const auto payload = compose_payload(cli, request());
+  CHECK_FALSE(payload.needs_system_prompt_file);
+  CHECK(payload.prompt == "# Instructions\n\nYou review code.\n\n# Task\n\nReview the diff.");
+}
+
+TEST_CASE("agent cli: bad templates are refused") {
+  for (const char* bad : {"", "   ", "mycli {prompt}", "mycli {prompt_file} {modle}"}) {
+    INFO(bad);
+    auto r = parse_agent_command(bad);
+    REQUIRE(std::holds_alternative<std::string>(r));
+  }
+  CHECK(std::get<std::string>(parse_agent_command("x {modle}")).find("{modle}") != std::string::npos);
+}
