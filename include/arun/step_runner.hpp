@@ -5,6 +5,7 @@
 #include <arun/events.hpp>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/value.hpp>
 
 #include <chrono>
 #include <functional>
@@ -46,7 +47,9 @@ struct agent_invocation {
   std::string instance_id;
   std::string agent;        ///< `ns:name` / `ns:cat:name`; empty: the CLI's own default agent
   std::string prompt;
-  std::string model;        ///< the step's `model`; empty: the agent file's, else the CLI's default
+  std::string model;        ///< the step's `model`; empty: provider_preferences, the agent file's, the CLI's
+  std::string provider;     ///< the step's `provider`; empty: any
+  boost::json::value provider_preferences;  ///< the step's list of {provider, model glob}; null: none
   std::string working_dir;  ///< empty: the run's working dir; relative: below it
   std::vector<std::pair<std::string, std::string>> env;  ///< the step's env, applied last
   std::optional<std::chrono::nanoseconds> timeout;

@@ -109,6 +109,8 @@ prepared_agent prepare_agent(const agent_call& call, const step& s, const render
   if (!find_root(scope, "working_directory")) extra["working_directory"] = below(run_dir, inv.working_dir);
   if (!find_root(scope, "NONINTERACTIVE")) extra["NONINTERACTIVE"] = "1";
   const render_scope agent_scope{scope.context, scope.declared, scope.mode, scope.builtins, &extra};
+  inv.provider = call.provider;
+  inv.provider_preferences = call.provider_preferences;
   std::string mode, prompt;
   if (!render_into("agent", call.agent, agent_scope, inv.agent) || !render_into("model", call.model, agent_scope, inv.model) ||
       !render_into("mode", call.mode, agent_scope, mode) || !render_into("prompt", call.prompt, agent_scope, prompt))

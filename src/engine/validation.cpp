@@ -195,9 +195,42 @@ void check_conditions(const recipe& r, std::vector<diagnostic>& out) {
   for (const auto& st : r.stages) check_condition(st.condition, st.where, "condition", out);
 }
 
-// SPEC §3.5 recovery_on_failure: `true`, `false`, or a mapping describing the agent call.
-void check_recovery(const recipe& r, std::vector<diagnostic>& out) {
+// SPEC §11.1: provider_preferences entries use `provider` and `model`; `class` is ignored.
+void check_provider_preferences(const step& s, std::vector<diagnostic>& out) {
+  const auto& prefs = s.agent.provider_preferences;
+  if (prefs.is_null()) return;
+  const auto where = s.at("provider_preferences");
+  const std::string owner = "provider_preferences of step '" + s.id + "'";
+  const auto* list = prefs.if_array();
+  if (!list) {
+    out.push_back(make(severity::error, where, owner + " must be a list of {provider, model} mappings", "provider_preferences"));
+    return;
+  }
+  for (const auto& entry : *list) {
+    const auto* e = entry.if_object();
+    if (!e) {
+      out.push_back(make(severity::error, where, owner + ": each entry must be a mapping (provider, model)", "provider_preferences"));
+      continue;
+    }
+    for (const auto& kv : *e) {
+      const std::string key(kv.key());
+      if ((key == "provider" || key == "model") && !kv.value().is_string())
+        out.push_back(make(severity::error, where, owner + ": '" + key + "' must be a string", "provider_preferences"));
+      else if (key == "class")
+        out.push_back(make(severity::warning, where, owner + ": 'class' is accepted and ignored (arun picks by provider and model)",
+                           "provider_preferences"));
+      else if (key != "provider" && key != "model")
+        out.push_back(make(severity::warning, where, owner + ": unknown key '" + key + "' is ignored (known: provider, model)",
+                           "provider_preferences"));
+    }
+  }
+}
+
+// SPEC §3.5 recovery_on_failure (`true`, `false`, or a mapping describing the agent call) and
+// §11.1 provider_preferences.
+void check_agent_options(const recipe& r, std::vector<diagnostic>& out) {
   for_each_step(r, [&](const step& s, int) {
+    check_provider_preferences(s, out);
     const auto& spec = s.call.recovery_on_failure;
     if (spec.is_null() || spec.is_bool()) return;
     const auto where = s.at("recovery_on_failure");
@@ -283,7 +316,7 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
   check_ineffective_fields(r, out);
   check_conditions(r, out);
   check_agent_references(r, out);
-  check_recovery(r, out);
+  check_agent_options(r, out);
   check_references(r, options, out);
   return out;
 }

@@ -1,7 +1,9 @@
 #include "agent_cli.hpp"
 
+#include <fnmatch.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -200,6 +202,53 @@ std::vector<std::string> agent_argv(const agent_cli& cli, const agent_payload& p
   auto args = preset_arguments(shape_of(cli), payload, request, prompt_file);
   argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
   return argv;
+}
+
+bool serves_provider(const agent_cli& cli, std::string_view provider) {
+  std::string p(provider);
+  for (auto& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  switch (shape_of(cli)) {
+    case agent_cli_kind::claude: return p == "anthropic";
+    case agent_cli_kind::codex: return p == "openai";
+    case agent_cli_kind::copilot: return p == "anthropic" || p == "openai" || p == "github";
+    default: return true;
+  }
+}
+
+model_choice choose_model(const agent_cli& cli, const std::string& step_model, const std::string& provider,
+                          const boost::json::value& preferences, const std::string& agent_model) {
+  model_choice out;
+  if (!provider.empty() && !serves_provider(cli, provider))
+    out.warnings.push_back("provider '" + provider + "' is not one " + describe(cli) + " serves; it runs with " +
+                           describe(cli) + "'s models");
+  if (!step_model.empty()) {
+    out.model = step_model;
+    return out;
+  }
+  if (const auto* list = preferences.if_array()) {
+    for (const auto& entry : *list) {
+      const auto* e = entry.if_object();
+      if (!e) continue;
+      const auto* p = e->if_contains("provider");
+      const auto* m = e->if_contains("model");
+      if (p && p->is_string() && !serves_provider(cli, p->get_string())) continue;
+      if (!m || !m->is_string() || m->get_string().empty()) continue;
+      const std::string model(m->get_string());
+      if (model.find_first_of("*?[") == std::string::npos) {
+        out.model = model;
+        return out;
+      }
+      if (!agent_model.empty() && ::fnmatch(model.c_str(), agent_model.c_str(), 0) == 0) {
+        out.model = agent_model;
+        return out;
+      }
+      out.warnings.push_back("provider_preferences model '" + model + "' is a pattern and the agent file names no model "
+                             "matching it; " + describe(cli) + " uses its default model");
+      return out;
+    }
+  }
+  out.model = agent_model;
+  return out;
 }
 
 std::string locate_fake_agent(const std::string& exe) {

@@ -4,6 +4,8 @@
 // and the argv. Pure: the runner writes the files and starts the child. docs/agents.md
 // describes every shape for users.
 
+#include <boost/json/value.hpp>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -70,6 +72,23 @@ agent_payload compose_payload(const agent_cli& cli, const agent_request& request
 /// payload.system_prompt (only read when payload.needs_system_prompt_file).
 std::vector<std::string> agent_argv(const agent_cli& cli, const agent_payload& payload, const agent_request& request,
                                     const std::string& prompt_file, const std::string& system_prompt_file);
+
+/// Whether the CLI runs models of `provider` (case-insensitive): claude `anthropic`, codex
+/// `openai`, copilot `anthropic`, `openai` and `github`; fake and templates any.
+bool serves_provider(const agent_cli& cli, std::string_view provider);
+
+struct model_choice {
+  std::string model;  ///< empty: the CLI's default
+  std::vector<std::string> warnings;
+};
+
+/// The model of one call (SPEC §3.4, §11.1): the step's `model`; else the first
+/// `provider_preferences` entry whose provider the CLI serves — its model when literal; when a
+/// glob (`claude-haiku-*`), the agent file's model if it matches, else the CLI's default (a
+/// warning says so); else the agent file's `model`. A step `provider` the CLI does not serve
+/// is a warning (the CLI runs anyway).
+model_choice choose_model(const agent_cli& cli, const std::string& step_model, const std::string& provider,
+                          const boost::json::value& preferences, const std::string& agent_model);
 
 /// The fake agent's program: $ARUN_FAKE_AGENT; else `fake-agent` next to `exe`, in
 /// `exe`'s ../share/arun, or in a `tools` folder of an ancestor of `exe` (a build tree of the

@@ -172,14 +172,13 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   leaf_outcome failed;
   agent_request request;
   request.prompt = std::move(inv.prompt);
-  request.model = inv.model;
   request.working_dir = resolve_dir(options_.base_dir, inv.working_dir);
+  std::string agent_model;
   if (!inv.agent.empty()) {
     const auto& found = persona(inv.agent);
     if (const auto* agent = std::get_if<resolved_agent>(&found)) {
       request.system_prompt = agent->system_prompt;
-      if (request.model.empty())
-        if (const auto* m = agent->front_matter.if_contains("model"); m && m->is_string()) request.model = m->get_string();
+      if (const auto* m = agent->front_matter.if_contains("model"); m && m->is_string()) agent_model = m->get_string();
     } else if (options_.allow_missing_agents) {
       failed.warnings.push_back(std::get<std::string>(found) + "; running with the agent CLI's default persona (--allow-missing-agents)");
     } else {
@@ -187,6 +186,9 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
       co_return failed;
     }
   }
+  auto model = choose_model(options_.agent, inv.model, inv.provider, inv.provider_preferences, agent_model);
+  request.model = std::move(model.model);
+  failed.warnings.insert(failed.warnings.end(), model.warnings.begin(), model.warnings.end());
   const auto payload = compose_payload(options_.agent, request);
   process_spec spec;
   // The files live until the child has exited; the prompt never goes in one huge argv string.

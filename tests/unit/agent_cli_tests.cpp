@@ -4,6 +4,8 @@
 
 #include "agent_cli.hpp"
 
+#include <boost/json/parse.hpp>
+
 #include <algorithm>
 #include <string>
 #include <variant>
@@ -152,4 +154,27 @@ TEST_CASE("agent cli: bad templates are refused") {
     REQUIRE(std::holds_alternative<std::string>(r));
   }
   CHECK(std::get<std::string>(parse_agent_command("x {modle}")).find("{modle}") != std::string::npos);
+}
+
+TEST_CASE("agent cli: the model comes from the step then provider_preferences then the agent file") {
+  const auto prefs = boost::json::parse(R"([{"provider": "openai", "model": "gpt-4o-mini"},
+                                             {"provider": "anthropic", "model": "claude-haiku-*"}])");
+  // The step's model wins.
+  CHECK(choose_model(preset("claude"), "opus", "", prefs, "sonnet").model == "opus");
+  // codex serves openai: the first entry, literal.
+  CHECK(choose_model(preset("codex"), "", "", prefs, "").model == "gpt-4o-mini");
+  // claude skips openai; the glob picks the agent file's model when it matches.
+  CHECK(choose_model(preset("claude"), "", "", prefs, "claude-haiku-4").model == "claude-haiku-4");
+  // ... and otherwise leaves the model to the CLI, with a warning.
+  const auto unmatched = choose_model(preset("claude"), "", "", prefs, "claude-opus-4");
+  CHECK(unmatched.model.empty());
+  REQUIRE(unmatched.warnings.size() == 1);
+  CHECK(unmatched.warnings[0].find("claude-haiku-*") != std::string::npos);
+  // No preferences: the agent file's model.
+  CHECK(choose_model(preset("claude"), "", "", boost::json::value(), "sonnet").model == "sonnet");
+  // A provider the CLI does not serve is a warning, not a failure.
+  const auto other = choose_model(preset("claude"), "", "openai", boost::json::value(), "");
+  REQUIRE(other.warnings.size() == 1);
+  CHECK(other.warnings[0].find("provider 'openai'") != std::string::npos);
+  CHECK(choose_model(preset("copilot"), "", "OpenAI", boost::json::value(), "").warnings.empty());
 }

@@ -280,6 +280,13 @@ TEST_CASE("the default rate-limit policy retries rate limits only, doubling from
   CHECK(arun::engine::rate_limit_retry_policy(-4, 1, 1).max_attempts == 1);
   CHECK(arun::engine::rate_limit_retry_policy(std::numeric_limits<int>::max(), 1, 1).max_attempts ==
         std::numeric_limits<int>::max());
+  // rate_limiting.backoff.multiplier: 1 s × 3^n, capped.
+  const auto tripled = arun::engine::rate_limit_retry_policy(5, 1, 20, 3);
+  CHECK(arun::engine::retry_delay(tripled, 1, 0) == 1s);
+  CHECK(arun::engine::retry_delay(tripled, 2, 0) == 3s);
+  CHECK(arun::engine::retry_delay(tripled, 3, 0) == 9s);
+  CHECK(arun::engine::retry_delay(tripled, 4, 0) == 20s);
+  CHECK(arun::engine::retry_delay(tripled, 100000, 0) == 20s);
 }
 
 TEST_CASE("tag filtering follows include and exclude lists", "[policy]") {

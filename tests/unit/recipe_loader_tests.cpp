@@ -412,3 +412,25 @@ TEST_CASE("plain scalars follow the YAML 1.2 core schema for numbers") {
     CHECK(c.at(key).is_string());
   }
 }
+
+TEST_CASE("agent options are checked: recovery_on_failure provider_preferences and rate_limiting backoff") {
+  CHECK(first_error(head + "  - id: a\n    recipe: lib/x.yaml\n    recovery_on_failure: fix it\n") ==
+        "r.yaml:5:26: error: recovery_on_failure of step 'a' must be true or a mapping (agent, prompt, mode, model, timeout)");
+  CHECK(first_error(head + "  - id: a\n    recipe: lib/x.yaml\n    recovery_on_failure: {prompt: 3}\n") ==
+        "r.yaml:5:26: error: recovery_on_failure of step 'a': 'prompt' must be a string");
+  CHECK(first_warning(head + "  - id: a\n    prompt: p\n    provider_preferences:\n      - {provider: x, model: m, class: fast}\n") ==
+        "r.yaml:6:7: warning: provider_preferences of step 'a': 'class' is accepted and ignored (arun picks by provider and model)");
+  CHECK(first_error(head + "  - id: a\n    prompt: p\n    provider_preferences: fast\n") ==
+        "r.yaml:5:27: error: provider_preferences of step 'a' must be a list of {provider, model} mappings");
+  CHECK(first_error("name: x\nrate_limiting:\n  backoff: {multiplier: 0.5}\n" + head.substr(8) + "  - id: a\n    prompt: p\n") ==
+        "r.yaml:3:25: error: 'multiplier' must be 1 or more (1 keeps the delay constant)");
+  const auto r = load_recipe_text("name: x\nrate_limiting:\n  backoff: {max_retries: 2, initial_delay: 1.5, max_delay: 9, multiplier: 3}\n" +
+                                      head.substr(8) + "  - id: a\n    prompt: p\n",
+                                  "r.yaml");
+  REQUIRE(r.value);
+  const auto& b = r.value->rate_limiting.backoff;
+  CHECK(b.max_retries == 2);
+  CHECK(b.initial_delay == 1.5);
+  CHECK(b.max_delay == 9.0);
+  CHECK(b.multiplier == 3.0);
+}
