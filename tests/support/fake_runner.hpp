@@ -5,7 +5,9 @@
 //   "timeout"        reports a timed-out child
 //   "out:TEXT"       prints TEXT (after `${RECIPE_VAR_x}` expansions are substituted)
 //   anything else    prints the command itself
-// It counts children in flight, so tests can check the concurrency limit.
+// It counts children in flight, so tests can check the concurrency limit. Agent steps play
+// the first line of their prompt the same way; `rate_limited_left[line]` makes that many
+// calls fail with a 429 message, `no_json_left[line]` that many reply with prose.
 
 #include <arun/step_runner.hpp>
 
@@ -31,6 +33,11 @@ public:
   std::map<std::string, int> failures_left;  ///< command -> how many more times it fails (exit 1)
   int in_flight = 0;
   int peak = 0;
+  std::vector<agent_invocation> agent_calls;
+  std::map<std::string, int> rate_limited_left;
+  std::map<std::string, int> no_json_left;
+  int agents_in_flight = 0;
+  int agent_peak = 0;
 
   static std::string expand(std::string text, const bash_invocation& inv) {
     for (const auto& v : inv.exports)
@@ -47,6 +54,34 @@ public:
     ++in_flight;
     peak = std::max(peak, in_flight);
     auto out = co_await play(expand(inv.command, inv), inv);
+    --in_flight;
+    finished.push_back(inv.instance_id);
+    co_return out;
+  }
+
+  boost::asio::awaitable<leaf_outcome> run_agent(agent_invocation inv) override {
+    agent_calls.push_back(inv);
+    started.push_back(inv.instance_id);
+    ++in_flight;
+    ++agents_in_flight;
+    peak = std::max(peak, in_flight);
+    agent_peak = std::max(agent_peak, agents_in_flight);
+    const auto line = inv.prompt.substr(0, inv.prompt.find('\n'));
+    bash_invocation as_bash;
+    as_bash.instance_id = inv.instance_id;
+    as_bash.on_line = inv.on_line;
+    auto out = co_await play(line, as_bash);
+    if (auto it = rate_limited_left.find(line); out.succeeded() && it != rate_limited_left.end() && it->second > 0) {
+      --it->second;
+      out.exit_code = 1;
+      out.error = "exit code 1";
+      out.snippet = "Error: 429 Too Many Requests";
+      out.stdout_text.clear();
+    } else if (auto nj = no_json_left.find(line); out.succeeded() && nj != no_json_left.end() && nj->second > 0) {
+      --nj->second;
+      out.stdout_text = "Sorry, no JSON today.";
+    }
+    --agents_in_flight;
     --in_flight;
     finished.push_back(inv.instance_id);
     co_return out;

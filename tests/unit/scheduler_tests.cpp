@@ -2,6 +2,7 @@
 // limit, retries, on_error, hooks, tags, sub-recipes, the journal, gates, the interrupt.
 #include <catch2/catch.hpp>
 
+#include "event_recorder.hpp"
 #include "fake_runner.hpp"
 #include "run_sync.hpp"
 
@@ -19,29 +20,9 @@
 
 using namespace arun;
 using test::fake_runner;
+using test::recorder;
 
 namespace {
-
-struct recorder final : event_listener {
-  struct seen {
-    event_kind kind;
-    std::string step;
-    int attempt;
-    std::chrono::nanoseconds delay;
-    std::string status;
-    std::string message;
-  };
-  std::vector<seen> events;
-  void on_event(const event& e) noexcept override {
-    events.push_back({e.kind, e.step, e.attempt, e.delay, e.result ? std::string(to_string(e.result->status)) : "",
-                      e.message});
-  }
-  std::vector<seen> of(event_kind k) const {
-    std::vector<seen> out;
-    std::copy_if(events.begin(), events.end(), std::back_inserter(out), [k](const seen& s) { return s.kind == k; });
-    return out;
-  }
-};
 
 step bash(const std::string& id, const std::string& command) {
   step s;
