@@ -97,6 +97,10 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
       const auto search = io::agent_search_from_environment(o.agent_dirs, o.working_dir);
       more = io::check_agent_references(*loaded.value, search, o.allow_missing_agents);
       diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+      for (const auto& child : children.children) {  // agents named in sub-recipes, at their lines
+        more = io::check_agent_references(child, search, o.allow_missing_agents);
+        diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+      }
     }
     if (for_run && !has_errors(diagnostics)) {
       more = unsupported_features(*loaded.value);

@@ -62,6 +62,7 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
         return;
       }
       for (const auto& name : declared_names(*child.value)) scan.declared.insert(name);
+      scan.children.push_back(*child.value);
       pending.push_back(std::move(*child.value));
     });
   }

@@ -19,6 +19,7 @@ struct sub_recipe_scan {
   std::set<std::string, std::less<>> declared;  ///< names declared by the children (and theirs)
   std::vector<diagnostic> diagnostics;          ///< sub-recipes that cannot be found or loaded
   bool dynamic_calls = false;                   ///< a `recipe:` is a template: unknown until run time
+  std::vector<recipe> children;                 ///< every sub-recipe loaded, once each (for agent checks)
 };
 
 /// Resolves one `recipe:` reference made from `caller_file`; empty with `error` set if it fails.

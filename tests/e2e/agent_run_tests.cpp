@@ -611,5 +611,15 @@ TEST_CASE("agent errors: a missing CLI and a missing agent are clear") {
     REQUIRE(p.calls().size() == 1);
     CHECK(p.calls()[0].at("system_prompt").is_null());
   }
+  SECTION("agents named in sub-recipes and recovery_on_failure are checked before anything runs") {
+    const auto child = p.dir.write("lib/child.yaml", "name: child\nsteps:\n  - id: c\n    agent: ns:ghost\n    prompt: hi\n");
+    auto r = p.run("name: x\nsteps:\n  - id: call\n    recipe: lib/child.yaml\n    recovery_on_failure:\n"
+                   "      agent: ns:phantom\n",
+                   {"--agent-cli", "fake"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(child + ":4:12: error: step 'c': agent 'ns:ghost' not found") != std::string::npos);
+    CHECK(r.err.find(":6:7: error: recovery_on_failure of step 'call': agent 'ns:phantom' not found") != std::string::npos);
+    CHECK_FALSE(fs::exists(p.state));  // nothing ran
+  }
   CHECK(arun::test::leftover_processes().empty());
 }
