@@ -177,6 +177,28 @@ class FakeAgentTest(unittest.TestCase):
         self.assertEqual(c["model"], "o3")
         self.assertEqual(c["system_prompt"], "Persona")
 
+    def test_amplihack_launcher_form(self):
+        r = self.run_fake(["codex", "--", "exec", "--model", "m", "-"], "task\nFAKE: reply ok\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode(), "ok\n")
+        c = self.calls()[0]
+        self.assertEqual(c["launcher"], "codex")
+        self.assertEqual(c["shape"], "codex")
+        self.assertEqual(c["model"], "m")
+        self.assertEqual(c["unknown_args"], [])
+
+    def test_copilot_prompt_pointer_is_followed(self):
+        prompt_file = os.path.join(self.state, "prompt.md")
+        with open(prompt_file, "w") as f:
+            f.write("# Instructions\n\nBe brief.\n\n# Task\n\nbig task\nFAKE: reply from file\n")
+        pointer = "Read the file " + prompt_file + " first: it holds your complete instructions and task. Then carry them out."
+        r = self.run_fake(["-p", pointer, "--allow-all-tools"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode(), "from file\n")
+        c = self.calls()[0]
+        self.assertEqual(c["prompt_source"], "argv-file")
+        self.assertEqual(c["system_prompt"], "Be brief.")
+
     def test_unknown_args_are_recorded(self):
         r = self.run_fake(["-p", "--verbose", "--output-format=json", "extra"], "t\n")
         self.assertEqual(r.returncode, 0, r.stderr)
