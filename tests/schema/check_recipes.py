@@ -106,7 +106,8 @@ def validate_flags(arun):
 
 # With --allow-missing-agents, an agent the corpus names but does not ship is a warning of
 # this form; it says nothing about the recipe itself.
-MISSING_AGENT = re.compile(r"^.*: warning: step '[^']*': agent '[^']*' not found .*$\n?", re.MULTILINE)
+MISSING_AGENT = re.compile(
+    r"^.*: warning: (?:recovery_on_failure of )?step '[^']*': agent '[^']*' not found .*$\n?", re.MULTILINE)
 
 
 def run_validate(arun, path, flags=()):
