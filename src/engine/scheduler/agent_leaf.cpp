@@ -29,12 +29,14 @@ bool ends_with_marker(const std::string& reply) {
 
 }  // namespace
 
-asio::awaitable<bool> step_executor::await_agent_turn(std::optional<slot_lease>& lease, std::stop_token stop) {
-  if (rs_.agent_limiter) {
-    const bool got = co_await rs_.agent_limiter->acquire(stop);
-    if (!got) co_return false;
-    lease.emplace(*rs_.agent_limiter);
-  }
+asio::awaitable<bool> step_executor::await_agent_slot(std::optional<slot_lease>& lease, std::stop_token stop) {
+  if (!rs_.agent_limiter) co_return true;
+  const bool got = co_await rs_.agent_limiter->acquire(stop);
+  if (got) lease.emplace(*rs_.agent_limiter);
+  co_return got;
+}
+
+asio::awaitable<bool> step_executor::await_agent_spacing(std::stop_token stop) {
   // min_delay_ms: claim the next start time; waiters that wake together re-check, one wins.
   while (rs_.agent_spacing.count() > 0) {
     const auto now = steady::now();

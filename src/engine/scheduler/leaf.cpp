@@ -161,12 +161,21 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
 asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, const std::string& instance,
                                                        std::string_view type, int attempt, std::stop_token stop) {
   auto* agent = std::get_if<agent_invocation>(&inv);
-  // An agent waits for rate_limiting first, so it never holds a global slot while it does.
+  // An agent waits for its max_concurrent_llm slot first, so it never holds a global slot
+  // while it does; the min_delay_ms spacing is awaited last (holding both slots).
   std::optional<slot_lease> agent_lease;
   bool may_start = true;
-  if (agent) may_start = co_await await_agent_turn(agent_lease, stop);
+  if (agent) may_start = co_await await_agent_slot(agent_lease, stop);
   bool got_slot = false;
   if (may_start) got_slot = co_await rs_.limiter.acquire(stop);  // g++ 12: no co_await in a condition
+  // The spacing is claimed with every slot in hand, so the start it allows is not delayed.
+  if (got_slot && agent) {
+    const bool spaced = co_await await_agent_spacing(stop);
+    if (!spaced) {
+      rs_.limiter.release();
+      got_slot = false;
+    }
+  }
   // A slot can be handed over just before a sibling fails fast or the run is interrupted:
   // check again, or the child would start after its scope was stopped.
   if (!got_slot || stop.stop_requested()) {

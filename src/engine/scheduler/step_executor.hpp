@@ -118,8 +118,11 @@ private:
   // agent_leaf.cpp
   boost::asio::awaitable<instance_outcome> run_agent(const step& s, scope sc, const std::string& instance,
                                                      int attempt, std::stop_token stop);
-  /// Waits for rate_limiting's agent slot and start spacing; false when stopped first.
-  boost::asio::awaitable<bool> await_agent_turn(std::optional<slot_lease>& lease, std::stop_token stop);
+  /// Waits for rate_limiting's agent slot (max_concurrent_llm); false when stopped first.
+  boost::asio::awaitable<bool> await_agent_slot(std::optional<slot_lease>& lease, std::stop_token stop);
+  /// Waits until min_delay_ms has passed since the last agent start and claims the start;
+  /// false when stopped first.
+  boost::asio::awaitable<bool> await_agent_spacing(std::stop_token stop);
   /// `git add -A` in the agent step's directory (SPEC §3.4 auto_stage); failures are warnings.
   boost::asio::awaitable<void> stage_changes(const step& s, const std::string& instance, const std::string& dir);
   /// SPEC §3.5 recovery_on_failure: one agent call after a sub-recipe step failed for good.
