@@ -48,6 +48,8 @@ std::string step_end_line(const event& e, const step_result& r) {
   const std::string_view all(r.error);
   if (const auto newline = all.find('\n'); newline != std::string_view::npos) {
     auto rest = all.substr(newline + 1);
+    // stderr's tail comes before stdout's: the reason is there (an agent's reply is stdout).
+    if (const auto out = rest.find("\n--- stdout ---\n"); out != std::string_view::npos) rest = rest.substr(0, out);
     rest = rest.substr(0, rest.find_last_not_of("\n ") + 1);  // npos + 1 == 0: all blank
     const auto last = rest.substr(rest.rfind('\n') + 1);     // npos + 1 == 0: one line
     if (!last.empty() && last.size() <= 300) line += fmt::format(" | {}", last);

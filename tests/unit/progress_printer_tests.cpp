@@ -90,9 +90,13 @@ TEST_CASE("plain progress prints start and end lines of steps and their output")
   f.end("build");
   f.start("test");
   f.end("test", step_status::failed, "exit code 2\nmore detail");
+  // With both streams in the snippet, stderr's last line is the reason (not the reply on stdout).
+  f.start("ask");
+  f.end("ask", step_status::failed, "exit code 1\nwarming up\nquota exceeded\n\n--- stdout ---\nHere is my answer\n");
   CHECK(f.lines() == std::vector<std::string>{"arun: running 'demo' (session 20261121-134501-3f9a2c)", "  -> build",
                                               "     build | compiling", "  ok build completed (0.00s)", "  -> test",
-                                              "  !! test failed (0.00s): exit code 2 | more detail"});
+                                              "  !! test failed (0.00s): exit code 2 | more detail", "  -> ask",
+                                              "  !! ask failed (0.00s): exit code 1 | quota exceeded"});
 }
 
 TEST_CASE("output lines are not echoed when show_output is off") {
