@@ -142,13 +142,23 @@ steps:
   - id: ask
     agent: "team:reviewer"
     model: step-model
+    working_dir: work
     prompt: "Say hello."
 )";
+  // Every preset: the step's directory, CLAUDECODE gone, one session level deeper.
+  auto check_common = [&](const json::object& call) {
+    CHECK(str(call.at("cwd")) == p.root + "/work");
+    const auto& env = call.at("env").as_object();
+    CHECK_FALSE(env.contains("CLAUDECODE"));
+    CHECK(str(env.at("AMPLIHACK_SESSION_DEPTH")) == "1");
+  };
+  const std::vector<std::string> parent_env = {"CLAUDECODE=1", "AMPLIHACK_SESSION_DEPTH=0"};
   SECTION("copilot") {
-    auto r = p.run(recipe, {"--agent-cli", "copilot"});
+    auto r = p.run(recipe, {"--agent-cli", "copilot"}, parent_env);
     REQUIRE(r.exit_code == 0);
     const auto calls = p.calls();
     REQUIRE(calls.size() == 1);
+    check_common(calls[0]);
     const auto argv = argv_of(calls[0]);
     REQUIRE(argv.size() == 6);
     CHECK(argv[1] == "-p");
@@ -160,19 +170,34 @@ steps:
     CHECK(str(calls[0].at("system_prompt")) == "You are the careful reviewer persona.");
   }
   SECTION("codex") {
-    auto r = p.run(recipe, {"--agent-cli", "codex"});
+    auto r = p.run(recipe, {"--agent-cli", "codex"}, parent_env);
     REQUIRE(r.exit_code == 0);
     const auto calls = p.calls();
     REQUIRE(calls.size() == 1);
+    check_common(calls[0]);
+    CHECK(str(calls[0].at("stdin")).starts_with("# Instructions\n\nYou are the careful reviewer persona.\n\n# Task\n\nSay hello."));
     CHECK(argv_of(calls[0]) == std::vector<std::string>{p.root + "/bin/codex", "exec", "--model", "step-model", "-"});
     CHECK(str(calls[0].at("prompt_source")) == "stdin");
     CHECK(str(calls[0].at("system_prompt")) == "You are the careful reviewer persona.");
   }
-  SECTION("amplihack with copilot inside, chosen by ARUN_AGENT_CLI") {
-    auto r = p.run(recipe, {}, {"ARUN_AGENT_CLI=amplihack:copilot"});
+  SECTION("fake runs tools/fake-agent in claude's shape") {
+    auto r = p.run(recipe, {"--agent-cli", "fake"}, parent_env);
     REQUIRE(r.exit_code == 0);
     const auto calls = p.calls();
     REQUIRE(calls.size() == 1);
+    check_common(calls[0]);
+    const auto argv = argv_of(calls[0]);
+    CHECK(argv.front() == fake_agent);
+    CHECK(str(calls[0].at("shape")) == "claude");
+    CHECK(str(calls[0].at("system_prompt")) == "You are the careful reviewer persona.\n");
+    CHECK(str(calls[0].at("model")) == "step-model");
+  }
+  SECTION("amplihack with copilot inside, chosen by ARUN_AGENT_CLI") {
+    auto r = p.run(recipe, {}, {"ARUN_AGENT_CLI=amplihack:copilot", "CLAUDECODE=1", "AMPLIHACK_SESSION_DEPTH=0"});
+    REQUIRE(r.exit_code == 0);
+    const auto calls = p.calls();
+    REQUIRE(calls.size() == 1);
+    check_common(calls[0]);
     const auto argv = argv_of(calls[0]);
     REQUIRE(argv.size() > 3);
     CHECK(argv[1] == "copilot");
