@@ -3,11 +3,18 @@
 
 #include "recipe_input.hpp"
 
+#include <arun/recipe.hpp>
+
 #include <CLI/CLI.hpp>
+#include <boost/json/object.hpp>
 
 #include <cstddef>
 #include <string>
 #include <vector>
+
+namespace arun::io {
+class session_store;
+}
 
 namespace arun::cli {
 
@@ -36,10 +43,39 @@ struct run_settings {
   std::string progress = "auto";
   double heartbeat = 60.0;
   agent_settings agents;
+  std::string session_dir;  ///< --session-dir; empty: session_root's default
 };
 
+/// RECIPE and every option of `run`.
 void add_run_options(CLI::App& app, run_settings& s);
+/// The options of how a run executes and reports (shared by `run` and `resume`).
+void add_execution_options(CLI::App& app, run_settings& s);
 int run_command(const run_settings& s);
+/// Runs a loaded recipe on one io_context with the real runner, recording into `store` (null:
+/// no session, only for --dry-run); prints the result; returns SPEC §13's exit code.
+int execute_run(const run_settings& s, const recipe& loaded, const std::string& base_dir,
+                const std::string& session_id, io::session_store* store);
+/// How a run was invoked, kept in state.json so `resume` loads the recipe the same way.
+boost::json::object invocation_to_json(const recipe_options& o, const std::string& base_dir);
+
+struct resume_settings {
+  std::string session_id;
+  bool retry_failed = false;
+  std::vector<std::string> sets;  ///< --set: added to the original ones
+  run_settings run;               ///< how to execute (its recipe options come from the session)
+};
+void add_resume_options(CLI::App& app, resume_settings& r);
+int resume_command(const resume_settings& r);
+
+struct sessions_settings {
+  std::string session_dir;
+  std::string session_id;   ///< show
+  double older_than_days = -1;  ///< clean
+  std::string output_format = "text";
+};
+int sessions_list_command(const sessions_settings& s);
+int sessions_show_command(const sessions_settings& s);
+int sessions_clean_command(const sessions_settings& s);
 
 int validate_command(const recipe_options& o);
 int explain_command(const recipe_options& o);

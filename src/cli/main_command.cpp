@@ -1,5 +1,5 @@
 // Command-line dispatch: `arun [run] RECIPE`, validate, explain, graph, list, agents list,
-// `--version`.
+// resume, sessions list|show|clean, `--version`.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 
@@ -38,6 +38,30 @@ int main(int argc, char** argv) {
   agents_list->add_option("--agent-dir", agents_options.agent_dirs, "Directory searched first (repeatable)")
       ->allow_extra_args(false);
   agents_list->add_option("-C,--working-dir", agents_options.working_dir, "Directory the project places are below");
+  resume_settings resume_options;
+  auto* resume = app.add_subcommand("resume", "Continue a session: finished steps are not run again (SPEC §12)");
+  add_resume_options(*resume, resume_options);
+  sessions_settings sessions_options;
+  auto* sessions = app.add_subcommand("sessions", "Sessions: list, show, clean (docs/sessions.md)");
+  sessions->require_subcommand(1, 1);
+  auto add_root = [&](CLI::App* cmd) {
+    cmd->add_option("--session-dir", sessions_options.session_dir, "Where sessions live")->type_name("DIR");
+  };
+  auto* sessions_list = sessions->add_subcommand("list", "Sessions, newest first: status, recipe, progress");
+  add_root(sessions_list);
+  sessions_list->add_option("--output-format", sessions_options.output_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  auto* sessions_show = sessions->add_subcommand("show", "One session's state and its last events");
+  add_root(sessions_show);
+  sessions_show->add_option("session", sessions_options.session_id, "The session id")->required();
+  sessions_show->add_option("--output-format", sessions_options.output_format, "text or json (the state.json object)")
+      ->check(CLI::IsMember({"text", "json"}));
+  auto* sessions_clean = sessions->add_subcommand(
+      "clean", "Remove sessions unchanged for DAYS (never those waiting for approval or held by a running arun)");
+  add_root(sessions_clean);
+  sessions_clean->add_option("--older-than", sessions_options.older_than_days, "Age in days")
+      ->required()
+      ->check(CLI::Range(0.0, 100000.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -49,6 +73,10 @@ int main(int argc, char** argv) {
   if (graph->parsed()) return graph_command(graph_options, graph_format);
   if (list->parsed()) return list_command(list_options);
   if (agents_list->parsed()) return agents_list_command(agents_options);
+  if (resume->parsed()) return resume_command(resume_options);
+  if (sessions_list->parsed()) return sessions_list_command(sessions_options);
+  if (sessions_show->parsed()) return sessions_show_command(sessions_options);
+  if (sessions_clean->parsed()) return sessions_clean_command(sessions_options);
   return run_command(settings);
 }
 

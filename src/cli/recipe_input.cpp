@@ -61,13 +61,15 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
     path = found.path;
   }
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  const bool saved = o.sources && o.sources->saved(path);  // resume: the session's copy
+  if (!saved && ::stat(path.c_str(), &st) != 0) {
     std::fprintf(stderr, "arun: recipe not found: %s\n", path.c_str());
     in.exit_code = exit_not_found;
     return in;
   }
   io::load_limits limits;
   limits.max_bytes = o.max_recipe_bytes;
+  limits.sources = o.sources;
   auto loaded = io::load_recipe_chain(path, discovery, limits);
   std::vector<diagnostic> diagnostics = std::move(loaded.diagnostics);
   validation_options vo;
@@ -87,7 +89,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   }
   if (loaded.value) {
     for (const auto& a : sets) apply_set(loaded.value->context, a);
-    auto children = io::scan_sub_recipes(*loaded.value, discovery);
+    auto children = io::scan_sub_recipes(*loaded.value, discovery, limits);
     diagnostics.insert(diagnostics.end(), children.diagnostics.begin(), children.diagnostics.end());
     vo.sub_recipe_names = std::move(children.declared);
     vo.dynamic_sub_recipes = children.dynamic_calls;

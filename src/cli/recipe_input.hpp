@@ -2,6 +2,8 @@
 // Turning a RECIPE argument and the shared options into a checked recipe, printing every
 // diagnostic on stderr. Shared by `run` and `validate`.
 
+#include "recipe_loader.hpp"
+
 #include <arun/recipe.hpp>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +26,7 @@ struct recipe_options {
   bool check_agents = false;               ///< set by add_agent_options (validate, run)
   std::vector<std::string> agent_dirs;     ///< --agent-dir, in order
   bool allow_missing_agents = false;       ///< unresolvable agents are warnings, not errors
+  io::recipe_sources* sources = nullptr;   ///< a session's copies of recipe files (SPEC §12)
 };
 
 /// Adds RECIPE, -R, -C, --set, --strict and --lenient to a command.

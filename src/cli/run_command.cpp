@@ -13,6 +13,7 @@
 #include "process_step_runner.hpp"
 #include "progress_printer.hpp"
 #include "recipe_library.hpp"
+#include "session/session_store.hpp"
 #include "step_environment.hpp"
 
 #include <arun/engine.hpp>
@@ -22,6 +23,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <signal.h>
 #include <unistd.h>
@@ -56,7 +58,6 @@ std::chrono::nanoseconds to_ns(double seconds) {
 
 run_options engine_options(const run_settings& s, const std::string& base_dir) {
   run_options options;
-  options.session_id = make_session_id(std::chrono::system_clock::now(), std::random_device{}());
   options.working_dir = base_dir;
   options.templates = s.recipe.strict ? template_mode::strict : s.recipe.lenient ? template_mode::lenient : template_mode::normal;
   options.max_concurrent = s.max_concurrent;
@@ -80,7 +81,7 @@ struct event_sinks {
 
 // Builds the sinks; a file that cannot be opened is a usage error (nothing ran yet).
 std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, const std::string& session_id,
-                                      event_sinks& sinks) {
+                                      io::session_store* store, event_sinks& sinks) {
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   if (!s.quiet && s.progress != "off") {
     io::progress_options po;
@@ -96,38 +97,113 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
   };
   if (!s.events_file.empty())
     if (auto e = add_file(io::jsonl_event_sink::open(s.events_file))) return e;
+  // The session's own events, appended across resumes (SPEC §12).
+  if (store)
+    if (auto e = add_file(io::jsonl_event_sink::open(store->dir() + "/events.jsonl", false))) return e;
   if (!s.audit_dir.empty())
     if (auto e = add_file(io::jsonl_event_sink::open_audit(s.audit_dir, r.name, session_id))) return e;
   return std::nullopt;
 }
 
+// A run that ends before the engine starts still leaves a session that says why.
+int finish_unstarted(io::session_store* store, const std::string& why, int code) {
+  if (store) {
+    store->state()["status"] = "failed";
+    store->state()["error"] = why;
+    (void)store->save_state();
+  }
+  return code;
+}
+
+void save_final_state(io::session_store& store, const run_result& r) {
+  auto& state = store.state();
+  state["status"] = to_string(r.status);
+  state["context"] = r.context;
+  state["error"] = r.error;
+  state["duration"] = std::chrono::duration<double>(r.duration).count();
+  if (r.waiting)
+    state["waiting"] = boost::json::object{{"step", r.waiting->step}, {"prompt", r.waiting->prompt}};
+  else
+    state.erase("waiting");
+  boost::json::array steps;
+  for (const auto& step : r.step_results)
+    steps.push_back(boost::json::object{{"step_id", step.step_id}, {"status", to_string(step.status)}});
+  state["steps"] = std::move(steps);
+  store.sync();
+  if (auto error = store.save_state(); !error.empty()) std::fprintf(stderr, "arun: warning: %s\n", error.c_str());
+  if (!store.journal_error().empty()) std::fprintf(stderr, "arun: warning: %s\n", store.journal_error().c_str());
+}
+
 }  // namespace
 
+boost::json::object invocation_to_json(const recipe_options& o, const std::string& base_dir) {
+  auto strings = [](const std::vector<std::string>& v) { return boost::json::array(v.begin(), v.end()); };
+  return {{"working_dir", base_dir},
+          {"sets", strings(o.sets)},
+          {"recipe_dirs", strings(o.recipe_dirs)},
+          {"agent_dirs", strings(o.agent_dirs)},
+          {"allow_missing_agents", o.allow_missing_agents},
+          {"strict", o.strict},
+          {"lenient", o.lenient},
+          {"max_recipe_bytes", o.max_recipe_bytes}};
+}
+
 int run_command(const run_settings& s) {
-  auto input = load_recipe_input(s.recipe, true);
+  io::session_sources sources;  // copies of every recipe file read, for the session
+  run_settings settings = s;
+  settings.recipe.sources = &sources;
+  auto input = load_recipe_input(settings.recipe, true);
   if (!input.value) return input.exit_code;
   const recipe& loaded = *input.value;
-
   std::string problem;
   const auto base_dir = absolute_dir(s.recipe.working_dir, problem);
   if (!base_dir) {
     std::fprintf(stderr, "arun: %s\n", problem.c_str());
     return exit_usage;
   }
-  // SPEC §2 context_validation: a pre-flight, before anything runs.
-  if (const auto problems = io::check_context(loaded, *base_dir); !problems.empty()) {
-    for (const auto& p : problems) std::fprintf(stderr, "%s: error: %s\n", loaded.source_path.c_str(), p.c_str());
+  const auto session_id = make_session_id(std::chrono::system_clock::now(), std::random_device{}());
+  if (s.dry_run) return execute_run(settings, loaded, *base_dir, session_id, nullptr);
+  // SPEC §12: every run has a session; it exists before any step runs.
+  auto created = io::session_store::create(io::session_root(s.session_dir), session_id);
+  if (auto* error = std::get_if<std::string>(&created)) {
+    std::fprintf(stderr, "arun: %s\n", error->c_str());
     return exit_usage;
   }
-  auto options = engine_options(s, *base_dir);
+  auto& store = *std::get<std::unique_ptr<io::session_store>>(created);
+  sources.attach(store.dir());
+  const auto copy = sources.copy_of(loaded.source_path);
+  if (auto error = io::write_file_atomically(store.dir() + "/recipe.yaml", copy.value_or(""));
+      !error.empty() || !copy) {
+    std::fprintf(stderr, "arun: cannot keep the recipe in the session: %s\n",
+                 error.empty() ? "the recipe text is not available" : error.c_str());
+    return exit_usage;
+  }
+  auto& state = store.state();
+  state["recipe_name"] = loaded.name;
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(loaded.source_path, ec);
+  state["recipe_path"] = ec ? loaded.source_path : absolute.lexically_normal().string();
+  state["invocation"] = invocation_to_json(s.recipe, *base_dir);
+  return execute_run(settings, loaded, *base_dir, session_id, &store);
+}
+
+int execute_run(const run_settings& s, const recipe& loaded, const std::string& base_dir, const std::string& session_id,
+                io::session_store* store) {
+  // SPEC §2 context_validation: a pre-flight, before anything runs.
+  if (const auto problems = io::check_context(loaded, base_dir); !problems.empty()) {
+    for (const auto& p : problems) std::fprintf(stderr, "%s: error: %s\n", loaded.source_path.c_str(), p.c_str());
+    return finish_unstarted(store, "context_validation failed", exit_usage);
+  }
+  auto options = engine_options(s, base_dir);
+  options.session_id = session_id;
   io::runner_options ro;
-  ro.base_dir = *base_dir;
+  ro.base_dir = base_dir;
   ro.kill_grace = to_ns(s.kill_grace);
   ro.limits.max_bytes = s.max_output;
   ro.inherited_env = io::current_environment();
-  if (auto error = configure_agents(s, *base_dir, ro, options)) {
+  if (auto error = configure_agents(s, base_dir, ro, options)) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());
-    return exit_usage;
+    return finish_unstarted(store, *error, exit_usage);
   }
   if (s.dry_run) {
     print_plan(plan_run(loaded, options), loaded, s.output_format);
@@ -135,17 +211,26 @@ int run_command(const run_settings& s) {
   }
 
   event_sinks sinks;
-  if (auto error = open_sinks(s, loaded, options.session_id, sinks)) {
+  if (auto error = open_sinks(s, loaded, options.session_id, store, sinks)) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());
-    return exit_usage;
+    return finish_unstarted(store, *error, exit_usage);
   }
   io::process_step_runner runner(std::move(ro));
   io::load_limits limits;
   limits.max_bytes = s.recipe.max_recipe_bytes;
-  io::recipe_library library(io::discovery_from_environment(s.recipe.recipe_dirs, s.recipe.working_dir),
-                             loaded.source_path, limits);
+  limits.sources = s.recipe.sources;
+  io::recipe_library library(io::discovery_from_environment(s.recipe.recipe_dirs, base_dir), loaded.source_path,
+                             limits);
   options.recipes = &library;
+  options.journal = store;
   recipe_engine eng(runner, sinks.fanout);
+  if (store) {
+    store->state()["status"] = "running";
+    if (auto error = store->save_state(); !error.empty()) {
+      std::fprintf(stderr, "arun: %s\n", error.c_str());
+      return exit_usage;
+    }
+  }
 
   asio::io_context ctx;
   asio::cancellation_signal cancel;
@@ -166,9 +251,22 @@ int run_command(const run_settings& s) {
         }
         std::fprintf(stderr, "arun: second %s: killing every running step\n", name);
         io::kill_all_supervised_processes();
+        if (store) store->sync();  // what finished is already in the journal
         std::_Exit(128 + sig);
       };
   signals.async_wait(on_signal);
+  // SPEC §12: the journal is fsync'd at least once a second, also while steps run long.
+  asio::steady_timer syncer(ctx);
+  std::function<void(const boost::system::error_code&)> on_tick = [&](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (store) store->sync();
+    syncer.expires_after(std::chrono::seconds(1));
+    syncer.async_wait(on_tick);
+  };
+  if (store) {
+    syncer.expires_after(std::chrono::seconds(1));
+    syncer.async_wait(on_tick);
+  }
 
   std::optional<run_result> result;
   std::exception_ptr failure;
@@ -177,10 +275,12 @@ int run_command(const run_settings& s) {
                   failure = e;
                   result = std::move(r);
                   signals.cancel();
+                  syncer.cancel();
                 }));
   ctx.run();
   if (failure) std::rethrow_exception(failure);
   sinks.warn_failed_files();
+  if (store) save_final_state(*store, *result);
   print_result(*result, s.output_format);
   if (stop_signal != 0) return 128 + stop_signal;
   if (result->status == run_status::waiting_approval) return exit_waiting_approval;
@@ -190,11 +290,15 @@ int run_command(const run_settings& s) {
 void add_run_options(CLI::App& app, run_settings& s) {
   add_recipe_options(app, s.recipe);
   add_agent_options(app, s.recipe);
+  app.add_flag("--dry-run", s.dry_run, "Run nothing: print the plan with conditions evaluated where possible");
+  add_execution_options(app, s);
+}
+
+void add_execution_options(CLI::App& app, run_settings& s) {
   add_agent_run_options(app, s.agents);
   app.add_option("--max-concurrent", s.max_concurrent,
                  "Child processes running at once in the whole run (steps and hooks; default 8)")
       ->check(CLI::Range(1, 4096));
-  app.add_flag("--dry-run", s.dry_run, "Run nothing: print the plan with conditions evaluated where possible");
   app.add_option("--include-tags", s.include_tags, "Run only steps with one of these when_tags (comma-separated)")
       ->delimiter(',')
       ->allow_extra_args(false);
@@ -217,6 +321,9 @@ void add_run_options(CLI::App& app, run_settings& s) {
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--session-dir", s.session_dir,
+                 "Where sessions live (default $ARUN_SESSION_DIR, else $XDG_STATE_HOME/arun/sessions)")
+      ->type_name("DIR");
 }
 
 }  // namespace arun::cli

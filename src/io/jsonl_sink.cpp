@@ -28,9 +28,9 @@ std::string safe_file_part(std::string_view s) {
 
 }  // namespace
 
-jsonl_open_result jsonl_event_sink::open(const std::string& path) {
+jsonl_open_result jsonl_event_sink::open(const std::string& path, bool truncate) {
   jsonl_open_result r;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0) | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     r.error = "cannot open events file '" + path + "': " + std::strerror(errno);
     return r;

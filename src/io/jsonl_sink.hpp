@@ -23,9 +23,9 @@ struct jsonl_open_result {
 /// nothing it already emitted and a reader never sees half a line from a healthy writer.
 class jsonl_event_sink final : public event_listener {
 public:
-  /// Creates or truncates `path` (mode 0644, close-on-exec, append mode so two sinks on the
+  /// Creates or truncates (`truncate`; else appends to) `path` (mode 0644, close-on-exec, append mode so two sinks on the
   /// same file interleave whole lines). On failure: "cannot open events file 'PATH': REASON".
-  static jsonl_open_result open(const std::string& path);
+  static jsonl_open_result open(const std::string& path, bool truncate = true);
 
   /// Creates `dir` (with parents) when missing, then opens audit_file_path(dir, ...). On
   /// failure: "cannot create audit directory 'DIR': REASON" or the open() error.

@@ -333,6 +333,8 @@ load_result load_recipe_file(const std::string& path, const load_limits& limits)
     r.diagnostics.push_back(std::move(d));
     return r;
   };
+  if (limits.sources)
+    if (auto text = limits.sources->saved(path)) return load_recipe_text(*text, path, limits);
   std::ifstream in(path, std::ios::binary);
   if (!in) return file_error("cannot read the recipe file");
   // Read at most one byte past the limit: enough to refuse an oversized file.
@@ -342,6 +344,7 @@ load_result load_recipe_file(const std::string& path, const load_limits& limits)
   if (text.size() > limits.max_bytes)
     return file_error("file is larger than " + std::to_string(limits.max_bytes) +
                       " bytes, the recipe limit (--max-recipe-bytes raises it)");
+  if (limits.sources) limits.sources->read(path, text);
   return load_recipe_text(text, path, limits);
 }
 

@@ -14,9 +14,22 @@
 
 namespace arun::io {
 
+/// Recipe files as a session sees them (SPEC §12): a new run hands each file it reads to
+/// `read` so the session keeps a copy; a resumed run gets the copies from `saved` instead of
+/// files that may have changed since.
+class recipe_sources {
+public:
+  virtual ~recipe_sources() = default;
+  /// The saved text of `path` (as the loader names it), if any.
+  virtual std::optional<std::string> saved(const std::string& path) = 0;
+  /// `path` was read from disk with this text.
+  virtual void read(const std::string& path, std::string_view text) = 0;
+};
+
 struct load_limits {
   std::size_t max_bytes = 1u << 20;      ///< SPEC §1: larger files are refused before parsing
   std::size_t max_nodes = 1'000'000;     ///< nodes visited, aliases expanded
+  recipe_sources* sources = nullptr;     ///< a session's copies of the files (none: disk only)
 };
 
 struct load_result {

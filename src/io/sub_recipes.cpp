@@ -26,7 +26,7 @@ std::string resolve_sub_recipe(const std::string& reference, const std::string& 
   return found.path;
 }
 
-sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery) {
+sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits) {
   sub_recipe_scan scan;
   const auto roots = recipe_roots(top.source_path, discovery);
   std::set<std::string> loaded;
@@ -52,7 +52,7 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
       }
       const auto key = fs::weakly_canonical(path).string();
       if (!loaded.insert(key).second) return;
-      auto child = load_recipe_chain(path, discovery);
+      auto child = load_recipe_chain(path, discovery, limits);
       if (!child.value) {
         diagnostic d;
         d.where = s.at("recipe");

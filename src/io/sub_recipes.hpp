@@ -4,6 +4,7 @@
 // declare count as declared in the parent.
 
 #include "discovery.hpp"
+#include "recipe_loader.hpp"
 
 #include <arun/diagnostics.hpp>
 #include <arun/recipe.hpp>
@@ -28,6 +29,6 @@ std::string resolve_sub_recipe(const std::string& reference, const std::string& 
                                std::string& error);
 
 /// Loads every sub-recipe reachable from `top` (each file once; cycles are the run's business).
-sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery);
+sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits = {});
 
 }  // namespace arun::io

@@ -1,0 +1,271 @@
+// `arun resume ID` and `arun sessions list|show|clean` (SPEC §12): continuing a session from
+// its recipe copy and journal, and looking after the session directories.
+#include "commands.hpp"
+#include "exit_codes.hpp"
+
+#include "session/session_store.hpp"
+
+#include <arun/value_format.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <variant>
+
+namespace arun::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+std::string text_of(const json::object& o, std::string_view key, std::string fallback = {}) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : fallback;
+}
+
+std::vector<std::string> strings_of(const json::object& o, std::string_view key) {
+  std::vector<std::string> out;
+  if (const auto* v = o.if_contains(key); v && v->is_array())
+    for (const auto& s : v->get_array())
+      if (s.is_string()) out.emplace_back(s.get_string());
+  return out;
+}
+
+bool flag_of(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_bool() && v->get_bool();
+}
+
+// The recipe options a session was started with, plus the resume's own --set values.
+recipe_options recipe_options_of(const json::object& state, const std::vector<std::string>& more_sets) {
+  recipe_options o;
+  const auto* inv = state.if_contains("invocation");
+  const json::object empty;
+  const auto& i = inv && inv->is_object() ? inv->get_object() : empty;
+  o.recipe = text_of(state, "recipe_path");
+  o.working_dir = text_of(i, "working_dir");
+  o.sets = strings_of(i, "sets");
+  o.sets.insert(o.sets.end(), more_sets.begin(), more_sets.end());
+  o.recipe_dirs = strings_of(i, "recipe_dirs");
+  o.agent_dirs = strings_of(i, "agent_dirs");
+  o.check_agents = true;
+  o.allow_missing_agents = flag_of(i, "allow_missing_agents");
+  o.strict = flag_of(i, "strict");
+  o.lenient = flag_of(i, "lenient");
+  if (const auto* m = i.if_contains("max_recipe_bytes"); m && m->is_number())
+    o.max_recipe_bytes = static_cast<std::size_t>(m->to_number<double>());
+  return o;
+}
+
+// A live arun holds the session's lock (SPEC §12).
+bool held_by_live_process(const std::string& dir) {
+  const int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);
+  return held;
+}
+
+struct listed_session {
+  std::string id, dir;
+  json::object state;
+  std::string problem;  ///< why the state cannot be read
+};
+
+// Newest first: ids start with the UTC time they were created.
+std::vector<listed_session> list_sessions(const std::string& root) {
+  std::vector<listed_session> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (!entry.is_directory(ec)) continue;
+    listed_session s;
+    s.id = entry.path().filename().string();
+    s.dir = entry.path().string();
+    auto state = io::session_store::read_state(s.dir);
+    if (auto* problem = std::get_if<std::string>(&state))
+      s.problem = *problem;
+    else
+      s.state = std::move(std::get<json::object>(state));
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
+  return out;
+}
+
+std::string progress_of(const json::object& state) {
+  std::size_t done = 0, total = 0;
+  if (const auto* steps = state.if_contains("steps"); steps && steps->is_array()) {
+    for (const auto& s : steps->get_array()) {
+      ++total;
+      const auto status = s.is_object() ? text_of(s.get_object(), "status") : "";
+      if (status == "completed" || status == "skipped" || status == "degraded") ++done;
+    }
+  }
+  const auto* records = state.if_contains("records");
+  const auto n = records && records->is_number() ? static_cast<long long>(records->to_number<double>()) : 0;
+  return total ? std::to_string(done) + "/" + std::to_string(total) + " steps, " + std::to_string(n) + " instances"
+               : std::to_string(n) + " instances";
+}
+
+}  // namespace
+
+void add_resume_options(CLI::App& app, resume_settings& r) {
+  app.add_option("session", r.session_id, "The session id (arun sessions list)")->required();
+  app.add_option("--set", r.sets, "Add or change a context variable: KEY=VALUE (after the original --set values)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  app.add_flag("--retry-failed", r.retry_failed, "Run again the instances that failed without stopping the run");
+  add_execution_options(app, r.run);
+}
+
+int resume_command(const resume_settings& r) {
+  const auto root = io::session_root(r.run.session_dir);
+  auto opened = io::session_store::open(root, r.session_id, r.retry_failed);
+  if (auto* error = std::get_if<std::string>(&opened)) {
+    std::fprintf(stderr, "arun: cannot resume: %s\n", error->c_str());
+    return exit_usage;
+  }
+  auto& store = *std::get<std::unique_ptr<io::session_store>>(opened);
+  const auto status = text_of(store.state(), "status");
+  if (status == "completed") {
+    std::fprintf(stderr, "arun: session %s has completed; there is nothing to resume\n", r.session_id.c_str());
+    return exit_success;
+  }
+  auto loaded_sources = io::session_sources::load(store.dir());
+  if (auto* error = std::get_if<std::string>(&loaded_sources)) {
+    std::fprintf(stderr, "arun: cannot resume: %s\n", error->c_str());
+    return exit_usage;
+  }
+  auto& sources = *std::get<std::unique_ptr<io::session_sources>>(loaded_sources);
+  run_settings s = r.run;
+  s.recipe = recipe_options_of(store.state(), r.sets);
+  if (s.recipe.recipe.empty()) {
+    std::fprintf(stderr, "arun: cannot resume: the session's state.json names no recipe\n");
+    return exit_usage;
+  }
+  // The recipe as it was when the session started: recipe.yaml, under its original path.
+  if (!sources.saved(s.recipe.recipe)) {
+    std::ifstream in(store.dir() + "/recipe.yaml", std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    sources.read(s.recipe.recipe, text);
+  }
+  s.recipe.sources = &sources;
+  auto input = load_recipe_input(s.recipe, true);
+  if (!input.value) return input.exit_code;
+  std::error_code ec;
+  if (!fs::is_directory(s.recipe.working_dir, ec)) {
+    std::fprintf(stderr, "arun: cannot resume: the session's working directory %s is gone\n", s.recipe.working_dir.c_str());
+    return exit_usage;
+  }
+  auto& state = store.state();
+  const auto* resumes = state.if_contains("resumes");
+  state["resumes"] = (resumes && resumes->is_int64() ? resumes->get_int64() : 0) + 1;
+  std::fprintf(stderr, "arun: resuming session %s (%zu finished instances kept)\n", r.session_id.c_str(),
+               store.resumed_records());
+  return execute_run(s, *input.value, s.recipe.working_dir, r.session_id, &store);
+}
+
+int sessions_list_command(const sessions_settings& s) {
+  const auto root = io::session_root(s.session_dir);
+  const auto sessions = list_sessions(root);
+  if (s.output_format == "json") {
+    json::array out;
+    for (const auto& x : sessions)
+      out.push_back(json::object{{"session_id", x.id},
+                                 {"status", x.problem.empty() ? text_of(x.state, "status") : "unreadable"},
+                                 {"recipe", text_of(x.state, "recipe_name")},
+                                 {"updated", text_of(x.state, "updated")},
+                                 {"progress", x.problem.empty() ? progress_of(x.state) : x.problem}});
+    std::printf("%s\n", to_compact_json(out).c_str());
+    return exit_success;
+  }
+  if (sessions.empty()) std::fprintf(stderr, "arun: no sessions in %s\n", root.c_str());
+  for (const auto& x : sessions) {
+    if (!x.problem.empty()) {
+      std::printf("%-24s %-17s %s\n", x.id.c_str(), "unreadable", x.problem.c_str());
+      continue;
+    }
+    std::printf("%-24s %-17s %-24s %s  %s\n", x.id.c_str(), text_of(x.state, "status").c_str(),
+                text_of(x.state, "recipe_name").c_str(), progress_of(x.state).c_str(),
+                text_of(x.state, "updated", text_of(x.state, "created")).c_str());
+  }
+  return exit_success;
+}
+
+int sessions_show_command(const sessions_settings& s) {
+  const auto dir = io::session_root(s.session_dir) + "/" + s.session_id;
+  auto state = io::session_store::read_state(dir);
+  if (auto* problem = std::get_if<std::string>(&state)) {
+    std::fprintf(stderr, "arun: %s\n", problem->c_str());
+    return exit_usage;
+  }
+  const auto& st = std::get<json::object>(state);
+  if (s.output_format == "json") {
+    std::printf("%s\n", to_compact_json(st).c_str());
+    return exit_success;
+  }
+  std::printf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n", s.session_id.c_str(),
+              text_of(st, "status").c_str(), held_by_live_process(dir) ? " (held by a running arun)" : "",
+              text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
+              text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
+  if (const auto error = text_of(st, "error"); !error.empty()) std::printf("error    %s\n", error.c_str());
+  if (const auto* w = st.if_contains("waiting"); w && w->is_object())
+    std::printf("waiting  approval at %s: %s\n", text_of(w->get_object(), "step").c_str(),
+                text_of(w->get_object(), "prompt").c_str());
+  // The last events, one line each.
+  std::ifstream in(dir + "/events.jsonl");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(std::move(line));
+    if (lines.size() > 10) lines.erase(lines.begin());
+  }
+  if (!lines.empty()) std::printf("last events:\n");
+  for (const auto& line : lines) {
+    boost::system::error_code ec;
+    auto v = json::parse(line, ec);
+    if (ec || !v.is_object()) continue;
+    const auto& e = v.get_object();
+    std::printf("  %s %-14s %s %s\n", text_of(e, "ts").c_str(), text_of(e, "event").c_str(),
+                text_of(e, "step").c_str(), text_of(e, "status").c_str());
+  }
+  return exit_success;
+}
+
+int sessions_clean_command(const sessions_settings& s) {
+  const auto root = io::session_root(s.session_dir);
+  const auto now = fs::file_time_type::clock::now();
+  const auto limit = std::chrono::duration_cast<fs::file_time_type::duration>(std::chrono::duration<double>(s.older_than_days * 86400.0));
+  int removed = 0, kept = 0;
+  for (const auto& x : list_sessions(root)) {
+    std::error_code ec;
+    // Age: the last time the session changed (state.json, else the directory).
+    auto changed = fs::last_write_time(x.dir + "/state.json", ec);
+    if (ec) changed = fs::last_write_time(x.dir, ec);
+    if (ec || now - changed < limit) continue;
+    if (text_of(x.state, "status") == "waiting_approval" || held_by_live_process(x.dir)) {
+      ++kept;
+      std::fprintf(stderr, "arun: keeping %s (%s)\n", x.id.c_str(),
+                   held_by_live_process(x.dir) ? "held by a running arun" : "waiting for approval");
+      continue;
+    }
+    fs::remove_all(x.dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "arun: cannot remove %s: %s\n", x.dir.c_str(), ec.message().c_str());
+      continue;
+    }
+    ++removed;
+    std::printf("removed %s\n", x.id.c_str());
+  }
+  std::fprintf(stderr, "arun: %d session(s) removed, %d kept\n", removed, kept);
+  return exit_success;
+}
+
+}  // namespace arun::cli

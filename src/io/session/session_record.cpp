@@ -1,0 +1,87 @@
+#include "session/session_record.hpp"
+
+#include "result_format.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace arun::io {
+namespace {
+
+namespace json = boost::json;
+
+std::optional<step_status> status_from(std::string_view text) {
+  for (auto s : {step_status::completed, step_status::failed, step_status::skipped, step_status::degraded,
+                 step_status::cancelled, step_status::not_run})
+    if (to_string(s) == text) return s;
+  return std::nullopt;
+}
+
+std::optional<int> optional_int(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || !v->is_number()) return std::nullopt;
+  return static_cast<int>(v->to_number<double>());
+}
+
+std::size_t count(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_number() ? static_cast<std::size_t>(std::max(0.0, v->to_number<double>())) : 0;
+}
+
+}  // namespace
+
+json::object journal_record(const step_result& result, const json::object& context_delta) {
+  json::object o;
+  o["instance"] = result.step_id;
+  o["status"] = to_string(result.status);
+  o["fatal"] = result.fatal;
+  o["result"] = step_to_json(result);
+  o["delta"] = context_delta;
+  return o;
+}
+
+step_result step_from_json(const json::object& o) {
+  step_result r;
+  if (const auto* id = o.if_contains("step_id"); id && id->is_string()) r.step_id = id->get_string();
+  if (const auto* st = o.if_contains("status"); st && st->is_string())
+    r.status = status_from(st->get_string()).value_or(step_status::not_run);
+  if (const auto* out = o.if_contains("output")) r.output = *out;
+  if (const auto* e = o.if_contains("error"); e && e->is_string()) r.error = e->get_string();
+  if (const auto* d = o.if_contains("duration"); d && d->is_number())
+    r.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(d->to_number<double>() * 1e9)));
+  r.attempts = optional_int(o, "attempts").value_or(0);
+  r.exit_code = optional_int(o, "exit_code");
+  r.signal = optional_int(o, "signal");
+  if (const auto* t = o.if_contains("timed_out"); t && t->is_bool()) r.timed_out = t->get_bool();
+  if (const auto* t = o.if_contains("truncated"); t && t->is_bool()) r.truncated = t->get_bool();
+  if (const auto* it = o.if_contains("iterations"); it && it->is_object()) {
+    const auto& i = it->get_object();
+    r.iterations = iteration_counts{count(i, "total"), count(i, "completed"), count(i, "failed"), count(i, "skipped")};
+  }
+  if (const auto* children = o.if_contains("children"); children && children->is_array())
+    for (const auto& c : children->get_array())
+      if (c.is_object()) r.children.push_back(step_from_json(c.get_object()));
+  return r;
+}
+
+std::optional<finished_instance> parse_journal_line(std::string_view line) {
+  json::parse_options options;
+  options.allow_invalid_utf8 = true;
+  boost::system::error_code ec;
+  auto v = json::parse(line, ec, {}, options);
+  if (ec || !v.is_object()) return std::nullopt;
+  const auto& o = v.get_object();
+  const auto* result = o.if_contains("result");
+  const auto* instance = o.if_contains("instance");
+  if (!result || !result->is_object() || !instance || !instance->is_string()) return std::nullopt;
+  finished_instance f;
+  f.result = step_from_json(result->get_object());
+  f.result.step_id = instance->get_string();
+  if (const auto* fatal = o.if_contains("fatal"); fatal && fatal->is_bool()) f.result.fatal = fatal->get_bool();
+  if (const auto* delta = o.if_contains("delta"); delta && delta->is_object()) f.context_delta = delta->get_object();
+  return f;
+}
+
+}  // namespace arun::io

@@ -1,0 +1,25 @@
+#pragma once
+// One line of a session's journal (SPEC §12): a finished step instance — its result and the
+// context delta it wrote — as JSON, and back.
+
+#include <arun/run_services.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace arun::io {
+
+/// `{"instance", "status", "fatal", "result": <step_results entry>, "delta": {...}}`.
+boost::json::object journal_record(const step_result& result, const boost::json::object& context_delta);
+
+/// The instance a journal line describes; none when the line is not a whole record (a torn
+/// last line after a crash, or garbage). Invalid UTF-8 inside strings is accepted.
+std::optional<finished_instance> parse_journal_line(std::string_view line);
+
+/// A `step_results` entry (result_format's step_to_json) read back.
+step_result step_from_json(const boost::json::object& o);
+
+}  // namespace arun::io

@@ -1,0 +1,313 @@
+#include "session/session_store.hpp"
+
+#include "session/session_record.hpp"
+
+#include <arun/value_format.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace arun::io {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+std::string why(int err) { return std::strerror(err); }
+
+std::string now_rfc3339() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm utc{};
+  ::gmtime_r(&t, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// write(2) until everything is written; 0 or an errno value.
+int write_all(int fd, std::string_view data) noexcept {
+  while (!data.empty()) {
+    const auto n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return 0;
+}
+
+std::optional<std::string> read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The session's lock, taken without waiting; the holder's pid goes in the file for messages.
+std::variant<int, std::string> take_lock(const std::string& dir, const std::string& id) {
+  const auto path = dir + "/lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot open " + path + ": " + why(errno);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::string holder;
+    if (auto text = read_whole(path); text && !text->empty()) holder = " (pid " + text->substr(0, text->find('\n')) + ")";
+    ::close(fd);
+    if (err == EWOULDBLOCK) return "session " + id + " is in use by another arun" + holder;
+    return "cannot lock " + path + ": " + why(err);
+  }
+  const auto pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) (void)write_all(fd, pid);
+  return fd;
+}
+
+std::variant<int, std::string> open_journal(const std::string& dir) {
+  const auto path = dir + "/journal.jsonl";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot open " + path + ": " + why(errno);
+  return fd;
+}
+
+}  // namespace
+
+std::string session_root(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("ARUN_SESSION_DIR"); env && *env) return env;
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) return std::string(xdg) + "/arun/sessions";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/root") + "/.local/state/arun/sessions";
+}
+
+std::string write_file_atomically(const std::string& path, std::string_view text) {
+  const auto temp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot write " + temp + ": " + why(errno);
+  int err = write_all(fd, text);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  ::close(fd);
+  if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(temp.c_str());
+    return "cannot write " + path + ": " + why(err);
+  }
+  // The rename is durable once the directory is.
+  const auto dir = fs::path(path).parent_path().string();
+  if (const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
+  return {};
+}
+
+// ---- session_sources -------------------------------------------------------------------
+
+std::string session_sources::key(const std::string& path) {
+  std::error_code ec;
+  auto canonical = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? path : canonical.string();
+}
+
+std::optional<std::string> session_sources::saved(const std::string& path) {
+  if (!replay_) return std::nullopt;
+  if (auto it = files_.find(key(path)); it != files_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::optional<std::string> session_sources::copy_of(const std::string& path) const {
+  if (auto it = files_.find(key(path)); it != files_.end()) return it->second;
+  return std::nullopt;
+}
+
+void session_sources::read(const std::string& path, std::string_view text) {
+  const auto k = key(path);
+  if (files_.contains(k)) return;
+  files_.emplace(k, std::string(text));
+  if (dir_.empty()) return;
+  const auto name = std::to_string(names_.size()) + "-" + fs::path(k).filename().string();
+  if (write_file_atomically(dir_ + "/sources/" + name, text).empty()) {
+    names_.emplace(k, name);
+    write_manifest();
+  }
+}
+
+void session_sources::attach(const std::string& dir) {
+  dir_ = dir;
+  std::error_code ec;
+  fs::create_directories(dir_ + "/sources", ec);
+  for (const auto& [k, text] : files_) {
+    if (names_.contains(k)) continue;
+    const auto name = std::to_string(names_.size()) + "-" + fs::path(k).filename().string();
+    if (write_file_atomically(dir_ + "/sources/" + name, text).empty()) names_.emplace(k, name);
+  }
+  write_manifest();
+}
+
+void session_sources::write_manifest() {
+  json::object manifest;
+  for (const auto& [k, name] : names_) manifest[k] = name;
+  (void)write_file_atomically(dir_ + "/sources.json", to_compact_json(manifest) + "\n");
+}
+
+std::variant<std::unique_ptr<session_sources>, std::string> session_sources::load(const std::string& dir) {
+  auto out = std::make_unique<session_sources>();
+  out->dir_ = dir;
+  out->replay_ = true;
+  const auto text = read_whole(dir + "/sources.json");
+  if (!text) return out;  // a session of a recipe that read no file besides recipe.yaml
+  boost::system::error_code ec;
+  auto manifest = json::parse(*text, ec);
+  if (ec || !manifest.is_object()) return "the session's sources.json is unreadable: " + dir + "/sources.json";
+  for (const auto& kv : manifest.get_object()) {
+    if (!kv.value().is_string()) continue;
+    const std::string name(kv.value().get_string());
+    auto copy = read_whole(dir + "/sources/" + name);
+    if (!copy) return "the session's copy " + dir + "/sources/" + name + " is missing";
+    out->files_.emplace(std::string(kv.key()), std::move(*copy));
+    out->names_.emplace(std::string(kv.key()), name);
+  }
+  return out;
+}
+
+// ---- session_store ---------------------------------------------------------------------
+
+std::variant<std::unique_ptr<session_store>, std::string> session_store::create(const std::string& root,
+                                                                                const std::string& id) {
+  const auto dir = root + "/" + id;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return "cannot create the session directory " + dir + ": " + ec.message();
+  auto lock = take_lock(dir, id);
+  if (auto* e = std::get_if<std::string>(&lock)) return *e;
+  auto journal = open_journal(dir);
+  if (auto* e = std::get_if<std::string>(&journal)) {
+    ::close(std::get<int>(lock));
+    return *e;
+  }
+  std::unique_ptr<session_store> s(new session_store(id, dir, std::get<int>(lock), std::get<int>(journal)));
+  s->state_["format"] = session_format;
+  s->state_["arun_version"] = ARUN_VERSION;
+  s->state_["session_id"] = id;
+  s->state_["status"] = "running";
+  s->state_["created"] = now_rfc3339();
+  return s;
+}
+
+std::variant<json::object, std::string> session_store::read_state(const std::string& dir) {
+  const auto path = dir + "/state.json";
+  const auto text = read_whole(path);
+  if (!text) return "no state.json in " + dir;
+  boost::system::error_code ec;
+  auto v = json::parse(*text, ec);
+  if (ec || !v.is_object()) return path + " is not a JSON object (" + (ec ? ec.message() : std::string("wrong type")) + ")";
+  auto& o = v.get_object();
+  const auto* format = o.if_contains("format");
+  if (!format || !format->is_int64() || format->get_int64() != session_format)
+    return path + " has state format " + (format ? to_compact_json(*format) : std::string("none")) + "; this arun reads format " +
+           std::to_string(session_format);
+  return std::move(o);
+}
+
+std::variant<std::unique_ptr<session_store>, std::string> session_store::open(const std::string& root,
+                                                                              const std::string& id, bool retry_failed) {
+  const auto dir = root + "/" + id;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return "no session " + id + " in " + root;
+  auto lock = take_lock(dir, id);
+  if (auto* e = std::get_if<std::string>(&lock)) return *e;
+  auto fail = [&](std::string message) {
+    ::close(std::get<int>(lock));
+    return message;
+  };
+  auto state = read_state(dir);
+  if (auto* e = std::get_if<std::string>(&state)) return fail(*e);
+  if (!fs::is_regular_file(dir + "/recipe.yaml", ec)) return fail("the session's recipe copy " + dir + "/recipe.yaml is missing");
+  auto journal = open_journal(dir);
+  if (auto* e = std::get_if<std::string>(&journal)) return fail(*e);
+  std::unique_ptr<session_store> s(new session_store(id, dir, std::get<int>(lock), std::get<int>(journal)));
+  s->state_ = std::move(std::get<json::object>(state));
+  s->load_journal(retry_failed);
+  return s;
+}
+
+void session_store::load_journal(bool retry_failed) {
+  const auto text = read_whole(dir_ + "/journal.jsonl").value_or("");
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const auto end = rest.find('\n');
+    if (end == std::string_view::npos) break;  // a torn last line: that instance runs again
+    const auto line = rest.substr(0, end);
+    rest.remove_prefix(end + 1);
+    auto record = parse_journal_line(line);
+    if (!record) continue;
+    ++records_;
+    const auto status = record->result.status;
+    // SPEC §12: completed, skipped and degraded instances are never re-run; non-fatal failures
+    // stay failed unless --retry-failed; fatal failures and everything else runs again.
+    const bool keep = status == step_status::completed || status == step_status::skipped ||
+                      status == step_status::degraded ||
+                      (status == step_status::failed && !record->result.fatal && !retry_failed);
+    const std::string instance = record->result.step_id;
+    if (keep)
+      loaded_.insert_or_assign(instance, std::move(*record));
+    else
+      loaded_.erase(instance);  // a later record of the same instance wins
+  }
+}
+
+session_store::~session_store() {
+  sync();
+  if (journal_fd_ >= 0) ::close(journal_fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+std::string session_store::save_state() {
+  state_["updated"] = now_rfc3339();
+  state_["records"] = records_;
+  return write_file_atomically(dir_ + "/state.json", to_compact_json(state_) + "\n");
+}
+
+void session_store::sync() noexcept {
+  if (journal_fd_ >= 0 && dirty_) (void)::fsync(journal_fd_);
+  dirty_ = false;
+  last_sync_ = std::chrono::steady_clock::now();
+}
+
+void session_store::record(const step_result& result, const json::object& context_delta) noexcept {
+  if (!journal_error_.empty()) return;  // a partial line followed by more lines would corrupt it
+  try {
+    const auto line = to_compact_json(journal_record(result, context_delta)) + "\n";
+    if (const int err = write_all(journal_fd_, line); err != 0) {
+      journal_error_ = "cannot write " + dir_ + "/journal.jsonl: " + why(err);
+      return;
+    }
+  } catch (const std::exception& e) {
+    journal_error_ = std::string("cannot record a step in the journal: ") + e.what();
+    return;
+  }
+  ++records_;
+  dirty_ = true;
+  // Durable at least once a second without an fsync per step (SPEC §12).
+  if (std::chrono::steady_clock::now() - last_sync_ >= std::chrono::seconds(1)) sync();
+  // A fresh snapshot every few hundred records keeps `sessions list` progress current.
+  if (records_ % 500 == 0) (void)save_state();
+}
+
+const finished_instance* session_store::find(std::string_view instance_id) const noexcept {
+  const auto it = loaded_.find(instance_id);
+  return it == loaded_.end() ? nullptr : &it->second;
+}
+
+}  // namespace arun::io

@@ -1,0 +1,107 @@
+#pragma once
+// A session on disk (SPEC §12): ROOT/ID with `lock` (flock while a run is alive),
+// `recipe.yaml` (the recipe's copy), `sources/` (copies of every recipe file the run read:
+// sub-recipes, extends parents), `journal.jsonl` (one line per finished step instance, one
+// write(2) each, fsync'd at least once a second and at pauses), `state.json` (a snapshot
+// replaced atomically: temp, fsync, rename, fsync dir) and `events.jsonl`.
+
+#include "recipe_loader.hpp"
+
+#include <arun/run_services.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace arun::io {
+
+/// The state format this arun writes and reads.
+inline constexpr int session_format = 1;
+
+/// Where sessions live: `flag` (--session-dir), else $ARUN_SESSION_DIR, else
+/// $XDG_STATE_HOME/arun/sessions, else ~/.local/state/arun/sessions.
+std::string session_root(const std::string& flag);
+
+/// Copies of recipe files kept in memory until the session directory exists, then written
+/// to it (the recipe is read before a session is created).
+class session_sources final : public recipe_sources {
+public:
+  std::optional<std::string> saved(const std::string& path) override;
+  void read(const std::string& path, std::string_view text) override;
+  /// The text read for `path`, if it was read.
+  std::optional<std::string> copy_of(const std::string& path) const;
+  /// From now on every copy (earlier ones included) goes to `dir`/sources.
+  void attach(const std::string& dir);
+  /// Loads the copies of a session for a resume: `saved` answers from them.
+  static std::variant<std::unique_ptr<session_sources>, std::string> load(const std::string& dir);
+
+private:
+  void write_manifest();
+  static std::string key(const std::string& path);
+
+  std::string dir_;                              ///< empty: not attached
+  bool replay_ = false;                          ///< resume: answer from the copies
+  std::map<std::string, std::string> files_;     ///< canonical path -> text
+  std::map<std::string, std::string> names_;     ///< canonical path -> file name in sources/
+};
+
+class session_store final : public run_journal {
+public:
+  /// Creates ROOT/ID (parents too) and takes its lock. Errors name the path and the reason.
+  static std::variant<std::unique_ptr<session_store>, std::string> create(const std::string& root,
+                                                                          const std::string& id);
+  /// Opens an existing session for resume: takes the lock (refused while another arun holds
+  /// it), reads state.json (refused when missing, unreadable or of another format) and the
+  /// journal (a torn last line is ignored). `retry_failed`: non-fatal failures run again too.
+  static std::variant<std::unique_ptr<session_store>, std::string> open(const std::string& root,
+                                                                        const std::string& id, bool retry_failed);
+  /// Reads state.json without locking (sessions list/show); an error text when unusable.
+  static std::variant<boost::json::object, std::string> read_state(const std::string& dir);
+
+  ~session_store() override;
+  session_store(const session_store&) = delete;
+  session_store& operator=(const session_store&) = delete;
+
+  const std::string& id() const noexcept { return id_; }
+  const std::string& dir() const noexcept { return dir_; }
+  boost::json::object& state() noexcept { return state_; }
+
+  /// Writes state.json atomically (with `updated` and the record count); an error text or empty.
+  std::string save_state();
+  /// fsync of the journal (pauses, the end).
+  void sync() noexcept;
+  /// The first journal write error, empty if none.
+  const std::string& journal_error() const noexcept { return journal_error_; }
+  /// Records loaded from an earlier run of this session.
+  std::size_t resumed_records() const noexcept { return loaded_.size(); }
+
+  void record(const step_result& result, const boost::json::object& context_delta) noexcept override;
+  const finished_instance* find(std::string_view instance_id) const noexcept override;
+
+private:
+  session_store(std::string id, std::string dir, int lock_fd, int journal_fd)
+      : id_(std::move(id)), dir_(std::move(dir)), lock_fd_(lock_fd), journal_fd_(journal_fd) {}
+  void load_journal(bool retry_failed);
+
+  std::string id_, dir_;
+  int lock_fd_ = -1, journal_fd_ = -1;
+  boost::json::object state_;
+  std::map<std::string, finished_instance, std::less<>> loaded_;
+  std::size_t records_ = 0;
+  std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();
+  bool dirty_ = false;
+  std::string journal_error_;
+};
+
+/// Writes `text` to `path` atomically: a temp file next to it, fsync, rename, fsync of the
+/// directory. An error text or empty.
+std::string write_file_atomically(const std::string& path, std::string_view text);
+
+}  // namespace arun::io
