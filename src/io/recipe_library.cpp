@@ -17,7 +17,7 @@ recipe_library::recipe_library(discovery_options discovery, const std::string& t
 loaded_recipe recipe_library::load(std::string_view reference, const recipe& caller) {
   loaded_recipe out;
   const std::string ref(reference);
-  const auto path = resolve_sub_recipe(ref, caller.source_path, discovery_, roots_, out.error);
+  const auto path = resolve_sub_recipe(ref, caller.source_path, discovery_, roots_, out.error, limits_.sources);
   if (path.empty()) return out;
   std::error_code ec;
   const auto key = fs::weakly_canonical(path, ec).string();

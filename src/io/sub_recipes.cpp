@@ -11,8 +11,14 @@ namespace fs = std::filesystem;
 
 std::string resolve_sub_recipe(const std::string& reference, const std::string& caller_file,
                                const discovery_options& discovery, const std::vector<std::string>& roots,
-                               std::string& error) {
+                               std::string& error, recipe_sources* sources) {
   const auto caller_dir = fs::absolute(caller_file).parent_path().string();
+  if (is_path_reference(reference) && sources) {
+    // Resume: the session's copy stands in for a file removed since the run started.
+    std::error_code ec;
+    const auto candidate = fs::weakly_canonical(fs::path(caller_dir) / reference, ec).string();
+    if (!ec && !fs::exists(candidate, ec) && sources->saved(candidate)) return candidate;
+  }
   if (is_path_reference(reference)) {
     auto path = resolve_inside(reference, caller_dir, roots, error);
     return path.value_or(std::string());
@@ -41,7 +47,7 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
         return;
       }
       std::string error;
-      const auto path = resolve_sub_recipe(s.call.recipe, current.source_path, discovery, roots, error);
+      const auto path = resolve_sub_recipe(s.call.recipe, current.source_path, discovery, roots, error, limits.sources);
       if (path.empty()) {
         diagnostic d;
         d.where = s.at("recipe");

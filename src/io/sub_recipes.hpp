@@ -24,9 +24,11 @@ struct sub_recipe_scan {
 };
 
 /// Resolves one `recipe:` reference made from `caller_file`; empty with `error` set if it fails.
+/// With `sources` (a resumed session), a path reference to a file removed since the session
+/// started resolves to where it was, so its saved copy is used.
 std::string resolve_sub_recipe(const std::string& reference, const std::string& caller_file,
                                const discovery_options& discovery, const std::vector<std::string>& roots,
-                               std::string& error);
+                               std::string& error, recipe_sources* sources = nullptr);
 
 /// Loads every sub-recipe reachable from `top` (each file once; cycles are the run's business).
 sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits = {});

@@ -8,6 +8,7 @@
 #include "process/supervisor.hpp"
 #include "process_checks.hpp"
 #include "arun_cli.hpp"
+#include "background_arun.hpp"
 #include "run_sync.hpp"
 #include "step_environment.hpp"
 
@@ -593,66 +594,7 @@ TEST_CASE("a step timeout kills its whole process tree, SIGTERM-ignoring grandch
 
 namespace {
 
-// arun started in the background, stdout and stderr into files.
-struct background_arun {
-  pid_t pid = -1;
-  fs::path out, err;
-
-  background_arun(const std::vector<std::string>& args, const temp_dir& dir) : out(dir.path / "stdout"), err(dir.path / "stderr") {
-    posix_spawn_file_actions_t files;
-    ::posix_spawn_file_actions_init(&files);
-    ::posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-    ::posix_spawn_file_actions_addopen(&files, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawnattr_t attr;
-    ::posix_spawnattr_init(&attr);
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    ::posix_spawnattr_setsigmask(&attr, &none);
-    ::posix_spawnattr_setsigdefault(&attr, &defaults);
-    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    std::vector<std::string> argv_text = {ARUN_BINARY};
-    argv_text.insert(argv_text.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_text) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid, ARUN_BINARY, &files, &attr, argv.data(), environ);
-    ::posix_spawnattr_destroy(&attr);
-    ::posix_spawn_file_actions_destroy(&files);
-    REQUIRE(rc == 0);
-  }
-
-  // The exit status once arun exits, or nothing after `patience` (then arun is killed).
-  std::optional<int> wait_exit(std::chrono::seconds patience) {
-    const auto until = steady::now() + patience;
-    for (;;) {
-      int status = 0;
-      const pid_t done = ::waitpid(pid, &status, WNOHANG);
-      if (done == pid) {
-        pid = -1;
-        if (WIFEXITED(status)) return WEXITSTATUS(status);
-        return 128 + WTERMSIG(status) + 1000;  // killed by a signal: never a valid exit code
-      }
-      if (steady::now() >= until) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        pid = -1;
-        return std::nullopt;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-  }
-
-  ~background_arun() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-};
+using arun::test::background_arun;
 
 std::size_t count_lines_with(const fs::path& file, const std::string& a, const std::string& b) {
   std::ifstream in(file);
@@ -684,7 +626,7 @@ TEST_CASE("SIGINT in the middle of a 100-way fan-out cancels every iteration, ex
   background_arun arun({recipe_file("fanout-sigint.yaml"), "--set", items, "--max-concurrent", std::to_string(limit),
                         "--output-format", "json", "--events", events_file.string(), "--kill-grace", "2",
                         "--progress", "plain"},
-                       dir);
+                       dir.path);
   // Wait (generously) until `limit` iterations have started and their sleeps (two each, one a
   // grandchild of the step's shell) are running.
   const auto expected = static_cast<std::size_t>(limit);
@@ -742,7 +684,7 @@ TEST_CASE("SIGINT while a step waits to retry ends the wait at once and exits 13
   temp_dir dir;
   const auto events_file = dir.path / "events.jsonl";
   background_arun arun({recipe_file("retry-wait.yaml"), "--output-format", "json", "--events", events_file.string(), "-q"},
-                       dir);
+                       dir.path);
   const auto deadline = steady::now() + 60s;
   while (steady::now() < deadline && count_lines_with(events_file, "\"event\":\"step_retry\"", "\"step\":\"patient\"") == 0)
     std::this_thread::sleep_for(20ms);

@@ -1,0 +1,410 @@
+// Sessions end to end (SPEC §12): the session directory of a run, resume after a SIGKILL,
+// a failure or an interrupt for every control-flow form, --retry-failed, refusals (lock,
+// format, missing copy), recipe copies, torn journals, and `sessions list|show|clean`.
+// Every test that starts children checks that none is left.
+#include <catch2/catch.hpp>
+
+#include "arun_cli.hpp"
+#include "background_arun.hpp"
+#include "process_checks.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using arun::test::run_arun;
+using arun::test::temp_dir;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const fs::path& p) {
+  std::vector<std::string> out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+std::map<std::string, int> counts(const std::vector<std::string>& lines) {
+  std::map<std::string, int> out;
+  for (const auto& l : lines) ++out[l];
+  return out;
+}
+
+// A project: recipes, a log the steps append their instance ids to, a session root.
+struct session_project {
+  temp_dir dir{"arun-e2e-session"};
+  fs::path root = dir.root;
+  fs::path sessions = root / "sessions";
+  fs::path log = root / "log.txt";
+
+  std::string write(const std::string& name, const std::string& text) const { return dir.write(name, text); }
+
+  arun::test::arun_run run(std::vector<std::string> args) const {
+    args.insert(args.end(), {"--session-dir", sessions.string(), "--output-format", "json", "-q"});
+    return run_arun(args, root.string());
+  }
+
+  std::vector<std::string> ids() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(sessions, ec)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  std::string only_id() const {
+    const auto all = ids();
+    REQUIRE(all.size() == 1);
+    return all[0];
+  }
+
+  json::object state(const std::string& id) const {
+    return json::parse(read_text(sessions / id / "state.json")).as_object();
+  }
+};
+
+json::object result_of(const arun::test::arun_run& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE_FALSE(r.out.empty());
+  return json::parse(r.out).as_object();
+}
+
+std::string status_of(const json::object& result, const std::string& step) {
+  for (const auto& s : result.at("step_results").as_array())
+    if (s.at("step_id").as_string() == step) return std::string(s.at("status").as_string());
+  return "<missing>";
+}
+
+// A leaf step that logs its instance id, sleeps, and outputs VALUE.
+std::string leaf(const std::string& id, const std::string& value, const std::string& extra = "") {
+  return "  - id: " + id + "\n    command: \"echo {{step.id}} >> {{log}}; echo " + value + "\"\n    output: " + id +
+         "_out\n" + extra;
+}
+
+// Four more spaces in front of every line: a step list inside a stage.
+std::string indented(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out += "    " + line + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sessions: a run keeps its recipe copy journal state and events") {
+  session_project p;
+  const auto text = "name: kept\ncontext:\n  log: " + p.log.string() + "\nsteps:\n" + leaf("a", "1") + leaf("b", "2");
+  const auto file = p.write("kept.yaml", text);
+  auto r = p.run({file});
+  REQUIRE(r.exit_code == 0);
+  const auto result = result_of(r);
+  const auto id = p.only_id();
+  CHECK(result.at("session_id").as_string() == id);
+  const auto dir = p.sessions / id;
+  CHECK(read_text(dir / "recipe.yaml") == text);
+  const auto journal = lines_of(dir / "journal.jsonl");
+  REQUIRE(journal.size() == 2);
+  CHECK(json::parse(journal[0]).at("instance") == "a");
+  CHECK(json::parse(journal[1]).at("delta").at("b_out") == 2);
+  const auto state = p.state(id);
+  CHECK(state.at("status") == "completed");
+  CHECK(state.at("format") == 1);
+  CHECK(state.at("context").at("b_out") == 2);
+  CHECK(state.at("recipe_path").as_string() == fs::path(file).lexically_normal().string());
+  const auto events = read_text(dir / "events.jsonl");
+  CHECK(events.find("\"recipe_end\"") != std::string::npos);
+  CHECK(fs::exists(dir / "lock"));
+
+  SECTION("--dry-run creates no session") {
+    fs::remove_all(p.sessions);
+    CHECK(p.run({file, "--dry-run"}).exit_code == 0);
+    CHECK(p.ids().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("sessions: resume after SIGKILL never runs a recorded instance again") {
+  session_project p;
+  std::string items;
+  for (int i = 0; i < 12; ++i) items += (items.empty() ? "" : ", ") + std::to_string(i);
+  const auto file = p.write("fan.yaml", "name: fan\ncontext:\n  log: " + p.log.string() + "\n  items: [" + items +
+                                            "]\nsteps:\n" + leaf("first", "0") +
+                                            "  - id: fan\n    foreach: \"{{items}}\"\n    parallel: 3\n"
+                                            "    command: \"echo {{step.id}} >> {{log}}; sleep 0.3; echo {{item}}\"\n"
+                                            "    collect: got\n" +
+                                            leaf("last", "9"));
+  {
+    arun::test::background_arun arun({file, "--session-dir", p.sessions.string(), "-q"}, p.root);
+    // Wait until some iterations are recorded, then kill arun without warning.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < until) {
+      const auto ids = p.ids();
+      if (!ids.empty() && lines_of(p.sessions / ids[0] / "journal.jsonl").size() >= 5) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(arun.pid, SIGKILL);
+    CHECK(arun.wait_exit(std::chrono::seconds(10)) == 128 + SIGKILL + 1000);
+  }
+  // The orphaned steps of the killed arun finish on their own (at most 0.3 s).
+  CHECK(arun::test::leftover_processes(std::chrono::milliseconds(5000)).empty());
+  const auto id = p.only_id();
+  std::vector<std::string> recorded;
+  for (const auto& line : lines_of(p.sessions / id / "journal.jsonl"))
+    recorded.emplace_back(json::parse(line).at("instance").as_string());
+  REQUIRE(recorded.size() >= 5);
+  CHECK(p.state(id).at("status") == "running");  // the killed run never wrote its end
+
+  auto r = p.run({"resume", id});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto result = result_of(r);
+  CHECK(result.at("context").at("got").as_array().size() == 12);
+  CHECK(result.at("context").at("last_out") == 9);
+  const auto logged = counts(lines_of(p.log));
+  for (const auto& instance : recorded) {
+    INFO(instance);
+    CHECK(logged.at(instance) == 1);  // recorded before the kill: never again
+  }
+  for (int i = 0; i < 12; ++i) CHECK(logged.contains("fan[" + std::to_string(i) + "]"));
+  CHECK(logged.at("last") == 1);
+  CHECK(p.state(id).at("status") == "completed");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("sessions: resume re-runs the fatal failure and what follows for every control-flow form") {
+  session_project p;
+  const auto gate = (p.root / "fixed").string();
+  // `flaky` fails until the file `fixed` exists.
+  const auto flaky = "  - id: flaky\n    command: \"echo {{step.id}} >> {{log}}; test -f " + gate + "\"\n";
+  const auto head = "context:\n  log: " + p.log.string() + "\n";
+  struct form {
+    std::string name, text;
+    std::vector<std::string> once;  ///< completed before the failure: logged once overall
+  };
+  const std::vector<form> forms = {
+      {"sequential", "name: seq\n" + head + "steps:\n" + leaf("a", "1") + flaky + leaf("b", "2"), {"a", "b"}},
+      {"parallel group",
+       "name: group\n" + head + "steps:\n" + leaf("a", "1", "    parallel_group: g\n") + leaf("c", "3", "    parallel_group: g\n") +
+           "  - id: flaky\n    parallel_group: g\n    command: \"echo {{step.id}} >> {{log}}; sleep 0.3; test -f " + gate +
+           "\"\n" + leaf("b", "2"),
+       {"a", "c", "b"}},
+      {"dag", "name: dag\nexecution: dag\n" + head + "steps:\n" + leaf("a", "1") + flaky +
+                  "    depends_on: [a]\n" + leaf("b", "2", "    depends_on: [flaky]\n"),
+       {"a", "b"}},
+      {"nested sub-recipe", "name: outer\n" + head + "steps:\n" + leaf("a", "1") + "  - id: call\n    recipe: inner.yaml\n" +
+                                leaf("b", "2"),
+       {"a", "call/x", "b"}},
+      {"stages", "name: staged\n" + head + "stages:\n  - name: one\n    steps:\n" + indented(leaf("a", "1")) +
+                     "  - name: two\n    steps:\n" + indented(flaky) + "  - name: three\n    steps:\n" +
+                     indented(leaf("b", "2")),
+       {"a", "b"}},
+      {"foreach with steps",
+       "name: loop\n" + head + "steps:\n  - id: loop\n    foreach: [1, 2, 3]\n    steps:\n"
+       "      - id: x\n        command: \"echo {{step.id}} >> {{log}}; echo {{item}}\"\n"
+       "      - id: maybe\n        command: \"echo {{step.id}} >> {{log}}; test {{item}} -lt 3 || test -f " + gate + "\"\n",
+       {"loop[0]/x", "loop[1]/x", "loop[2]/x", "loop[0]/maybe", "loop[1]/maybe"}},
+  };
+  p.write("inner.yaml", "name: inner\nsteps:\n" + leaf("x", "7") + flaky);
+  for (const auto& f : forms) {
+    DYNAMIC_SECTION(f.name) {
+      const auto file = p.write("form.yaml", f.text);
+      auto first = p.run({file});
+      INFO(first.err);
+      REQUIRE(first.exit_code == 1);
+      const auto id = p.only_id();
+      CHECK(p.state(id).at("status") == "failed");
+      std::ofstream(gate) << "fixed\n";
+      auto second = p.run({"resume", id});
+      INFO(second.err);
+      REQUIRE(second.exit_code == 0);
+      CHECK(p.state(id).at("status") == "completed");
+      const auto logged = counts(lines_of(p.log));
+      for (const auto& instance : f.once) {
+        INFO(instance);
+        CHECK(logged.count(instance) == 1);
+        CHECK(logged.at(instance) == 1);
+      }
+      if (f.name == "nested sub-recipe") CHECK(logged.at("call/flaky") == 2);
+      else if (f.name == "foreach with steps") CHECK(logged.at("loop[2]/maybe") == 2);
+      else CHECK(logged.at("flaky") == 2);
+    }
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("sessions: non-fatal failures stay failed unless --retry-failed") {
+  session_project p;
+  const auto file = p.write("soft.yaml", "name: soft\ncontext:\n  log: " + p.log.string() +
+                                             "\nsteps:\n  - id: soft\n    on_error: continue\n"
+                                             "    command: \"echo {{step.id}} >> {{log}}; exit 3\"\n" +
+                                             leaf("a", "1") + "  - id: stop\n    command: \"test -f " +
+                                             (p.root / "go").string() + "\"\n");
+  REQUIRE(p.run({file}).exit_code == 1);
+  const auto id = p.only_id();
+  std::ofstream(p.root / "go") << "";
+  auto plain = p.run({"resume", id});
+  REQUIRE(plain.exit_code == 0);
+  CHECK(status_of(result_of(plain), "soft") == "failed");
+  CHECK(counts(lines_of(p.log)).at("soft") == 1);
+  // A completed session has nothing left; a new failed one retries with --retry-failed.
+  fs::remove_all(p.sessions);
+  fs::remove(p.root / "go");
+  REQUIRE(p.run({file}).exit_code == 1);
+  std::ofstream(p.root / "go") << "";
+  auto retried = p.run({"resume", p.only_id(), "--retry-failed"});
+  REQUIRE(retried.exit_code == 0);
+  CHECK(counts(lines_of(p.log)).at("soft") == 3);
+  CHECK(counts(lines_of(p.log)).at("a") == 2);  // one per session
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("sessions: resume uses the session's copies of the recipe and its sub-recipes") {
+  session_project p;
+  const auto stop = (p.root / "go").string();
+  const auto file = p.write("main.yaml", "name: main\ncontext:\n  log: " + p.log.string() +
+                                             "\nsteps:\n  - id: call\n    recipe: sub.yaml\n  - id: stop\n    command: \"test -f " +
+                                             stop + "\"\n  - id: after\n    command: echo original\n    output: said\n");
+  p.write("sub.yaml", "name: sub\nsteps:\n  - id: inner\n    command: echo sub-original\n    output: inner_said\n");
+  REQUIRE(p.run({file}).exit_code == 1);
+  const auto id = p.only_id();
+  // Edit both files and remove the sub-recipe: the session keeps what it started with.
+  p.write("main.yaml", "name: main\nsteps:\n  - id: changed\n    command: echo changed\n");
+  fs::remove(p.root / "sub.yaml");
+  std::ofstream(stop) << "";
+  auto r = p.run({"resume", id, "--set", "extra=5"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto result = result_of(r);
+  CHECK(result.at("context").at("said") == "original");
+  CHECK(result.at("context").at("inner_said") == "sub-original");
+  CHECK(result.at("context").at("extra") == 5);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("sessions: resume refuses held, unknown, incompatible and incomplete sessions") {
+  session_project p;
+  const auto file = p.write("x.yaml", "name: x\nsteps:\n  - id: a\n    command: \"exit 1\"\n");
+  REQUIRE(p.run({file}).exit_code == 1);
+  const auto id = p.only_id();
+  const auto dir = p.sessions / id;
+  SECTION("held by a live arun") {
+    const int fd = ::open((dir / "lock").c_str(), O_RDWR);
+    REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+    auto r = p.run({"resume", id});
+    ::close(fd);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("is in use by another arun") != std::string::npos);
+  }
+  SECTION("unknown id") {
+    auto r = p.run({"resume", "20990101-000000-000000"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("no session 20990101-000000-000000") != std::string::npos);
+  }
+  SECTION("another state format") {
+    auto state = p.state(id);
+    state["format"] = 99;
+    std::ofstream(dir / "state.json") << json::serialize(state);
+    auto r = p.run({"resume", id});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("has state format 99; this arun reads format 1") != std::string::npos);
+  }
+  SECTION("the recipe copy is missing") {
+    fs::remove(dir / "recipe.yaml");
+    auto r = p.run({"resume", id});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("recipe copy") != std::string::npos);
+  }
+  SECTION("a torn last journal line and a stray temp file are harmless") {
+    std::ofstream(dir / "journal.jsonl", std::ios::app) << "{\"instance\":\"zz\",\"sta";
+    std::ofstream(dir / "state.json.tmp-1") << "{garbage";
+    auto r = p.run({"resume", id});
+    CHECK(r.exit_code == 1);  // step a still fails, but the session loads
+    CHECK(p.state(id).at("status") == "failed");
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("sessions: an interrupt leaves a cancelled session that resume continues") {
+  session_project p;
+  const auto file = p.write("slow.yaml", "name: slow\ncontext:\n  log: " + p.log.string() + "\nsteps:\n" + leaf("a", "1") +
+                                             "  - id: wait\n    command: \"echo {{step.id}} >> {{log}}; sleep 2\"\n" +
+                                             leaf("b", "2"));
+  {
+    arun::test::background_arun arun({file, "--session-dir", p.sessions.string(), "-q", "--kill-grace", "1"}, p.root);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < until && counts(lines_of(p.log)).count("wait") == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ::kill(arun.pid, SIGINT);
+    CHECK(arun.wait_exit(std::chrono::seconds(30)) == 130);
+  }
+  const auto id = p.only_id();
+  CHECK(p.state(id).at("status") == "cancelled");
+  auto r = p.run({"resume", id});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto logged = counts(lines_of(p.log));
+  CHECK(logged.at("a") == 1);
+  CHECK(logged.at("wait") == 2);
+  CHECK(logged.at("b") == 1);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("sessions: list show and clean") {
+  session_project p;
+  const auto ok = p.write("ok.yaml", "name: ok-recipe\nsteps:\n  - id: a\n    command: echo 1\n");
+  REQUIRE(p.run({ok}).exit_code == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // ids carry the second
+  REQUIRE(p.run({ok}).exit_code == 0);
+  const auto ids = p.ids();
+  REQUIRE(ids.size() == 2);
+  const auto root = p.sessions.string();
+  auto list = run_arun({"sessions", "list", "--session-dir", root});
+  REQUIRE(list.exit_code == 0);
+  CHECK(list.out.find(ids[1]) < list.out.find(ids[0]));  // newest first
+  CHECK(list.out.find("completed") != std::string::npos);
+  CHECK(list.out.find("ok-recipe") != std::string::npos);
+  auto show = run_arun({"sessions", "show", ids[0], "--session-dir", root});
+  REQUIRE(show.exit_code == 0);
+  CHECK(show.out.find("status   completed") != std::string::npos);
+  CHECK(show.out.find("recipe_end") != std::string::npos);
+  // Clean keeps sessions waiting for approval and sessions a live arun holds.
+  auto waiting = p.state(ids[0]);
+  waiting["status"] = "waiting_approval";
+  std::ofstream(p.sessions / ids[0] / "state.json") << json::serialize(waiting);
+  const int fd = ::open((p.sessions / ids[1] / "lock").c_str(), O_RDWR);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  auto clean = run_arun({"sessions", "clean", "--older-than", "0", "--session-dir", root});
+  CHECK(clean.exit_code == 0);
+  CHECK(p.ids().size() == 2);
+  ::close(fd);
+  clean = run_arun({"sessions", "clean", "--older-than", "0", "--session-dir", root});
+  CHECK(p.ids() == std::vector<std::string>{ids[0]});
+  CHECK(clean.out.find("removed " + ids[1]) != std::string::npos);
+  // A young session survives --older-than 1.
+  REQUIRE(p.run({ok}).exit_code == 0);
+  run_arun({"sessions", "clean", "--older-than", "1", "--session-dir", root});
+  CHECK(p.ids().size() == 2);
+  CHECK(arun::test::leftover_processes().empty());
+}
