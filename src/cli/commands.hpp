@@ -44,6 +44,8 @@ struct run_settings {
   double heartbeat = 60.0;
   agent_settings agents;
   std::string session_dir;  ///< --session-dir; empty: session_root's default
+  bool yes = false;         ///< --yes: approve every gate
+  bool no_input = false;    ///< --no-input: never ask on the terminal
 };
 
 /// RECIPE and every option of `run`.
@@ -73,6 +75,8 @@ struct sessions_settings {
   double older_than_days = -1;  ///< clean
   std::string output_format = "text";
 };
+/// `arun approve ID [--message M]` / `arun deny ID [--reason R]`.
+int decide_command(const sessions_settings& s, bool approve, const std::string& message);
 int sessions_list_command(const sessions_settings& s);
 int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);

@@ -1,6 +1,7 @@
 // `arun [run] RECIPE` (SPEC §13): load and check the recipe, run it on one io_context with
 // the real step runner, report on stderr, print the result on stdout, exit with SPEC's codes.
 #include "agent_setup.hpp"
+#include "approvals.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "run_output.hpp"
@@ -223,6 +224,12 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
                              limits);
   options.recipes = &library;
   options.journal = store;
+  std::optional<session_approvals> approvals;
+  if (store) {
+    const bool terminal = ::isatty(STDIN_FILENO) == 1 && ::isatty(STDERR_FILENO) == 1;
+    approvals.emplace(*store, s.yes, terminal && !s.no_input);
+    options.approvals = &*approvals;
+  }
   recipe_engine eng(runner, sinks.fanout);
   if (store) {
     store->state()["status"] = "running";
@@ -311,6 +318,8 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->type_name("FILE");
   app.add_option("--audit-dir", s.audit_dir, "Also write the events to DIR/<recipe>-<session>.jsonl")
       ->type_name("DIR");
+  app.add_flag("-y,--yes", s.yes, "Approve every approval gate");
+  app.add_flag("--no-input", s.no_input, "Never ask on the terminal: a gate suspends the run (exit 5)");
   app.add_option("--progress", s.progress, "Progress on stderr: auto (live on a terminal), plain or off")
       ->check(CLI::IsMember({"auto", "plain", "off"}));
   app.add_flag("-q,--quiet", s.quiet, "No progress on stderr");

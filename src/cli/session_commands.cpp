@@ -2,6 +2,7 @@
 // its recipe copy and journal, and looking after the session directories.
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "approvals.hpp"
 
 #include "session/session_store.hpp"
 
@@ -171,6 +172,22 @@ int resume_command(const resume_settings& r) {
   std::fprintf(stderr, "arun: resuming session %s (%zu finished instances kept)\n", r.session_id.c_str(),
                store.resumed_records());
   return execute_run(s, *input.value, s.recipe.working_dir, r.session_id, &store);
+}
+
+int decide_command(const sessions_settings& s, bool approve, const std::string& message) {
+  auto opened = io::session_store::open(io::session_root(s.session_dir), s.session_id, false);
+  if (auto* error = std::get_if<std::string>(&opened)) {
+    std::fprintf(stderr, "arun: cannot %s: %s\n", approve ? "approve" : "deny", error->c_str());
+    return exit_usage;
+  }
+  auto& store = *std::get<std::unique_ptr<io::session_store>>(opened);
+  if (auto error = record_decision(store, approve, message); !error.empty()) {
+    std::fprintf(stderr, "arun: cannot %s: %s\n", approve ? "approve" : "deny", error.c_str());
+    return exit_usage;
+  }
+  std::fprintf(stderr, "arun: %s session %s; continue it with: arun resume %s\n", approve ? "approved" : "denied",
+               s.session_id.c_str(), s.session_id.c_str());
+  return exit_success;
 }
 
 int sessions_list_command(const sessions_settings& s) {

@@ -171,6 +171,14 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
 boost::asio::awaitable<instance_outcome> step_executor::run_body(const step& s, scope sc, const std::string& instance,
                                                                  std::stop_token stop, bool iteration) {
   if (iteration && !s.steps.empty()) co_return co_await run_iteration(s, sc, instance, stop);
+  if (!iteration && s.approval.required && s.type != step_type::gate)
+    co_return co_await run_approved(s, sc, instance, stop);
+  co_return co_await run_body_after_gate(s, sc, instance, stop, iteration);
+}
+
+boost::asio::awaitable<instance_outcome> step_executor::run_body_after_gate(const step& s, scope sc,
+                                                                            const std::string& instance,
+                                                                            std::stop_token stop, bool iteration) {
   // A loop's own timeout bounds the whole loop when its body is `steps:`; a looping leaf's
   // timeout bounds each iteration (the runner enforces it).
   const bool bounded = !s.steps.empty();

@@ -122,11 +122,34 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std
       }
       continue;
     }
+    const bool gate_after = st.approval.required && stage_gate_after(st, r);
+    if (st.approval.required && !gate_after) {
+      auto gated = co_await run_stage_gate(st, sc, prefix, stop);
+      if (gated) {  // not approved: this stage's steps never start
+        out.end = gated->end;
+        out.error = std::move(gated->error);
+        out.waiting = std::move(gated->waiting);
+        const auto status = out.end == flow::skip_remaining ? step_status::skipped : step_status::not_run;
+        for (const auto& s : st.steps) {
+          out.results.push_back(unstarted(prefix + s.id, status));
+          report_unstarted(s, out.results.back());
+        }
+        continue;
+      }
+    }
     auto part = co_await run_steps(st.steps, sc, prefix, stop, dag);
     for (auto& res : part.results) out.results.push_back(std::move(res));
     if (!part.last_output.is_null()) out.last_output = std::move(part.last_output);
     out.end = part.end;
     if (part.waiting) out.waiting = std::move(part.waiting);
+    if (gate_after && out.end == flow::next) {
+      auto gated = co_await run_stage_gate(st, sc, prefix, stop);
+      if (gated) {
+        out.end = gated->end;
+        out.error = std::move(gated->error);
+        out.waiting = std::move(gated->waiting);
+      }
+    }
   }
   frame_.builtins.erase("stage");
   co_return out;

@@ -100,6 +100,10 @@ private:
   // instance.cpp
   boost::asio::awaitable<instance_outcome> run_body(const step& s, scope sc, const std::string& instance,
                                                     std::stop_token stop, bool as_iteration);
+  /// The step's own work (a loop, a child, a sub-recipe, a pure gate), its approval passed;
+  /// an `iteration` of a looping leaf runs the leaf once.
+  boost::asio::awaitable<instance_outcome> run_body_after_gate(const step& s, scope sc, const std::string& instance,
+                                                               std::stop_token stop, bool iteration = false);
   boost::asio::awaitable<void> run_hook(const std::string& command, const step& s, const std::string& instance,
                                         const step_result* finished, scope sc);
   // leaf.cpp
@@ -153,6 +157,15 @@ private:
   // gate.cpp
   boost::asio::awaitable<instance_outcome> run_gate(const step& s, scope sc, const std::string& instance,
                                                     std::stop_token stop);
+  /// A step with `requires_approval` and a body: the gate, then (approved) the body.
+  boost::asio::awaitable<instance_outcome> run_approved(const step& s, scope sc, const std::string& instance,
+                                                        std::stop_token stop);
+  /// A stage's approval (SPEC §8): nothing when approved, else how the stages end.
+  boost::asio::awaitable<std::optional<sequence_outcome>> run_stage_gate(const stage& st, scope sc,
+                                                                         const std::string& prefix, std::stop_token stop);
+  /// approval_requested, then the host's decision; none when the run was stopped meanwhile.
+  boost::asio::awaitable<std::optional<approval_reply>> decide_approval(approval_request request, std::string_view type,
+                                                                        std::stop_token stop);
 
   /// Journal record and step_end event of a finished instance.
   instance_outcome finish_instance(const step& s, const std::string& instance, bool iteration, instance_outcome&& o);
@@ -179,6 +192,10 @@ private:
 instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o);
 /// The step's `timeout`, else the recipe's default_step_timeout; none for 0 (SPEC §3.1).
 std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r);
+
+/// SPEC §8: whether a stage's gate comes after its steps (`when: after`, or a prompt that
+/// needs outputs only the stage's own steps produce) instead of before them.
+bool stage_gate_after(const stage& st, const recipe& r);
 
 /// "bash", "agent", "recipe", "loop", "gate": the `type` of events.
 std::string_view type_name(const step& s);

@@ -1,0 +1,145 @@
+#include "approvals.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+
+namespace arun::cli {
+namespace {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+double now_epoch() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+json::object& approvals_of(json::object& state) {
+  auto& v = state["approvals"];
+  if (!v.is_object()) v = json::object{};
+  return v.get_object();
+}
+
+void add_history(json::object& state, const std::string& gate, const std::string& what, const std::string& message,
+                 const std::string& by) {
+  auto& v = state["approval_history"];
+  if (!v.is_array()) v = json::array{};
+  v.get_array().push_back(json::object{{"gate", gate}, {"event", what}, {"message", message}, {"by", by}, {"at", now_epoch()}});
+}
+
+std::string text_of(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+}  // namespace
+
+approval_reply session_approvals::record(const std::string& gate, approval_verdict verdict, const std::string& message,
+                                         const std::string& by) {
+  auto& state = store_.state();
+  auto& entry = approvals_of(state)[gate];
+  if (!entry.is_object()) entry = json::object{};
+  auto& e = entry.get_object();
+  const char* word = verdict == approval_verdict::approved ? "approved" : verdict == approval_verdict::denied ? "denied" : "pending";
+  e["decision"] = word;
+  if (verdict == approval_verdict::suspend) {
+    if (!e.contains("requested_at")) e["requested_at"] = now_epoch();
+  } else {
+    e["message"] = message;
+    e["by"] = by;
+    e["decided_at"] = now_epoch();
+  }
+  add_history(state, gate, verdict == approval_verdict::suspend ? "requested" : word, message, by);
+  if (auto error = store_.save_state(); !error.empty()) std::fprintf(stderr, "arun: warning: %s\n", error.c_str());
+  store_.sync();
+  return approval_reply{verdict, message};
+}
+
+asio::awaitable<approval_reply> session_approvals::decide(approval_request request) {
+  auto& approvals = approvals_of(store_.state());
+  const auto* recorded = approvals.if_contains(request.step);
+  const auto* entry = recorded && recorded->is_object() ? &recorded->get_object() : nullptr;
+  if (entry) {
+    const auto decision = text_of(*entry, "decision");
+    if (decision == "approved") co_return approval_reply{approval_verdict::approved, text_of(*entry, "message")};
+    if (decision == "denied") co_return approval_reply{approval_verdict::denied, text_of(*entry, "message")};
+  }
+  if (yes_) co_return record(request.step, approval_verdict::approved, "", "--yes");
+  // A gate that already waited its timeout (since the run that first asked) takes its default.
+  if (request.timeout && entry) {
+    const auto* at = entry->if_contains("requested_at");
+    if (at && at->is_number() && now_epoch() - at->to_number<double>() >= *request.timeout) {
+      const auto verdict = request.default_decision == approval_decision::approve ? approval_verdict::approved
+                                                                                  : approval_verdict::denied;
+      co_return record(request.step, verdict, "approval_timeout passed", "timeout");
+    }
+  }
+  if (interactive_) co_return co_await ask(request);
+  co_return record(request.step, approval_verdict::suspend, "", "");
+}
+
+asio::awaitable<approval_reply> session_approvals::ask(const approval_request& request) {
+  auto ex = co_await asio::this_coro::executor;
+  std::fprintf(stderr, "\narun: approval needed at %s:\n  %s\napprove? [y/N]%s ", request.step.c_str(), request.prompt.c_str(),
+               request.timeout ? (" (" + std::to_string(static_cast<long long>(*request.timeout)) + " s, then " +
+                                  (request.default_decision == approval_decision::approve ? "approve" : "deny") + ")")
+                                     .c_str()
+                               : "");
+  std::fflush(stderr);
+  asio::posix::stream_descriptor in(ex, ::dup(STDIN_FILENO));
+  asio::steady_timer timer(ex);
+  bool timed_out = false;
+  if (request.timeout) {
+    timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*request.timeout)));
+    timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      timed_out = true;
+      in.cancel();
+    });
+  }
+  std::string line;
+  auto [ec, n] = co_await asio::async_read_until(in, asio::dynamic_buffer(line), '\n', asio::as_tuple(asio::use_awaitable));
+  timer.cancel();
+  if (timed_out) {
+    std::fprintf(stderr, "\narun: no answer in time\n");
+    const auto verdict = request.default_decision == approval_decision::approve ? approval_verdict::approved
+                                                                                : approval_verdict::denied;
+    co_return record(request.step, verdict, "approval_timeout passed", "timeout");
+  }
+  if (ec && n == 0 && line.empty()) co_return record(request.step, approval_verdict::suspend, "", "");  // no terminal input
+  std::string answer = line.substr(0, line.find('\n'));
+  std::transform(answer.begin(), answer.end(), answer.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (answer == "y" || answer == "yes") co_return record(request.step, approval_verdict::approved, "", "terminal");
+  co_return record(request.step, approval_verdict::denied, "denied at the terminal", "terminal");
+}
+
+std::string record_decision(io::session_store& store, bool approve, const std::string& message) {
+  auto& state = store.state();
+  if (text_of(state, "status") != "waiting_approval") return "session " + store.id() + " is not waiting for approval";
+  const auto* waiting = state.if_contains("waiting");
+  const auto gate = waiting && waiting->is_object() ? text_of(waiting->get_object(), "step") : std::string();
+  if (gate.empty()) return "session " + store.id() + " names no gate it waits at";
+  auto& entry = approvals_of(state)[gate];
+  if (!entry.is_object()) entry = json::object{};
+  auto& e = entry.get_object();
+  const auto previous = text_of(e, "decision");
+  if (previous == "denied") return "gate " + gate + " of session " + store.id() + " was denied; a denial is final";
+  e["decision"] = approve ? "approved" : "denied";
+  e["message"] = message;
+  e["by"] = approve ? "arun approve" : "arun deny";
+  e["decided_at"] = now_epoch();
+  add_history(state, gate, approve ? "approved" : "denied", message, approve ? "arun approve" : "arun deny");
+  return store.save_state();
+}
+
+}  // namespace arun::cli

@@ -1,0 +1,39 @@
+#pragma once
+// How `arun` decides approval gates (SPEC §8): a decision recorded in the session (by `arun
+// approve|deny`, or earlier in this session) wins; then --yes; then a question on the terminal
+// when stdin and stderr are terminals (unless --no-input); otherwise the run suspends
+// (exit 5). A gate's timeout applies its default: while asking, or at a resume once the gate
+// has waited that long.
+
+#include "session/session_store.hpp"
+
+#include <arun/run_services.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <string>
+
+namespace arun::cli {
+
+class session_approvals final : public approval_handler {
+public:
+  session_approvals(io::session_store& store, bool yes, bool interactive)
+      : store_(store), yes_(yes), interactive_(interactive) {}
+
+  boost::asio::awaitable<approval_reply> decide(approval_request request) override;
+
+private:
+  approval_reply record(const std::string& gate, approval_verdict verdict, const std::string& message,
+                        const std::string& by);
+  boost::asio::awaitable<approval_reply> ask(const approval_request& request);
+
+  io::session_store& store_;
+  bool yes_;
+  bool interactive_;
+};
+
+/// `arun approve|deny`: records the decision for the gate the session waits at. An error text
+/// (nothing recorded) or empty.
+std::string record_decision(io::session_store& store, bool approve, const std::string& message);
+
+}  // namespace arun::cli
