@@ -16,7 +16,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -406,5 +410,127 @@ TEST_CASE("sessions: list show and clean") {
   REQUIRE(p.run({ok}).exit_code == 0);
   run_arun({"sessions", "clean", "--older-than", "1", "--session-dir", root});
   CHECK(p.ids().size() == 2);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("approvals: a gate suspends with exit 5 then approve and resume continue with the message") {
+  session_project p;
+  const auto file = p.write("gate.yaml", "name: gate\ncontext:\n  log: " + p.log.string() + "\nsteps:\n" + leaf("build", "1") +
+                                             "  - id: ship\n    requires_approval: true\n    approval_prompt: \"Ship "
+                                             "{{build_out}}?\"\n    command: \"echo {{step.id}} >> {{log}}; echo "
+                                             "'{{_approval_message}}'\"\n    output: shipped\n" +
+                                             leaf("after", "3"));
+  auto first = p.run({file, "--no-input"});
+  REQUIRE(first.exit_code == 5);
+  auto result = result_of(first);
+  CHECK(result.at("status") == "waiting_approval");
+  CHECK(result.at("waiting_approval").at("step") == "ship");
+  CHECK(result.at("waiting_approval").at("prompt") == "Ship 1?");
+  const auto id = p.only_id();
+  CHECK(p.state(id).at("status") == "waiting_approval");
+  // resume without a decision waits again; deciding needs the session's lock.
+  CHECK(p.run({"resume", id, "--no-input"}).exit_code == 5);
+  auto approve = run_arun({"approve", id, "--session-dir", p.sessions.string(), "--message", "ship it"});
+  REQUIRE(approve.exit_code == 0);
+  CHECK(approve.err.find("arun resume " + id) != std::string::npos);
+  auto second = p.run({"resume", id});
+  INFO(second.err);
+  REQUIRE(second.exit_code == 0);
+  result = result_of(second);
+  CHECK(result.at("context").at("shipped") == "ship it");
+  CHECK(result.at("context").at("_approval_message") == "ship it");
+  const auto logged = counts(lines_of(p.log));
+  CHECK(logged.at("build") == 1);
+  CHECK(logged.at("ship") == 1);
+  CHECK(logged.at("after") == 1);
+  const auto history = p.state(id).at("approval_history").as_array();
+  REQUIRE(history.size() >= 2);
+  CHECK(history.back().at("event") == "approved");
+  CHECK(history.back().at("by") == "arun approve");
+  // Nothing left to decide.
+  CHECK(run_arun({"approve", id, "--session-dir", p.sessions.string()}).exit_code == 2);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("approvals: a denial applies on_approval_denied and is final") {
+  session_project p;
+  const std::string gate = "  - id: gate\n    requires_approval: true\n    approval_prompt: Go?\n";
+  SECTION("fail") {
+    const auto file = p.write("deny.yaml", "name: deny\ncontext:\n  log: " + p.log.string() + "\nsteps:\n" + gate + leaf("after", "1"));
+    REQUIRE(p.run({file, "--no-input"}).exit_code == 5);
+    const auto id = p.only_id();
+    REQUIRE(run_arun({"deny", id, "--session-dir", p.sessions.string(), "--reason", "not today"}).exit_code == 0);
+    auto r = p.run({"resume", id});
+    CHECK(r.exit_code == 1);
+    CHECK(status_of(result_of(r), "gate") == "failed");
+    CHECK(result_of(r).at("step_results").at(0).at("error").as_string().find("approval denied: not today") != std::string::npos);
+    // Final: resuming again fails the same way, and the denial cannot be turned round.
+    CHECK(p.run({"resume", id}).exit_code == 1);
+    CHECK(run_arun({"approve", id, "--session-dir", p.sessions.string()}).exit_code == 2);
+    CHECK_FALSE(fs::exists(p.log));
+  }
+  SECTION("continue") {
+    const auto file = p.write("deny.yaml", "name: deny\ncontext:\n  log: " + p.log.string() + "\nsteps:\n" + gate +
+                                               "    on_approval_denied: continue\n" + leaf("after", "1"));
+    REQUIRE(p.run({file, "--no-input"}).exit_code == 5);
+    const auto id = p.only_id();
+    REQUIRE(run_arun({"deny", id, "--session-dir", p.sessions.string()}).exit_code == 0);
+    auto r = p.run({"resume", id});
+    CHECK(r.exit_code == 0);
+    CHECK(counts(lines_of(p.log)).at("after") == 1);
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("approvals: --yes approves and a terminal answer is asked for") {
+  session_project p;
+  const auto file = p.write("yes.yaml", "name: yes\nsteps:\n  - id: gate\n    requires_approval: true\n"
+                                            "    approval_prompt: Go?\n  - id: after\n    command: echo done\n    output: done\n");
+  auto yes = p.run({file, "--yes"});
+  REQUIRE(yes.exit_code == 0);
+  CHECK(result_of(yes).at("context").at("done") == "done");
+  // A pseudo-terminal (script(1)) makes stdin and stderr terminals: arun asks.
+  for (const auto& [answer, code] : std::vector<std::pair<std::string, int>>{{"y", 0}, {"n", 1}}) {
+    INFO(answer);
+    const auto out = p.root / ("tty-" + answer + ".txt");
+    const std::string command = "printf '" + answer + "\\n' | script -qfec '" + std::string(ARUN_BINARY) + " " + file +
+                                " --session-dir " + p.sessions.string() + " -q' /dev/null > " + out.string() + " 2>&1";
+    const int status = std::system(command.c_str());
+    CHECK(WEXITSTATUS(status) == code);
+    CHECK(read_text(out).find("approve? [y/N]") != std::string::npos);
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("approvals: stage gates run before the stage or after it when the prompt needs its outputs") {
+  session_project p;
+  const auto file = p.write("stages.yaml", "name: stages\ncontext:\n  log: " + p.log.string() +
+                                               "\nstages:\n  - name: plan\n    approval:\n      required: true\n"
+                                               "      prompt: \"Proceed with {{p_out}}?\"\n    steps:\n" +
+                                               indented(leaf("p", "7")) +
+                                               "  - name: build\n    approval:\n      required: true\n      prompt: Build?\n"
+                                               "      timeout: 0.3\n      default: approve\n    steps:\n" +
+                                               indented(leaf("b", "8")));
+  auto first = p.run({file, "--no-input"});
+  REQUIRE(first.exit_code == 5);
+  // The plan stage ran: its gate needs {{p_out}}, so it comes after the stage.
+  CHECK(result_of(first).at("waiting_approval").at("step") == "stage:plan");
+  CHECK(result_of(first).at("waiting_approval").at("prompt") == "Proceed with 7?");
+  CHECK(counts(lines_of(p.log)).at("p") == 1);
+  const auto id = p.only_id();
+  REQUIRE(run_arun({"approve", id, "--session-dir", p.sessions.string()}).exit_code == 0);
+  // The build stage's gate comes first: nothing of the stage runs until it is decided.
+  auto second = p.run({"resume", id, "--no-input"});
+  REQUIRE(second.exit_code == 5);
+  CHECK(result_of(second).at("waiting_approval").at("step") == "stage:build");
+  CHECK(counts(lines_of(p.log)).count("b") == 0);
+  // Its timeout passed while nobody answered: its default (approve) applies at the resume.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto third = p.run({"resume", id, "--no-input"});
+  INFO(third.err);
+  REQUIRE(third.exit_code == 0);
+  const auto logged = counts(lines_of(p.log));
+  CHECK(logged.at("p") == 1);
+  CHECK(logged.at("b") == 1);
   CHECK(arun::test::leftover_processes().empty());
 }
