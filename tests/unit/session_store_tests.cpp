@@ -1,0 +1,141 @@
+// The session store (SPEC §12): journal records and their round trip, which recorded
+// instances a resume keeps, torn lines, the lock, atomic state writes and recipe copies.
+#include <catch2/catch.hpp>
+
+#include "session/session_record.hpp"
+#include "session/session_store.hpp"
+#include "temp_dir.hpp"
+
+#include <arun/value_format.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <variant>
+
+using namespace arun;
+using namespace arun::io;
+using arun::test::temp_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+step_result result(const std::string& id, step_status status, bool fatal = false) {
+  step_result r;
+  r.step_id = id;
+  r.status = status;
+  r.fatal = fatal;
+  r.attempts = 2;
+  r.exit_code = status == step_status::failed ? 3 : 0;
+  r.duration = std::chrono::milliseconds(1500);
+  r.output = boost::json::value{{"n", 1}};
+  return r;
+}
+
+std::unique_ptr<session_store> created(const temp_dir& d, const std::string& id) {
+  auto s = session_store::create(d.root.string(), id);
+  REQUIRE(std::holds_alternative<std::unique_ptr<session_store>>(s));
+  return std::move(std::get<std::unique_ptr<session_store>>(s));
+}
+
+}  // namespace
+
+TEST_CASE("session store: a journal record reads back as the same instance") {
+  auto r = result("fan[3]/x", step_status::failed, true);
+  r.iterations = iteration_counts{4, 2, 1, 1};
+  r.children.push_back(result("fan[3]/x/c", step_status::completed));
+  r.error = "step 'x': exit code 3";
+  r.output = boost::json::string("raw \xff bytes");
+  const auto line = to_compact_json(journal_record(r, {{"out", "v"}}));
+  const auto back = parse_journal_line(line);
+  REQUIRE(back);
+  CHECK(back->result.step_id == "fan[3]/x");
+  CHECK(back->result.status == step_status::failed);
+  CHECK(back->result.fatal);
+  CHECK(back->result.attempts == 2);
+  CHECK(back->result.exit_code == 3);
+  CHECK(back->result.duration == std::chrono::milliseconds(1500));
+  CHECK(back->result.output == r.output);  // invalid UTF-8 in an output survives
+  CHECK(back->result.error == r.error);
+  REQUIRE(back->result.iterations);
+  CHECK(back->result.iterations->failed == 1);
+  REQUIRE(back->result.children.size() == 1);
+  CHECK(back->result.children[0].step_id == "fan[3]/x/c");
+  CHECK(back->context_delta.at("out") == "v");
+  CHECK_FALSE(parse_journal_line(line.substr(0, line.size() / 2)));  // torn
+  CHECK_FALSE(parse_journal_line("[1, 2]"));
+}
+
+TEST_CASE("session store: resume keeps finished instances and drops what must run again") {
+  temp_dir d("arun-store");
+  {
+    auto s = created(d, "s1");
+    s->record(result("done", step_status::completed), {{"a", 1}});
+    s->record(result("skipped", step_status::skipped), {});
+    s->record(result("degraded", step_status::degraded), {});
+    s->record(result("soft", step_status::failed, false), {});
+    s->record(result("fatal", step_status::failed, true), {});
+    s->record(result("stopped", step_status::cancelled), {});
+    s->record(result("again", step_status::completed), {});
+    s->record(result("again", step_status::failed, true), {});  // the later record wins
+    s->state()["status"] = "failed";
+    CHECK(s->save_state().empty());
+    CHECK(s->find("done") == nullptr);  // a fresh run takes nothing from its own journal
+  }
+  std::ofstream(d.root / "s1" / "recipe.yaml") << "name: x\n";
+  std::ofstream(d.root / "s1" / "journal.jsonl", std::ios::app) << "{\"instance\":\"torn\",\"res";
+  for (const bool retry_failed : {false, true}) {
+    auto opened = session_store::open(d.root.string(), "s1", retry_failed);
+    REQUIRE(std::holds_alternative<std::unique_ptr<session_store>>(opened));
+    auto& s = *std::get<std::unique_ptr<session_store>>(opened);
+    REQUIRE(s.find("done"));
+    CHECK(s.find("done")->context_delta.at("a") == 1);
+    CHECK(s.find("skipped"));
+    CHECK(s.find("degraded"));
+    CHECK((s.find("soft") != nullptr) == !retry_failed);
+    CHECK_FALSE(s.find("fatal"));
+    CHECK_FALSE(s.find("stopped"));
+    CHECK_FALSE(s.find("again"));
+    CHECK_FALSE(s.find("torn"));
+    CHECK(s.state().at("status") == "failed");
+  }
+}
+
+TEST_CASE("session store: the lock refuses a second holder and atomic writes replace whole files") {
+  temp_dir d("arun-store");
+  auto first = created(d, "s2");
+  std::ofstream(d.root / "s2" / "recipe.yaml") << "name: x\n";
+  CHECK(first->save_state().empty());
+  auto second = session_store::open(d.root.string(), "s2", false);
+  REQUIRE(std::holds_alternative<std::string>(second));
+  CHECK(std::get<std::string>(second).find("is in use by another arun") != std::string::npos);
+  first.reset();  // released
+  CHECK(std::holds_alternative<std::unique_ptr<session_store>>(session_store::open(d.root.string(), "s2", false)));
+
+  const auto path = (d.root / "file.json").string();
+  CHECK(write_file_atomically(path, "one").empty());
+  CHECK(write_file_atomically(path, "two").empty());
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  CHECK(text == "two");
+  CHECK_FALSE(fs::exists(path + ".tmp-" + std::to_string(::getpid())));
+  CHECK_FALSE(write_file_atomically((d.root / "missing" / "x").string(), "x").empty());
+}
+
+TEST_CASE("session store: recipe copies are kept and replayed") {
+  temp_dir d("arun-store");
+  const auto recipe_path = (d.root / "r.yaml").string();
+  session_sources sources;
+  sources.read(recipe_path, "name: before\n");
+  CHECK_FALSE(sources.saved(recipe_path));  // a new run reads the disk
+  sources.attach((d.root / "sess").string());
+  sources.read((d.root / "sub.yaml").string(), "name: sub\n");
+  auto loaded = session_sources::load((d.root / "sess").string());
+  REQUIRE(std::holds_alternative<std::unique_ptr<session_sources>>(loaded));
+  auto& replay = *std::get<std::unique_ptr<session_sources>>(loaded);
+  CHECK(replay.saved(recipe_path) == "name: before\n");
+  CHECK(replay.saved((d.root / "sub.yaml").string()) == "name: sub\n");
+  CHECK_FALSE(replay.saved((d.root / "other.yaml").string()));
+}
