@@ -185,6 +185,16 @@ int run_command(const run_settings& s) {
   const auto absolute = std::filesystem::absolute(loaded.source_path, ec);
   state["recipe_path"] = ec ? loaded.source_path : absolute.lexically_normal().string();
   state["invocation"] = invocation_to_json(s.recipe, *base_dir);
+  // The agent CLI too: a resume must not switch from --agent-cli fake to claude by surprise.
+  const auto& a = s.agents;
+  state["invocation"].as_object()["agents"] = {
+      {"cli", a.cli},
+      {"command", a.command},
+      {"auto_stage", a.auto_stage},
+      {"rate_limit_retries", a.rate_limit_retries},
+      {"rate_limit_delay", a.rate_limit_delay},
+      {"rate_limit_max_delay", a.rate_limit_max_delay},
+      {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())}};
   return execute_run(settings, loaded, *base_dir, session_id, &store);
 }
 

@@ -66,6 +66,27 @@ recipe_options recipe_options_of(const json::object& state, const std::vector<st
   return o;
 }
 
+// The agent settings the session started with, where the resume gives none.
+void inherit_agent_settings(const json::object& state, agent_settings& a) {
+  const auto* inv = state.if_contains("invocation");
+  const auto* agents = inv && inv->is_object() ? inv->get_object().if_contains("agents") : nullptr;
+  if (!agents || !agents->is_object()) return;
+  const auto& o = agents->get_object();
+  auto number = [&](std::string_view key, double fallback) {
+    const auto* v = o.if_contains(key);
+    return v && v->is_number() ? v->to_number<double>() : fallback;
+  };
+  if (a.cli.empty() && a.command.empty()) {
+    a.cli = text_of(o, "cli");
+    a.command = text_of(o, "command");
+  }
+  a.auto_stage = a.auto_stage || flag_of(o, "auto_stage");
+  if (a.rate_limit_retries < 0) a.rate_limit_retries = static_cast<int>(number("rate_limit_retries", -1));
+  if (a.rate_limit_delay < 0) a.rate_limit_delay = number("rate_limit_delay", -1);
+  if (a.rate_limit_max_delay < 0) a.rate_limit_max_delay = number("rate_limit_max_delay", -1);
+  if (a.rate_limit_patterns.empty()) a.rate_limit_patterns = strings_of(o, "rate_limit_patterns");
+}
+
 // A live arun holds the session's lock (SPEC §12).
 bool held_by_live_process(const std::string& dir) {
   const int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_CLOEXEC);
@@ -148,6 +169,7 @@ int resume_command(const resume_settings& r) {
   auto& sources = *std::get<std::unique_ptr<io::session_sources>>(loaded_sources);
   run_settings s = r.run;
   s.recipe = recipe_options_of(store.state(), r.sets);
+  inherit_agent_settings(store.state(), s.agents);
   if (s.recipe.recipe.empty()) {
     std::fprintf(stderr, "arun: cannot resume: the session's state.json names no recipe\n");
     return exit_usage;

@@ -534,3 +534,21 @@ TEST_CASE("approvals: stage gates run before the stage or after it when the prom
   CHECK(logged.at("b") == 1);
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("sessions: resume keeps the agent CLI the session started with") {
+  session_project p;
+  const auto flag = (p.root / "go").string();
+  const auto file = p.write("agents.yaml", "name: agents\nsteps:\n  - id: wait\n    command: \"test -f " + flag +
+                                               "\"\n  - id: ask\n    prompt: |\n      Hello.\n      FAKE: reply hi\n"
+                                               "    output: answer\n");
+  REQUIRE(p.run({file, "--agent-cli", "fake"}).exit_code == 1);
+  std::ofstream(flag) << "";
+  const auto state_dir = p.root / "fake-state";
+  auto r = run_arun({"resume", p.only_id(), "--session-dir", p.sessions.string(), "--output-format", "json", "-q"},
+                    p.root.string(), std::chrono::seconds(90), {"FAKE_AGENT_STATE=" + state_dir.string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r).at("context").at("answer") == "hi");
+  CHECK(fs::exists(state_dir / "calls.jsonl"));
+  CHECK(arun::test::leftover_processes().empty());
+}
