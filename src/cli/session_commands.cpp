@@ -191,8 +191,9 @@ int resume_command(const resume_settings& r) {
   auto& state = store.state();
   const auto* resumes = state.if_contains("resumes");
   state["resumes"] = (resumes && resumes->is_int64() ? resumes->get_int64() : 0) + 1;
-  std::fprintf(stderr, "arun: resuming session %s (%zu finished instances kept)\n", r.session_id.c_str(),
-               store.resumed_records());
+  if (!s.quiet)
+    std::fprintf(stderr, "arun: resuming session %s (%zu finished instances kept)\n", r.session_id.c_str(),
+                 store.resumed_records());
   return execute_run(s, *input.value, s.recipe.working_dir, r.session_id, &store);
 }
 
