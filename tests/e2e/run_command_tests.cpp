@@ -258,13 +258,13 @@ TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for
   CHECK(arun::test::leftover_processes().empty());
 }
 
-TEST_CASE("run refuses recipes using features this version cannot run yet") {
-  temp_recipe rec("name: later\nsteps:\n  - id: a\n    command: echo hi\n  - id: gate\n    requires_approval: true\n");
-  const auto r = run_arun({rec.file.string()});
-  CHECK(r.exit_code == 2);
-  CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(":6:24: error: approval gates (step 'gate') is not supported by this version of arun yet"));
-  CHECK(run_arun({"validate", rec.file.string()}).exit_code == 0);  // the recipe is valid
+TEST_CASE("run without a terminal stops at an approval gate with exit 5 and the gate on stdout") {
+  temp_recipe rec("name: later\nsteps:\n  - id: a\n    command: echo hi\n  - id: gate\n    requires_approval: true\n"
+                  "    approval_prompt: Go on?\n");
+  const auto r = run_arun({rec.file.string(), "--output-format", "json"});  // stdin is /dev/null
+  CHECK(r.exit_code == 5);
+  CHECK_THAT(r.out, Catch::Contains("\"status\":\"waiting_approval\""));
+  CHECK_THAT(r.out, Catch::Contains("\"waiting_approval\":{\"step\":\"gate\",\"prompt\":\"Go on?\"}"));
   CHECK(arun::test::leftover_processes().empty());
 }
 

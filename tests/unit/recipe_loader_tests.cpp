@@ -369,17 +369,17 @@ TEST_CASE("oversized files, deep nesting and alias bombs are refused") {
 }
 
 TEST_CASE("features the engine cannot run yet are listed, not ignored") {
-  const auto r = load_recipe_text(head + "  - id: a\n    command: echo\n    retry: {max_attempts: 2}\n"
-                                         "  - id: b\n    agent: ns:x\n    prompt: p\n"
-                                         "  - id: c\n    requires_approval: true\n",
+  // Only an extends chain nobody resolved is refused: agent steps and approval gates run.
+  const auto r = load_recipe_text("name: x\nextends: parent\nsteps:\n  - id: a\n    command: echo\n"
+                                  "  - id: b\n    agent: ns:x\n    prompt: p\n  - id: c\n    requires_approval: true\n",
                                   "r.yaml");
   REQUIRE(r.value);
   const auto refused = arun::unsupported_features(*r.value);
-  REQUIRE(refused.size() == 1);  // agent steps run; approval gates wait for sessions
-  CHECK(format_diagnostic(refused[0]).starts_with(
-      "r.yaml:10:24: error: approval gates (step 'c') is not supported by this version of arun yet"));
+  REQUIRE(refused.size() == 1);
+  CHECK(format_diagnostic(refused[0]).starts_with("r.yaml:2:10: error: 'extends' is not supported by this version of arun yet"));
   const auto fine = load_recipe_text(head + "  - id: a\n    command: echo\n    depends_on: [b]\n    retry: {max_attempts: 2}\n"
-                                            "    parallel_group: g\n  - id: b\n    command: x\n    foreach: '[1]'\n", "r.yaml");
+                                            "    parallel_group: g\n  - id: b\n    command: x\n    foreach: '[1]'\n"
+                                            "  - id: c\n    requires_approval: true\n", "r.yaml");
   CHECK(arun::unsupported_features(*fine.value).empty());
 }
 
