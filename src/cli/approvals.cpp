@@ -7,12 +7,14 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 namespace arun::cli {
 namespace {
@@ -90,32 +92,53 @@ asio::awaitable<approval_reply> session_approvals::decide(approval_request reque
 
 asio::awaitable<approval_reply> session_approvals::ask(const approval_request& request) {
   auto ex = co_await asio::this_coro::executor;
+  // One question at a time: two DAG branches may reach gates together, and an answer must
+  // go to the gate it was asked for.
+  while (asking_) {
+    asio::steady_timer wait(ex, std::chrono::milliseconds(50));
+    co_await wait.async_wait(asio::use_awaitable);  // cancelling the run throws out of here
+  }
+  asking_ = true;
+  struct done_asking {
+    bool& flag;
+    ~done_asking() { flag = false; }
+  } release{asking_};
   std::fprintf(stderr, "\narun: approval needed at %s:\n  %s\napprove? [y/N]%s ", request.step.c_str(), request.prompt.c_str(),
                request.timeout ? (" (" + std::to_string(static_cast<long long>(*request.timeout)) + " s, then " +
                                   (request.default_decision == approval_decision::approve ? "approve" : "deny") + ")")
                                      .c_str()
                                : "");
   std::fflush(stderr);
-  asio::posix::stream_descriptor in(ex, ::dup(STDIN_FILENO));
+  // A private descriptor (close-on-exec: steps never inherit the terminal through it); asio
+  // makes it non-blocking, which the shared file description keeps: restore it afterwards.
+  const int flags = ::fcntl(STDIN_FILENO, F_GETFL);
+  struct question {
+    asio::posix::stream_descriptor in;
+    bool timed_out = false;
+  };
+  auto q = std::make_shared<question>(question{asio::posix::stream_descriptor(ex, ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0))});
   asio::steady_timer timer(ex);
-  bool timed_out = false;
   if (request.timeout) {
     timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*request.timeout)));
-    timer.async_wait([&](const boost::system::error_code& ec) {
+    // The handler owns the question: it may run after this coroutine has finished.
+    timer.async_wait([q](const boost::system::error_code& ec) {
       if (ec) return;
-      timed_out = true;
-      in.cancel();
+      q->timed_out = true;
+      q->in.cancel();
     });
   }
   std::string line;
-  auto [ec, n] = co_await asio::async_read_until(in, asio::dynamic_buffer(line), '\n', asio::as_tuple(asio::use_awaitable));
+  auto [ec, n] = co_await asio::async_read_until(q->in, asio::dynamic_buffer(line), '\n', asio::as_tuple(asio::use_awaitable));
   timer.cancel();
-  if (timed_out) {
+  if (flags >= 0) ::fcntl(STDIN_FILENO, F_SETFL, flags);
+  if (q->timed_out) {
     std::fprintf(stderr, "\narun: no answer in time\n");
     const auto verdict = request.default_decision == approval_decision::approve ? approval_verdict::approved
                                                                                 : approval_verdict::denied;
     co_return record(request.step, verdict, "approval_timeout passed", "timeout");
   }
+  // The run was interrupted while asking: the gate is cancelled, not waiting.
+  if (ec == asio::error::operation_aborted) throw boost::system::system_error(ec);
   if (ec && n == 0 && line.empty()) co_return record(request.step, approval_verdict::suspend, "", "");  // no terminal input
   std::string answer = line.substr(0, line.find('\n'));
   std::transform(answer.begin(), answer.end(), answer.begin(), [](unsigned char c) { return std::tolower(c); });

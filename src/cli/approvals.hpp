@@ -30,6 +30,7 @@ private:
   io::session_store& store_;
   bool yes_;
   bool interactive_;
+  bool asking_ = false;  ///< a question is on the terminal
 };
 
 /// `arun approve|deny`: records the decision for the gate the session waits at. An error text

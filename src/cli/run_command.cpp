@@ -108,7 +108,8 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
 
 // A run that ends before the engine starts still leaves a session that says why.
 int finish_unstarted(io::session_store* store, const std::string& why, int code) {
-  if (store) {
+  // A resume that cannot start leaves the session as it was (waiting for approval, say).
+  if (store && !store->resumed()) {
     store->state()["status"] = "failed";
     store->state()["error"] = why;
     (void)store->save_state();
@@ -139,10 +140,20 @@ void save_final_state(io::session_store& store, const run_result& r) {
 
 boost::json::object invocation_to_json(const recipe_options& o, const std::string& base_dir) {
   auto strings = [](const std::vector<std::string>& v) { return boost::json::array(v.begin(), v.end()); };
+  // Directories as absolute paths: a resume may start from another directory.
+  auto dirs = [](const std::vector<std::string>& v) {
+    boost::json::array out;
+    for (const auto& d : v) {
+      std::error_code ec;
+      const auto absolute = std::filesystem::absolute(d, ec);
+      out.emplace_back(ec ? d : absolute.lexically_normal().string());
+    }
+    return out;
+  };
   return {{"working_dir", base_dir},
           {"sets", strings(o.sets)},
-          {"recipe_dirs", strings(o.recipe_dirs)},
-          {"agent_dirs", strings(o.agent_dirs)},
+          {"recipe_dirs", dirs(o.recipe_dirs)},
+          {"agent_dirs", dirs(o.agent_dirs)},
           {"allow_missing_agents", o.allow_missing_agents},
           {"strict", o.strict},
           {"lenient", o.lenient},

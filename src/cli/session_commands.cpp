@@ -189,6 +189,9 @@ int resume_command(const resume_settings& r) {
     return exit_usage;
   }
   auto& state = store.state();
+  // A later resume keeps this one's --set values too.
+  if (auto* inv = state.if_contains("invocation"); inv && inv->is_object())
+    inv->get_object()["sets"] = json::array(s.recipe.sets.begin(), s.recipe.sets.end());
   const auto* resumes = state.if_contains("resumes");
   state["resumes"] = (resumes && resumes->is_int64() ? resumes->get_int64() : 0) + 1;
   if (!s.quiet)
@@ -241,6 +244,10 @@ int sessions_list_command(const sessions_settings& s) {
 }
 
 int sessions_show_command(const sessions_settings& s) {
+  if (!io::valid_session_id(s.session_id)) {
+    std::fprintf(stderr, "arun: '%s' is not a session id (like 20261121-134501-3f9a2c)\n", s.session_id.c_str());
+    return exit_usage;
+  }
   const auto dir = io::session_root(s.session_dir) + "/" + s.session_id;
   auto state = io::session_store::read_state(dir);
   if (auto* problem = std::get_if<std::string>(&state)) {
@@ -290,13 +297,21 @@ int sessions_clean_command(const sessions_settings& s) {
     auto changed = fs::last_write_time(x.dir + "/state.json", ec);
     if (ec) changed = fs::last_write_time(x.dir, ec);
     if (ec || now - changed < limit) continue;
-    if (text_of(x.state, "status") == "waiting_approval" || held_by_live_process(x.dir)) {
+    if (text_of(x.state, "status") == "waiting_approval") {
       ++kept;
-      std::fprintf(stderr, "arun: keeping %s (%s)\n", x.id.c_str(),
-                   held_by_live_process(x.dir) ? "held by a running arun" : "waiting for approval");
+      std::fprintf(stderr, "arun: keeping %s (waiting for approval)\n", x.id.c_str());
+      continue;
+    }
+    // Removed under its lock, so a resume cannot start on it meanwhile.
+    const int lock = ::open((x.dir + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+    if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+      ::close(lock);
+      ++kept;
+      std::fprintf(stderr, "arun: keeping %s (held by a running arun)\n", x.id.c_str());
       continue;
     }
     fs::remove_all(x.dir, ec);
+    if (lock >= 0) ::close(lock);
     if (ec) {
       std::fprintf(stderr, "arun: cannot remove %s: %s\n", x.dir.c_str(), ec.message().c_str());
       continue;

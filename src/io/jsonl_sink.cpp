@@ -48,7 +48,8 @@ jsonl_open_result jsonl_event_sink::open_audit(const std::string& dir, const std
     r.error = "cannot create audit directory '" + dir + "': " + ec.message();
     return r;
   }
-  return open(audit_file_path(dir, recipe_name, session_id));
+  // Appended: a resumed session writes to the same file (its id is the session's).
+  return open(audit_file_path(dir, recipe_name, session_id), false);
 }
 
 jsonl_event_sink::~jsonl_event_sink() { ::close(fd_); }

@@ -27,7 +27,8 @@ public:
   /// same file interleave whole lines). On failure: "cannot open events file 'PATH': REASON".
   static jsonl_open_result open(const std::string& path, bool truncate = true);
 
-  /// Creates `dir` (with parents) when missing, then opens audit_file_path(dir, ...). On
+  /// Creates `dir` (with parents) when missing, then opens audit_file_path(dir, ...) for
+  /// appending (a resumed session continues the same file). On
   /// failure: "cannot create audit directory 'DIR': REASON" or the open() error.
   static jsonl_open_result open_audit(const std::string& dir, const std::string& recipe_name,
                                       const std::string& session_id);

@@ -139,3 +139,56 @@ TEST_CASE("session store: recipe copies are kept and replayed") {
   CHECK(replay.saved((d.root / "sub.yaml").string()) == "name: sub\n");
   CHECK_FALSE(replay.saved((d.root / "other.yaml").string()));
 }
+
+TEST_CASE("session store: a torn last line is cut off so the next record survives") {
+  temp_dir d("arun-store");
+  {
+    auto s = created(d, "s3");
+    s->record(result("a", step_status::completed), {});
+    CHECK(s->save_state().empty());
+  }
+  std::ofstream(d.root / "s3" / "recipe.yaml") << "name: x\n";
+  std::ofstream(d.root / "s3" / "journal.jsonl", std::ios::app) << "{\"instance\":\"b\",\"sta";
+  {
+    auto opened = session_store::open(d.root.string(), "s3", false);
+    REQUIRE(std::holds_alternative<std::unique_ptr<session_store>>(opened));
+    std::get<std::unique_ptr<session_store>>(opened)->record(result("b", step_status::completed), {});
+  }
+  auto again = session_store::open(d.root.string(), "s3", false);
+  REQUIRE(std::holds_alternative<std::unique_ptr<session_store>>(again));
+  CHECK(std::get<std::unique_ptr<session_store>>(again)->find("a"));
+  CHECK(std::get<std::unique_ptr<session_store>>(again)->find("b"));
+}
+
+TEST_CASE("session store: an instance that runs again re-opens the loops and calls around it") {
+  temp_dir d("arun-store");
+  {
+    auto s = created(d, "s4");
+    s->record(result("fan[0]/x", step_status::completed), {});
+    s->record(result("fan[0]", step_status::completed), {});
+    s->record(result("fan[1]/x", step_status::failed, false), {});
+    s->record(result("fan[1]", step_status::completed), {});
+    s->record(result("fan", step_status::completed), {});
+    s->record(result("call/inner[2]", step_status::failed, false), {});
+    s->record(result("call", step_status::completed), {});
+    CHECK(s->save_state().empty());
+  }
+  std::ofstream(d.root / "s4" / "recipe.yaml") << "name: x\n";
+  auto kept = session_store::open(d.root.string(), "s4", false);
+  REQUIRE(std::holds_alternative<std::unique_ptr<session_store>>(kept));
+  CHECK(std::get<std::unique_ptr<session_store>>(kept)->find("fan"));  // nothing runs again
+  kept = std::string();  // release the lock
+  auto retried = session_store::open(d.root.string(), "s4", true);
+  REQUIRE(std::holds_alternative<std::unique_ptr<session_store>>(retried));
+  auto& s = *std::get<std::unique_ptr<session_store>>(retried);
+  CHECK_FALSE(s.find("fan[1]/x"));
+  CHECK_FALSE(s.find("fan[1]"));
+  CHECK_FALSE(s.find("fan"));
+  CHECK(s.find("fan[0]"));
+  CHECK(s.find("fan[0]/x"));
+  CHECK_FALSE(s.find("call/inner[2]"));
+  CHECK_FALSE(s.find("call"));
+  CHECK(valid_session_id("20261121-134501-3f9a2c"));
+  CHECK_FALSE(valid_session_id("../x"));
+  CHECK_FALSE(valid_session_id(""));
+}

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -82,6 +83,13 @@ std::variant<int, std::string> open_journal(const std::string& dir) {
 }
 
 }  // namespace
+
+bool valid_session_id(std::string_view id) {
+  if (id.empty() || id.size() > 64 || id.front() == '.' || id.front() == '-') return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+  });
+}
 
 std::string session_root(const std::string& flag) {
   if (!flag.empty()) return flag;
@@ -222,6 +230,7 @@ std::variant<json::object, std::string> session_store::read_state(const std::str
 
 std::variant<std::unique_ptr<session_store>, std::string> session_store::open(const std::string& root,
                                                                               const std::string& id, bool retry_failed) {
+  if (!valid_session_id(id)) return "'" + id + "' is not a session id (like 20261121-134501-3f9a2c)";
   const auto dir = root + "/" + id;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return "no session " + id + " in " + root;
@@ -238,18 +247,45 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::open(co
   if (auto* e = std::get_if<std::string>(&journal)) return fail(*e);
   std::unique_ptr<session_store> s(new session_store(id, dir, std::get<int>(lock), std::get<int>(journal)));
   s->state_ = std::move(std::get<json::object>(state));
+  s->resumed_ = true;
   s->load_journal(retry_failed);
   return s;
 }
 
+namespace {
+
+// The instances that contain `instance`: `fan[3]/x` -> `fan[3]`, `fan`; `call/x` -> `call`.
+std::vector<std::string> containers_of(std::string instance) {
+  std::vector<std::string> out;
+  while (!instance.empty()) {
+    if (instance.back() == ']') {
+      const auto open = instance.rfind('[');
+      if (open == std::string::npos) break;
+      instance.resize(open);
+    } else {
+      const auto slash = instance.rfind('/');
+      if (slash == std::string::npos) break;
+      instance.resize(slash);
+    }
+    if (!instance.empty()) out.push_back(instance);
+  }
+  return out;
+}
+
+}  // namespace
+
 void session_store::load_journal(bool retry_failed) {
-  const auto text = read_whole(dir_ + "/journal.jsonl").value_or("");
+  const auto path = dir_ + "/journal.jsonl";
+  const auto text = read_whole(path).value_or("");
   std::string_view rest(text);
+  std::size_t whole = 0;  // bytes up to the end of the last complete line
+  std::map<std::string, bool, std::less<>> last_kept;  // instance -> whether its last record is kept
   while (!rest.empty()) {
     const auto end = rest.find('\n');
     if (end == std::string_view::npos) break;  // a torn last line: that instance runs again
     const auto line = rest.substr(0, end);
     rest.remove_prefix(end + 1);
+    whole += end + 1;
     auto record = parse_journal_line(line);
     if (!record) continue;
     ++records_;
@@ -260,11 +296,20 @@ void session_store::load_journal(bool retry_failed) {
                       status == step_status::degraded ||
                       (status == step_status::failed && !record->result.fatal && !retry_failed);
     const std::string instance = record->result.step_id;
+    last_kept.insert_or_assign(instance, keep);
     if (keep)
       loaded_.insert_or_assign(instance, std::move(*record));
     else
       loaded_.erase(instance);  // a later record of the same instance wins
   }
+  // An instance that runs again re-opens what contains it (a loop, a sub-recipe call), or the
+  // container's record would be replayed without it.
+  for (const auto& [instance, kept] : last_kept)
+    if (!kept)
+      for (const auto& container : containers_of(instance)) loaded_.erase(container);
+  // Cut a torn last line off, or the next record would be glued to it and lost.
+  if (whole < text.size() && ::truncate(path.c_str(), static_cast<off_t>(whole)) != 0)
+    journal_error_ = "cannot cut the torn last line off " + path + ": " + why(errno);
 }
 
 session_store::~session_store() {

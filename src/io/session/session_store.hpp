@@ -25,6 +25,9 @@ namespace arun::io {
 /// The state format this arun writes and reads.
 inline constexpr int session_format = 1;
 
+/// Whether `id` can name a session directory (letters, digits, `-`, `_`; no path).
+bool valid_session_id(std::string_view id);
+
 /// Where sessions live: `flag` (--session-dir), else $ARUN_SESSION_DIR, else
 /// $XDG_STATE_HOME/arun/sessions, else ~/.local/state/arun/sessions.
 std::string session_root(const std::string& flag);
@@ -59,7 +62,8 @@ public:
                                                                           const std::string& id);
   /// Opens an existing session for resume: takes the lock (refused while another arun holds
   /// it), reads state.json (refused when missing, unreadable or of another format) and the
-  /// journal (a torn last line is ignored). `retry_failed`: non-fatal failures run again too.
+  /// journal (a torn last line is ignored and cut off). `retry_failed`: non-fatal failures run
+  /// again too. An instance that runs again also re-opens the loops and calls containing it.
   static std::variant<std::unique_ptr<session_store>, std::string> open(const std::string& root,
                                                                         const std::string& id, bool retry_failed);
   /// Reads state.json without locking (sessions list/show); an error text when unusable.
@@ -79,6 +83,8 @@ public:
   void sync() noexcept;
   /// The first journal write error, empty if none.
   const std::string& journal_error() const noexcept { return journal_error_; }
+  /// Opened by `open` (a resume), not `create`.
+  bool resumed() const noexcept { return resumed_; }
   /// Records loaded from an earlier run of this session.
   std::size_t resumed_records() const noexcept { return loaded_.size(); }
 
@@ -97,6 +103,7 @@ private:
   std::size_t records_ = 0;
   std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();
   bool dirty_ = false;
+  bool resumed_ = false;
   std::string journal_error_;
 };
 
