@@ -552,3 +552,40 @@ TEST_CASE("sessions: resume keeps the agent CLI the session started with") {
   CHECK(fs::exists(state_dir / "calls.jsonl"));
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("approvals: SIGINT while the terminal question waits cancels the run") {
+  session_project p;
+  const auto file = p.write("ask.yaml", "name: ask\nsteps:\n  - id: gate\n    requires_approval: true\n"
+                                            "    approval_prompt: Go?\n");
+  // arun on a pseudo-terminal (Python's pty): wait for the question, then SIGINT it.
+  const auto script = p.write("ask_tty.py", R"(import os, pty, signal, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+seen, deadline = b"", time.time() + 30
+while b"approve?" not in seen and time.time() < deadline:
+    try:
+        seen += os.read(fd, 4096)
+    except OSError:
+        break
+os.kill(pid, signal.SIGINT)
+while True:
+    try:
+        if not os.read(fd, 4096):
+            break
+    except OSError:
+        break
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status) if b"approve?" in seen else 99)
+)");
+  const std::string command = "python3 " + script + " " + std::string(ARUN_BINARY) + " " + file + " --session-dir " +
+                              p.sessions.string() + " -q > /dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  CHECK(WEXITSTATUS(status) == 130);
+  const auto state = p.state(p.only_id());
+  CHECK(state.at("status") == "cancelled");
+  // Nothing was recorded as waiting: the gate is asked again on resume.
+  const auto* approvals = state.if_contains("approvals");
+  CHECK((approvals == nullptr || !approvals->as_object().contains("gate")));
+  CHECK(arun::test::leftover_processes().empty());
+}
