@@ -1,5 +1,6 @@
 #include <arun/plan.hpp>
 
+#include "output_value.hpp"
 #include "policy/tag_filter.hpp"
 #include "scheduler/step_executor.hpp"
 #include "step_preparation.hpp"
@@ -36,7 +37,7 @@ std::string unset_name(const std::string& text, const engine::render_scope& scop
   return {};
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+using engine::first_line;
 
 std::string describe(const step& s) {
   if (s.foreach) {

@@ -31,32 +31,46 @@ condition_verdict check_expression(const std::string& text, std::string_view wha
   return v;
 }
 
+namespace {
+
+// Environment strings and paths end at a NUL byte: refuse rather than cut (SPEC §5.3).
+bool has_nul(const std::string& text) { return text.find('\0') != std::string::npos; }
+
+// The step's `env` values and `working_dir`, rendered into `env` and `working_dir`; warnings
+// are added to `warnings`. The error (`env NAME: why`, `working_dir: why`) or empty.
+std::string render_placement(const step& s, const render_scope& scope, std::vector<std::string>& warnings,
+                             std::vector<std::pair<std::string, std::string>>& env, std::string& working_dir) {
+  auto render = [&](const std::string& what, const std::string& text, std::string& out) -> std::string {
+    auto rendered = render_text(text, scope);
+    warnings.insert(warnings.end(), rendered.warnings.begin(), rendered.warnings.end());
+    if (!rendered.ok()) return what + ": " + rendered.error;
+    if (has_nul(rendered.text)) return what + ": the rendered value contains a NUL byte";
+    out = std::move(rendered.text);
+    return {};
+  };
+  for (const auto& [name, value] : s.env) {
+    std::string text;
+    if (auto error = render("env " + name, value, text); !error.empty()) return error;
+    env.emplace_back(name, std::move(text));
+  }
+  return render("working_dir", s.working_dir, working_dir);
+}
+
+}  // namespace
+
 prepared_bash prepare_bash(const step& s, const render_scope& scope) {
   prepared_bash p;
   auto& inv = p.invocation;
   inv.instance_id = s.id;
-  auto fail = [&](std::string what, std::string why) {
-    p.error = what + ": " + why;
-    return p;
-  };
-  // Environment strings and paths end at a NUL byte: refuse rather than cut (SPEC §5.3).
-  const auto nul = [](const std::string& text) { return text.find('\0') != std::string::npos; };
   auto shell = render_shell(s.command, scope);
   p.warnings = std::move(shell.warnings);
-  if (!shell.ok()) return fail("command", shell.error);
-  inv.command = std::move(shell.script);
-  for (const auto& [name, value] : s.env) {
-    auto rendered = render_text(value, scope);
-    p.warnings.insert(p.warnings.end(), rendered.warnings.begin(), rendered.warnings.end());
-    if (!rendered.ok()) return fail("env " + name, rendered.error);
-    if (nul(rendered.text)) return fail("env " + name, "the rendered value contains a NUL byte");
-    inv.env.emplace_back(name, std::move(rendered.text));
+  if (!shell.ok()) {
+    p.error = "command: " + shell.error;
+    return p;
   }
-  auto wd = render_text(s.working_dir, scope);
-  p.warnings.insert(p.warnings.end(), wd.warnings.begin(), wd.warnings.end());
-  if (!wd.ok()) return fail("working_dir", wd.error);
-  if (nul(wd.text)) return fail("working_dir", "the rendered value contains a NUL byte");
-  inv.working_dir = std::move(wd.text);
+  inv.command = std::move(shell.script);
+  p.error = render_placement(s, scope, p.warnings, inv.env, inv.working_dir);
+  if (!p.error.empty()) return p;
   export_limits limits;
   if (s.max_env_value_bytes) limits.max_value_bytes = *s.max_env_value_bytes;
   auto exports = plan_shell_exports(scope.context, shell.variables, limits, scope.locals);
@@ -80,30 +94,19 @@ prepared_agent prepare_agent(const agent_call& call, const step& s, const render
   prepared_agent p;
   auto& inv = p.invocation;
   inv.instance_id = s.id;
-  auto fail = [&](std::string what, std::string why) {
-    p.error = what + ": " + why;
-    return p;
-  };
-  const auto nul = [](const std::string& text) { return text.find('\0') != std::string::npos; };
   // Renders one field into `out`; false (with p.error set) when it cannot be rendered.
   auto render_into = [&](const char* what, const std::string& text, const render_scope& in, std::string& out) {
     auto rendered = render_text(text, in);
     p.warnings.insert(p.warnings.end(), rendered.warnings.begin(), rendered.warnings.end());
     if (!rendered.ok()) {
-      fail(what, rendered.error);
+      p.error = std::string(what) + ": " + rendered.error;
       return false;
     }
     out = std::move(rendered.text);
     return true;
   };
-  if (!render_into("working_dir", s.working_dir, scope, inv.working_dir)) return p;
-  if (nul(inv.working_dir)) return fail("working_dir", "the rendered value contains a NUL byte");
-  for (const auto& [name, value] : s.env) {
-    std::string text;
-    if (!render_into(("env " + name).c_str(), value, scope, text)) return p;
-    if (nul(text)) return fail("env " + name, "the rendered value contains a NUL byte");
-    inv.env.emplace_back(name, std::move(text));
-  }
+  p.error = render_placement(s, scope, p.warnings, inv.env, inv.working_dir);
+  if (!p.error.empty()) return p;
   // SPEC §3.4: the agent's context gets working_directory and NONINTERACTIVE when absent.
   boost::json::object extra = scope.locals ? *scope.locals : boost::json::object{};
   if (!find_root(scope, "working_directory")) extra["working_directory"] = below(run_dir, inv.working_dir);

@@ -58,20 +58,10 @@ struct agent_project {
     return run_arun(argv, root, std::chrono::seconds(120), env(std::move(more_env)));
   }
 
-  std::vector<json::object> calls() const {
-    std::vector<json::object> out;
-    std::ifstream in(state + "/calls.jsonl");
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) out.push_back(json::parse(line).as_object());
-    return out;
-  }
+  std::vector<json::object> calls() const { return arun::test::read_json_lines(state + "/calls.jsonl"); }
 };
 
-json::object result_of(const arun::test::arun_run& r) {
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE_FALSE(r.out.empty());
-  return json::parse(r.out).as_object();
-}
+json::object result_of(const arun::test::arun_run& r) { return arun::test::result_json(r); }
 
 const json::object& step_of(const json::object& result, const std::string& id) {
   for (const auto& s : result.at("step_results").as_array())

@@ -66,12 +66,7 @@ struct temp_dir {
   std::string str(const std::string& name = {}) const { return name.empty() ? path.string() : (path / name).string(); }
 };
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using arun::test::read_text;
 
 double seconds(steady::duration d) { return std::chrono::duration<double>(d).count(); }
 

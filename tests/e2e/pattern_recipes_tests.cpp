@@ -51,23 +51,10 @@ struct pattern_run {
   }
 
   // Every call the fake agent recorded, in the order the calls ended.
-  std::vector<json::object> calls() const {
-    std::vector<json::object> out;
-    std::ifstream in(state + "/calls.jsonl");
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) out.push_back(json::parse(line).as_object());
-    return out;
-  }
+  std::vector<json::object> calls() const { return arun::test::read_json_lines(state + "/calls.jsonl"); }
 };
 
-json::object result_of(const arun::test::arun_run& r) {
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE_FALSE(r.out.empty());
-  json::value v;
-  REQUIRE_NOTHROW(v = json::parse(r.out));
-  REQUIRE(v.is_object());
-  return v.as_object();
-}
+json::object result_of(const arun::test::arun_run& r) { return arun::test::result_json(r); }
 
 std::string str(const json::value& v) { return v.is_string() ? std::string(v.as_string()) : json::serialize(v); }
 

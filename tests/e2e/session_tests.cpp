@@ -35,12 +35,7 @@ using arun::test::temp_dir;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using arun::test::read_text;
 
 std::vector<std::string> lines_of(const fs::path& p) {
   std::vector<std::string> out;
@@ -89,11 +84,7 @@ struct session_project {
   }
 };
 
-json::object result_of(const arun::test::arun_run& r) {
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  REQUIRE_FALSE(r.out.empty());
-  return json::parse(r.out).as_object();
-}
+json::object result_of(const arun::test::arun_run& r) { return arun::test::result_json(r); }
 
 std::string status_of(const json::object& result, const std::string& step) {
   for (const auto& s : result.at("step_results").as_array())

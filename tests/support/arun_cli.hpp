@@ -6,9 +6,13 @@
 #include "process/supervisor.hpp"
 #include "step_environment.hpp"
 
+#include <boost/json/parse.hpp>
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -46,6 +50,31 @@ inline arun_run run_arun(std::vector<std::string> args, std::string working_dir 
   out.out = r.out.text;
   out.err = r.err.text;
   out.elapsed = std::chrono::steady_clock::now() - start;
+  return out;
+}
+
+/// The JSON result arun printed on stdout (--output-format json); fails the test otherwise.
+inline boost::json::object result_json(const arun_run& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE_FALSE(r.out.empty());
+  boost::json::value v;
+  REQUIRE_NOTHROW(v = boost::json::parse(r.out));
+  REQUIRE(v.is_object());
+  return v.as_object();
+}
+
+/// A whole file's bytes (empty when it cannot be read).
+inline std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Every line of a JSON-lines file (the fake agent's calls.jsonl, a journal) as an object.
+inline std::vector<boost::json::object> read_json_lines(const std::filesystem::path& file) {
+  std::vector<boost::json::object> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(boost::json::parse(line).as_object());
   return out;
 }
 

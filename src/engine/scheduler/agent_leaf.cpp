@@ -16,8 +16,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 /// The marker a recovery agent ends its reply with when the work is done (SPEC §3.5).
 constexpr std::string_view recovered_marker = "STATUS: COMPLETE";
 
@@ -57,12 +55,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   const auto builtins = step_builtins(s, instance);
   auto prepared = prepare_agent(s.agent, s, view(sc, builtins), rs_.options.working_dir);
   warn(s, instance, prepared.warnings);
-  if (!prepared.error.empty()) {
-    instance_outcome o;
-    o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + prepared.error);
-    o.next = failure_flow(s);
-    co_return o;
-  }
+  if (!prepared.error.empty()) co_return failed_before_start(s, instance, prepared.error);
   auto inv = std::move(prepared.invocation);
   inv.instance_id = instance;
   inv.timeout = effective_timeout(s, frame_.r);

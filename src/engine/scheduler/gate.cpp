@@ -38,21 +38,14 @@ asio::awaitable<std::optional<approval_reply>> step_executor::decide_approval(ap
 
 asio::awaitable<instance_outcome> step_executor::run_gate(const step& s, scope sc, const std::string& instance,
                                                           std::stop_token stop) {
-  instance_outcome o;
-  o.result.step_id = instance;
   const auto builtins = step_builtins(s, instance);
   auto prompt = render_text(s.approval.prompt, view(sc, builtins));
   warn(s, instance, prompt.warnings);
-  if (!prompt.ok()) {
-    o.result = unstarted(instance, step_status::failed, "step '" + instance + "': approval_prompt: " + prompt.error);
-    o.next = failure_flow(s);
-    co_return o;
-  }
-  approval_request request;
-  request.step = instance;
-  request.prompt = prompt.text;
-  request.timeout = s.approval.timeout;
-  request.default_decision = s.approval.default_decision;
+  if (!prompt.ok()) co_return failed_before_start(s, instance, "approval_prompt: " + prompt.error);
+  instance_outcome o;
+  o.result.step_id = instance;
+  // g++ 12 miscompiles a temporary built inside a co_await expression: name it first.
+  approval_request request{instance, prompt.text, s.approval.timeout, s.approval.default_decision};
   const auto reply = co_await decide_approval(std::move(request), "gate", stop);
   if (!reply) {
     o.result.status = step_status::cancelled;
@@ -128,11 +121,7 @@ asio::awaitable<std::optional<sequence_outcome>> step_executor::run_stage_gate(c
     out.error = "stage '" + st.name + "': approval prompt: " + prompt.error;
     co_return out;
   }
-  approval_request request;
-  request.step = instance;
-  request.prompt = prompt.text;
-  request.timeout = st.approval.timeout;
-  request.default_decision = st.approval.default_decision;
+  approval_request request{instance, prompt.text, st.approval.timeout, st.approval.default_decision};
   const auto reply = co_await decide_approval(std::move(request), "stage", stop);
   if (!reply) {
     out.end = flow::cancelled;

@@ -59,6 +59,8 @@ bool runs_hooks(const step& s, bool iteration) {
   return !(iteration && !s.steps.empty());
 }
 
+}  // namespace
+
 instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why) {
   instance_outcome o;
   o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + why);
@@ -66,8 +68,6 @@ instance_outcome failed_before_start(const step& s, const std::string& instance,
   o.result.fatal = o.next == flow::fatal;
   return o;
 }
-
-}  // namespace
 
 void step_executor::warn(const step& s, const std::string& instance, const std::vector<std::string>& messages) {
   const bool iteration = is_loop(s) && !instance.empty() && instance.back() == ']';

@@ -64,8 +64,6 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
 
 namespace {
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 attempt_failure failure_of(const step_result& r) {
   attempt_failure f;
   f.timed_out = r.timed_out;
@@ -145,12 +143,7 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   const auto builtins = step_builtins(s, instance);
   auto prepared = prepare_bash(s, view(sc, builtins));
   warn(s, instance, prepared.warnings);
-  if (!prepared.error.empty()) {
-    instance_outcome o;
-    o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + prepared.error);
-    o.next = failure_flow(s);
-    co_return o;
-  }
+  if (!prepared.error.empty()) co_return failed_before_start(s, instance, prepared.error);
   bash_invocation inv = std::move(prepared.invocation);
   inv.instance_id = instance;
   inv.timeout = effective_timeout(s, frame_.r);

@@ -206,6 +206,8 @@ std::string_view instance_type(const step& s, bool iteration);
 bool is_loop(const step& s);
 /// The status a failed instance ends its caller with, by `on_error` (SPEC §7).
 flow failure_flow(const step& s);
+/// A failed instance that never started anything: `step 'ID': WHY`, flowing as `on_error` says.
+instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why);
 /// Which of two ways to end wins (a fatal failure over a cancellation over skip_remaining).
 inline flow worse(flow a, flow b) {
   auto rank = [](flow f) {
