@@ -270,3 +270,144 @@ TEST_CASE("the context reaches bash as RECIPE_VAR_ variables and aliases, protec
   CHECK(dir.read("out") == "/src/repo|/src/repo|ok\n|{\"status\":\"ok\\n\"}|/evil|true|no-PS4|path-kept\n");
   CHECK(leftover_processes().empty());
 }
+
+namespace {
+
+// A command in which bash evaluates `{{x}}` as arithmetic, a variable name or code, with a
+// value that works there and what the command then prints.
+struct evaluated_position {
+  const char* command;
+  const char* good_value;
+  const char* output;
+};
+
+// Every context found by probing bash 5.2 with the value `a[$(touch FILE)]` (and the listed
+// relatives: nameref targets, integer attributes set later in the text, compound assignments).
+const std::vector<evaluated_position> evaluated_positions = {
+    // arithmetic: integer variables and indexed-array subscripts
+    {"declare -i n={{x}}; echo $n", "7", "7\n"},
+    {"f() { local -i n={{x}}; echo $n; }; f", "7", "7\n"},
+    {"typeset -i n; n={{x}}; echo $n", "7", "7\n"},
+    {"declare -i n; n+={{x}}; echo $n", "7", "7\n"},
+    {"declare -il n=\"{{x}}\"; echo $n", "7", "7\n"},
+    {"f() { n={{x}}; }; declare -i n; f; echo $n", "7", "7\n"},
+    {"declare -i n; export n={{x}}; echo $n", "7", "7\n"},
+    {"declare -ai a; a=({{x}}); echo ${a[0]}", "7", "7\n"},
+    {"declare -ai a; a+=('{{x}}'); echo ${a[0]}", "7", "7\n"},
+    {"declare -i n; read n <<< {{x}}; echo $n", "7", "7\n"},
+    {"declare -i n; read n <<EOF\n{{x}}\nEOF\necho $n", "7", "7\n"},
+    {"declare -i n; printf -v n %s \"{{x}}\"; echo $n", "7", "7\n"},
+    {"declare -i n; mapfile n <<< {{x}}; echo $n", "7", "7\n"},
+    {"RANDOM={{x}}; echo ok", "7", "ok\n"},
+    {"OPTIND={{x}}; echo $OPTIND", "7", "7\n"},
+    {"a+=([{{x}}]=1); echo ${!a[@]}", "7", "7\n"},
+    {"a=([{{x}}]=1 [8]=2); echo ${!a[@]}", "7", "7 8\n"},
+    {"declare -a a=([{{x}}]=v); echo ${!a[@]}", "7", "7\n"},
+    {"declare \"a[{{x}}]=1\"; echo ${!a[@]}", "7", "7\n"},
+    {"printf -v \"a[{{x}}]\" %s 1; echo ${!a[@]}", "7", "7\n"},
+    {"read -r \"a[{{x}}]\" <<< v; echo ${!a[@]}", "7", "7\n"},
+    {"a=(1 2); unset \"a[{{x}}]\"; echo ${#a[@]}", "1", "1\n"},
+    {"a=(1 2); [[ -v a[{{x}}] ]] && echo set", "1", "set\n"},
+    // variable names (a subscript in the value would run)
+    {"declare -n r={{x}}; name1=v; echo $r", "name1", "v\n"},
+    {"declare -n r; r={{x}}; name1=v; echo $r", "name1", "v\n"},
+    {"printf -v {{x}} %s v; echo $name1", "name1", "v\n"},
+    {"printf -v'{{x}}' %s v; echo $name1", "name1", "v\n"},
+    {"read -r {{x}} <<< v; echo $name1", "name1", "v\n"},
+    {"read -r -a {{x}} <<< v; echo ${name1[0]}", "name1", "v\n"},
+    {"mapfile -t {{x}} <<< v; echo ${name1[0]}", "name1", "v\n"},
+    {"readarray {{x}} < /dev/null; echo ok", "name1", "ok\n"},
+    {"name1=1; unset {{x}}; echo ${name1-gone}", "name1", "gone\n"},
+    {"declare {{x}}=v; echo $name1", "name1", "v\n"},
+    {"export \"{{x}}=v\"; echo $name1", "name1", "v\n"},
+    {"name1=; [[ -v {{x}} ]] && echo set", "name1", "set\n"},
+    {"name1=; test -v {{x}} && echo set", "name1", "set\n"},
+    {"name1=; [ -v \"{{x}}\" ] && echo set", "name1", "set\n"},
+    {"getopts ab {{x}} -a; echo $name1", "name1", "a\n"},
+    {"builtin read {{x}} <<< v; echo $name1", "name1", "v\n"},
+    // code
+    {"eval \"echo {{x}}\"", "hello", "hello\n"},
+    {"eval 'echo {{x}}'", "hello", "hello\n"},
+    {"command eval echo {{x}}", "hello", "hello\n"},
+    {"trap \"echo {{x}}\" EXIT", "hello", "hello\n"},
+    {"trap -- 'echo {{x}}' EXIT", "hello", "hello\n"},
+    {"bash -c \"echo {{x}}\"", "hello", "hello\n"},
+    {"bash -e -o pipefail -c 'echo {{x}}'", "hello", "hello\n"},
+    {"sh -c \"echo {{x}}\"", "hello", "hello\n"},
+    {"/bin/bash -ec 'echo {{x}}'", "hello", "hello\n"},
+    {"env A=1 bash -c 'echo {{x}}'", "hello", "hello\n"},
+    {"timeout 20 bash -c 'echo {{x}}'", "hello", "hello\n"},
+    {"PS4='+{{x}} '; set -x; : 2>/dev/null; set +x; echo ok", "hello", "ok\n"},
+    {"mapfile -C 'echo {{x}}' -c 1 a <<< l1", "hello", "hello 0 l1\n\n"},
+    {"shopt -s expand_aliases; alias e='echo {{x}}'\ne", "hello", "hello\n"},
+};
+
+// Positions that look alike but where bash only ever receives the value as data.
+const std::vector<std::string> data_positions = {
+    "echo {{x}}",
+    "declare -A m; m[{{x}}]=1; echo \"${!m[@]}\"",
+    "declare -A m=([{{x}}]=1); echo \"${!m[@]}\"",
+    "bash -c 'printf %s \"$1\"' _ {{x}}; echo",
+    "read -r line <<< {{x}}; echo \"$line\"",
+    "printf -v out %s {{x}}; echo \"$out\"",
+    "x={{x}}; echo \"$x\"",
+    "f() { local y={{x}}; echo \"$y\"; }; f",
+    "declare y={{x}}; echo \"$y\"",
+    "export Y={{x}}; echo \"$Y\"",
+    "echo {{x}} 2>/dev/null",
+    "trap - EXIT; echo {{x}}",
+    "command echo {{x}}",
+};
+
+}  // namespace
+
+TEST_CASE("values in arithmetic, variable-name and code positions are refused unless bash cannot run them") {
+  const scratch_dir dir;
+  const auto canary = (dir.path / "PWNED").string();
+  const std::vector<std::string> hostile = {"a[$(touch " + canary + ")]", "$(touch " + canary + ")",
+                                            "x; touch " + canary, "`touch " + canary + "`"};
+  for (const auto& p : evaluated_positions) {
+    INFO("command: " << p.command);
+    for (const auto& value : hostile) {
+      INFO("value: " << value);
+      boost::json::object ctx;
+      ctx["x"] = value;
+      const auto rendered = engine::render_shell(p.command, {ctx});
+      CHECK_THAT(rendered.error, Catch::Contains("position") || Catch::Contains("runs as code"));
+    }
+    boost::json::object ctx;
+    ctx["x"] = p.good_value;
+    const auto run = run_rendered(p.command, ctx, dir);
+    CHECK(run.result.exit_code == 0);
+    CHECK(run.result.out.text == p.output);
+  }
+  for (const auto& command : data_positions) {
+    INFO("command: " << command);
+    for (const auto& value : hostile) {
+      INFO("value: " << value);
+      boost::json::object ctx;
+      ctx["x"] = value;
+      const auto run = run_rendered(command, ctx, dir);
+      CHECK(run.result.exit_code == 0);
+      CHECK(run.result.out.text == value + "\n");
+    }
+  }
+  CHECK_FALSE(fs::exists(canary));
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("a context key named like a program's setting never configures it: git runs no injected fsmonitor") {
+  const scratch_dir dir;
+  const auto canary = (dir.path / "PWNED").string();
+  boost::json::object ctx;
+  ctx["git_config_parameters"] = "'core.fsmonitor'='touch " + canary + "'";
+  ctx["git_dir"] = (dir.path / "elsewhere").string();
+  const auto run = run_rendered(
+      "cd \"$D\" && git init -q repo && cd repo && git status --porcelain > /dev/null && "
+      "{ printenv GIT_CONFIG_PARAMETERS GIT_DIR || true; } > \"$D/git_vars\"",
+      ctx, dir);
+  CHECK(run.result.exit_code == 0);
+  CHECK(dir.read("git_vars") == "");
+  CHECK_FALSE(fs::exists(canary));
+  CHECK(leftover_processes().empty());
+}

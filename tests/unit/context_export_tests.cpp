@@ -81,6 +81,27 @@ TEST_CASE("upper-case aliases never take a protected name") {
   for (std::string_view name : {"REPO_PATH", "LANGUAGE_X", "PATHS", "HOME_DIR"}) CHECK(alias_allowed(name));
 }
 
+TEST_CASE("upper-case aliases never take a variable that configures a program") {
+  for (std::string_view name :
+       {"GIT_CONFIG_PARAMETERS", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_DIR", "SSH_AUTH_SOCK", "SSH_ASKPASS",
+        "LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "BASH_FUNC_x%%", "PYTHONSTARTUP", "PYTHONHOME", "PERL5LIB", "PERL5DB",
+        "PERLLIB", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH", "NPM_CONFIG_USERCONFIG", "GLIBC_TUNABLES", "MALLOC_CHECK_",
+        "PS4", "PROMPT_COMMAND", "SHELLOPTS", "IFS", "ENV", "CDPATH", "TMOUT", "HISTFILE", "GOFLAGS", "CGO_CFLAGS",
+        "RUSTC_WRAPPER", "CARGO_HOME", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "DOCKER_HOST", "KUBECONFIG",
+        "AWS_SECRET_ACCESS_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "CLAUDE_CONFIG_DIR", "GITHUB_TOKEN",
+        "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "OPENSSL_CONF",
+        "GCONV_PATH", "TZ", "MAKEFLAGS", "CC", "LDFLAGS", "PAGER", "LESSOPEN", "EDITOR", "XDG_CONFIG_HOME",
+        "SUDO_ASKPASS", "TERMINFO", "PIP_INDEX_URL", "CONDA_PREFIX", "EMAIL", "TF_CLI_ARGS", "SLURM_CONF"})
+    CHECK_FALSE(alias_allowed(name));
+  for (std::string_view name : {"GOAL", "HISTORY", "MODE", "TARGET", "COUNT", "GREETING"})
+    CHECK(alias_allowed(name));
+  const auto e = export_context(object(R"({"git_config_parameters": "'core.fsmonitor'='touch X'", "goal": "g"})"));
+  const auto vars = by_name(e);
+  CHECK_FALSE(vars.contains("GIT_CONFIG_PARAMETERS"));
+  CHECK(vars.contains("RECIPE_VAR_git_config_parameters"));
+  CHECK(vars.at("GOAL") == "g");
+}
+
 TEST_CASE("when keys map to one name the lexicographically first key wins") {
   const auto e = export_context(object(R"({
     "a_b": "under", "a-b": "dash", "x": "lower", "X": "upper", "obj": {"status": "nested"}, "obj.status": "dotted"

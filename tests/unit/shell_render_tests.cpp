@@ -175,6 +175,40 @@ TEST_CASE("shell references in arithmetic positions must hold integer literals")
   });
 }
 
+TEST_CASE("the shell lexer marks where bash reads a variable name or runs code") {
+  const auto flags = [](std::string_view script) {
+    std::vector<text_range> ranges;
+    for (auto at = script.find("@@"); at != std::string_view::npos; at = script.find("@@", at + 2))
+      ranges.push_back({at, at + 2});
+    std::string out;
+    for (const auto& p : lex_shell(script, ranges).positions)
+      out += p.arithmetic ? 'A' : p.name ? 'N' : p.code ? 'C' : '-';
+    return out;
+  };
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"read a @@ -r @@ <<< @@", "NN-"},
+      {"read -p @@ -a @@ -d @@ x", "-N-"},
+      {"printf -v @@ @@ @@; printf -v\"x_@@\" x", "N--N"},
+      {"declare -i n=@@ m @@=@@; n=@@; m+=@@", "ANAAA"},
+      {"declare -a a=([@@]=@@); declare -A m=([@@]=@@); m[@@]=1; a[@@]=@@", "A----A-"},
+      {"local -n r=@@; r=@@; export -n e=@@", "NN-"},
+      {"f() { n=@@; }; typeset -i n", "A"},
+      {"declare -i n; read n <<< @@; echo @@", "A-"},
+      {"unset @@ 'a[@@]'; unset -f @@", "NA-"},
+      {"eval @@; trap @@ EXIT; trap -p @@", "CC-"},
+      {"bash -c @@ @@; bash @@; sh -o errexit -ec @@", "C--C"},
+      {"PS4=@@ PROMPT_COMMAND=@@ x=@@ cmd", "CC-"},
+      {"command read @@; env X=1 nohup eval @@; timeout 5 bash -c @@", "NCC"},
+      {"[[ -v @@ && -v a[@@] ]]; [ -v @@ ]; test -R @@", "NANN"},
+      {"getopts @@ @@; wait -p @@; mapfile -C @@ -t @@", "-NNCN"},
+      {"echo @@ >@@ 2>@@; cat <<< @@; alias x=@@", "----C"},
+  };
+  for (const auto& [script, expected] : rows) {
+    INFO("script: " << script);
+    CHECK(flags(script) == expected);
+  }
+}
+
 TEST_CASE("shell rendering refuses what it cannot make safe") {
   const std::vector<std::pair<std::string, std::string>> rows = {
       {"echo $(( {{x}} + 1 ))", "{{x}} is in an arithmetic position"},

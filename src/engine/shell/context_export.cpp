@@ -143,21 +143,6 @@ std::string shell_name_part(std::string_view key) {
   return part;
 }
 
-bool alias_allowed(std::string_view name) {
-  static constexpr std::string_view exact[] = {
-      "PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "TERM", "TMPDIR", "TMP", "LANG",
-      "MAIL", "EDITOR", "VISUAL", "DISPLAY", "HOSTNAME", "IFS", "PS1", "PS2", "PS3", "PS4",
-      "PROMPT_COMMAND", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "CDPATH", "GLOBIGNORE",
-      "GLIBC_TUNABLES", "PYTHONPATH", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT",
-      "CI", "NONINTERACTIVE", "DEBIAN_FRONTEND"};
-  static constexpr std::string_view prefixes[] = {"LC_", "LD_", "DYLD_", "ARUN_", "AMPLIHACK_", "BASH_", prefix};
-  for (const auto e : exact)
-    if (name == e) return false;
-  for (const auto p : prefixes)
-    if (name.starts_with(p)) return false;
-  return true;
-}
-
 context_export export_context(const boost::json::object& context, const export_limits& limits) {
   context_export out;
   add_context(out, context, nullptr, {}, limits, 0, false);

@@ -38,9 +38,10 @@ struct context_export {
 /// `[A-Za-z0-9_]` → `_`; case is kept.
 std::string shell_name_part(std::string_view key);
 
-/// Whether an upper-case alias may take this name: false for the protected names of SPEC §5.4
-/// (PATH, HOME, IFS, PS4, LC_*, LD_*, DYLD_*, ARUN_*, AMPLIHACK_*, ...), and also for BASH_*,
-/// RECIPE_VAR_*, CI, NONINTERACTIVE and DEBIAN_FRONTEND (the hardened step environment).
+/// Whether an upper-case alias may take this name (protected_names.cpp): false for every
+/// variable that configures a program (GIT_*, SSH_*, LD_*, PYTHON*, NODE_*, proxies, cloud and
+/// agent-provider settings, ...), bash's own variables, and the hardened step environment
+/// (ARUN_*, RECIPE_VAR_*, CI, ...). A recipe sets those only explicitly, in a step's `env:`.
 bool alias_allowed(std::string_view name);
 
 /// SPEC §5.4: every key as `RECIPE_VAR_<key>`, nested objects flattened with `__`, upper-case

@@ -27,6 +27,13 @@ bool leads_command(std::string_view w) {
 void lexer::commands(frame f, closer c, std::size_t limit) {
   const nesting guard(*this);
   command_state st;
+  st.first_heredoc = out_.heredocs.size();
+  // References recorded from here on belong to this list's current command.
+  struct current {
+    lexer& l;
+    command_state* outer;
+    ~current() { l.command_ = outer; }
+  } const restore{*this, std::exchange(command_, &st)};
   while (more(limit)) {
     if (hole_at(i_)) {
       begin_word(st);
@@ -38,6 +45,8 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
     if (ch == ')') end_word(st);  // `esac)` must end the case before the `)` is read
     if ((c == closer::backtick && ch == '`') ||
         (c == closer::paren && ch == ')' && st.parens == 0 && !st.in_pattern())) {
+      end_word(st);
+      end_command(st);
       ++i_;
       return;
     }
@@ -56,6 +65,8 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
       arithmetic(arithmetic_frame(f), "))", limit);
       ++st.word_index;
       st.after_for = false;
+    } else if (ch == '(' && st.in_word && compound_assignment(st, f, limit)) {
+      // `a=( … )`, `declare -a a=( … )`: read as one word with its elements
     } else if (is_meta(ch)) {
       end_word(st);
       control(st, f, limit);
@@ -64,6 +75,8 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
       word_unit(st, f, limit);
     }
   }
+  end_word(st);
+  end_command(st);
 }
 
 void lexer::word_unit(command_state& st, const frame& f, std::size_t limit) {
@@ -74,19 +87,26 @@ void lexer::word_unit(command_state& st, const frame& f, std::size_t limit) {
     case '\\': escape(w, limit); return;
     case '\'': ++i_; single_quoted(with_quoting(w, shell_quoting::single_quoted), limit); return;
     case '"': ++i_; expanding(with_quoting(w, shell_quoting::double_quoted), '"', limit); return;
-    case '`': ++i_; commands(backtick_frame(), closer::backtick, limit); return;
+    case '`':
+      ++i_;
+      expansion(w);
+      commands(backtick_frame(), closer::backtick, limit);
+      return;
     case '$': dollar(w, limit, false); return;
     case '[':
       if (st.word_plain && is_identifier(st.word) && assignment_subscript(limit)) {
         st.word_plain = false;
+        literal(w, ch);
         ++i_;
         arithmetic(arithmetic_frame(w), "]", limit);
+        literal(w, ']');
         return;
       }
       break;
     default: break;
   }
   if (st.word_plain) st.word += ch;
+  literal(w, ch);
   ++i_;
 }
 
@@ -108,17 +128,21 @@ bool lexer::assignment_subscript(std::size_t limit) const {
 void lexer::control(command_state& st, const frame& f, std::size_t limit) {
   if (at(i_, "<<<")) {
     i_ += 3;
+    st.redirect_target = true;
   } else if (at(i_, "<<") && !st.test_expr) {
     heredoc_operator(f, limit);
   } else if (at(i_, "<(") || at(i_, ">(")) {
     i_ += 2;
     begin_word(st);
     st.word_plain = false;
+    st.shape.add('\x02', true);
     commands(substitution_frame(f), closer::paren, limit);
   } else if (at(i_, ">&") || at(i_, "<&") || at(i_, "&>") || at(i_, ">|") || at(i_, "<>")) {
     i_ += 2;  // redirections: the command goes on
+    st.redirect_target = !st.test_expr;
   } else if (s_[i_] == '<' || s_[i_] == '>') {
     ++i_;
+    st.redirect_target = !st.test_expr;
   } else if (s_[i_] == ';') {
     const bool ends_item = at(i_, ";;") || at(i_, ";&");
     i_ += at(i_, ";;&") ? 3 : ends_item ? 2 : 1;
@@ -148,17 +172,49 @@ void lexer::end_word(command_state& st) {
   const std::string_view w = st.word_plain ? std::string_view(st.word) : std::string_view("\x01");
   auto holes = std::exchange(st.word_holes, {});
   if (st.test_expr) {
+    if (std::exchange(st.test_name_next, false)) name_word(st, 0, st.shape.text.size());
     if (w == "]]") {
       st.test_expr = false;
     } else if (is_arithmetic_test(w)) {
       // Both operands are arithmetic: the one before the operator is already recorded.
       for (const auto index : st.prev_word_holes) out_.positions[index].arithmetic = true;
       st.arith_next = true;
+    } else if (w == "-v" || w == "-R") {
+      st.test_name_next = true;
     }
     st.prev_word_holes = std::move(holes);
     return;
   }
-  if (!keyword(st, w)) ++st.word_index;
+  // A redirection's target, or the fd number in front of one (`2>`), is no argument.
+  if (std::exchange(st.redirect_target, false)) return;
+  if (!w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; }) && i_ < s_.size() &&
+      (s_[i_] == '<' || s_[i_] == '>'))
+    return;
+  const bool command_position = st.word_index == 0;
+  if (keyword(st, w)) return;
+  if (command_position) {
+    if (assignment_word(st)) return;  // prefix assignments: the command word is still to come
+    command_word(st, w);
+    if (st.args.kind == command_kind::wrapper) return;  // `command`, `env`, ...: so is the next word
+  } else {
+    argument_word(st);
+  }
+  ++st.word_index;
+}
+
+void lexer::end_command(command_state& st) {
+  if (st.args.feeds_integer) {
+    // `read n`, `printf -v n` into an integer variable: whatever the command reads is evaluated.
+    for (const auto index : st.command_holes) out_.positions[index].arithmetic = true;
+    arithmetic_bodies_.resize(out_.heredocs.size());
+    for (auto h = st.first_heredoc; h < out_.heredocs.size(); ++h) arithmetic_bodies_[h] = true;
+  }
+  st.command_holes.clear();
+  st.first_heredoc = out_.heredocs.size();
+  st.args = {};
+  st.redirect_target = false;
+  st.word_index = 0;
+  st.let_args = st.after_for = st.arith_next = false;
 }
 
 // Words that change how the rest of the command reads; true when the next word is a command
@@ -264,19 +320,22 @@ void lexer::quoted_delimiter_part(heredoc_body& h, char quote, const frame& d, s
 // announced on it, in order.
 void lexer::read_heredocs(const frame& f, std::size_t limit) {
   const auto pending = std::exchange(pending_, {});
+  auto* const owner = std::exchange(command_, nullptr);  // bodies are read after their command ended
   for (const auto index : pending) {
     const auto begin = i_;
     const auto [end, resume] = find_delimiter(out_.heredocs[index], limit);
     out_.heredocs[index].body = {begin, end};
     const bool quoted = out_.heredocs[index].quoted;
-    const frame b{quoted ? shell_quoting::quoted_heredoc : shell_quoting::heredoc, false, f.in_backticks, index};
+    const bool arithmetic = index < arithmetic_bodies_.size() && arithmetic_bodies_[index];
+    const frame b{quoted ? shell_quoting::quoted_heredoc : shell_quoting::heredoc, arithmetic, f.in_backticks, index};
     if (quoted)
       record_until(end, b);
     else
       expanding(b, '\0', end);
-    if (stopped_) return;
+    if (stopped_) break;
     i_ = resume;
   }
+  command_ = owner;
 }
 
 // The body's end (start of the delimiter line) and where reading resumes after it. A line
@@ -318,7 +377,12 @@ std::pair<std::size_t, std::size_t> lexer::find_delimiter(const heredoc_body& h,
 }  // namespace detail
 
 shell_lex_result lex_shell(std::string_view script, const std::vector<text_range>& opaque) {
-  return detail::lexer(script, opaque).run();
+  detail::attribute_names names;
+  detail::lexer first(script, opaque, names);
+  auto result = first.run();
+  // A `declare -i n` seen late (a function assigning `n=` before it) changes earlier words.
+  if (!first.learned()) return result;
+  return detail::lexer(script, opaque, names).run();
 }
 
 }  // namespace arun::engine

@@ -34,9 +34,22 @@ inline constexpr std::size_t no_heredoc = static_cast<std::size_t>(-1);
 struct shell_position {
   shell_quoting quoting = shell_quoting::unknown;
   /// Bash evaluates the text as arithmetic: `$(( ))`, `$[ ]`, `(( ))` (also `for (( ))`),
-  /// `let` arguments, operands of `-eq -ne -lt -le -gt -ge` in `[[ ]]`, array subscripts
-  /// (`${a[i]}`, `a[i]=`) and `${x:offset:length}`. Quoting does not stop the evaluation.
+  /// `let` arguments, operands of `-eq -ne -lt -le -gt -ge` in `[[ ]]`, subscripts of indexed
+  /// arrays (`${a[i]}`, `a[i]=`, `a=([i]=v)`, `declare 'a[i]=v'`, `read 'a[i]'`, ...),
+  /// `${x:offset:length}`, and values assigned to integer variables (`declare -i n=…`, later
+  /// `n=…`, `n+=(…)`, `read n`, `printf -v n`, bash's own RANDOM, OPTIND, ...). Quoting does
+  /// not stop the evaluation.
   bool arithmetic = false;
+  /// Bash reads the text as a variable name, and a name with a subscript (`a[$(cmd)]`) runs
+  /// the subscript: `read NAME`, `printf -v NAME`, `mapfile NAME`, `unset NAME`, `getopts OPTS
+  /// NAME`, `wait -p NAME`, `-v NAME` in `test`, `[ ]` and `[[ ]]`, the name part of `declare`,
+  /// `local`, `typeset`, `export` and `readonly` arguments, and a nameref's value (`declare -n
+  /// r=NAME`, later `r=NAME`).
+  bool name = false;
+  /// Bash runs the text as commands: `eval` arguments, a `trap` action, the command string
+  /// of `bash|sh|… -c`, `mapfile -C`, `complete -C`, `bind -x`, `alias` values, and values
+  /// given to PS0, PS1, PS2, PS4 and PROMPT_COMMAND.
+  bool code = false;
   bool escaped = false;       ///< right after a backslash that escapes the next character
   bool after_dollar = false;  ///< right after a `$` that would join with the replacement
   bool in_backticks = false;  ///< inside backticks at any depth (bash re-reads `\` and `` ` `` there)

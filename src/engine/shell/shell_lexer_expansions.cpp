@@ -9,6 +9,7 @@ void lexer::escape(const frame& f, std::size_t limit) {
     take_hole(f, true);
     return;
   }
+  if (i_ + 1 < limit) literal(f, s_[i_ + 1], true);
   i_ = std::min(i_ + 2, limit);
 }
 
@@ -31,14 +32,17 @@ void lexer::expanding(const frame& f, char terminator, std::size_t limit) {
         take_hole(f, true);  // the replacement starts with `$`, which the backslash would escape
       } else {
         const bool escapes = i_ + 1 < limit && std::string_view("$`\\\n\"").find(s_[i_ + 1]) != std::string_view::npos;
+        literal(f, escapes ? s_[i_ + 1] : ch);
         i_ += escapes ? 2 : 1;
       }
     } else if (ch == '`') {
       ++i_;
+      expansion(f);
       commands(backtick_frame(), closer::backtick, limit);
     } else if (ch == '$') {
       dollar(f, limit, true);
     } else {
+      literal(f, ch);
       ++i_;
     }
   }
@@ -50,7 +54,9 @@ void lexer::single_quoted(const frame& f, std::size_t limit) {
       take_hole(f);
       continue;
     }
-    if (s_[i_++] == '\'') return;
+    const char ch = s_[i_++];
+    if (ch == '\'') return;
+    literal(f, ch);
   }
 }
 
@@ -60,8 +66,11 @@ void lexer::ansi_c(const frame& f, std::size_t limit) {
       take_hole(f);
     } else if (s_[i_] == '\\') {
       escape(f, limit);
-    } else if (s_[i_++] == '\'') {
+    } else if (s_[i_] == '\'') {
+      ++i_;
       return;
+    } else {
+      literal(f, s_[i_++]);
     }
   }
 }
@@ -69,6 +78,7 @@ void lexer::ansi_c(const frame& f, std::size_t limit) {
 // At `$`: `$((`, `$(`, `$[`, `${`, `$'`, `$"`, a parameter or a literal dollar.
 void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
   if (i_ + 1 >= limit) {
+    literal(f, '$');
     ++i_;
     return;
   }
@@ -78,26 +88,34 @@ void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
     return;
   }
   const char n = s_[i_ + 1];
+  if (!quoted && (n == '\'' || n == '"')) {
+    i_ += 2;
+    if (n == '\'')
+      ansi_c(with_quoting(f, shell_quoting::ansi_c_quoted), limit);
+    else
+      expanding(with_quoting(f, shell_quoting::double_quoted), '"', limit);
+    return;
+  }
+  if (!(n == '(' || n == '[' || n == '{' || is_name_char(n) || is_special_parameter(n))) {
+    literal(f, '$');
+    ++i_;
+    return;
+  }
+  const frame inner = expansion(f);
   if (at(i_, "$((")) {
     i_ += 3;
-    arithmetic(arithmetic_frame(f), "))", limit);
+    arithmetic(arithmetic_frame(inner), "))", limit);
   } else if (n == '(') {
     i_ += 2;
-    commands(substitution_frame(f), closer::paren, limit);
+    commands(substitution_frame(inner), closer::paren, limit);
   } else if (n == '[') {
     i_ += 2;
-    arithmetic(arithmetic_frame(f), "]", limit);
+    arithmetic(arithmetic_frame(inner), "]", limit);
   } else if (n == '{') {
     i_ += 2;
-    parameter(f, limit);
-  } else if (!quoted && n == '\'') {
-    i_ += 2;
-    ansi_c(with_quoting(f, shell_quoting::ansi_c_quoted), limit);
-  } else if (!quoted && n == '"') {
-    i_ += 2;
-    expanding(with_quoting(f, shell_quoting::double_quoted), '"', limit);
+    parameter(inner, limit);
   } else {
-    i_ += (is_name_char(n) || is_special_parameter(n)) ? 2 : 1;
+    i_ += 2;
   }
 }
 
@@ -186,12 +204,14 @@ void lexer::arithmetic(const frame& f, std::string_view end, std::size_t limit) 
       expanding(with_quoting(f, shell_quoting::double_quoted), '"', limit);
     } else if (ch == '`') {
       ++i_;
+      expansion(f);
       commands(backtick_frame(), closer::backtick, limit);
     } else if (ch == '$') {
       dollar(f, limit, true);
     } else {
       if (ch == '(' || ch == '[') ++depth;
       if ((ch == ')' || ch == ']') && depth > 0) --depth;
+      literal(f, ch);
       ++i_;
     }
   }

@@ -6,6 +6,7 @@
 #include "shell/shell_lexer.hpp"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,30 @@ inline bool is_special_parameter(char c) { return std::string_view("@*#?$!-").fi
 
 constexpr std::size_t max_nesting = 200;
 
+// One word as the command it belongs to receives it, after quote removal: its literal
+// characters, `\x01` where a reference sits and `\x02` where an expansion's result goes.
+// Builtins that take names or code (`read`, `declare`, `eval`, ...) are judged on it.
+struct word_shape {
+  std::string text;
+  std::string quoted;  // per character of `text`: '1' when it was quoted
+  std::vector<std::pair<std::size_t, std::size_t>> holes;  // (reference index, offset in text)
+
+  void add(char c, bool q) {
+    text += c;
+    quoted += q ? '1' : '0';
+  }
+  void clear() {
+    text.clear();
+    quoted.clear();
+    holes.clear();
+  }
+  bool literal(std::size_t from, std::size_t to) const {  // unquoted, no reference or expansion
+    for (auto k = from; k < to && k < text.size(); ++k)
+      if (quoted[k] == '1' || text[k] == '\x01' || text[k] == '\x02') return false;
+    return true;
+  }
+};
+
 // How a reference met in the current construct is read.
 struct frame {
   shell_quoting quoting = shell_quoting::unquoted;
@@ -30,6 +55,34 @@ struct frame {
   bool in_backticks = false;
   std::size_t heredoc = no_heredoc;
   std::vector<std::size_t>* sink = nullptr;  // collects the references of a `[[ ]]` word
+  word_shape* shape = nullptr;               // the word being read, when its shape matters
+};
+
+// What a word (or part of one) is to the command that receives it.
+enum class word_use { plain, arithmetic, name, code };
+
+// Variables whose values bash treats specially, by name, as declared anywhere in the text
+// (`declare -i n`, `local -n r`, `declare -A m`). Collected over the whole text first, so a
+// function body that assigns `n=` before the `declare -i n` that reaches it is judged too.
+struct attribute_names {
+  std::set<std::string, std::less<>> integer, nameref, associative;
+};
+
+// The builtins (and shells) whose arguments are names, arithmetic or code.
+enum class command_kind {
+  other, wrapper, declare, read, mapfile, printf, unset, test, getopts, wait, eval, trap, shell, alias,
+  complete, bind
+};
+
+// How the current command reads its arguments so far.
+struct command_args {
+  command_kind kind = command_kind::other;
+  std::string command;        // the command word (builtin or shell name)
+  bool options_done = false;  // after `--` or the first operand
+  char option = 0;            // an option whose argument is the next word
+  std::string flags;          // option letters seen (declare's attributes, unset -f, trap -p)
+  int operands = 0;
+  bool feeds_integer = false;  // read/printf -v/mapfile into an integer variable
 };
 
 inline frame with_quoting(frame f, shell_quoting q) {
@@ -60,7 +113,13 @@ struct command_state {
   bool test_expr = false;  // inside `[[ ]]`
   bool arith_next = false;
   bool word_is_arith = false;
+  bool test_name_next = false;  // after `-v`/`-R` in `[[ ]]`
+  bool redirect_target = false;  // the next word is a redirection's target, not an argument
   std::vector<std::size_t> word_holes, prev_word_holes;
+  word_shape shape;
+  command_args args;
+  std::vector<std::size_t> command_holes;  // every reference of the current simple command
+  std::size_t first_heredoc = 0;           // heredocs announced by the current command start here
   std::vector<case_state> cases;
   int parens = 0;
 
@@ -69,11 +128,15 @@ struct command_state {
 
 class lexer {
 public:
-  lexer(std::string_view s, const std::vector<text_range>& holes) : s_(s), holes_(holes) {
+  lexer(std::string_view s, const std::vector<text_range>& holes, attribute_names& names)
+      : s_(s), holes_(holes), names_(names) {
     out_.positions.resize(holes.size());
   }
 
-  shell_lex_result run() && {
+  /// Whether this run declared attributes its names did not hold yet (then lex again).
+  bool learned() const { return learned_; }
+
+  shell_lex_result run() {
     commands(frame{}, closer::end, s_.size());
     return std::move(out_);
   }
@@ -97,6 +160,10 @@ private:
   std::size_t depth_ = 0;
   bool stopped_ = false;
   std::vector<std::size_t> pending_;  // heredocs announced on the current line
+  attribute_names& names_;
+  bool learned_ = false;
+  command_state* command_ = nullptr;  // the innermost command list's state
+  std::vector<bool> arithmetic_bodies_;  // per heredoc: its body feeds an integer variable
 
   bool more(std::size_t limit) const { return !stopped_ && i_ < limit; }
   void give_up(std::string why) {
@@ -115,14 +182,38 @@ private:
     return it != holes_.end() && it->begin == pos ? &*it : nullptr;
   }
   void record(std::size_t index, const frame& f, bool escaped = false, bool after_dollar = false) {
-    out_.positions[index] = {f.quoting, f.arithmetic, escaped, after_dollar, f.in_backticks, f.heredoc};
+    auto& p = out_.positions[index];
+    p.quoting = f.quoting;
+    p.arithmetic = f.arithmetic;
+    p.escaped = escaped;
+    p.after_dollar = after_dollar;
+    p.in_backticks = f.in_backticks;
+    p.heredoc = f.heredoc;
     if (f.sink) f.sink->push_back(index);
+    if (command_) command_->command_holes.push_back(index);
   }
   // The hole at i_ (hole_at(i_) was true).
   void take_hole(const frame& f, bool escaped = false, bool after_dollar = false) {
+    if (f.shape) {
+      f.shape->holes.emplace_back(next_hole_, f.shape->text.size());
+      f.shape->add('\x01', f.quoting != shell_quoting::unquoted);
+    }
     record(next_hole_, f, escaped, after_dollar);
     i_ = holes_[next_hole_++].end;
   }
+  // A literal character of the word being shaped.
+  static void literal(const frame& f, char c, bool quoted) {
+    if (f.shape) f.shape->add(c, quoted);
+  }
+  static void literal(const frame& f, char c) { literal(f, c, f.quoting != shell_quoting::unquoted); }
+  // An expansion inside the word being shaped; what it reads is not part of the word's shape.
+  static frame expansion(const frame& f) {
+    literal(f, '\x02', true);
+    frame inner = f;
+    inner.shape = nullptr;
+    return inner;
+  }
+  void mark(std::size_t index, word_use use);
   // Every hole starting in [i_, end), without moving i_.
   void record_until(std::size_t end, const frame& f) {
     hole_at(i_);
@@ -134,22 +225,36 @@ private:
   void control(command_state& st, const frame& f, std::size_t limit);
   void end_word(command_state& st);
   bool keyword(command_state& st, std::string_view w);
-  static void end_command(command_state& st) {
-    st.word_index = 0;
-    st.let_args = st.after_for = st.arith_next = false;
-  }
+  void end_command(command_state& st);
   static void begin_word(command_state& st) {
     if (st.in_word) return;
     st.in_word = true;
     st.word_plain = true;
     st.word.clear();
+    st.shape.clear();
     st.word_is_arith = std::exchange(st.arith_next, false);
   }
   static frame word_frame(command_state& st, frame f) {
     f.arithmetic = f.arithmetic || st.let_args || st.word_is_arith;
     if (st.test_expr) f.sink = &st.word_holes;
+    f.shape = &st.shape;
     return f;
   }
+  // shell_lexer_commands.cpp: what builtins make of their words.
+  void command_word(command_state& st, std::string_view w);
+  bool assignment_word(command_state& st);
+  void argument_word(command_state& st);
+  bool option_word(command_state& st, std::string_view with_argument);
+  void option_argument(command_state& st, char option, std::size_t from);
+  void operand_word(command_state& st);
+  void declare_argument(command_state& st);
+  std::string name_word(const command_state& st, std::size_t from, std::size_t to);
+  void mark_from(const command_state& st, std::size_t from, word_use use);
+  void learn(std::set<std::string, std::less<>>& set, std::string_view name);
+  bool integer_variable(std::string_view name) const;
+  word_use assigned_use(std::string_view name, std::string_view flags) const;
+  bool compound_assignment(command_state& st, const frame& f, std::size_t limit);
+  void compound_element(const frame& f, word_use value_use, bool associative, std::size_t limit);
   bool assignment_subscript(std::size_t limit) const;
   void escape(const frame& f, std::size_t limit);
   void comment(std::size_t limit);

@@ -16,6 +16,19 @@ bool is_integer_literal(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+bool is_alnum(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// What can be part of a variable name: no subscript, no expansion.
+bool is_name_text(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return is_alnum(c) || c == '_'; });
+}
+
+// One word without anything bash would read as syntax, expansion, pattern or separator, so
+// running it as code means what the unquoted word means: a command name or an argument.
+bool is_inert_word(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return is_alnum(c) || std::string_view("_./:@%^+=,-").find(c) != std::string_view::npos; });
+}
+
 std::string replacement(shell_quoting q, const std::string& name) {
   const auto var = "${" + name + "}";
   switch (q) {
@@ -43,6 +56,13 @@ std::string value_error(const shell_position& p, const reference& ref, std::stri
   if (text.find('\0') != std::string_view::npos) return "the value of " + braces(ref) + " holds a NUL byte, which bash cannot receive";
   if (p.arithmetic && !is_integer_literal(text))
     return braces(ref) + " is in an arithmetic position, where bash would evaluate its value as code: the value must be an integer literal";
+  if (p.name && !is_name_text(text))
+    return braces(ref) + " is in a variable-name position, where bash would evaluate a subscript in its value as code: the value "
+           "may hold only letters, digits and '_'";
+  if (p.code && !is_inert_word(text))
+    return braces(ref) + " is in text bash runs as code (eval, trap, bash -c, PS4, ...), so its value would become shell syntax: "
+           "the value may hold only letters, digits and _ . / : @ % ^ + = , - (pass other values as data: use \"$RECIPE_VAR_...\" "
+           "inside the code's single quotes)";
   return {};
 }
 

@@ -39,7 +39,9 @@ std::string shell_variable_name(const reference& ref);
 ///   heredoc body → the value itself; in a comment → left as written, not resolved.
 /// Each distinct reference gets one variable (shell_variable_name, suffixed `_2`, `_3`, … when
 /// two references flatten to the same name). Errors: a value in an arithmetic position (see
-/// shell_position::arithmetic) that is not an integer literal (`[+-]?[0-9]+`); a value
+/// shell_position::arithmetic) that is not an integer literal (`[+-]?[0-9]+`); a value in a
+/// variable-name position (shell_position::name) holding anything but `[A-Za-z0-9_]`; a value
+/// in code (shell_position::code) holding anything but `[A-Za-z0-9_./:@%^+=,-]`; a value
 /// holding a NUL byte; a value that puts its heredoc's delimiter line into a quoted heredoc
 /// body, or a line starting with a tab into a quoted `<<-` body; a reference in a heredoc
 /// delimiter, right after an escaping backslash or a `$`, in a quoted heredoc inside

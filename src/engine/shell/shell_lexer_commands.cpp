@@ -1,0 +1,396 @@
+// The bash lexer (shell_lexer.hpp): what commands make of their words. Builtins that take
+// variable names (`read`, `printf -v`, `declare`, ...), run text as code (`eval`, `trap`,
+// `bash -c`, ...) or evaluate assigned values as arithmetic (integer variables) decide how a
+// reference in their arguments must be checked.
+#include "shell/shell_lexer_impl.hpp"
+
+namespace arun::engine::detail {
+namespace {
+
+bool is_identifier(std::string_view w) {
+  return !w.empty() && is_name_start(w[0]) && std::all_of(w.begin(), w.end(), is_name_char);
+}
+
+bool has(std::string_view flags, char c) { return flags.find(c) != std::string_view::npos; }
+
+std::string_view basename(std::string_view w) {
+  const auto slash = w.rfind('/');
+  return slash == std::string_view::npos ? w : w.substr(slash + 1);
+}
+
+// Bash's own integer variables (`declare -pi`), and two it evaluates on assignment too.
+bool special_integer(std::string_view name) {
+  for (std::string_view n : {"BASHPID", "EUID", "HISTCMD", "MAILCHECK", "OPTIND", "PPID", "RANDOM", "SRANDOM", "UID",
+                             "SECONDS", "LINENO"})
+    if (name == n) return true;
+  return false;
+}
+
+// Variables bash expands as prompts (`PS4` under `set -x`) or runs (`PROMPT_COMMAND`).
+bool code_variable(std::string_view name) {
+  for (std::string_view n : {"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND"})
+    if (name == n) return true;
+  return false;
+}
+
+struct command_entry {
+  std::string_view name;
+  command_kind kind;
+};
+
+constexpr command_entry commands_table[] = {
+    {"declare", command_kind::declare}, {"typeset", command_kind::declare}, {"local", command_kind::declare},
+    {"export", command_kind::declare},  {"readonly", command_kind::declare}, {"read", command_kind::read},
+    {"mapfile", command_kind::mapfile}, {"readarray", command_kind::mapfile}, {"printf", command_kind::printf},
+    {"unset", command_kind::unset},     {"test", command_kind::test},        {"[", command_kind::test},
+    {"getopts", command_kind::getopts}, {"wait", command_kind::wait},        {"eval", command_kind::eval},
+    {"trap", command_kind::trap},       {"alias", command_kind::alias},      {"complete", command_kind::complete},
+    {"compgen", command_kind::complete}, {"bind", command_kind::bind},
+    // Shells: their `-c` string is code.
+    {"bash", command_kind::shell}, {"sh", command_kind::shell}, {"dash", command_kind::shell},
+    {"zsh", command_kind::shell}, {"ksh", command_kind::shell}, {"mksh", command_kind::shell},
+    {"ash", command_kind::shell},
+    // Commands that run the command named by their next words.
+    {"builtin", command_kind::wrapper}, {"command", command_kind::wrapper}, {"exec", command_kind::wrapper},
+    {"nohup", command_kind::wrapper}, {"setsid", command_kind::wrapper}, {"env", command_kind::wrapper},
+    {"nice", command_kind::wrapper}, {"timeout", command_kind::wrapper}, {"stdbuf", command_kind::wrapper},
+    {"sudo", command_kind::wrapper}, {"doas", command_kind::wrapper}, {"xargs", command_kind::wrapper},
+};
+
+command_kind kind_of(std::string_view command) {
+  for (const auto& e : commands_table)
+    if (e.name == command) return e.kind;
+  return command_kind::other;
+}
+
+// Option letters that take the next word (or the rest of their word) as their argument.
+std::string_view options_with_argument(const command_args& a) {
+  switch (a.kind) {
+    case command_kind::read: return "adinNptu";
+    case command_kind::mapfile: return "dnOsuCc";
+    case command_kind::printf: return "v";
+    case command_kind::wait: return "p";
+    case command_kind::shell: return "oO";
+    case command_kind::complete: return "ACFGPSWXo";
+    case command_kind::bind: return "mqurfx";
+    case command_kind::wrapper:
+      if (a.command == "exec") return "a";
+      if (a.command == "env") return "uCS";
+      if (a.command == "nice") return "n";
+      if (a.command == "timeout") return "sk";
+      if (a.command == "stdbuf") return "ioe";
+      if (a.command == "sudo") return "CDghpRrTtUu";
+      if (a.command == "doas") return "Cu";
+      if (a.command == "xargs") return "adEILnPs";
+      return "";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+void lexer::mark(std::size_t index, word_use use) {
+  auto& p = out_.positions[index];
+  if (use == word_use::arithmetic) p.arithmetic = true;
+  if (use == word_use::name) p.name = true;
+  if (use == word_use::code) p.code = true;
+}
+
+void lexer::learn(std::set<std::string, std::less<>>& set, std::string_view name) {
+  if (set.insert(std::string(name)).second) learned_ = true;
+}
+
+bool lexer::integer_variable(std::string_view name) const {
+  return special_integer(name) || names_.integer.contains(name);
+}
+
+word_use lexer::assigned_use(std::string_view name, std::string_view flags) const {
+  if (has(flags, 'i') || integer_variable(name)) return word_use::arithmetic;
+  if (has(flags, 'n') || names_.nameref.contains(name)) return word_use::name;
+  if (code_variable(name)) return word_use::code;
+  return word_use::plain;
+}
+
+void lexer::mark_from(const command_state& st, std::size_t from, word_use use) {
+  if (use == word_use::name) {
+    name_word(st, from, st.shape.text.size());
+    return;
+  }
+  for (const auto& [index, offset] : st.shape.holes)
+    if (offset >= from) mark(index, use);
+}
+
+// The words `[from, to)` of the shape as a variable name: references inside `[ ]` are a
+// subscript (arithmetic, unless the array is associative), the others part of the name.
+// Returns the name when its characters before any subscript are all literal.
+std::string lexer::name_word(const command_state& st, std::size_t from, std::size_t to) {
+  const auto& t = st.shape.text;
+  to = std::min(to, t.size());
+  auto base_end = from;
+  while (base_end < to && t[base_end] != '[' && t[base_end] != '\x01' && t[base_end] != '\x02') ++base_end;
+  const bool literal_base = (base_end == to || t[base_end] == '[') && is_identifier(t.substr(from, base_end - from));
+  const std::string base = literal_base ? t.substr(from, base_end - from) : std::string();
+  const bool associative = !base.empty() && names_.associative.contains(base);
+  for (const auto& [index, offset] : st.shape.holes) {
+    if (offset < from || offset >= to) continue;
+    int depth = 0;
+    for (auto k = from; k < offset; ++k) depth += t[k] == '[' ? 1 : t[k] == ']' && depth > 0 ? -1 : 0;
+    if (depth == 0)
+      mark(index, word_use::name);
+    else
+      out_.positions[index].arithmetic = !associative;
+  }
+  return base;
+}
+
+// `name=…`, `name+=…`, `name[sub]=…` in front of a command (or alone).
+bool lexer::assignment_word(command_state& st) {
+  const auto& t = st.shape.text;
+  const auto& q = st.shape.quoted;
+  std::size_t k = 0;
+  while (k < t.size() && q[k] == '0' && is_name_char(t[k])) ++k;
+  if (k == 0 || !is_name_start(t[0])) return false;
+  const auto name = t.substr(0, k);
+  auto sub_end = k;
+  if (k < t.size() && t[k] == '[' && q[k] == '0') {
+    for (int depth = 0; sub_end < t.size(); ++sub_end) {
+      if (t[sub_end] == '[') ++depth;
+      if (t[sub_end] == ']' && --depth == 0) break;
+    }
+    if (sub_end == t.size()) return false;
+    ++sub_end;
+  }
+  auto eq = sub_end;
+  if (eq < t.size() && t[eq] == '+' && q[eq] == '0') ++eq;
+  if (eq >= t.size() || t[eq] != '=' || q[eq] != '0') return false;
+  const bool associative = names_.associative.contains(name);
+  const auto use = assigned_use(name, "");
+  for (const auto& [index, offset] : st.shape.holes) {
+    if (offset > k && offset < sub_end)
+      out_.positions[index].arithmetic = !associative;
+    else if (offset > eq && use != word_use::name)
+      mark(index, use);
+  }
+  if (use == word_use::name) name_word(st, eq + 1, t.size());
+  return true;
+}
+
+void lexer::command_word(command_state& st, std::string_view w) {
+  auto& a = st.args;
+  if (a.kind == command_kind::wrapper) {
+    if (a.option) {
+      a.option = 0;
+      return;
+    }
+    if (w.size() > 1 && w[0] == '-') {
+      if (w.size() == 2 && has(options_with_argument(a), w[1])) a.option = w[1];
+      return;
+    }
+    if (a.command == "env" && w.find('=') != std::string_view::npos) return;
+    if (a.command == "timeout" && a.operands++ == 0) return;  // the duration
+  }
+  a = command_args{};
+  a.command = std::string(basename(w));
+  a.kind = kind_of(a.command);
+}
+
+void lexer::argument_word(command_state& st) {
+  auto& a = st.args;
+  const auto& t = st.shape.text;
+  switch (a.kind) {
+    case command_kind::other:
+    case command_kind::wrapper: return;
+    case command_kind::declare: return declare_argument(st);
+    case command_kind::eval: return mark_from(st, 0, word_use::code);
+    case command_kind::alias:
+      if (const auto eq = t.find('='); eq != std::string::npos) mark_from(st, eq + 1, word_use::code);
+      return;
+    case command_kind::test:
+      if (std::exchange(a.option, 0))
+        name_word(st, 0, t.size());
+      else if (t == "-v" || t == "-R")
+        a.option = 'v';
+      return;
+    default: break;
+  }
+  if (a.option) {
+    option_argument(st, std::exchange(a.option, 0), 0);
+    return;
+  }
+  if (!a.options_done && option_word(st, options_with_argument(a))) return;
+  a.options_done = true;
+  operand_word(st);
+  ++a.operands;
+}
+
+// `-x`, `-xy`, `-vNAME`: true when the word is options (or `--`).
+bool lexer::option_word(command_state& st, std::string_view with_argument) {
+  auto& a = st.args;
+  const auto& t = st.shape.text;
+  if (t.size() < 2 || st.shape.quoted[0] == '1' || !(t[0] == '-' || (t[0] == '+' && a.kind == command_kind::shell)))
+    return false;
+  if (t == "--") {
+    a.options_done = true;
+    return true;
+  }
+  if (t[1] == '-') return true;  // a long option (`bash --norc`)
+  for (std::size_t k = 1; k < t.size(); ++k) {
+    if (t[k] == '\x01' || t[k] == '\x02') return true;
+    a.flags += t[k];
+    if (has(with_argument, t[k])) {
+      if (k + 1 < t.size())
+        option_argument(st, t[k], k + 1);
+      else
+        a.option = t[k];
+      return true;
+    }
+  }
+  return true;
+}
+
+void lexer::option_argument(command_state& st, char option, std::size_t from) {
+  auto& a = st.args;
+  const auto size = st.shape.text.size();
+  const auto feeds = [&](const std::string& name) { a.feeds_integer = a.feeds_integer || integer_variable(name); };
+  switch (a.kind) {
+    case command_kind::read:
+      if (option == 'a') feeds(name_word(st, from, size));
+      return;
+    case command_kind::printf:
+      if (option == 'v') feeds(name_word(st, from, size));
+      return;
+    case command_kind::wait:
+      if (option == 'p') name_word(st, from, size);
+      return;
+    case command_kind::mapfile:
+    case command_kind::complete:
+      if (option == 'C') mark_from(st, from, word_use::code);
+      return;
+    case command_kind::bind:
+      if (option == 'x') mark_from(st, from, word_use::code);
+      return;
+    default: return;
+  }
+}
+
+void lexer::operand_word(command_state& st) {
+  auto& a = st.args;
+  const auto size = st.shape.text.size();
+  const auto feeds = [&](const std::string& name) { a.feeds_integer = a.feeds_integer || integer_variable(name); };
+  switch (a.kind) {
+    case command_kind::read: feeds(name_word(st, 0, size)); return;
+    case command_kind::mapfile:
+      if (a.operands == 0) feeds(name_word(st, 0, size));
+      return;
+    case command_kind::unset:
+      if (!has(a.flags, 'f')) name_word(st, 0, size);
+      return;
+    case command_kind::getopts:
+      if (a.operands == 1) name_word(st, 0, size);
+      return;
+    case command_kind::trap:
+      if (a.operands == 0 && !has(a.flags, 'p') && !has(a.flags, 'l')) mark_from(st, 0, word_use::code);
+      return;
+    case command_kind::shell:
+      if (a.operands == 0 && has(a.flags, 'c')) mark_from(st, 0, word_use::code);
+      return;
+    default: return;
+  }
+}
+
+// An argument of declare, typeset, local, export or readonly: options set attributes; then
+// `name`, `name=value`, `name[sub]=value`.
+void lexer::declare_argument(command_state& st) {
+  auto& a = st.args;
+  const auto& t = st.shape.text;
+  if (!a.options_done && t.size() >= 2 && st.shape.quoted[0] == '0' && (t[0] == '-' || t[0] == '+')) {
+    if (t == "--") a.options_done = true;
+    // `+i` removes an attribute: keeping it is the cautious reading. An attribute a reference
+    // supplies may be any: assume integer.
+    if (t[0] == '-')
+      for (const char c : t.substr(1)) a.flags += (c == '\x01' || c == '\x02') ? 'i' : c;
+    return;
+  }
+  if (has(a.flags, 'f') || has(a.flags, 'F')) return;  // function names
+  std::string attributes = a.flags;
+  if (a.command == "export" || a.command == "readonly")  // their -n un-exports; they have no -i
+    std::erase_if(attributes, [](char c) { return c == 'n' || c == 'i'; });
+  const auto eq = t.find('=');
+  auto name_end = eq == std::string::npos ? t.size() : eq;
+  if (name_end > 0 && eq != std::string::npos && t[name_end - 1] == '+') --name_end;
+  const auto name = name_word(st, 0, name_end);
+  if (!name.empty()) {
+    if (has(attributes, 'i')) learn(names_.integer, name);
+    if (has(attributes, 'n')) learn(names_.nameref, name);
+    if (has(attributes, 'A')) learn(names_.associative, name);
+  }
+  if (eq != std::string::npos) mark_from(st, eq + 1, assigned_use(name, attributes));
+}
+
+// At `(` after `name=` or `name+=` (a command's prefix, or a declare argument): the elements
+// of a compound assignment, `[sub]=value` or `value`.
+bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t limit) {
+  if (!st.word_plain || !(st.word_index == 0 || st.args.kind == command_kind::declare)) return false;
+  std::string_view w = st.word;
+  if (!w.ends_with('=')) return false;
+  w.remove_suffix(1);
+  if (w.ends_with('+')) w.remove_suffix(1);
+  if (!is_identifier(w)) return false;
+  const std::string flags = st.args.kind == command_kind::declare ? st.args.flags : std::string();
+  const bool associative = has(flags, 'A') || (!has(flags, 'a') && names_.associative.contains(w));
+  const auto use = assigned_use(w, flags);
+  st.word_plain = false;
+  ++i_;
+  frame element = f;
+  element.shape = nullptr;
+  element.sink = nullptr;
+  while (more(limit)) {
+    if (!hole_at(i_)) {
+      const char ch = s_[i_];
+      if (ch == ')') {
+        ++i_;
+        return true;
+      }
+      if (is_blank(ch) || ch == '\n') {
+        ++i_;
+        continue;
+      }
+      if (ch == '#') {
+        comment(limit);
+        continue;
+      }
+    }
+    const auto start = i_;
+    compound_element(element, use, associative, limit);
+    if (i_ == start) ++i_;  // an operator bash would reject here
+  }
+  return true;
+}
+
+void lexer::compound_element(const frame& f, word_use value_use, bool associative, std::size_t limit) {
+  if (!hole_at(i_) && s_[i_] == '[' && assignment_subscript(limit)) {
+    ++i_;
+    arithmetic(associative ? f : arithmetic_frame(f), "]", limit);
+    if (i_ < limit && s_[i_] == '+') ++i_;
+    if (i_ < limit && s_[i_] == '=') ++i_;
+  }
+  command_state value;
+  begin_word(value);
+  frame v = f;
+  v.arithmetic = value_use == word_use::arithmetic;
+  std::vector<std::size_t> holes;
+  v.sink = &holes;
+  while (more(limit)) {
+    if (hole_at(i_)) {
+      take_hole(word_frame(value, v));
+      continue;
+    }
+    const char ch = s_[i_];
+    if (is_blank(ch) || ch == '\n' || is_meta(ch)) break;
+    word_unit(value, v, limit);
+  }
+  if (value_use == word_use::name || value_use == word_use::code)
+    for (const auto index : holes) mark(index, value_use);
+}
+
+}  // namespace arun::engine::detail
