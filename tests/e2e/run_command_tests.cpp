@@ -424,6 +424,33 @@ TEST_CASE("conditions skip steps, and a bad value in arithmetic fails the step b
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("--set values never run: name and integer positions fail the step, program settings need env:") {
+  const auto dir = fs::temp_directory_path() / ("arun-inject-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto canary = (dir / "PWNED").string();
+  temp_recipe rec("name: inject\ncontext: {x: '1', git_config_parameters: ''}\nsteps:\n"
+                  "  - id: integer\n    command: declare -i n={{x}}; echo $n\n    on_error: continue\n"
+                  "  - id: name\n    command: printf -v \"a[{{x}}]\" %s 1\n    on_error: continue\n"
+                  "  - id: git\n    working_dir: " + dir.string() + "\n"
+                  "    command: git init -q repo && cd repo && git status --porcelain && printenv GIT_CONFIG_PARAMETERS || echo none\n"
+                  "  - id: opted_in\n    env: {GIT_CONFIG_PARAMETERS: \"{{git_config_parameters}}\"}\n"
+                  "    command: printenv GIT_CONFIG_PARAMETERS\n");
+  const auto r = run_arun({rec.file.string(), "--output-format", "json", "-q", "--set", "x=a[$(touch " + canary + ")]",
+                           "--set", "git_config_parameters='core.fsmonitor'='touch " + canary + "'"});
+  INFO(r.err);
+  const auto steps = boost::json::parse(r.out).at("step_results").as_array();
+  CHECK(steps[0].at("status") == "failed");
+  CHECK_THAT(std::string(steps[0].at("error").as_string()), Catch::Contains("arithmetic position"));
+  CHECK(steps[1].at("status") == "failed");
+  CHECK_THAT(std::string(steps[1].at("error").as_string()), Catch::Contains("arithmetic position"));
+  CHECK(steps[2].at("output") == "none");
+  CHECK(steps[3].at("output") == boost::json::value("'core.fsmonitor'='touch " + canary + "'"));
+  CHECK_FALSE(fs::exists(canary));
+  fs::remove_all(dir);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("every tutorial recipe runs successfully") {
   int ran = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(ARUN_SOURCE_DIR) / "recipes" / "tutorials")) {
