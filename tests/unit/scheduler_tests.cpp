@@ -506,7 +506,52 @@ TEST_CASE("a recipe that calls itself stops at max_depth with the call chain") {
   o.recipes = &lib;
   const auto result = run(runner, events, top, o);
   CHECK(result.status == run_status::failed);
-  CHECK_THAT(result.step_results[0].error, Catch::Contains("loop -> loop -> loop -> loop"));
+  CHECK_THAT(result.step_results[0].error, Catch::Contains("loop \u00d75"));
+}
+
+TEST_CASE("a deep failing recursion names its deepest failure once, not once per level") {
+  fake_runner runner;
+  recorder events;
+  fake_library lib;
+  auto self = make({bash("work", "out:1"), call("down", "deep")});
+  self.name = "deep";
+  lib.recipes["deep"] = self;
+  auto top = self;
+  top.recursion.max_depth = 100;
+  auto o = opts();
+  o.recipes = &lib;
+  const auto result = run(runner, events, top, o);
+  CHECK(result.status == run_status::failed);
+  const auto& error = result.step_results[1].error;
+  const std::string deepest = "down" + [] {
+    std::string tail;
+    for (int i = 0; i < 100; ++i) tail += "/down";
+    return tail;
+  }();
+  // step 'down': sub-recipe 'deep' failed: step 'down/…/down': recursion depth limit 100 reached: deep ×102
+  CHECK(error == "step 'down': sub-recipe 'deep' failed: step '" + deepest +
+                     "': recursion depth limit 100 reached: deep \u00d7102");
+}
+
+TEST_CASE("a failing sub-recipe lists at most five failures and counts the rest") {
+  fake_runner runner;
+  recorder events;
+  fake_library lib;
+  std::vector<step> steps;
+  for (int i = 0; i < 8; ++i) {
+    auto b = bash("b" + std::to_string(i), "fail:1");
+    b.on_error = on_error_policy::continue_run;
+    steps.push_back(b);
+  }
+  steps.push_back(bash("last", "fail:2"));
+  auto child = make(steps);
+  child.name = "child";
+  lib.recipes["child"] = child;
+  auto o = opts();
+  o.recipes = &lib;
+  const auto result = run(runner, events, make({call("c", "child")}), o);
+  CHECK(result.status == run_status::failed);
+  CHECK_THAT(result.step_results[0].error, Catch::EndsWith("; and 4 more"));
 }
 
 TEST_CASE("max_total_steps counts every instance that runs") {

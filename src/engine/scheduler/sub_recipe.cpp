@@ -9,19 +9,47 @@
 namespace arun::engine {
 namespace {
 
-std::string joined_chain(const std::vector<std::string>& chain, const std::string& next) {
+// `a -> b -> b -> b -> c` as `a -> b ×3 -> c`: a recipe calling itself 200 times deep
+// names itself once.
+std::string joined_chain(std::vector<std::string> chain, const std::string& next) {
+  chain.push_back(next);
   std::string text;
-  for (const auto& name : chain) text += name + " -> ";
-  return text + next;
+  for (std::size_t i = 0; i < chain.size();) {
+    auto j = i;
+    while (j < chain.size() && chain[j] == chain[i]) ++j;
+    text += (text.empty() ? "" : " -> ") + chain[i] + (j - i > 1 ? " \u00d7" + std::to_string(j - i) : "");
+    i = j;
+  }
+  return text;
+}
+
+constexpr std::size_t max_causes = 5;
+
+// The failures that made a sub-recipe fail, each named once at the depth where it happened:
+// a failed nested sub-recipe step contributes its own causes, not its message, so the error
+// of a deep recursion stays as long as its deepest failure and never repeats the levels above.
+void collect_causes(const std::vector<step_result>& results, std::vector<std::string>& causes, std::size_t& more) {
+  for (const auto& r : results) {
+    if (r.status != step_status::failed && r.status != step_status::cancelled) continue;
+    const auto found = causes.size() + more;
+    if (!r.children.empty()) collect_causes(r.children, causes, more);
+    if (causes.size() + more > found) continue;
+    if (causes.size() < max_causes) {
+      causes.push_back(r.error.empty() ? "step '" + r.step_id + "' " + (r.status == step_status::failed ? "failed" : "was cancelled")
+                                       : r.error.substr(0, r.error.find('\n')));
+    } else {
+      ++more;
+    }
+  }
 }
 
 std::string failed_children(const std::vector<step_result>& results) {
+  std::vector<std::string> causes;
+  std::size_t more = 0;
+  collect_causes(results, causes, more);
   std::string list;
-  for (const auto& r : results) {
-    if (r.status != step_status::failed && r.status != step_status::cancelled) continue;
-    if (!list.empty()) list += "; ";
-    list += r.error.empty() ? r.step_id : r.error.substr(0, r.error.find('\n'));
-  }
+  for (const auto& c : causes) list += (list.empty() ? "" : "; ") + c;
+  if (more > 0) list += "; and " + std::to_string(more) + " more";
   return list;
 }
 
