@@ -47,7 +47,9 @@ public:
   /// Called once per finished instance (top-level, iteration, loop body and sub-recipe
   /// steps), before its step_end event. Must not throw.
   virtual void record(const step_result& result, const boost::json::object& context_delta) noexcept = 0;
-  /// An instance to take as finished instead of running it (resume), or null to run it.
+  /// An instance to take as finished instead of running it (resume), or null to run it. A
+  /// journal may keep a sub-recipe step's `children` without their own children; the engine
+  /// then finds each child's record to restore them.
   virtual const finished_instance* find(std::string_view instance_id) const noexcept = 0;
 };
 

@@ -10,6 +10,21 @@
 #include <functional>
 
 namespace arun::engine {
+namespace {
+
+// A journaled sub-recipe step holds its children one level deep; deeper ones come from the
+// children's own records, each read once.
+void restore_children(const run_journal& journal, std::vector<step_result>& children) {
+  for (auto& child : children) {
+    if (!child.children.empty()) continue;
+    const auto* record = journal.find(child.step_id);
+    if (!record || record->result.children.empty()) continue;
+    child.children = record->result.children;
+    restore_children(journal, child.children);
+  }
+}
+
+}  // namespace
 
 std::string_view type_name(const step& s) {
   if (is_loop(s)) return "loop";
@@ -107,6 +122,7 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
     if (const auto* done = rs_.options.journal->find(instance)) {
       instance_outcome o;  // resume: taken as it was recorded, never re-run
       o.result = done->result;
+      restore_children(*rs_.options.journal, o.result.children);
       o.updates = done->context_delta;
       auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
       e.result = &o.result;

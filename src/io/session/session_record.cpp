@@ -38,6 +38,10 @@ json::object journal_record(const step_result& result, const json::object& conte
   o["status"] = to_string(result.status);
   o["fatal"] = result.fatal;
   o["result"] = step_to_json(result);
+  // A sub-recipe step keeps its own steps one level deep: theirs are in their own records
+  // (written before this one), so the journal grows with the instances, not with their depth.
+  if (auto* children = o["result"].as_object().if_contains("children"))
+    for (auto& child : children->as_array()) child.as_object().erase("children");
   o["delta"] = context_delta;
   return o;
 }

@@ -12,7 +12,9 @@
 
 namespace arun::io {
 
-/// `{"instance", "status", "fatal", "result": <step_results entry>, "delta": {...}}`.
+/// `{"instance", "status", "fatal", "result": <step_results entry>, "delta": {...}}`. A
+/// sub-recipe step's `children` are kept one level deep (run_journal::find's callers restore
+/// the rest from the children's own records).
 boost::json::object journal_record(const step_result& result, const boost::json::object& context_delta);
 
 /// The instance a journal line describes; none when the line is not a whole record (a torn
