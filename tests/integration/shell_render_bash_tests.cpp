@@ -337,6 +337,8 @@ const std::vector<evaluated_position> evaluated_positions = {
     {"/bin/bash -ec 'echo {{x}}'", "hello", "hello\n"},
     {"env A=1 bash -c 'echo {{x}}'", "hello", "hello\n"},
     {"timeout 20 bash -c 'echo {{x}}'", "hello", "hello\n"},
+    {"flock \"$D/lock\" -c 'echo {{x}}'", "hello", "hello\n"},
+    {"su root -s /bin/bash -c 'echo {{x}}'", "hello", "hello\n"},
     {"PS4='+{{x}} '; set -x; : 2>/dev/null; set +x; echo ok", "hello", "ok\n"},
     {"mapfile -C 'echo {{x}}' -c 1 a <<< l1", "hello", "hello 0 l1\n\n"},
     {"shopt -s expand_aliases; alias e='echo {{x}}'\ne", "hello", "hello\n"},

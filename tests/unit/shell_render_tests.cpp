@@ -202,6 +202,8 @@ TEST_CASE("the shell lexer marks where bash reads a variable name or runs code")
       {"[[ -v @@ && -v a[@@] ]]; [ -v @@ ]; test -R @@", "NANN"},
       {"getopts @@ @@; wait -p @@; mapfile -C @@ -t @@", "-NNCN"},
       {"echo @@ >@@ 2>@@; cat <<< @@; alias x=@@", "----C"},
+      {"ssh -p @@ @@ ls @@; ssh -o X=1 host @@", "--CC"},
+      {"su -c @@ @@; flock -w 5 @@ -c @@; script -qc @@ /dev/null; watch -n 1 @@", "C--CCC"},
   };
   for (const auto& [script, expected] : rows) {
     INFO("script: " << script);

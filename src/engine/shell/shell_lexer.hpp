@@ -46,9 +46,10 @@ struct shell_position {
   /// `local`, `typeset`, `export` and `readonly` arguments, and a nameref's value (`declare -n
   /// r=NAME`, later `r=NAME`).
   bool name = false;
-  /// Bash runs the text as commands: `eval` arguments, a `trap` action, the command string
-  /// of `bash|sh|… -c`, `mapfile -C`, `complete -C`, `bind -x`, `alias` values, and values
-  /// given to PS0, PS1, PS2, PS4 and PROMPT_COMMAND.
+  /// Bash (or another shell) runs the text as commands: `eval` arguments, a `trap` action,
+  /// the command string of `bash|sh|… -c` and `su|runuser|flock|script -c`, the command words
+  /// of `ssh HOST` and `watch`, `mapfile -C`, `complete -C`, `bind -x`, `alias` values, and
+  /// values given to PS0, PS1, PS2, PS4 and PROMPT_COMMAND.
   bool code = false;
   bool escaped = false;       ///< right after a backslash that escapes the next character
   bool after_dollar = false;  ///< right after a `$` that would join with the replacement

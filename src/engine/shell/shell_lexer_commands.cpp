@@ -50,6 +50,8 @@ constexpr command_entry commands_table[] = {
     {"bash", command_kind::shell}, {"sh", command_kind::shell}, {"dash", command_kind::shell},
     {"zsh", command_kind::shell}, {"ksh", command_kind::shell}, {"mksh", command_kind::shell},
     {"ash", command_kind::shell},
+    {"ssh", command_kind::remote}, {"su", command_kind::runs_option}, {"runuser", command_kind::runs_option},
+    {"flock", command_kind::runs_option}, {"script", command_kind::runs_option}, {"watch", command_kind::runs_all},
     // Commands that run the command named by their next words.
     {"builtin", command_kind::wrapper}, {"command", command_kind::wrapper}, {"exec", command_kind::wrapper},
     {"nohup", command_kind::wrapper}, {"setsid", command_kind::wrapper}, {"env", command_kind::wrapper},
@@ -73,6 +75,9 @@ std::string_view options_with_argument(const command_args& a) {
     case command_kind::shell: return "oO";
     case command_kind::complete: return "ACFGPSWXo";
     case command_kind::bind: return "mqurfx";
+    case command_kind::remote: return "BbcDEeFIiJLlmOopQRSWw";
+    case command_kind::runs_option: return a.command == "flock" ? "cEw" : a.command == "script" ? "cEIOBT" : "cgGlsw";
+    case command_kind::runs_all: return "nd";
     case command_kind::wrapper:
       if (a.command == "exec") return "a";
       if (a.command == "env") return "uCS";
@@ -131,10 +136,12 @@ std::string lexer::name_word(const command_state& st, std::size_t from, std::siz
   const bool literal_base = (base_end == to || t[base_end] == '[') && is_identifier(t.substr(from, base_end - from));
   const std::string base = literal_base ? t.substr(from, base_end - from) : std::string();
   const bool associative = !base.empty() && names_.associative.contains(base);
+  // Holes come in text order: the bracket depth is carried from one to the next.
+  int depth = 0;
+  auto scanned = from;
   for (const auto& [index, offset] : st.shape.holes) {
     if (offset < from || offset >= to) continue;
-    int depth = 0;
-    for (auto k = from; k < offset; ++k) depth += t[k] == '[' ? 1 : t[k] == ']' && depth > 0 ? -1 : 0;
+    for (; scanned < offset; ++scanned) depth += t[scanned] == '[' ? 1 : t[scanned] == ']' && depth > 0 ? -1 : 0;
     if (depth == 0)
       mark(index, word_use::name);
     else
@@ -218,7 +225,8 @@ void lexer::argument_word(command_state& st) {
     return;
   }
   if (!a.options_done && option_word(st, options_with_argument(a))) return;
-  a.options_done = true;
+  // GNU tools read options after operands too (`flock FILE -c CMD`).
+  a.options_done = a.kind != command_kind::runs_option;
   operand_word(st);
   ++a.operands;
 }
@@ -269,6 +277,9 @@ void lexer::option_argument(command_state& st, char option, std::size_t from) {
     case command_kind::bind:
       if (option == 'x') mark_from(st, from, word_use::code);
       return;
+    case command_kind::runs_option:
+      if (option == 'c') mark_from(st, from, word_use::code);
+      return;
     default: return;
   }
 }
@@ -294,6 +305,10 @@ void lexer::operand_word(command_state& st) {
     case command_kind::shell:
       if (a.operands == 0 && has(a.flags, 'c')) mark_from(st, 0, word_use::code);
       return;
+    case command_kind::remote:
+      if (a.operands > 0) mark_from(st, 0, word_use::code);
+      return;
+    case command_kind::runs_all: mark_from(st, 0, word_use::code); return;
     default: return;
   }
 }

@@ -71,7 +71,10 @@ struct attribute_names {
 // The builtins (and shells) whose arguments are names, arithmetic or code.
 enum class command_kind {
   other, wrapper, declare, read, mapfile, printf, unset, test, getopts, wait, eval, trap, shell, alias,
-  complete, bind
+  complete, bind,
+  remote,       // ssh: the words after the host run in the remote shell
+  runs_option,  // su, runuser, flock, script: the argument of `-c` runs in a shell
+  runs_all,     // watch: its words run in a shell
 };
 
 // How the current command reads its arguments so far.
