@@ -204,6 +204,8 @@ TEST_CASE("the shell lexer marks where bash reads a variable name or runs code")
       {"echo @@ >@@ 2>@@; cat <<< @@; alias x=@@", "----C"},
       {"ssh -p @@ @@ ls @@; ssh -o X=1 host @@", "--CC"},
       {"su -c @@ @@; flock -w 5 @@ -c @@; script -qc @@ /dev/null; watch -n 1 @@", "C--CCC"},
+      {"function f { read @@; }; g() { eval @@; }; if read @@; then (unset @@); fi", "NCNN"},
+      {"x=1 y=@@ read @@ && echo $(printf -v @@ x) `eval @@`", "-NNC"},
   };
   for (const auto& [script, expected] : rows) {
     INFO("script: " << script);

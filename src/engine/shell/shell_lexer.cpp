@@ -234,6 +234,10 @@ bool lexer::keyword(command_state& st, std::string_view w) {
       return false;
     }
   }
+  if (w == "{" && st.args.command == "function") {  // `function f {`: the body's first command
+    end_command(st);
+    return true;
+  }
   if (!command_word) return false;
   if (w == "let") st.let_args = true;
   if (w == "case") st.cases.push_back(case_state::expect_in);
