@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <random>
 
 using namespace std::chrono_literals;
 using arun::test::leftover_processes;
@@ -411,5 +412,49 @@ TEST_CASE("a context key named like a program's setting never configures it: git
   CHECK(run.result.exit_code == 0);
   CHECK(dir.read("git_vars") == "");
   CHECK_FALSE(fs::exists(canary));
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("random compositions of commands, wrappers and quoting never run a value that arun accepted") {
+  const scratch_dir dir;
+  const auto canary = (dir.path / "PWNED").string();
+  // {Q} is the reference in one of four quotings; the statements cover the evaluated positions
+  // above, their data look-alikes, and the ways a command can be reached.
+  const std::vector<std::string> statements = {
+      "declare -i n={Q}", "n={Q}", "declare -i n", "local -i k={Q}", "a[{Q}]=1", "a+=([{Q}]=1)", "a=({Q})",
+      "declare -A m", "m[{Q}]=1", "read -r {Q} <<< v", "read n <<< {Q}", "printf -v {Q} %s v", "printf -v n %s {Q}",
+      "printf -v 'a[{Q}]' x", "unset {Q}", "[[ -v {Q} ]]", "test -v {Q}", "declare -n r={Q}", "r={Q}",
+      "export {Q}=1", "eval echo {Q}", "trap 'echo {Q}' EXIT", "bash -c 'echo {Q}'", "echo $(( {Q} ))",
+      "(( {Q} ))", "let n={Q}", "[[ {Q} -eq 1 ]]", "echo ${a[{Q}]}", "echo ${s:{Q}}", "mapfile -t {Q} < /dev/null",
+      "getopts ab {Q}", "echo {Q}", "cat <<< {Q}", "x={Q}", "PS4={Q}", "RANDOM={Q}", "OPTIND={Q}"};
+  const std::vector<std::pair<std::string, std::string>> frames = {
+      {"", ""}, {"command ", ""}, {"builtin ", ""}, {"env ", ""}, {"f() { ", "; }; f"}, {"function g { ", "; }; g"},
+      {"if ", "; then :; fi"}, {"( ", " )"}, {": $( ", " )"}, {"{ ", "; }"}, {"true && ", ""}, {"x=1 ", ""},
+      {"time ", ""}, {"! ", ""}, {"timeout 5 ", ""}, {"nohup ", " 2>/dev/null"}};
+  const std::vector<std::string> quotings = {"{{x}}", "\"{{x}}\"", "'{{x}}'", "$'{{x}}'"};
+  std::mt19937 random(20261123);
+  const auto pick = [&](const auto& list) -> const auto& { return list[random() % list.size()]; };
+  const std::vector<std::string> hostile = {"a[$(touch " + canary + ")]", "$(touch " + canary + ")"};
+  int accepted = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    std::string script = "set +e\n";
+    for (int k = 0, n = 1 + static_cast<int>(random() % 2); k < n; ++k) {
+      auto statement = pick(statements);
+      for (std::size_t at; (at = statement.find("{Q}")) != std::string::npos;) statement.replace(at, 3, pick(quotings));
+      const auto& [open, close] = pick(frames);
+      script += open + statement + close + (random() % 2 ? "\n" : "; ");
+    }
+    for (const auto& value : hostile) {
+      INFO("script: " << script << "\nvalue: " << value);
+      boost::json::object ctx;
+      ctx["x"] = value;
+      if (!engine::render_shell(script, {ctx}).ok()) continue;
+      ++accepted;
+      const auto run = run_rendered(script, ctx, dir);
+      CHECK(run.result.launched());
+      REQUIRE_FALSE(fs::exists(canary));
+    }
+  }
+  CHECK(accepted > 50);  // the data positions are accepted and did run
   CHECK(leftover_processes().empty());
 }
