@@ -7,7 +7,9 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -19,12 +21,29 @@ const std::vector<std::string_view> top_level_keys = {
     "recursion", "hooks", "extends", "context_validation", "rate_limiting", "execution", "default_step_timeout",
     "output", "inputs", "parameters", "metadata", "lenient_templates"};
 
+constexpr std::size_t max_nesting = 64;  // SPEC §1
+
+// The line and column (0-based, as yaml-cpp's marks) of byte `pos` of `text`.
+YAML::Mark mark_at(std::string_view text, std::size_t pos) {
+  YAML::Mark m;
+  pos = std::min(pos, text.size());
+  m.pos = static_cast<int>(pos);
+  const auto before = text.substr(0, pos);
+  m.line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+  const auto line_start = before.rfind('\n');
+  m.column = static_cast<int>(line_start == std::string_view::npos ? pos : pos - line_start - 1);
+  return m;
+}
+
 // Counts documents without building them; stops at the second (TOOLCHAIN.md §7: never
 // LoadAll, which hangs on some inputs).
 class document_counter final : public YAML::EventHandler {
 public:
   int documents = 0;
-  void OnDocumentStart(const YAML::Mark&) override { ++documents; }
+  YAML::Mark second;  // where the second document starts
+  void OnDocumentStart(const YAML::Mark& m) override {
+    if (++documents == 2) second = m;
+  }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
@@ -35,13 +54,51 @@ public:
   void OnMapEnd() override {}
 };
 
-bool has_second_document(const std::string& text) {
+// Where a second document starts, if the text has one.
+std::optional<YAML::Mark> second_document(const std::string& text) {
   // Only a document marker can start a second document: skip the parse without one.
-  if (text.find("\n---") == std::string::npos && text.find("\n...") == std::string::npos) return false;
+  if (text.find("\n---") == std::string::npos && text.find("\n...") == std::string::npos) return std::nullopt;
   std::istringstream in(text);
   YAML::Parser parser(in);
   document_counter counter;
-  return parser.HandleNextDocument(counter) && parser.HandleNextDocument(counter) && counter.documents > 1;
+  if (parser.HandleNextDocument(counter) && parser.HandleNextDocument(counter) && counter.documents > 1)
+    return counter.second;
+  return std::nullopt;
+}
+
+// Where the nesting first goes deeper than `limit` levels: flow brackets, block indentation
+// and `- ` sequence entries, outside quotes and comments. An estimate of YAML's structure,
+// used only to place the error when yaml-cpp gives up on a very deep document (its mark is
+// the end of the node).
+std::optional<std::size_t> nesting_overflow(std::string_view text, std::size_t limit) {
+  std::vector<std::size_t> indents;  // the block levels open on this line, by indentation
+  std::size_t flow = 0;
+  for (std::size_t line = 0; line < text.size();) {
+    const auto end = std::min(text.find('\n', line), text.size());
+    auto i = text.find_first_not_of(' ', line);
+    if (i == std::string_view::npos || i >= end || text[i] == '#') {
+      line = end + 1;
+      continue;
+    }
+    const auto indent = i - line;
+    while (flow == 0 && !indents.empty() && indents.back() >= indent) indents.pop_back();
+    if (flow == 0) indents.push_back(indent);
+    for (char quote = 0; i < end; ++i) {
+      const char c = text[i];
+      if (quote) {
+        if (c == quote) quote = 0;
+        continue;
+      }
+      if (c == '"' || c == '\'') quote = c;
+      else if (c == '#' && i > 0 && (text[i - 1] == ' ' || text[i - 1] == '\t')) break;
+      else if (c == '[' || c == '{') ++flow;
+      else if ((c == ']' || c == '}') && flow > 0) --flow;
+      else if (c == '-' && flow == 0 && i + 1 < end && text[i + 1] == ' ') indents.push_back(i + 1);
+      if (indents.size() + flow > limit) return i;
+    }
+    line = end + 1;
+  }
+  return std::nullopt;
 }
 
 // yaml-cpp 0.7 accepts a quoted scalar whose closing quote never comes and swallows the rest
@@ -71,12 +128,28 @@ bool quotes_closed(const YAML::Node& n, std::string_view text, diagnostic_sink& 
   return true;
 }
 
+// A NUL character (`\0`, `\x00`, `\u0000` in a double-quoted string) would end a command,
+// prompt or value where it reaches bash, argv or the environment: `"echo kept\0; touch X"`
+// would run as `echo kept`. Refused wherever it is, pointing at the escape.
+bool free_of_nul(const YAML::Node& n, std::string_view text, diagnostic_sink& sink) {
+  if (!n.IsScalar() || n.Scalar().find('\0') == std::string::npos) return true;
+  auto where = n.Mark();
+  const auto from = static_cast<std::size_t>(std::max(0, where.pos));
+  std::size_t at = std::string_view::npos;
+  for (std::string_view escape : {"\\0", "\\x00", "\\u0000", "\\U00000000"})
+    at = std::min(at, text.find(escape, from));
+  if (at != std::string_view::npos) where = mark_at(text, at);
+  sink.error(where, "this string holds a NUL character, which would silently end it where it reaches a command, "
+                    "argument or environment variable", {}, "remove the \\0 escape");
+  return false;
+}
+
 // Nesting depth and node count (SPEC §1: 64 levels, 1,000,000 nodes, aliases expanded), and
 // quoted strings that never close.
 bool within_limits(const YAML::Node& n, int depth, std::size_t& budget, diagnostic_sink& sink,
                    std::string_view text) {
-  if (depth > 64) {
-    sink.error(n.Mark(), "the document nests deeper than 64 levels");
+  if (depth > static_cast<int>(max_nesting)) {
+    sink.error(n.Mark(), "the document nests deeper than " + std::to_string(max_nesting) + " levels");
     return false;
   }
   if (budget == 0) {
@@ -84,13 +157,14 @@ bool within_limits(const YAML::Node& n, int depth, std::size_t& budget, diagnost
     return false;
   }
   --budget;
-  if (!quotes_closed(n, text, sink)) return false;
+  if (!quotes_closed(n, text, sink) || !free_of_nul(n, text, sink)) return false;
   if (n.IsSequence())
     for (const auto& item : n)
       if (!within_limits(item, depth + 1, budget, sink, text)) return false;
   if (n.IsMap())
     for (const auto& kv : n)
-      if (!quotes_closed(kv.first, text, sink) || !within_limits(kv.second, depth + 1, budget, sink, text))
+      if (!quotes_closed(kv.first, text, sink) || !free_of_nul(kv.first, text, sink) ||
+          !within_limits(kv.second, depth + 1, budget, sink, text))
         return false;
   return true;
 }
@@ -298,16 +372,26 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
     return finish();
   }
   const std::string source(text);
+  if (const auto nul = source.find('\0'); nul != std::string::npos) {
+    sink.error(mark_at(source, nul), "the file holds a NUL byte: a recipe is text (is this a binary file?)");
+    return finish();
+  }
   YAML::Node root;
   try {
     root = YAML::Load(source);
-    if (has_second_document(source)) {
-      sink.error(YAML::Mark::null_mark(), "the file holds more than one YAML document; a recipe is exactly one");
+    if (const auto second = second_document(source)) {
+      sink.error(*second, "a second YAML document starts here; a recipe is exactly one document",
+                 {}, "remove this '---' and what follows, or move it into its own file");
       return finish();
     }
   } catch (const YAML::ParserException& e) {
-    // yaml-cpp reports "bad file" for nesting deeper than 500 levels.
-    sink.error(e.mark, e.msg == "bad file" ? "the document nests too deeply" : "invalid YAML: " + e.msg);
+    // yaml-cpp reports "bad file" for nesting deeper than 500 levels, at the end of the node.
+    if (e.msg == "bad file") {
+      const auto at = nesting_overflow(source, max_nesting);
+      sink.error(at ? mark_at(source, *at) : e.mark, "the document nests deeper than " + std::to_string(max_nesting) + " levels");
+    } else {
+      sink.error(e.mark, "invalid YAML: " + e.msg);
+    }
     return finish();
   }
   if (!root.IsMap()) {

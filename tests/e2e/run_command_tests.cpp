@@ -451,6 +451,18 @@ TEST_CASE("--set values never run: name and integer positions fail the step, pro
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("a NUL escape in a command is refused before anything runs") {
+  const auto canary = fs::temp_directory_path() / ("arun-nul-canary-" + std::to_string(::getpid()));
+  temp_recipe rec("name: nul\nsteps:\n  - id: a\n    command: \"echo kept\\0; touch " + canary.string() + "\"\n");
+  for (const auto* verb : {"validate", "run"}) {
+    const auto r = run_arun({verb, rec.file.string()});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(":4:24: error: this string holds a NUL character"));
+  }
+  CHECK_FALSE(fs::exists(canary));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("every tutorial recipe runs successfully") {
   int ran = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(ARUN_SOURCE_DIR) / "recipes" / "tutorials")) {

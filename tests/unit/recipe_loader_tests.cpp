@@ -297,7 +297,19 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:5:16: error: invalid condition at column 1: names containing '__' are not allowed: '__import__'"},
       {head + "  - id: a\n    command: x\n    foreach: [1]\n    steps: []\n", "r.yaml:6:12: error: 'steps' must be a non-empty list of steps"},
       {"name: x\nsteps:\n  - id: a\n    command: x\n---\nname: y\n",
-       "r.yaml: error: the file holds more than one YAML document; a recipe is exactly one"},
+       "r.yaml:5:1: error: a second YAML document starts here; a recipe is exactly one document (remove this '---' and "
+       "what follows, or move it into its own file)"},
+      {head + "  - id: a\n    command: \"echo kept\\0; touch X\"\n",
+       "r.yaml:4:24: error: this string holds a NUL character, which would silently end it where it reaches a "
+       "command, argument or environment variable (remove the \\0 escape)"},
+      {head + "  - id: a\n    command: x\n    env: {\"K\\x00\": \"v\"}\n",
+       "r.yaml:5:13: error: this string holds a NUL character, which would silently end it where it reaches a "
+       "command, argument or environment variable (remove the \\0 escape)"},
+      {head + "  - id: a\n    prompt: \"hi \\u0000 there\"\n    agent: x\n",
+       "r.yaml:4:17: error: this string holds a NUL character, which would silently end it where it reaches a "
+       "command, argument or environment variable (remove the \\0 escape)"},
+      {head + std::string("  - id: a\n    command: echo \0 hi\n", 33),
+       "r.yaml:4:19: error: the file holds a NUL byte: a recipe is text (is this a binary file?)"},
       {"name: x\n\tsteps: []\n", "r.yaml:2:1: error: invalid YAML: illegal tab when looking for indentation"},
   };
   for (const auto& r : rows) {
@@ -357,6 +369,13 @@ TEST_CASE("oversized files, deep nesting and alias bombs are refused") {
   for (int i = 0; i < 70; ++i) deep += "]";
   deep += "\nsteps:\n  - id: s\n    command: x\n";
   CHECK_THAT(first_error(deep), Catch::Contains("nests deeper than 64 levels"));
+  // Past yaml-cpp's own limit (500) the error still points where the depth passed 64, not at
+  // the end of the node: flow brackets and block indentation.
+  std::string very_deep = "name: x\ncontext:\n  a: " + std::string(600, '[') + std::string(600, ']') + "\nsteps: []\n";
+  CHECK(first_error(very_deep) == "r.yaml:3:68: error: the document nests deeper than 64 levels");
+  std::string indented = "name: x\ncontext:\n  a:\n";
+  for (int i = 0; i < 600; ++i) indented += std::string(2 * (i + 2), ' ') + "k:\n";
+  CHECK_THAT(first_error(indented + "steps: []\n"), Catch::StartsWith("r.yaml:66:") && Catch::EndsWith("nests deeper than 64 levels"));
   std::string bomb = "name: x\ncontext:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   char prev = 'a';
   for (char c = 'b'; c <= 'j'; ++c, ++prev) {
