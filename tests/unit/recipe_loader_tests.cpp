@@ -299,6 +299,8 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\nsteps:\n  - id: a\n    command: x\n---\nname: y\n",
        "r.yaml:5:1: error: a second YAML document starts here; a recipe is exactly one document (remove this '---' and "
        "what follows, or move it into its own file)"},
+      {head + "  - id: a\n    command: x\n    retry: {on: {a: 1}}\n",
+       "r.yaml:5:17: error: 'on' must be a list of failure, timeout, rate_limit or exit codes"},
       {head + "  - id: a\n    command: \"echo kept\\0; touch X\"\n",
        "r.yaml:4:24: error: this string holds a NUL character, which would silently end it where it reaches a "
        "command, argument or environment variable (remove the \\0 escape)"},

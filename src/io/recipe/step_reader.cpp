@@ -255,7 +255,10 @@ std::optional<retry_policy> read_retry(const field_reader& f) {
   }
   if (const auto on = f.node("on")) {
     r.on.clear();
-    if (!on.IsSequence()) f.error("on", "'on' must be a list of failure, timeout, rate_limit or exit codes");
+    if (!on.IsSequence()) {
+      f.error("on", "'on' must be a list of failure, timeout, rate_limit or exit codes");
+      return r;
+    }
     for (const auto& item : on) {
       const auto v = item.IsScalar() ? scalar_to_json(item) : boost::json::value();
       if (v.is_int64())
