@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <limits>
@@ -49,14 +50,25 @@ bool is_core_float(std::string_view s) {
   return i == s.size();
 }
 
+// Numbers keep their exact value or stay text: an integer too large for 64 bits (an id, a
+// hash) stays the string it was written as, and so does a float outside double's range
+// (1e400, 1e-400), instead of becoming an approximation, infinity, 0 or null.
 boost::json::value number_or_string(const std::string& s) {
   if (is_core_int(s)) {
+    const char* first = s.data() + (s[0] == '+');
+    const char* last = s.data() + s.size();
     std::int64_t i = 0;
-    auto [p, ec] = std::from_chars(s.data() + (s[0] == '+'), s.data() + s.size(), i);
-    if (ec == std::errc() && p == s.data() + s.size()) return i;
-    // Too large for int64: fall through to double.
+    if (auto [p, ec] = std::from_chars(first, last, i); ec == std::errc() && p == last) return i;
+    std::uint64_t u = 0;
+    if (auto [p, ec] = std::from_chars(first, last, u); ec == std::errc() && p == last) return u;
+    return boost::json::string(s);
   }
-  if (is_core_float(s)) return std::strtod(s.c_str(), nullptr);
+  if (is_core_float(s)) {
+    errno = 0;
+    const double d = std::strtod(s.c_str(), nullptr);
+    if (errno == ERANGE) return boost::json::string(s);
+    return d;
+  }
   const auto l = lower(s);
   if (l == ".inf" || l == "+.inf") return std::numeric_limits<double>::infinity();
   if (l == "-.inf") return -std::numeric_limits<double>::infinity();

@@ -424,7 +424,7 @@ TEST_CASE("plain scalars follow the YAML 1.2 core schema for numbers") {
   CHECK(c.at("g") == 0.5);
   CHECK(c.at("e") == 2000.0);
   CHECK(c.at("h") == 0.015);
-  CHECK(c.at("big").is_double());
+  CHECK(c.at("big") == "99999999999999999999");  // past 64 bits: kept exact, as text
   CHECK(c.at("hex") == 31);
   CHECK(c.at("oct") == 15);
   CHECK(c.at("ninf").as_double() < 0);
