@@ -117,7 +117,7 @@ int finish_unstarted(io::session_store* store, const std::string& why, int code)
   return code;
 }
 
-void save_final_state(io::session_store& store, const run_result& r) {
+void save_final_state(io::session_store& store, const run_result& r, bool after_failure = false) {
   auto& state = store.state();
   state["status"] = to_string(r.status);
   state["context"] = r.context;
@@ -132,8 +132,24 @@ void save_final_state(io::session_store& store, const run_result& r) {
     steps.push_back(boost::json::object{{"step_id", step.step_id}, {"status", to_string(step.status)}});
   state["steps"] = std::move(steps);
   store.sync();
-  if (auto error = store.save_state(); !error.empty()) std::fprintf(stderr, "arun: warning: %s\n", error.c_str());
-  if (!store.journal_error().empty()) std::fprintf(stderr, "arun: warning: %s\n", store.journal_error().c_str());
+  const auto error = after_failure ? store.save_state_after_failure() : store.save_state();
+  if (!error.empty()) std::fprintf(stderr, "arun: warning: %s\n", error.c_str());
+  if (!after_failure && !store.journal_error().empty())
+    std::fprintf(stderr, "arun: warning: %s\n", store.journal_error().c_str());
+}
+
+// The session store failed during the run: the run failed, and says where and why, and how
+// to go on once the disk has room.
+int finish_after_store_failure(io::session_store& store, run_result& r, const std::string& format) {
+  r.status = run_status::failed;
+  r.error = "the session store " + store.dir() + " failed: " + store.failure();
+  save_final_state(store, r, true);
+  print_result(r, format);
+  std::fprintf(stderr,
+               "arun: the run stopped because its session could not be written; the %zu steps recorded before are "
+               "kept. Free space, then: arun resume %s\n",
+               store.records(), store.id().c_str());
+  return exit_store_failed;
 }
 
 }  // namespace
@@ -255,8 +271,8 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
   if (store) {
     store->state()["status"] = "running";
     if (auto error = store->save_state(); !error.empty()) {
-      std::fprintf(stderr, "arun: %s\n", error.c_str());
-      return exit_usage;
+      std::fprintf(stderr, "arun: the session store %s cannot be written: %s\n", store->dir().c_str(), error.c_str());
+      return exit_store_failed;
     }
   }
 
@@ -283,6 +299,22 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
         std::_Exit(128 + sig);
       };
   signals.async_wait(on_signal);
+  // A full or failing disk stops the run: what finishes next could not be kept. Running steps
+  // are stopped as for SIGINT; what was journaled stays, and `arun resume` continues.
+  bool store_failed = false;
+  if (store)
+    store->on_failure([&](const std::string& why) {
+      store_failed = true;
+      if (sinks.progress) sinks.progress->clear_status();
+      std::fprintf(stderr, "arun: %s: stopping the run\n", why.c_str());
+      asio::post(ctx, [&cancel] { cancel.emit(asio::cancellation_type::terminal); });
+    });
+  struct forget_handler {
+    io::session_store* store;
+    ~forget_handler() {
+      if (store) store->on_failure(nullptr);
+    }
+  } const forget{store};
   // SPEC §12: the journal is fsync'd at least once a second, also while steps run long.
   asio::steady_timer syncer(ctx);
   std::function<void(const boost::system::error_code&)> on_tick = [&](const boost::system::error_code& ec) {
@@ -308,6 +340,7 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
   ctx.run();
   if (failure) std::rethrow_exception(failure);
   sinks.warn_failed_files();
+  if (store && store_failed) return finish_after_store_failure(*store, *result, s.output_format);
   if (store) save_final_state(*store, *result);
   print_result(*result, s.output_format);
   if (stop_signal != 0) return 128 + stop_signal;

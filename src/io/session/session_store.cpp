@@ -210,6 +210,7 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::create(
   s->state_["session_id"] = id;
   s->state_["status"] = "running";
   s->state_["created"] = now_rfc3339();
+  s->make_reserve();
   return s;
 }
 
@@ -249,6 +250,7 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::open(co
   s->state_ = std::move(std::get<json::object>(state));
   s->resumed_ = true;
   s->load_journal(retry_failed);
+  s->make_reserve();
   return s;
 }
 
@@ -312,8 +314,42 @@ void session_store::load_journal(bool retry_failed) {
     journal_error_ = "cannot cut the torn last line off " + path + ": " + why(errno);
 }
 
+// Room for the final snapshot when the disk fills up during the run: freed by
+// save_state_after_failure, removed when the run ends. Best effort: without it the final
+// snapshot may not fit, and the session then says `running` until it is resumed.
+constexpr std::size_t reserve_bytes = 64 * 1024;
+
+void session_store::make_reserve() noexcept {
+  const auto path = dir_ + "/reserve";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const bool kept = ::posix_fallocate(fd, 0, static_cast<off_t>(reserve_bytes)) == 0;
+  ::close(fd);
+  if (!kept) ::unlink(path.c_str());
+}
+
+void session_store::drop_reserve() noexcept { (void)::unlink((dir_ + "/reserve").c_str()); }
+
+void session_store::fail(std::string why) noexcept {
+  if (!failure_.empty()) return;
+  failure_ = std::move(why);
+  if (on_failure_) on_failure_(failure_);
+}
+
+std::string session_store::save_state_after_failure() {
+  drop_reserve();
+  auto error = save_state();
+  if (error.empty()) return error;
+  // The context can be large; resume rebuilds it from the journal, so a snapshot without it
+  // still lets the session be resumed.
+  state_.erase("context");
+  state_.erase("steps");
+  return save_state();
+}
+
 session_store::~session_store() {
   sync();
+  drop_reserve();
   if (journal_fd_ >= 0) ::close(journal_fd_);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
@@ -321,11 +357,16 @@ session_store::~session_store() {
 std::string session_store::save_state() {
   state_["updated"] = now_rfc3339();
   state_["records"] = records_;
-  return write_file_atomically(dir_ + "/state.json", to_compact_json(state_) + "\n");
+  auto error = write_file_atomically(dir_ + "/state.json", to_compact_json(state_) + "\n");
+  if (!error.empty()) fail(error);
+  return error;
 }
 
 void session_store::sync() noexcept {
-  if (journal_fd_ >= 0 && dirty_) (void)::fsync(journal_fd_);
+  if (journal_fd_ >= 0 && dirty_ && ::fsync(journal_fd_) != 0) {
+    journal_error_ = "cannot sync " + dir_ + "/journal.jsonl to disk: " + why(errno);
+    fail(journal_error_);
+  }
   dirty_ = false;
   last_sync_ = std::chrono::steady_clock::now();
 }
@@ -336,10 +377,12 @@ void session_store::record(const step_result& result, const json::object& contex
     const auto line = to_compact_json(journal_record(result, context_delta)) + "\n";
     if (const int err = write_all(journal_fd_, line); err != 0) {
       journal_error_ = "cannot write " + dir_ + "/journal.jsonl: " + why(err);
+      fail(journal_error_);
       return;
     }
   } catch (const std::exception& e) {
     journal_error_ = std::string("cannot record a step in the journal: ") + e.what();
+    fail(journal_error_);
     return;
   }
   ++records_;

@@ -12,6 +12,7 @@
 #include <boost/json/object.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -83,8 +84,19 @@ public:
   void sync() noexcept;
   /// The first journal write error, empty if none.
   const std::string& journal_error() const noexcept { return journal_error_; }
+  /// Called once, with the reason, when the store first fails to write (a journal record, a
+  /// snapshot, an fsync): the run must stop, since what finishes next could not be kept.
+  void on_failure(std::function<void(const std::string&)> handler) { on_failure_ = std::move(handler); }
+  /// The first write failure, empty if none.
+  const std::string& failure() const noexcept { return failure_; }
+  /// After a failure: frees the space the store keeps in reserve (`reserve`, 64 KiB, made when
+  /// the run starts) and writes state.json, without the context and the step list when the
+  /// whole snapshot does not fit. An error text or empty.
+  std::string save_state_after_failure();
   /// Opened by `open` (a resume), not `create`.
   bool resumed() const noexcept { return resumed_; }
+  /// Journal records, of this run and the earlier ones.
+  std::size_t records() const noexcept { return records_; }
   /// Records loaded from an earlier run of this session.
   std::size_t resumed_records() const noexcept { return loaded_.size(); }
 
@@ -95,6 +107,9 @@ private:
   session_store(std::string id, std::string dir, int lock_fd, int journal_fd)
       : id_(std::move(id)), dir_(std::move(dir)), lock_fd_(lock_fd), journal_fd_(journal_fd) {}
   void load_journal(bool retry_failed);
+  void fail(std::string why) noexcept;
+  void make_reserve() noexcept;
+  void drop_reserve() noexcept;
 
   std::string id_, dir_;
   int lock_fd_ = -1, journal_fd_ = -1;
@@ -105,6 +120,8 @@ private:
   bool dirty_ = false;
   bool resumed_ = false;
   std::string journal_error_;
+  std::string failure_;
+  std::function<void(const std::string&)> on_failure_;
 };
 
 /// Writes `text` to `path` atomically: a temp file next to it, fsync, rename, fsync of the
