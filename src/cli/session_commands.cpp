@@ -156,6 +156,7 @@ int resume_command(const resume_settings& r) {
     return exit_usage;
   }
   auto& store = *std::get<std::unique_ptr<io::session_store>>(opened);
+  for (const auto& notice : store.notices()) std::fprintf(stderr, "arun: warning: %s\n", notice.c_str());
   const auto status = text_of(store.state(), "status");
   if (status == "completed") {
     std::fprintf(stderr, "arun: session %s has completed; there is nothing to resume\n", r.session_id.c_str());

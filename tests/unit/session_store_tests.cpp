@@ -12,6 +12,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <variant>
 
 using namespace arun;
@@ -191,4 +193,94 @@ TEST_CASE("session store: an instance that runs again re-opens the loops and cal
   CHECK(valid_session_id("20261121-134501-3f9a2c"));
   CHECK_FALSE(valid_session_id("../x"));
   CHECK_FALSE(valid_session_id(""));
+}
+
+TEST_CASE("session store: journal lines carry a checksum that tells a damaged line from a whole one") {
+  const auto line = journal_line(result("a", step_status::completed), {{"out", "v"}});
+  CHECK(line.ends_with("\"}\n"));
+  CHECK(line.find(",\"crc\":\"") != std::string::npos);
+  const auto text = line.substr(0, line.size() - 1);
+  CHECK_FALSE(checksum_mismatch(text));
+  REQUIRE(parse_journal_line(text));
+  auto flipped = text;
+  flipped[flipped.find("\"v\"") + 1] = 'w';  // still valid JSON, a different value
+  CHECK(checksum_mismatch(flipped));
+  CHECK_FALSE(parse_journal_line(flipped));
+  // An older arun's line, without a checksum, reads as before.
+  CHECK(parse_journal_line(to_compact_json(journal_record(result("a", step_status::completed), {}))));
+}
+
+namespace {
+
+void rewrite(const fs::path& file, const std::function<void(std::string&)>& change) {
+  std::ifstream in(file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  change(text);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+}
+
+std::unique_ptr<session_store> three_records(const temp_dir& d, const std::string& id) {
+  auto s = created(d, id);
+  s->state()["invocation"] = boost::json::object{{"working_dir", "/w"}, {"sets", boost::json::array{"x=1"}}};
+  s->state()["recipe_path"] = "/w/r.yaml";
+  for (const auto* name : {"a", "b", "c"}) s->record(result(name, step_status::completed), {{name, 1}});
+  s->state()["status"] = "failed";
+  REQUIRE(s->save_state().empty());
+  std::ofstream(d.root / id / "recipe.yaml") << "name: x\n";
+  return s;
+}
+
+std::unique_ptr<session_store> reopened(const temp_dir& d, const std::string& id) {
+  auto opened = session_store::open(d.root.string(), id, false);
+  INFO((std::holds_alternative<std::string>(opened) ? std::get<std::string>(opened) : ""));
+  REQUIRE(std::holds_alternative<std::unique_ptr<session_store>>(opened));
+  return std::move(std::get<std::unique_ptr<session_store>>(opened));
+}
+
+}  // namespace
+
+TEST_CASE("session store: resume reports damaged and missing journal records and runs them again") {
+  temp_dir d("arun-store");
+  three_records(d, "d1").reset();
+  rewrite(d.root / "d1" / "journal.jsonl", [](std::string& t) { t[t.find("\"b\":1") + 4] = '2'; });
+  {
+    auto s = reopened(d, "d1");
+    CHECK(s->find("a"));
+    CHECK_FALSE(s->find("b"));  // damaged: runs again
+    CHECK(s->find("c"));
+    REQUIRE(s->notices().size() == 1);
+    CHECK_THAT(s->notices()[0], Catch::Contains("1 line of ") && Catch::Contains("is damaged (line 2)"));
+  }
+  fs::remove(d.root / "d1" / "journal.jsonl");
+  auto s = reopened(d, "d1");
+  CHECK_FALSE(s->find("a"));
+  REQUIRE(s->notices().size() == 1);
+  CHECK_THAT(s->notices()[0], Catch::Contains("holds 0 records but the session had written 3") &&
+                                  Catch::Contains("the 3 missing finished instances run again"));
+}
+
+TEST_CASE("session store: a damaged or missing state.json is rebuilt from origin.json and the journal") {
+  temp_dir d("arun-store");
+  three_records(d, "d2").reset();
+  for (const auto& damage : {std::string("{\"format\":1,\"sta"), std::string()}) {
+    if (damage.empty())
+      fs::remove(d.root / "d2" / "state.json");
+    else
+      std::ofstream(d.root / "d2" / "state.json", std::ios::trunc) << damage;
+    auto s = reopened(d, "d2");
+    CHECK(s->find("a"));
+    CHECK(s->find("c"));
+    CHECK(s->state().at("status") == "failed");
+    CHECK(s->state().at("recipe_path") == "/w/r.yaml");
+    CHECK(s->state().at("invocation").at("sets") == boost::json::array{"x=1"});
+    REQUIRE_FALSE(s->notices().empty());
+    CHECK_THAT(s->notices()[0], Catch::Contains("rebuilt from origin.json and the journal"));
+    CHECK(s->save_state().empty());
+  }
+  // Another format is not damage: still refused.
+  std::ofstream(d.root / "d2" / "state.json", std::ios::trunc) << "{\"format\":99}";
+  const auto other = session_store::open(d.root.string(), "d2", false);
+  REQUIRE(std::holds_alternative<std::string>(other));
+  CHECK_THAT(std::get<std::string>(other), Catch::Contains("has state format 99"));
 }

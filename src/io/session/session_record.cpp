@@ -2,9 +2,14 @@
 
 #include "result_format.hpp"
 
+#include <arun/value_format.hpp>
+
+#include <boost/crc.hpp>
 #include <boost/json/parse.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <utility>
 #include <stdexcept>
 
 namespace arun::io {
@@ -70,7 +75,42 @@ step_result step_from_json(const json::object& o) {
   return r;
 }
 
+namespace {
+
+constexpr std::string_view crc_member = ",\"crc\":\"";
+
+std::string crc_hex(std::string_view text) {
+  boost::crc_32_type crc;
+  crc.process_bytes(text.data(), text.size());
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", crc.checksum());
+  return hex;
+}
+
+// The line's text without its checksum member, and the checksum; none without one.
+std::optional<std::pair<std::string, std::string_view>> split_checksum(std::string_view line) {
+  const auto at = line.rfind(crc_member);
+  if (at == std::string_view::npos || !line.ends_with("\"}")) return std::nullopt;
+  const auto digits = line.substr(at + crc_member.size(), line.size() - 2 - at - crc_member.size());
+  return std::pair{std::string(line.substr(0, at)) + "}", digits};
+}
+
+}  // namespace
+
+std::string journal_line(const step_result& result, const json::object& context_delta) {
+  auto text = to_compact_json(journal_record(result, context_delta));
+  const auto crc = crc_hex(text);
+  text.pop_back();  // the closing brace: the checksum goes last
+  return text + std::string(crc_member) + crc + "\"}\n";
+}
+
+bool checksum_mismatch(std::string_view line) {
+  const auto parts = split_checksum(line);
+  return parts && crc_hex(parts->first) != parts->second;
+}
+
 std::optional<finished_instance> parse_journal_line(std::string_view line) {
+  if (checksum_mismatch(line)) return std::nullopt;
   json::parse_options options;
   options.allow_invalid_utf8 = true;
   boost::system::error_code ec;

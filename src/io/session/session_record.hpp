@@ -17,9 +17,19 @@ namespace arun::io {
 /// the rest from the children's own records).
 boost::json::object journal_record(const step_result& result, const boost::json::object& context_delta);
 
+/// The journal line of a record, newline included: journal_record's compact JSON with a
+/// `"crc"` member last — the CRC-32 of the line without that member, as 8 hex digits — so a
+/// damaged line is told from a whole one.
+std::string journal_line(const step_result& result, const boost::json::object& context_delta);
+
 /// The instance a journal line describes; none when the line is not a whole record (a torn
-/// last line after a crash, or garbage). Invalid UTF-8 inside strings is accepted.
+/// last line after a crash, or garbage). Invalid UTF-8 inside strings is accepted. A line
+/// whose checksum does not match is not a record either; lines without one (an older arun's)
+/// are taken as they read.
 std::optional<finished_instance> parse_journal_line(std::string_view line);
+
+/// Whether a line carries a checksum that does not match its text.
+bool checksum_mismatch(std::string_view line);
 
 /// A `step_results` entry (result_format's step_to_json) read back.
 step_result step_from_json(const boost::json::object& o);

@@ -229,6 +229,37 @@ std::variant<json::object, std::string> session_store::read_state(const std::str
   return std::move(o);
 }
 
+namespace {
+
+// state.json reads as an object of another format: not damage, another arun's session.
+bool other_format(const std::string& dir) {
+  const auto text = read_whole(dir + "/state.json");
+  if (!text) return false;
+  boost::system::error_code ec;
+  const auto v = json::parse(*text, ec);
+  if (ec || !v.is_object()) return false;
+  const auto* format = v.get_object().if_contains("format");
+  return format && !(format->is_int64() && format->get_int64() == session_format);
+}
+
+// The snapshot of a session whose state.json is damaged or gone, from origin.json.
+std::optional<json::object> origin_state(const std::string& dir, const std::string& id) {
+  const auto text = read_whole(dir + "/origin.json");
+  if (!text) return std::nullopt;
+  boost::system::error_code ec;
+  auto v = json::parse(*text, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  auto& o = v.get_object();
+  const auto* format = o.if_contains("format");
+  if (!format || !format->is_int64() || format->get_int64() != session_format) return std::nullopt;
+  o["session_id"] = id;
+  o["status"] = "failed";
+  o["error"] = "state.json was damaged; rebuilt from origin.json and the journal";
+  return std::move(o);
+}
+
+}  // namespace
+
 std::variant<std::unique_ptr<session_store>, std::string> session_store::open(const std::string& root,
                                                                               const std::string& id, bool retry_failed) {
   if (!valid_session_id(id)) return "'" + id + "' is not a session id (like 20261121-134501-3f9a2c)";
@@ -242,12 +273,23 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::open(co
     return message;
   };
   auto state = read_state(dir);
-  if (auto* e = std::get_if<std::string>(&state)) return fail(*e);
+  std::string rebuilt_because;
+  if (auto* e = std::get_if<std::string>(&state)) {
+    // Damage (not another format): the facts that never change are in origin.json, what
+    // finished is in the journal.
+    auto origin = other_format(dir) ? std::nullopt : origin_state(dir, id);
+    if (!origin) return fail(*e);
+    rebuilt_because = *e;
+    state = std::move(*origin);
+  }
   if (!fs::is_regular_file(dir + "/recipe.yaml", ec)) return fail("the session's recipe copy " + dir + "/recipe.yaml is missing");
   auto journal = open_journal(dir);
   if (auto* e = std::get_if<std::string>(&journal)) return fail(*e);
   std::unique_ptr<session_store> s(new session_store(id, dir, std::get<int>(lock), std::get<int>(journal)));
   s->state_ = std::move(std::get<json::object>(state));
+  s->origin_written_ = fs::is_regular_file(dir + "/origin.json", ec);
+  if (!rebuilt_because.empty())
+    s->notices_.push_back(rebuilt_because + ": rebuilt from origin.json and the journal (approvals decided before are asked again)");
   s->resumed_ = true;
   s->load_journal(retry_failed);
   s->make_reserve();
@@ -255,6 +297,17 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::open(co
 }
 
 namespace {
+
+// The instance a damaged journal line still names, if its JSON reads.
+std::string instance_named_in(std::string_view line) {
+  boost::system::error_code ec;
+  json::parse_options options;
+  options.allow_invalid_utf8 = true;
+  const auto v = json::parse(line, ec, {}, options);
+  if (ec || !v.is_object()) return {};
+  const auto* instance = v.get_object().if_contains("instance");
+  return instance && instance->is_string() ? std::string(instance->get_string()) : std::string();
+}
 
 // The instances that contain `instance`: `fan[3]/x` -> `fan[3]`, `fan`; `call/x` -> `call`.
 std::vector<std::string> containers_of(std::string instance) {
@@ -282,14 +335,23 @@ void session_store::load_journal(bool retry_failed) {
   std::string_view rest(text);
   std::size_t whole = 0;  // bytes up to the end of the last complete line
   std::map<std::string, bool, std::less<>> last_kept;  // instance -> whether its last record is kept
+  std::vector<std::size_t> damaged;                    // line numbers
+  std::size_t line_number = 0;
   while (!rest.empty()) {
     const auto end = rest.find('\n');
     if (end == std::string_view::npos) break;  // a torn last line: that instance runs again
     const auto line = rest.substr(0, end);
     rest.remove_prefix(end + 1);
     whole += end + 1;
+    ++line_number;
     auto record = parse_journal_line(line);
-    if (!record) continue;
+    if (!record) {
+      damaged.push_back(line_number);
+      // A line that still names its instance: that instance runs again, with what contains it.
+      const auto named = instance_named_in(line);
+      if (!named.empty()) last_kept.insert_or_assign(named, false), loaded_.erase(named);
+      continue;
+    }
     ++records_;
     const auto status = record->result.status;
     // SPEC §12: completed, skipped and degraded instances are never re-run; non-fatal failures
@@ -312,6 +374,25 @@ void session_store::load_journal(bool retry_failed) {
   // Cut a torn last line off, or the next record would be glued to it and lost.
   if (whole < text.size() && ::truncate(path.c_str(), static_cast<off_t>(whole)) != 0)
     journal_error_ = "cannot cut the torn last line off " + path + ": " + why(errno);
+  report_damage(path, damaged);
+}
+
+// What resume could not read, said before it runs anything (issue: damage went unnoticed).
+void session_store::report_damage(const std::string& path, const std::vector<std::size_t>& damaged) {
+  if (!damaged.empty()) {
+    std::string lines;
+    for (std::size_t k = 0; k < damaged.size() && k < 10; ++k) lines += (k ? ", " : "") + std::to_string(damaged[k]);
+    if (damaged.size() > 10) lines += ", ...";
+    notices_.push_back(std::to_string(damaged.size()) + " line" + (damaged.size() == 1 ? " of " : "s of ") + path +
+                       (damaged.size() == 1 ? " is" : " are") + " damaged (line " + lines +
+                       "): the step instances recorded there run again");
+  }
+  const auto* written = state_.if_contains("records");
+  const auto expected = written && written->is_int64() ? static_cast<std::size_t>(written->get_int64()) : 0;
+  if (expected > records_ + damaged.size())
+    notices_.push_back(path + " holds " + std::to_string(records_ + damaged.size()) + " records but the session had " +
+                       "written " + std::to_string(expected) + " (was it removed or cut short?): the " +
+                       std::to_string(expected - records_ - damaged.size()) + " missing finished instances run again");
 }
 
 // Room for the final snapshot when the disk fills up during the run: freed by
@@ -355,6 +436,17 @@ session_store::~session_store() {
 }
 
 std::string session_store::save_state() {
+  if (!origin_written_ && state_.contains("invocation")) {
+    // What never changes, apart from state.json, so a damaged state.json can be rebuilt.
+    json::object origin;
+    for (const char* key : {"format", "arun_version", "session_id", "created", "recipe_name", "recipe_path", "invocation"})
+      if (const auto* v = state_.if_contains(key)) origin[key] = *v;
+    if (auto error = write_file_atomically(dir_ + "/origin.json", to_compact_json(origin) + "\n"); !error.empty()) {
+      fail(error);
+      return error;
+    }
+    origin_written_ = true;
+  }
   state_["updated"] = now_rfc3339();
   state_["records"] = records_;
   auto error = write_file_atomically(dir_ + "/state.json", to_compact_json(state_) + "\n");
@@ -374,7 +466,7 @@ void session_store::sync() noexcept {
 void session_store::record(const step_result& result, const json::object& context_delta) noexcept {
   if (!journal_error_.empty()) return;  // a partial line followed by more lines would corrupt it
   try {
-    const auto line = to_compact_json(journal_record(result, context_delta)) + "\n";
+    const auto line = journal_line(result, context_delta);
     if (const int err = write_all(journal_fd_, line); err != 0) {
       journal_error_ = "cannot write " + dir_ + "/journal.jsonl: " + why(err);
       fail(journal_error_);

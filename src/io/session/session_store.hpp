@@ -1,9 +1,10 @@
 #pragma once
 // A session on disk (SPEC §12): ROOT/ID with `lock` (flock while a run is alive),
 // `recipe.yaml` (the recipe's copy), `sources/` (copies of every recipe file the run read:
-// sub-recipes, extends parents), `journal.jsonl` (one line per finished step instance, one
-// write(2) each, fsync'd at least once a second and at pauses), `state.json` (a snapshot
-// replaced atomically: temp, fsync, rename, fsync dir) and `events.jsonl`.
+// sub-recipes, extends parents), `journal.jsonl` (one checksummed line per finished step
+// instance, one write(2) each, fsync'd at least once a second and at pauses), `state.json`
+// (a snapshot replaced atomically: temp, fsync, rename, fsync dir), `origin.json` (what never
+// changes, to rebuild a damaged state.json) and `events.jsonl`.
 
 #include "recipe_loader.hpp"
 
@@ -97,6 +98,9 @@ public:
   bool resumed() const noexcept { return resumed_; }
   /// Journal records, of this run and the earlier ones.
   std::size_t records() const noexcept { return records_; }
+  /// What a resume could not read, to tell before anything runs: damaged journal lines, records
+  /// missing from the journal, a state.json rebuilt from origin.json and the journal.
+  const std::vector<std::string>& notices() const noexcept { return notices_; }
   /// Records loaded from an earlier run of this session.
   std::size_t resumed_records() const noexcept { return loaded_.size(); }
 
@@ -108,6 +112,7 @@ private:
       : id_(std::move(id)), dir_(std::move(dir)), lock_fd_(lock_fd), journal_fd_(journal_fd) {}
   void load_journal(bool retry_failed);
   void fail(std::string why) noexcept;
+  void report_damage(const std::string& path, const std::vector<std::size_t>& damaged);
   void make_reserve() noexcept;
   void drop_reserve() noexcept;
 
@@ -121,6 +126,8 @@ private:
   bool resumed_ = false;
   std::string journal_error_;
   std::string failure_;
+  std::vector<std::string> notices_;
+  bool origin_written_ = false;
   std::function<void(const std::string&)> on_failure_;
 };
 
