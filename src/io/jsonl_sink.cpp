@@ -28,14 +28,14 @@ std::string safe_file_part(std::string_view s) {
 
 }  // namespace
 
-jsonl_open_result jsonl_event_sink::open(const std::string& path, bool truncate) {
+jsonl_open_result jsonl_event_sink::open(const std::string& path, bool truncate, event_output_limits limits) {
   jsonl_open_result r;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0) | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     r.error = "cannot open events file '" + path + "': " + std::strerror(errno);
     return r;
   }
-  r.sink.reset(new jsonl_event_sink(fd, path));
+  r.sink.reset(new jsonl_event_sink(fd, path, limits));
   return r;
 }
 
@@ -55,6 +55,59 @@ jsonl_open_result jsonl_event_sink::open_audit(const std::string& dir, const std
 jsonl_event_sink::~jsonl_event_sink() { ::close(fd_); }
 
 void jsonl_event_sink::on_event(const event& e) noexcept {
+  if (failed_) return;
+  try {
+    if (e.kind == event_kind::step_output) {
+      if (const auto kept = bounded_output(e)) write_event(*kept);
+      return;
+    }
+    if (e.kind == event_kind::step_end) report_omitted(e);
+  } catch (...) {
+    fail(ENOMEM);  // only allocation can fail above
+    return;
+  }
+  write_event(e);
+}
+
+std::optional<event> jsonl_event_sink::bounded_output(const event& e) {
+  auto& used = output_[e.step];
+  const auto size = std::min(e.line.size(), limits_.max_line_bytes);
+  if (used.lines >= limits_.max_lines || used.bytes + size > limits_.max_bytes) {
+    ++used.omitted_lines;
+    used.omitted_bytes += e.line.size();
+    return std::nullopt;
+  }
+  ++used.lines;
+  used.bytes += size;
+  event kept = e;
+  if (e.line.size() > size) {
+    kept.line = e.line.substr(0, size);
+    kept.line_truncated = true;
+  }
+  return kept;
+}
+
+// Once per instance, at its end: the output left out, counted (the step's result keeps its
+// output up to --max-output either way).
+void jsonl_event_sink::report_omitted(const event& end) {
+  const auto it = output_.find(end.step);
+  if (it == output_.end()) return;
+  const auto used = it->second;
+  output_.erase(it);
+  if (used.omitted_lines == 0) return;
+  event note;
+  note.kind = event_kind::warning;
+  note.ts = end.ts;
+  note.session_id = end.session_id;
+  note.step = end.step;
+  note.step_type = end.step_type;
+  note.message = std::to_string(used.omitted_lines) + " output lines (" + std::to_string(used.omitted_bytes) +
+                 " bytes) left out of the events: past " + std::to_string(limits_.max_lines) + " lines or " +
+                 std::to_string(limits_.max_bytes) + " bytes per step";
+  write_event(note);
+}
+
+void jsonl_event_sink::write_event(const event& e) noexcept {
   if (failed_) return;
   int err = 0;
   try {

@@ -5,12 +5,23 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace arun::io {
 
 class jsonl_event_sink;
+
+/// How much step output an events file keeps per step instance: a step that prints 10 MB of
+/// `yes` must not make an 830 MB events file. Past a limit the instance's further output
+/// lines are left out, and one `warning` event before its `step_end` counts them.
+struct event_output_limits {
+  std::size_t max_lines = 1000;        ///< output events per instance
+  std::size_t max_bytes = 256 * 1024;  ///< output bytes per instance
+  std::size_t max_line_bytes = 4096;   ///< a longer line is cut there (`truncated: true`)
+};
 
 /// Either an open sink or why there is none.
 struct jsonl_open_result {
@@ -25,7 +36,7 @@ class jsonl_event_sink final : public event_listener {
 public:
   /// Creates or truncates (`truncate`; else appends to) `path` (mode 0644, close-on-exec, append mode so two sinks on the
   /// same file interleave whole lines). On failure: "cannot open events file 'PATH': REASON".
-  static jsonl_open_result open(const std::string& path, bool truncate = true);
+  static jsonl_open_result open(const std::string& path, bool truncate = true, event_output_limits limits = {});
 
   /// Creates `dir` (with parents) when missing, then opens audit_file_path(dir, ...) for
   /// appending (a resumed session continues the same file). On
@@ -51,15 +62,26 @@ public:
   std::size_t lines_written() const noexcept { return lines_; }
 
 private:
-  jsonl_event_sink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  struct output_usage {
+    std::size_t lines = 0, bytes = 0, omitted_lines = 0, omitted_bytes = 0;
+  };
+
+  jsonl_event_sink(int fd, std::string path, event_output_limits limits)
+      : fd_(fd), path_(std::move(path)), limits_(limits) {}
   int write_all(const std::string& data) noexcept;  ///< 0 or an errno value
   void fail(int err) noexcept;
+  void write_event(const event& e) noexcept;
+  /// The output event to write in place of `e` (its line cut), or none when over the limits.
+  std::optional<event> bounded_output(const event& e);
+  void report_omitted(const event& end);
 
   int fd_;
   std::string path_;
   bool failed_ = false;
   std::string error_;
   std::size_t lines_ = 0;
+  event_output_limits limits_;
+  std::unordered_map<std::string, output_usage> output_;  ///< per running instance
 };
 
 /// `DIR/<recipe-name>-<session-id>.jsonl` (SPEC §9). Characters of the name and the id outside

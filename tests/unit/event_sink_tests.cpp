@@ -254,6 +254,45 @@ TEST_CASE("the events file is truncated at open and gets one JSON object per lin
   CHECK(lines[0].find(": ") == std::string::npos);  // compact
 }
 
+TEST_CASE("the events file keeps bounded output per step instance and counts what it left out") {
+  temp_dir dir;
+  const auto path = dir.root / "events.jsonl";
+  event_output_limits limits;
+  limits.max_lines = 3;
+  limits.max_bytes = 100;
+  limits.max_line_bytes = 10;
+  auto opened = jsonl_event_sink::open(path.string(), true, limits);
+  REQUIRE(opened.sink);
+  const std::string long_line(25, 'x');
+  for (int i = 0; i < 5; ++i) {
+    for (const auto* step : {"a", "b"}) {
+      auto out = test::make_event(event_kind::step_output, step);
+      out.line = i == 0 ? std::string_view(long_line) : std::string_view("short");
+      opened.sink->on_event(out);
+    }
+  }
+  for (const auto* step : {"a", "b"}) opened.sink->on_event(test::make_event(event_kind::step_end, step));
+  // A new instance of the same id (a resume, a retry of the loop) starts a fresh count.
+  auto again = test::make_event(event_kind::step_output, "a");
+  again.line = "later";
+  opened.sink->on_event(again);
+  const auto lines = lines_of(path);
+  REQUIRE(lines.size() == 3 + 3 + 2 + 2 + 1);
+  const auto first = boost::json::parse(lines[0]).as_object();
+  CHECK(first.at("line") == "xxxxxxxxxx");
+  CHECK(first.at("truncated") == true);
+  std::vector<std::string> warnings;
+  for (const auto& line : lines) {
+    const auto o = boost::json::parse(line).as_object();
+    if (o.at("event") == "warning") warnings.emplace_back(o.at("message").as_string());
+  }
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0] == "2 output lines (10 bytes) left out of the events: past 3 lines or 100 bytes per step");
+  CHECK(boost::json::parse(lines[6]).at("event") == "warning");  // before a's step_end
+  CHECK(boost::json::parse(lines[7]).at("event") == "step_end");
+  CHECK(boost::json::parse(lines.back()).at("line") == "later");
+}
+
 TEST_CASE("the events file is created 0644 and closed on exec") {
   temp_dir dir;
   const auto path = dir.root / "new.jsonl";
