@@ -1,5 +1,6 @@
 #include "run_output.hpp"
 
+#include "json_text.hpp"
 #include "plan_format.hpp"
 #include "result_format.hpp"
 
@@ -11,7 +12,7 @@ namespace arun::cli {
 
 void print_result(const run_result& result, const std::string& format) {
   if (format == "json")
-    std::fputs((to_compact_json(io::result_to_json(result)) + "\n").c_str(), stdout);
+    std::fputs((io::to_json_text(io::result_to_json(result)) + "\n").c_str(), stdout);
   else
     std::fputs(io::result_to_text(result).c_str(), stdout);
   std::fflush(stdout);
@@ -19,7 +20,7 @@ void print_result(const run_result& result, const std::string& format) {
 
 void print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format) {
   if (format == "json")
-    std::fputs((to_compact_json(io::plan_to_json(r, plan)) + "\n").c_str(), stdout);
+    std::fputs((io::to_json_text(io::plan_to_json(r, plan)) + "\n").c_str(), stdout);
   else
     std::fputs(io::plan_to_text(r, plan).c_str(), stdout);
   std::fflush(stdout);

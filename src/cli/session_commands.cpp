@@ -4,6 +4,7 @@
 #include "exit_codes.hpp"
 #include "approvals.hpp"
 
+#include "json_text.hpp"
 #include "session/session_store.hpp"
 
 #include <arun/value_format.hpp>
@@ -228,7 +229,7 @@ int sessions_list_command(const sessions_settings& s) {
                                  {"recipe", text_of(x.state, "recipe_name")},
                                  {"updated", text_of(x.state, "updated")},
                                  {"progress", x.problem.empty() ? progress_of(x.state) : x.problem}});
-    std::printf("%s\n", to_compact_json(out).c_str());
+    std::printf("%s\n", io::to_json_text(out).c_str());
     return exit_success;
   }
   if (sessions.empty()) std::fprintf(stderr, "arun: no sessions in %s\n", root.c_str());
@@ -257,7 +258,7 @@ int sessions_show_command(const sessions_settings& s) {
   }
   const auto& st = std::get<json::object>(state);
   if (s.output_format == "json") {
-    std::printf("%s\n", to_compact_json(st).c_str());
+    std::printf("%s\n", io::to_json_text(st).c_str());
     return exit_success;
   }
   std::printf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n", s.session_id.c_str(),

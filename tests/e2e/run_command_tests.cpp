@@ -424,7 +424,7 @@ TEST_CASE("conditions skip steps, and a bad value in arithmetic fails the step b
   CHECK(arun::test::leftover_processes().empty());
 }
 
-TEST_CASE("--set values never run: name and integer positions fail the step, program settings need env:") {
+TEST_CASE("values given by --set never run: name and integer positions fail the step, program settings need env:") {
   const auto dir = fs::temp_directory_path() / ("arun-inject-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);

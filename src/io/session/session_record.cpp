@@ -1,5 +1,6 @@
 #include "session/session_record.hpp"
 
+#include "json_text.hpp"
 #include "result_format.hpp"
 
 #include <arun/value_format.hpp>
@@ -98,7 +99,7 @@ std::optional<std::pair<std::string, std::string_view>> split_checksum(std::stri
 }  // namespace
 
 std::string journal_line(const step_result& result, const json::object& context_delta) {
-  auto text = to_compact_json(journal_record(result, context_delta));
+  auto text = to_json_text(journal_record(result, context_delta));
   const auto crc = crc_hex(text);
   text.pop_back();  // the closing brace: the checksum goes last
   return text + std::string(crc_member) + crc + "\"}\n";
@@ -111,10 +112,8 @@ bool checksum_mismatch(std::string_view line) {
 
 std::optional<finished_instance> parse_journal_line(std::string_view line) {
   if (checksum_mismatch(line)) return std::nullopt;
-  json::parse_options options;
-  options.allow_invalid_utf8 = true;
   boost::system::error_code ec;
-  auto v = json::parse(line, ec, {}, options);
+  auto v = parse_json_text(line, ec);
   if (ec || !v.is_object()) return std::nullopt;
   const auto& o = v.get_object();
   const auto* result = o.if_contains("result");

@@ -2,6 +2,8 @@
 
 #include "session/session_record.hpp"
 
+#include "json_text.hpp"
+
 #include <arun/value_format.hpp>
 
 #include <boost/json/parse.hpp>
@@ -166,7 +168,7 @@ void session_sources::attach(const std::string& dir) {
 void session_sources::write_manifest() {
   json::object manifest;
   for (const auto& [k, name] : names_) manifest[k] = name;
-  (void)write_file_atomically(dir_ + "/sources.json", to_compact_json(manifest) + "\n");
+  (void)write_file_atomically(dir_ + "/sources.json", to_json_text(manifest) + "\n");
 }
 
 std::variant<std::unique_ptr<session_sources>, std::string> session_sources::load(const std::string& dir) {
@@ -176,7 +178,7 @@ std::variant<std::unique_ptr<session_sources>, std::string> session_sources::loa
   const auto text = read_whole(dir + "/sources.json");
   if (!text) return out;  // a session of a recipe that read no file besides recipe.yaml
   boost::system::error_code ec;
-  auto manifest = json::parse(*text, ec);
+  auto manifest = parse_json_text(*text, ec);
   if (ec || !manifest.is_object()) return "the session's sources.json is unreadable: " + dir + "/sources.json";
   for (const auto& kv : manifest.get_object()) {
     if (!kv.value().is_string()) continue;
@@ -219,7 +221,7 @@ std::variant<json::object, std::string> session_store::read_state(const std::str
   const auto text = read_whole(path);
   if (!text) return "no state.json in " + dir;
   boost::system::error_code ec;
-  auto v = json::parse(*text, ec);
+  auto v = parse_json_text(*text, ec);
   if (ec || !v.is_object()) return path + " is not a JSON object (" + (ec ? ec.message() : std::string("wrong type")) + ")";
   auto& o = v.get_object();
   const auto* format = o.if_contains("format");
@@ -236,7 +238,7 @@ bool other_format(const std::string& dir) {
   const auto text = read_whole(dir + "/state.json");
   if (!text) return false;
   boost::system::error_code ec;
-  const auto v = json::parse(*text, ec);
+  const auto v = parse_json_text(*text, ec);
   if (ec || !v.is_object()) return false;
   const auto* format = v.get_object().if_contains("format");
   return format && !(format->is_int64() && format->get_int64() == session_format);
@@ -247,7 +249,7 @@ std::optional<json::object> origin_state(const std::string& dir, const std::stri
   const auto text = read_whole(dir + "/origin.json");
   if (!text) return std::nullopt;
   boost::system::error_code ec;
-  auto v = json::parse(*text, ec);
+  auto v = parse_json_text(*text, ec);
   if (ec || !v.is_object()) return std::nullopt;
   auto& o = v.get_object();
   const auto* format = o.if_contains("format");
@@ -301,9 +303,7 @@ namespace {
 // The instance a damaged journal line still names, if its JSON reads.
 std::string instance_named_in(std::string_view line) {
   boost::system::error_code ec;
-  json::parse_options options;
-  options.allow_invalid_utf8 = true;
-  const auto v = json::parse(line, ec, {}, options);
+  const auto v = parse_json_text(line, ec);
   if (ec || !v.is_object()) return {};
   const auto* instance = v.get_object().if_contains("instance");
   return instance && instance->is_string() ? std::string(instance->get_string()) : std::string();
@@ -441,7 +441,7 @@ std::string session_store::save_state() {
     json::object origin;
     for (const char* key : {"format", "arun_version", "session_id", "created", "recipe_name", "recipe_path", "invocation"})
       if (const auto* v = state_.if_contains(key)) origin[key] = *v;
-    if (auto error = write_file_atomically(dir_ + "/origin.json", to_compact_json(origin) + "\n"); !error.empty()) {
+    if (auto error = write_file_atomically(dir_ + "/origin.json", to_json_text(origin) + "\n"); !error.empty()) {
       fail(error);
       return error;
     }
@@ -449,7 +449,7 @@ std::string session_store::save_state() {
   }
   state_["updated"] = now_rfc3339();
   state_["records"] = records_;
-  auto error = write_file_atomically(dir_ + "/state.json", to_compact_json(state_) + "\n");
+  auto error = write_file_atomically(dir_ + "/state.json", to_json_text(state_) + "\n");
   if (!error.empty()) fail(error);
   return error;
 }

@@ -1,0 +1,29 @@
+#pragma once
+// JSON text arun writes to files and stdout: always valid UTF-8, with bytes that are not UTF-8
+// kept exactly through an escape, and read back to the same bytes.
+
+#include <boost/json/parse_options.hpp>
+#include <boost/json/value.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace arun::io {
+
+/// arun::to_compact_json, with every byte of a string that is not part of a valid UTF-8
+/// sequence written as the escape `\udcXY` (XY: the byte, 80..ff) — Python's
+/// `surrogateescape` convention (PEP 383): `json.loads(text)` then
+/// `.encode('utf-8', 'surrogateescape')` gives the exact bytes back. A step that prints
+/// `caf\xe9` has the output "caf\udce9" in state.json, the journal and `--output-format json`.
+std::string to_json_text(const boost::json::value& v);
+
+/// The same escape applied to finished JSON text (raw bytes can only be inside its strings).
+std::string escape_invalid_utf8(std::string_view json_text);
+
+/// Parses JSON text, turning `\udc80`..`\udcff` escapes back into the bytes they stand for.
+/// Raw invalid UTF-8 inside strings is accepted too (files written before the escape).
+boost::json::value parse_json_text(std::string_view text, boost::system::error_code& ec,
+                                   boost::json::parse_options options = {});
+
+}  // namespace arun::io
