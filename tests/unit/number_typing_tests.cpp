@@ -29,7 +29,7 @@ std::string set_error(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("--set keeps numbers exact: too large for a JSON number means the text itself") {
+TEST_CASE("set values keep numbers exact: too large for a JSON number means the text itself") {
   CHECK(set_value("123456789012345678901234567890") == "123456789012345678901234567890");
   CHECK(set_value("1e400") == "1e400");
   CHECK(set_value("1e-400") == "1e-400");
