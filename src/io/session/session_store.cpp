@@ -216,6 +216,15 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::create(
   return s;
 }
 
+namespace {
+
+bool current_format(const json::object& o) {
+  const auto* format = o.if_contains("format");
+  return format && format->is_int64() && format->get_int64() == session_format;
+}
+
+}  // namespace
+
 std::variant<json::object, std::string> session_store::read_state(const std::string& dir) {
   const auto path = dir + "/state.json";
   const auto text = read_whole(path);
@@ -225,7 +234,7 @@ std::variant<json::object, std::string> session_store::read_state(const std::str
   if (ec || !v.is_object()) return path + " is not a JSON object (" + (ec ? ec.message() : std::string("wrong type")) + ")";
   auto& o = v.get_object();
   const auto* format = o.if_contains("format");
-  if (!format || !format->is_int64() || format->get_int64() != session_format)
+  if (!current_format(o))
     return path + " has state format " + (format ? to_compact_json(*format) : std::string("none")) + "; this arun reads format " +
            std::to_string(session_format);
   return std::move(o);
@@ -240,8 +249,7 @@ bool other_format(const std::string& dir) {
   boost::system::error_code ec;
   const auto v = parse_json_text(*text, ec);
   if (ec || !v.is_object()) return false;
-  const auto* format = v.get_object().if_contains("format");
-  return format && !(format->is_int64() && format->get_int64() == session_format);
+  return v.get_object().contains("format") && !current_format(v.get_object());
 }
 
 // The snapshot of a session whose state.json is damaged or gone, from origin.json.
@@ -252,8 +260,7 @@ std::optional<json::object> origin_state(const std::string& dir, const std::stri
   auto v = parse_json_text(*text, ec);
   if (ec || !v.is_object()) return std::nullopt;
   auto& o = v.get_object();
-  const auto* format = o.if_contains("format");
-  if (!format || !format->is_int64() || format->get_int64() != session_format) return std::nullopt;
+  if (!current_format(o)) return std::nullopt;
   o["session_id"] = id;
   o["status"] = "failed";
   o["error"] = "state.json was damaged; rebuilt from origin.json and the journal";
@@ -349,7 +356,10 @@ void session_store::load_journal(bool retry_failed) {
       damaged.push_back(line_number);
       // A line that still names its instance: that instance runs again, with what contains it.
       const auto named = instance_named_in(line);
-      if (!named.empty()) last_kept.insert_or_assign(named, false), loaded_.erase(named);
+      if (!named.empty()) {
+        last_kept.insert_or_assign(named, false);
+        loaded_.erase(named);
+      }
       continue;
     }
     ++records_;
