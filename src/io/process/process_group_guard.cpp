@@ -2,10 +2,11 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace arun::io {
 namespace {
@@ -13,7 +14,7 @@ namespace {
 // Embedders may supervise from several threads (one io_context each): guard the registry.
 struct registry {
   std::mutex mutex;
-  std::unordered_set<pid_t> groups;
+  std::unordered_map<pid_t, int> groups;  // leader -> cgroup.kill fd or -1
 };
 
 registry& live_groups() {
@@ -21,12 +22,18 @@ registry& live_groups() {
   return r;
 }
 
+void kill_group(pid_t leader, int cgroup_kill_fd, int sig) noexcept {
+  ::kill(-leader, sig);
+  if (sig == SIGKILL && cgroup_kill_fd >= 0) (void)!::pwrite(cgroup_kill_fd, "1", 1, 0);
+}
+
 }  // namespace
 
-process_group_guard::process_group_guard(pid_t leader) : leader_(leader) {
+process_group_guard::process_group_guard(pid_t leader, int cgroup_kill_fd)
+    : leader_(leader), cgroup_kill_fd_(cgroup_kill_fd) {
   auto& r = live_groups();
   std::lock_guard lock(r.mutex);
-  r.groups.insert(leader);
+  r.groups.emplace(leader, cgroup_kill_fd);
 }
 
 void process_group_guard::release() noexcept {
@@ -39,7 +46,7 @@ void process_group_guard::release() noexcept {
 
 process_group_guard::~process_group_guard() {
   if (leader_ <= 0) return;
-  ::kill(-leader_, SIGKILL);
+  kill_group(leader_, cgroup_kill_fd_, SIGKILL);
   // SIGKILL cannot be ignored, so this wait is short.
   while (::waitpid(leader_, nullptr, 0) < 0 && errno == EINTR) {
   }
@@ -49,7 +56,7 @@ process_group_guard::~process_group_guard() {
 void process_group_guard::signal_all(int sig) noexcept {
   auto& r = live_groups();
   std::lock_guard lock(r.mutex);
-  for (pid_t g : r.groups) ::kill(-g, sig);
+  for (const auto& [leader, cgroup_kill_fd] : r.groups) kill_group(leader, cgroup_kill_fd, sig);
 }
 
 }  // namespace arun::io

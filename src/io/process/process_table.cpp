@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <unordered_map>
 
 namespace arun::io {
@@ -22,7 +23,7 @@ bool read_stat(const char* pid, process_entry& e) {
   std::snprintf(path, sizeof path, "/proc/%s/stat", pid);
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  char buf[512];
+  char buf[1024];
   const auto n = ::read(fd, buf, sizeof buf - 1);
   ::close(fd);
   if (n <= 0) return false;
@@ -33,7 +34,10 @@ bool read_stat(const char* pid, process_entry& e) {
   if (!open || !close || close < open) return false;
   int pid_value = 0, ppid = 0, pgrp = 0;
   if (std::sscanf(buf, "%d", &pid_value) != 1) return false;
-  if (std::sscanf(close + 1, " %c %d %d", &e.state, &ppid, &pgrp) != 3) return false;
+  // Fields 3-5, then 6-21 skipped, then 22: starttime.
+  if (std::sscanf(close + 1, " %c %d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                  &e.state, &ppid, &pgrp, &e.start_ticks) < 3)
+    return false;
   e.pid = pid_value;
   e.ppid = ppid;
   e.pgrp = pgrp;
@@ -42,6 +46,12 @@ bool read_stat(const char* pid, process_entry& e) {
 }
 
 }  // namespace
+
+std::optional<process_entry> read_process(pid_t pid) {
+  process_entry e;
+  if (!read_stat(std::to_string(pid).c_str(), e)) return std::nullopt;
+  return e;
+}
 
 std::vector<process_entry> read_process_table() {
   std::vector<process_entry> table;

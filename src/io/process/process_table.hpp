@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ struct process_entry {
   pid_t ppid = 0;
   pid_t pgrp = 0;
   char state = '?';  ///< 'R', 'S', 'D', 'Z' (zombie), ...
+  unsigned long long start_ticks = 0;  ///< start time, clock ticks after boot
   std::string comm;
 
   bool running() const noexcept { return state != 'Z' && state != 'X'; }
@@ -20,6 +22,9 @@ struct process_entry {
 
 /// Every process visible in /proc (processes that vanish while reading are skipped).
 std::vector<process_entry> read_process_table();
+
+/// One process, if it exists.
+std::optional<process_entry> read_process(pid_t pid);
 
 /// Whether any process of group `pgid` is still running (zombies do not count: they hold
 /// no resources and only wait to be reaped).

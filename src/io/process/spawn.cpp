@@ -1,10 +1,11 @@
 #include "process/spawn.hpp"
 
+#include "process/vfork_child.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,21 +38,6 @@ struct fd_pair {
     return true;
   }
   int release_read() { return std::exchange(fd[0], -1); }
-};
-
-struct spawn_attributes {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  spawn_attributes() {
-    ::posix_spawn_file_actions_init(&actions);
-    ::posix_spawnattr_init(&attr);
-  }
-  ~spawn_attributes() {
-    ::posix_spawn_file_actions_destroy(&actions);
-    ::posix_spawnattr_destroy(&attr);
-  }
-  spawn_attributes(const spawn_attributes&) = delete;
-  spawn_attributes& operator=(const spawn_attributes&) = delete;
 };
 
 std::string errno_text(int err) { return std::strerror(err); }
@@ -114,46 +100,39 @@ launch_result launch(const launch_request& request) {
   fd_pair out, err;
   if (!out.open() || !err.open()) return {std::nullopt, "cannot create pipes: " + errno_text(errno)};
 
-  spawn_attributes sa;
-  auto* fa = &sa.actions;
-  if (request.stdin_fd >= 0)
-    ::posix_spawn_file_actions_adddup2(fa, request.stdin_fd, 0);
-  else
-    ::posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(fa, out.fd[1], 1);
-  ::posix_spawn_file_actions_adddup2(fa, err.fd[1], 2);
-  ::posix_spawn_file_actions_addclosefrom_np(fa, 3);
-  if (!request.working_dir.empty())
-    ::posix_spawn_file_actions_addchdir_np(fa, request.working_dir.c_str());
-
-  sigset_t none, all;
-  ::sigemptyset(&none);
-  ::sigfillset(&all);
-  ::posix_spawnattr_setpgroup(&sa.attr, 0);  // own process group, led by the child
-  ::posix_spawnattr_setsigmask(&sa.attr, &none);
-  ::posix_spawnattr_setsigdefault(&sa.attr, &all);  // arun ignores SIGPIPE; children must not
-  ::posix_spawnattr_setflags(&sa.attr,
-                             POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
   std::vector<char*> argv, envp;
   for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : request.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, program->c_str(), fa, &sa.attr, argv.data(), envp.data());
-  if (rc != 0) {
-    // glibc reports exec (and chdir) failures here and reaps the failed child itself.
-    return {std::nullopt, "cannot run '" + *program + "': " + errno_text(rc)};
+  child_plan plan;
+  plan.program = program->c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  plan.working_dir = request.working_dir.empty() ? nullptr : request.working_dir.c_str();
+  plan.stdin_fd = request.stdin_fd;
+  plan.stdout_fd = out.fd[1];
+  plan.stderr_fd = err.fd[1];
+  plan.cgroup_procs_fd = request.cgroup_procs_fd;
+
+  const auto started = start_child(plan);
+  if (!started.error.empty()) return {std::nullopt, started.error};
+  if (plan.failed_stage != child_stage::none) {
+    // The child reported why it could not exec and has exited: reap it, report the reason.
+    while (::waitpid(started.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    if (started.pidfd >= 0) ::close(started.pidfd);
+    if (plan.failed_stage == child_stage::cgroup)
+      return {std::nullopt, "cannot move into the step's cgroup: " + errno_text(plan.error)};
+    return {std::nullopt, "cannot run '" + *program + "': " + errno_text(plan.error)};
   }
 
   launched_child child;
-  child.pid = pid;
+  child.pid = started.pid;
   child.stdout_fd = out.release_read();
   child.stderr_fd = err.release_read();
-  // The child may already have exited: a pidfd on an unreaped zombie is still valid.
-  child.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  child.pidfd = started.pidfd;
   return {child, {}};
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Launching a child with glibc posix_spawn (TOOLCHAIN.md §3: avoids every Boost.Process 1.81
-// launcher bug). Synchronous: posix_spawn returns once the child has exec'd or failed.
+// Launching a child (process/vfork_child.hpp: posix_spawn's technique, plus joining a cgroup
+// before exec; Boost.Process 1.81's launchers are avoided, TOOLCHAIN.md §3). Synchronous:
+// returns once the child has exec'd or failed.
 
 #include <sys/types.h>
 
@@ -16,6 +17,7 @@ struct launch_request {
   std::vector<std::string> env;
   std::string working_dir;        ///< empty: arun's own working directory
   int stdin_fd = -1;              ///< -1: /dev/null
+  int cgroup_procs_fd = -1;       ///< an open cgroup.procs the child joins before exec; -1: none
 };
 
 /// A started child: its own process group (pgid == pid), stdout/stderr pipe read ends

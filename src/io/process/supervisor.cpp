@@ -2,6 +2,7 @@
 
 #include "process/process_group_guard.hpp"
 #include "process/process_table.hpp"
+#include "process/step_containment.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -45,12 +46,26 @@ constexpr auto drain_total_limit = std::chrono::seconds(10);
 // Wait this long at most for them to die (only an uninterruptible sleep takes longer).
 constexpr auto group_exit_limit = std::chrono::seconds(5);
 
+// Sets "K=V", replacing any K already there (an arun started by a step inherits the outer one's).
+void set_env_entry(std::vector<std::string>& env, const std::string& entry) {
+  const auto name_end = entry.find('=') + 1;
+  std::erase_if(env, [&](const std::string& kv) { return kv.compare(0, name_end, entry, 0, name_end) == 0; });
+  env.push_back(entry);
+}
+
 // Everything one supervised child needs, shared by its pump and watch coroutines.
+// What contains the child's processes besides its group (process/step_containment.hpp).
+struct containment {
+  std::unique_ptr<step_cgroup> cgroup;     // cgroup mode
+  std::unique_ptr<subreaper_step> reaped;  // subreaper mode
+};
+
 struct child_run {
-  child_run(const asio::any_io_executor& ex, const launched_child& c, process_spec s)
+  child_run(const asio::any_io_executor& ex, const launched_child& c, process_spec s, containment held)
       : spec(std::move(s)),
         pid(c.pid),
-        guard(c.pid),
+        contained(std::move(held)),
+        guard(c.pid, contained.cgroup ? contained.cgroup->kill_fd() : -1),
         out(ex, c.stdout_fd),
         err(ex, c.stderr_fd),
         pidfd(ex),
@@ -95,7 +110,10 @@ struct child_run {
     return si.si_pid == pid;
   }
 
-  void signal_group(int sig) { ::kill(-pid, sig); }
+  void signal_group(int sig) {
+    ::kill(-pid, sig);
+    if (sig == SIGKILL && contained.cgroup) contained.cgroup->kill();  // and what left the group
+  }
 
   // Kills what is left of the group, then reaps the leader (it has exited: no blocking).
   void reap() {
@@ -111,6 +129,7 @@ struct child_run {
 
   process_spec spec;
   pid_t pid;
+  containment contained;  // before the guard: the guard goes first
   process_group_guard guard;
   asio::readable_pipe out, err;
   asio::posix::stream_descriptor pidfd;
@@ -189,38 +208,58 @@ asio::awaitable<void> escalate(child_run& c) {
   co_await wait_leader_exit(c);
 }
 
-// The step's processes end with the step (SPEC §3.3): after the leader, wait until no other
-// member of its group is still running, re-sending SIGKILL against late forks.
-// This runs after the leader is reaped, so that the common case (no other member) costs one
-// kill() returning ESRCH instead of a /proc scan. While members remain they pin the group id;
-// it could only be reused after they are all gone and the kernel's pid allocator has wrapped
-// around pid_max within one poll interval (at most 50 ms): not a practical hazard.
-// When arun runs as a subreaper (tests, the soak tool, embedding hosts), the group's orphans
-// are its children: reap them here so zombies never pile up.
+// Polls `gone(round)` with a growing delay (1 ms, doubling to 50 ms) until it holds; false
+// when group_exit_limit passed first (only an uninterruptible sleep outlasts SIGKILL so long).
+template <typename Gone>
+asio::awaitable<bool> poll_until(child_run& c, Gone gone) {
+  const auto give_up = clock::now() + group_exit_limit;
+  auto delay = std::chrono::milliseconds(1);
+  for (int round = 0;; ++round) {
+    if (gone(round)) co_return true;
+    if (clock::now() >= give_up) co_return false;
+    c.poll_timer.expires_after(delay);
+    co_await c.poll_timer.async_wait(use_nothrow);
+    delay = std::min(delay * 2, std::chrono::milliseconds(50));
+  }
+}
+
+// When arun runs as a subreaper (tests, the soak tool, subreaper containment), the group's
+// orphans are its children: reap them so zombies never pile up.
 void reap_group_orphans(pid_t pgid) {
   siginfo_t si{};
   while (::waitid(P_PGID, static_cast<id_t>(pgid), &si, WEXITED | WNOHANG) == 0 && si.si_pid != 0) si = {};
 }
 
-asio::awaitable<void> wait_group_gone(child_run& c) {
-  // Killed members usually die within a few ms and, under a subreaper, are reaped right here:
-  // kill() returning ESRCH then ends the wait without reading /proc. Members that are only
-  // zombies waiting for another reaper (init) no longer run: after a few rounds, /proc tells.
+// The step's processes end with the step (SPEC §3.3). After the leader is reaped:
+// - cgroup mode: cgroup.kill until the cgroup is empty; nothing can have left it.
+// - otherwise: the group, re-sending SIGKILL against late forks. The common case (no other
+//   member) costs one kill() returning ESRCH; members that are only zombies waiting for
+//   another reaper (init) no longer run, and after a few rounds /proc tells. While members
+//   remain they pin the group id; it could only be reused after they are all gone and the pid
+//   allocator has wrapped around pid_max within one poll interval: not a practical hazard.
+// - subreaper mode, then: the processes that left the group re-parent to arun as their
+//   parents die; they are swept (killed) until none of this step's is left.
+asio::awaitable<void> wait_step_processes_gone(child_run& c) {
   constexpr int rounds_before_scanning = 4;
-  const auto give_up = clock::now() + group_exit_limit;
-  auto delay = std::chrono::milliseconds(1);
-  for (int round = 0;; ++round) {
-    reap_group_orphans(c.pid);
-    if (::kill(-c.pid, SIGKILL) != 0) co_return;
-    if (round >= rounds_before_scanning && !group_has_running_member(c.pid)) co_return;
-    if (clock::now() >= give_up) {
-      c.result.group_survivors = true;
-      co_return;
-    }
-    c.poll_timer.expires_after(delay);
-    co_await c.poll_timer.async_wait(use_nothrow);
-    delay = std::min(delay * 2, std::chrono::milliseconds(50));
+  bool gone = false;
+  if (auto* cgroup = c.contained.cgroup.get()) {
+    gone = co_await poll_until(c, [&](int) {
+      reap_group_orphans(c.pid);
+      cgroup->kill();
+      return !cgroup->populated();
+    });
+  } else {
+    gone = co_await poll_until(c, [&](int round) {
+      reap_group_orphans(c.pid);
+      if (::kill(-c.pid, SIGKILL) != 0) return true;
+      return round >= rounds_before_scanning && !group_has_running_member(c.pid);
+    });
   }
+  if (auto* reaped = c.contained.reaped.get()) {
+    reaped->finish();
+    gone = co_await poll_until(c, [](int) { return sweep_escaped_processes() == 0; }) && gone;
+  }
+  if (!gone) c.result.group_survivors = true;
 }
 
 // Reads what is left in the pipes. Normally EOF comes at once (the group is dead); a process
@@ -250,7 +289,7 @@ asio::awaitable<void> watch(child_run& c) {
     co_await escalate(c);
   }
   c.reap();
-  co_await wait_group_gone(c);
+  co_await wait_step_processes_gone(c);
   co_await drain(c);
 }
 
@@ -276,7 +315,20 @@ struct run_initiation {
   template <typename Handler>
   void operator()(Handler&& handler, process_spec spec) const {
     auto ex = asio::get_associated_executor(handler);
-    auto launched = launch(spec.launch);
+    containment held;
+    held.cgroup = make_step_cgroup();
+    if (held.cgroup) {
+      spec.launch.cgroup_procs_fd = held.cgroup->procs_fd();
+    } else if (step_containment().mode == containment_mode::subreaper) {
+      held.reaped = std::make_unique<subreaper_step>();
+      set_env_entry(spec.launch.env, held.reaped->environment_entry());
+    }
+    launch_result launched;
+    {
+      const auto lock = launch_lock();  // a sweep must see the new leader as running
+      launched = launch(spec.launch);
+      if (held.reaped && launched.child) held.reaped->started(launched.child->pid);
+    }
     if (!launched.child) {
       process_result r;
       r.launch_error = std::move(launched.error);
@@ -285,7 +337,7 @@ struct run_initiation {
       });
       return;
     }
-    auto run = std::make_shared<child_run>(ex, *launched.child, std::move(spec));
+    auto run = std::make_shared<child_run>(ex, *launched.child, std::move(spec), std::move(held));
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) {
       slot.assign([weak = std::weak_ptr<child_run>(run)](asio::cancellation_type type) {
