@@ -62,7 +62,9 @@ approval_reply session_approvals::record(const std::string& gate, approval_verdi
     e["decided_at"] = now_epoch();
   }
   add_history(state, gate, verdict == approval_verdict::suspend ? "requested" : word, message, by);
-  if (auto error = store_.save_state(); !error.empty()) std::fprintf(stderr, "arun: warning: %s\n", error.c_str());
+  // Queued behind the journal: other steps may be running, and a stalled disk must not stop
+  // their timeouts. A failure to write stops the run (the store's failure handler).
+  store_.save_state_soon();
   store_.sync();
   return approval_reply{verdict, message};
 }

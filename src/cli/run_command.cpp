@@ -68,8 +68,10 @@ run_options engine_options(const run_settings& s, const std::string& base_dir) {
   return options;
 }
 
-// Where events go: progress on stderr, an events file, an audit file. Owns the sinks.
+// Where events go: progress on stderr, an events file, an audit file. Owns the sinks, and
+// the thread that writes the files (and the session's journal) off the event loop.
 struct event_sinks {
+  std::shared_ptr<io::background_writer> writer = std::make_shared<io::background_writer>();
   std::unique_ptr<io::progress_printer> progress;
   std::vector<std::unique_ptr<io::jsonl_event_sink>> files;
   io::listener_fanout fanout;
@@ -97,12 +99,12 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
     return std::nullopt;
   };
   if (!s.events_file.empty())
-    if (auto e = add_file(io::jsonl_event_sink::open(s.events_file))) return e;
+    if (auto e = add_file(io::jsonl_event_sink::open(s.events_file, true, {}, sinks.writer))) return e;
   // The session's own events, appended across resumes (SPEC §12).
   if (store)
-    if (auto e = add_file(io::jsonl_event_sink::open(store->dir() + "/events.jsonl", false))) return e;
+    if (auto e = add_file(io::jsonl_event_sink::open(store->dir() + "/events.jsonl", false, {}, sinks.writer))) return e;
   if (!s.audit_dir.empty())
-    if (auto e = add_file(io::jsonl_event_sink::open_audit(s.audit_dir, r.name, session_id))) return e;
+    if (auto e = add_file(io::jsonl_event_sink::open_audit(s.audit_dir, r.name, session_id, sinks.writer))) return e;
   return std::nullopt;
 }
 
@@ -274,6 +276,7 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
       std::fprintf(stderr, "arun: the session store %s cannot be written: %s\n", store->dir().c_str(), error.c_str());
       return exit_store_failed;
     }
+    store->write_in_background(sinks.writer);
   }
 
   asio::io_context ctx;
@@ -295,24 +298,31 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
         }
         std::fprintf(stderr, "arun: second %s: killing every running step\n", name);
         io::kill_all_supervised_processes();
-        if (store) store->sync();  // what finished is already in the journal
+        // What finished is in the journal, unless the disk stalls: then this does not wait.
+        if (store) {
+          store->sync();
+          (void)store->flush(std::chrono::seconds(2));
+        }
         std::_Exit(128 + sig);
       };
   signals.async_wait(on_signal);
   // A full or failing disk stops the run: what finishes next could not be kept. Running steps
   // are stopped as for SIGINT; what was journaled stays, and `arun resume` continues.
-  bool store_failed = false;
+  // The failure is seen on the writer's thread: the loop's thread reports it and stops the run.
   if (store)
     store->on_failure([&](const std::string& why) {
-      store_failed = true;
-      if (sinks.progress) sinks.progress->clear_status();
-      std::fprintf(stderr, "arun: %s: stopping the run\n", why.c_str());
-      asio::post(ctx, [&cancel] { cancel.emit(asio::cancellation_type::terminal); });
+      asio::post(ctx, [&, why] {
+        if (sinks.progress) sinks.progress->clear_status();
+        std::fprintf(stderr, "arun: %s: stopping the run\n", why.c_str());
+        cancel.emit(asio::cancellation_type::terminal);
+      });
     });
   struct forget_handler {
     io::session_store* store;
     ~forget_handler() {
-      if (store) store->on_failure(nullptr);
+      if (!store) return;
+      store->flush();
+      store->on_failure(nullptr);
     }
   } const forget{store};
   // SPEC §12: the journal is fsync'd at least once a second, also while steps run long.
@@ -339,8 +349,9 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
                 }));
   ctx.run();
   if (failure) std::rethrow_exception(failure);
+  sinks.writer->drain();
   sinks.warn_failed_files();
-  if (store && store_failed) return finish_after_store_failure(*store, *result, s.output_format);
+  if (store && !store->failure().empty()) return finish_after_store_failure(*store, *result, s.output_format);
   if (store) save_final_state(*store, *result);
   print_result(*result, s.output_format);
   if (stop_signal != 0) return 128 + stop_signal;

@@ -28,19 +28,21 @@ std::string safe_file_part(std::string_view s) {
 
 }  // namespace
 
-jsonl_open_result jsonl_event_sink::open(const std::string& path, bool truncate, event_output_limits limits) {
+jsonl_open_result jsonl_event_sink::open(const std::string& path, bool truncate, event_output_limits limits,
+                                         std::shared_ptr<background_writer> writer) {
   jsonl_open_result r;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0) | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     r.error = "cannot open events file '" + path + "': " + std::strerror(errno);
     return r;
   }
-  r.sink.reset(new jsonl_event_sink(fd, path, limits));
+  r.sink.reset(new jsonl_event_sink(fd, path, limits, std::move(writer)));
   return r;
 }
 
 jsonl_open_result jsonl_event_sink::open_audit(const std::string& dir, const std::string& recipe_name,
-                                               const std::string& session_id) {
+                                               const std::string& session_id,
+                                               std::shared_ptr<background_writer> writer) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -49,10 +51,18 @@ jsonl_open_result jsonl_event_sink::open_audit(const std::string& dir, const std
     return r;
   }
   // Appended: a resumed session writes to the same file (its id is the session's).
-  return open(audit_file_path(dir, recipe_name, session_id), false);
+  return open(audit_file_path(dir, recipe_name, session_id), false, {}, std::move(writer));
 }
 
-jsonl_event_sink::~jsonl_event_sink() { ::close(fd_); }
+jsonl_event_sink::~jsonl_event_sink() {
+  if (writer_) writer_->drain();  // queued lines refer to this sink
+  ::close(fd_);
+}
+
+std::string jsonl_event_sink::error() const {
+  std::lock_guard lock(error_mutex_);
+  return error_;
+}
 
 void jsonl_event_sink::on_event(const event& e) noexcept {
   if (failed_) return;
@@ -109,20 +119,28 @@ void jsonl_event_sink::report_omitted(const event& end) {
 
 void jsonl_event_sink::write_event(const event& e) noexcept {
   if (failed_) return;
-  int err = 0;
   try {
     std::string line = to_compact_json(event_to_json(e));
     line += '\n';
-    err = write_all(line);
-    if (err == 0) ++lines_;
+    if (!writer_) return write_line(line);
+    const auto size = line.size();
+    writer_->post(size, [this, line = std::move(line)] { write_line(line); });
   } catch (...) {
-    err = ENOMEM;  // only allocation can fail above
+    fail(ENOMEM);  // only allocation can fail above
   }
-  if (err != 0) fail(err);
+}
+
+void jsonl_event_sink::write_line(const std::string& line) noexcept {
+  if (failed_) return;  // a line after a partial one would corrupt the file
+  if (const int err = write_all(line); err != 0)
+    fail(err);
+  else
+    ++lines_;
 }
 
 void jsonl_event_sink::fail(int err) noexcept {
-  failed_ = true;
+  std::lock_guard lock(error_mutex_);
+  if (failed_.exchange(true)) return;  // the first error is the one to report
   try {
     error_ = "cannot write events file '" + path_ + "': " + std::strerror(err);
   } catch (...) {

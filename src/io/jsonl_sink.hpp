@@ -1,10 +1,14 @@
 #pragma once
 // Events as JSON lines (SPEC §9): `--events FILE` and `--audit-dir DIR`.
 
+#include "background_writer.hpp"
+
 #include <arun/events.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -32,17 +36,20 @@ struct jsonl_open_result {
 /// Writes each event as one compact JSON object (event_to_json) and a newline, with a single
 /// write(2) per line straight to the file (no user-space buffer), so a killed arun loses
 /// nothing it already emitted and a reader never sees half a line from a healthy writer.
+/// Given a background_writer, the write(2) runs on its thread (a stalled disk then never
+/// stalls the caller); the line is still made at once, in the order of the events.
 class jsonl_event_sink final : public event_listener {
 public:
   /// Creates or truncates (`truncate`; else appends to) `path` (mode 0644, close-on-exec, append mode so two sinks on the
   /// same file interleave whole lines). On failure: "cannot open events file 'PATH': REASON".
-  static jsonl_open_result open(const std::string& path, bool truncate = true, event_output_limits limits = {});
+  static jsonl_open_result open(const std::string& path, bool truncate = true, event_output_limits limits = {},
+                                std::shared_ptr<background_writer> writer = nullptr);
 
   /// Creates `dir` (with parents) when missing, then opens audit_file_path(dir, ...) for
   /// appending (a resumed session continues the same file). On
   /// failure: "cannot create audit directory 'DIR': REASON" or the open() error.
   static jsonl_open_result open_audit(const std::string& dir, const std::string& recipe_name,
-                                      const std::string& session_id);
+                                      const std::string& session_id, std::shared_ptr<background_writer> writer = nullptr);
 
   ~jsonl_event_sink() override;
   jsonl_event_sink(const jsonl_event_sink&) = delete;
@@ -57,7 +64,7 @@ public:
   bool failed() const noexcept { return failed_; }
   /// The first write error ("cannot write events file 'PATH': REASON"), empty if none, so the
   /// caller can warn once.
-  const std::string& error() const noexcept { return error_; }
+  std::string error() const;
   /// Lines written completely so far.
   std::size_t lines_written() const noexcept { return lines_; }
 
@@ -66,9 +73,10 @@ private:
     std::size_t lines = 0, bytes = 0, omitted_lines = 0, omitted_bytes = 0;
   };
 
-  jsonl_event_sink(int fd, std::string path, event_output_limits limits)
-      : fd_(fd), path_(std::move(path)), limits_(limits) {}
+  jsonl_event_sink(int fd, std::string path, event_output_limits limits, std::shared_ptr<background_writer> writer)
+      : fd_(fd), path_(std::move(path)), limits_(limits), writer_(std::move(writer)) {}
   int write_all(const std::string& data) noexcept;  ///< 0 or an errno value
+  void write_line(const std::string& line) noexcept;  ///< on the writer's thread, if any
   void fail(int err) noexcept;
   void write_event(const event& e) noexcept;
   /// The output event to write in place of `e` (its line cut), or none when over the limits.
@@ -77,10 +85,12 @@ private:
 
   int fd_;
   std::string path_;
-  bool failed_ = false;
+  std::atomic<bool> failed_{false};
+  mutable std::mutex error_mutex_;  // error_ may be set on the writer's thread
   std::string error_;
-  std::size_t lines_ = 0;
+  std::atomic<std::size_t> lines_{0};
   event_output_limits limits_;
+  std::shared_ptr<background_writer> writer_;
   std::unordered_map<std::string, output_usage> output_;  ///< per running instance
 };
 

@@ -11,6 +11,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <string_view>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -76,6 +80,20 @@ inline std::vector<boost::json::object> read_json_lines(const std::filesystem::p
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) out.push_back(boost::json::parse(line).as_object());
   return out;
+}
+
+/// An event's `ts` (RFC 3339 UTC with milliseconds, "2026-11-25T17:02:03.456Z") as seconds
+/// since the epoch; NaN when it does not parse.
+inline double epoch_seconds(std::string_view ts) {
+  std::tm t{};
+  int millis = 0;
+  const std::string text(ts);
+  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour, &t.tm_min,
+                  &t.tm_sec, &millis) != 7)
+    return std::nan("");
+  t.tm_year -= 1900;
+  t.tm_mon -= 1;
+  return static_cast<double>(::timegm(&t)) + millis / 1000.0;
 }
 
 }  // namespace arun::test

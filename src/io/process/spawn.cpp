@@ -114,7 +114,7 @@ launch_result launch(const launch_request& request) {
   plan.stdin_fd = request.stdin_fd;
   plan.stdout_fd = out.fd[1];
   plan.stderr_fd = err.fd[1];
-  plan.cgroup_procs_fd = request.cgroup_procs_fd;
+  plan.cgroup_dir_fd = request.cgroup_dir_fd;
 
   const auto started = start_child(plan);
   if (!started.error.empty()) return {std::nullopt, started.error};

@@ -17,7 +17,7 @@ struct launch_request {
   std::vector<std::string> env;
   std::string working_dir;        ///< empty: arun's own working directory
   int stdin_fd = -1;              ///< -1: /dev/null
-  int cgroup_procs_fd = -1;       ///< an open cgroup.procs the child joins before exec; -1: none
+  int cgroup_dir_fd = -1;         ///< the cgroup to start the child in (O_PATH dir); -1: arun's
 };
 
 /// A started child: its own process group (pgid == pid), stdout/stderr pipe read ends

@@ -15,8 +15,10 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <unordered_set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace arun::io {
 namespace {
@@ -28,6 +30,9 @@ using clock = std::chrono::steady_clock;
 constexpr auto end_wait_limit = std::chrono::seconds(5);
 
 constexpr std::string_view supervised_by = "ARUN_SUPERVISED_BY";
+
+// Empty step cgroups kept for reuse (three descriptors each): enough for any usual concurrency.
+constexpr std::size_t max_idle_cgroups = 128;
 
 struct running_step {
   pid_t leader = -1;
@@ -42,6 +47,9 @@ struct containment_registry {
   containment_state state;
   std::uint64_t next_cgroup = 0;
   bool warned = false;
+  std::vector<cgroup_files> idle_cgroups;  // empty step cgroups, for the next steps
+  std::unordered_set<step_cgroup*> live_cgroups;
+  int subreaper_before = 0;  // PR_GET_CHILD_SUBREAPER before subreaper mode, restored at its end
   std::uint64_t next_step = 0;
   std::map<std::uint64_t, running_step> running;  // subreaper mode: steps by number
 };
@@ -90,8 +98,9 @@ std::string unescape_mount_field(std::string_view field) {
   return out;
 }
 
-// The cgroup v2 directory this process is in, or why there is none.
-std::optional<std::string> own_cgroup_dir(std::string& why) {
+}  // namespace
+
+std::optional<std::string> current_cgroup_dir(std::string& why) {
   const auto cgroups = read_small_file("/proc/self/cgroup");
   std::string path;
   if (cgroups) {
@@ -124,16 +133,21 @@ std::optional<std::string> own_cgroup_dir(std::string& why) {
   return std::nullopt;
 }
 
-// Kills everything in the cgroup tree at `dir`, waits up to `patience` for it to empty, and
-// removes it (innermost first: a nested arun may have made step cgroups of its own).
-bool remove_cgroup_tree(const std::string& dir, clock::duration patience) {
-  write_file(dir + "/cgroup.kill", "1");
+namespace {
+
+enum class on_removal { kill, keep_processes };
+
+// Kills everything in the cgroup tree at `dir` (unless told not to), waits up to `patience`
+// for it to empty, and removes it (innermost first: a nested arun may have made step cgroups
+// of its own). A cgroup that still holds processes stays.
+bool remove_cgroup_tree(const std::string& dir, clock::duration patience, on_removal how = on_removal::kill) {
+  if (how == on_removal::kill) write_file(dir + "/cgroup.kill", "1");
   if (DIR* d = ::opendir(dir.c_str())) {
     std::vector<std::string> children;
     while (const dirent* e = ::readdir(d))
       if (e->d_type == DT_DIR && e->d_name[0] != '.') children.emplace_back(e->d_name);
     ::closedir(d);
-    for (const auto& child : children) remove_cgroup_tree(dir + "/" + child, patience);
+    for (const auto& child : children) remove_cgroup_tree(dir + "/" + child, patience, how);
   }
   const auto until = clock::now() + patience;
   while (::rmdir(dir.c_str()) != 0) {
@@ -144,7 +158,8 @@ bool remove_cgroup_tree(const std::string& dir, clock::duration patience) {
   return true;
 }
 
-// Removes the cgroups of arun processes that died without cleaning up (SIGKILL, a crash).
+// Removes the empty cgroups of arun processes that died without cleaning up (SIGKILL, a crash).
+// Processes still in them are left alone: they belong to another run, not to this one.
 void remove_stale_cgroups(const std::string& own_dir) {
   DIR* d = ::opendir(own_dir.c_str());
   if (d == nullptr) return;
@@ -156,13 +171,13 @@ void remove_stale_cgroups(const std::string& own_dir) {
     if (::kill(pid, 0) != 0 && errno == ESRCH) stale.emplace_back(e->d_name);
   }
   ::closedir(d);
-  for (const auto& name : stale) remove_cgroup_tree(own_dir + "/" + name, std::chrono::milliseconds(100));
+  for (const auto& name : stale) remove_cgroup_tree(own_dir + "/" + name, std::chrono::milliseconds(0), on_removal::keep_processes);
 }
 
 // cgroup mode if this process may create and fill cgroups below its own; empty on success.
 std::string set_up_cgroup_mode(containment_state& state) {
   std::string why;
-  const auto own = own_cgroup_dir(why);
+  const auto own = current_cgroup_dir(why);
   if (!own) return why;
   // Moving a process needs write access to the common ancestor's cgroup.procs (the
   // delegation rule): the step cgroups' common ancestor with arun's is arun's own.
@@ -180,9 +195,10 @@ std::string set_up_cgroup_mode(containment_state& state) {
   return {};
 }
 
-void set_up_subreaper_mode(containment_state& state) {
+void set_up_subreaper_mode(containment_registry& r) {
+  ::prctl(PR_GET_CHILD_SUBREAPER, &r.subreaper_before);
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  state.mode = containment_mode::subreaper;
+  r.state.mode = containment_mode::subreaper;
 }
 
 // Resolves the request on first use (so that commands which start nothing create nothing).
@@ -194,7 +210,7 @@ containment_state& resolved_state(containment_registry& r) {
     case containment_request::process_group:
       break;
     case containment_request::subreaper:
-      set_up_subreaper_mode(r.state);
+      set_up_subreaper_mode(r);
       break;
     case containment_request::automatic:
     case containment_request::cgroup: {
@@ -205,7 +221,7 @@ containment_state& resolved_state(containment_registry& r) {
         if (r.request == containment_request::cgroup)
           std::fprintf(stderr, "arun: warning: no cgroup containment: %s; using the subreaper mode\n", why.c_str());
         r.state.fallback_reason = std::move(why);
-        set_up_subreaper_mode(r.state);
+        set_up_subreaper_mode(r);
       }
       break;
     }
@@ -296,8 +312,10 @@ void end_locked(containment_registry& r) {
     }
     sweep(r, true);  // reap the last ones
     r.mutex.lock();
-    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    ::prctl(PR_SET_CHILD_SUBREAPER, r.subreaper_before);
   }
+  for (auto& idle : r.idle_cgroups) idle.close();
+  r.idle_cgroups.clear();
   if (!r.state.cgroup_dir.empty()) remove_cgroup_tree(r.state.cgroup_dir, end_wait_limit);
   r.state = {};
 }
@@ -342,22 +360,44 @@ void end_step_containment() noexcept {
   r.request = containment_request::process_group;
 }
 
-step_cgroup::step_cgroup(std::string dir, int procs_fd, int kill_fd, int events_fd)
-    : dir_(std::move(dir)), procs_fd_(procs_fd), kill_fd_(kill_fd), events_fd_(events_fd) {}
-
-step_cgroup::~step_cgroup() {
-  kill();
-  for (int fd : {procs_fd_, kill_fd_, events_fd_})
-    if (fd >= 0) ::close(fd);
-  // Normally empty by now (the supervisor waited); if not, end_step_containment removes it.
-  remove_cgroup_tree(dir_, std::chrono::milliseconds(0));
+void cgroup_files::close() noexcept {
+  for (int* fd : {&dir_fd, &kill_fd, &events_fd})
+    if (*fd >= 0) ::close(std::exchange(*fd, -1));
 }
 
-void step_cgroup::kill() const noexcept { write_text(kill_fd_, "1"); }
+step_cgroup::step_cgroup(cgroup_files files) : files_(std::move(files)) {}
+
+step_cgroup::~step_cgroup() {
+  auto& r = registry();
+  {
+    std::lock_guard lock(r.mutex);
+    r.live_cgroups.erase(this);
+    if (!killed_ && !populated() && r.state.mode == containment_mode::cgroup &&
+        r.idle_cgroups.size() < max_idle_cgroups && files_.dir.rfind(r.state.cgroup_dir + "/", 0) == 0) {
+      r.idle_cgroups.push_back(std::exchange(files_, {}));
+      return;
+    }
+  }
+  kill();
+  files_.close();
+  // Normally empty by now (the supervisor waited); if not, end_step_containment removes it.
+  remove_cgroup_tree(files_.dir, std::chrono::milliseconds(0));
+}
+
+void step_cgroup::kill() noexcept {
+  killed_ = true;
+  write_text(files_.kill_fd, "1");
+}
+
+void kill_all_step_cgroups() noexcept {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (auto* cgroup : r.live_cgroups) cgroup->kill();
+}
 
 bool step_cgroup::populated() const noexcept {
   char buf[256];
-  const auto n = ::pread(events_fd_, buf, sizeof buf - 1, 0);
+  const auto n = ::pread(files_.events_fd, buf, sizeof buf - 1, 0);
   if (n <= 0) return false;
   buf[n] = '\0';
   return std::strstr(buf, "populated 1") != nullptr;
@@ -368,24 +408,35 @@ std::unique_ptr<step_cgroup> make_step_cgroup() {
   std::lock_guard lock(r.mutex);
   const auto& state = resolved_state(r);
   if (state.mode != containment_mode::cgroup) return nullptr;
-  const std::string dir = state.cgroup_dir + "/s" + std::to_string(++r.next_cgroup);
+  // Registered while the lock is held, so that kill_all_step_cgroups sees it.
+  const auto live = [&r](cgroup_files files) {
+    auto cgroup = std::make_unique<step_cgroup>(std::move(files));
+    r.live_cgroups.insert(cgroup.get());
+    return cgroup;
+  };
+  if (!r.idle_cgroups.empty()) {
+    auto files = std::move(r.idle_cgroups.back());
+    r.idle_cgroups.pop_back();
+    return live(std::move(files));
+  }
+  cgroup_files files;
+  files.dir = state.cgroup_dir + "/s" + std::to_string(++r.next_cgroup);
   int err = 0;
-  if (::mkdir(dir.c_str(), 0755) == 0) {
-    const int procs = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-    const int kill = ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
-    const int events = ::open((dir + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
-    if (procs >= 0 && kill >= 0 && events >= 0) return std::make_unique<step_cgroup>(dir, procs, kill, events);
+  if (::mkdir(files.dir.c_str(), 0755) == 0) {
+    files.dir_fd = ::open(files.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    files.kill_fd = ::open((files.dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
+    files.events_fd = ::open((files.dir + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+    if (files.dir_fd >= 0 && files.kill_fd >= 0 && files.events_fd >= 0) return live(std::move(files));
     err = errno;
-    for (int fd : {procs, kill, events})
-      if (fd >= 0) ::close(fd);
-    ::rmdir(dir.c_str());
+    files.close();
+    ::rmdir(files.dir.c_str());
   } else {
     err = errno;
   }
   if (!r.warned) {
     r.warned = true;
     std::fprintf(stderr, "arun: warning: cannot create the cgroup %s (%s); such steps run in their process group only\n",
-                 dir.c_str(), errno_text(err).c_str());
+                 files.dir.c_str(), errno_text(err).c_str());
   }
   return nullptr;
 }

@@ -65,7 +65,7 @@ struct child_run {
       : spec(std::move(s)),
         pid(c.pid),
         contained(std::move(held)),
-        guard(c.pid, contained.cgroup ? contained.cgroup->kill_fd() : -1),
+        guard(c.pid),
         out(ex, c.stdout_fd),
         err(ex, c.stderr_fd),
         pidfd(ex),
@@ -112,7 +112,8 @@ struct child_run {
 
   void signal_group(int sig) {
     ::kill(-pid, sig);
-    if (sig == SIGKILL && contained.cgroup) contained.cgroup->kill();  // and what left the group
+    // And what left the group; an empty cgroup is left alone, so it can serve the next step.
+    if (sig == SIGKILL && contained.cgroup && contained.cgroup->populated()) contained.cgroup->kill();
   }
 
   // Kills what is left of the group, then reaps the leader (it has exited: no blocking).
@@ -245,8 +246,9 @@ asio::awaitable<void> wait_step_processes_gone(child_run& c) {
   if (auto* cgroup = c.contained.cgroup.get()) {
     gone = co_await poll_until(c, [&](int) {
       reap_group_orphans(c.pid);
-      cgroup->kill();
-      return !cgroup->populated();
+      if (!cgroup->populated()) return true;
+      cgroup->kill();  // only when needed: a killed cgroup cannot be reused
+      return false;
     });
   } else {
     gone = co_await poll_until(c, [&](int round) {
@@ -318,7 +320,7 @@ struct run_initiation {
     containment held;
     held.cgroup = make_step_cgroup();
     if (held.cgroup) {
-      spec.launch.cgroup_procs_fd = held.cgroup->procs_fd();
+      spec.launch.cgroup_dir_fd = held.cgroup->dir_fd();
     } else if (step_containment().mode == containment_mode::subreaper) {
       held.reaped = std::make_unique<subreaper_step>();
       set_env_entry(spec.launch.env, held.reaped->environment_entry());
@@ -355,7 +357,10 @@ struct run_initiation {
 
 }  // namespace
 
-void kill_all_supervised_processes() noexcept { process_group_guard::signal_all(SIGKILL); }
+void kill_all_supervised_processes() noexcept {
+  process_group_guard::signal_all(SIGKILL);
+  kill_all_step_cgroups();
+}
 
 asio::awaitable<process_result> run_process(process_spec spec) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(

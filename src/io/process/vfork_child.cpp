@@ -1,6 +1,7 @@
 #include "process/vfork_child.hpp"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <atomic>
 #include <csignal>
 #include <cstring>
 
@@ -25,13 +27,49 @@ struct kernel_sigaction {
 
 constexpr std::size_t child_stack_size = 64 * 1024;
 
+#if defined(__x86_64__)
+// long arun_clone3_run(clone_args* args, size_t size, int (*fn)(void*), void* arg):
+// clone3, then in the child (on the new stack) fn(arg) and exit; the parent gets clone3's
+// result. rcx and r11 do not survive a syscall, so fn and arg wait in r8 and r9.
+asm(R"(
+  .text
+  .globl arun_clone3_run
+  .hidden arun_clone3_run
+  .type arun_clone3_run, @function
+arun_clone3_run:
+  .cfi_startproc
+  mov %rdx, %r8
+  mov %rcx, %r9
+  mov $435, %eax
+  syscall
+  test %rax, %rax
+  jz 1f
+  ret
+1:
+  .cfi_undefined rip
+  xor %ebp, %ebp
+  mov %r9, %rdi
+  call *%r8
+  mov %eax, %edi
+  mov $60, %eax
+  syscall
+  hlt
+  .cfi_endproc
+  .size arun_clone3_run, .-arun_clone3_run
+)");
+extern "C" long arun_clone3_run(clone_args* args, std::size_t size, int (*fn)(void*), void* arg);
+constexpr bool have_clone3_trampoline = true;
+#else
+constexpr bool have_clone3_trampoline = false;
+#endif
+
 #define ARUN_CHILD_CODE __attribute__((no_sanitize("address", "undefined"), noinline))
 
 ARUN_CHILD_CODE long raw(long number, long a = 0, long b = 0, long c = 0, long d = 0) {
   return ::syscall(number, a, b, c, d);
 }
 
-ARUN_CHILD_CODE [[noreturn]] void fail(child_plan& plan, child_stage stage) {
+[[noreturn]] ARUN_CHILD_CODE void fail(child_plan& plan, child_stage stage) {
   plan.error = errno;
   plan.failed_stage = stage;
   ::syscall(SYS_exit_group, 127);
@@ -46,7 +84,7 @@ ARUN_CHILD_CODE bool place(int fd, int target) {
 
 ARUN_CHILD_CODE int child_main(void* arg) {
   auto& plan = *static_cast<child_plan*>(arg);
-  // First of all, so that nothing the child ever starts is outside the cgroup.
+  // Without CLONE_INTO_CGROUP, first of all: nothing the child starts may be outside the cgroup.
   if (plan.cgroup_procs_fd >= 0 && raw(SYS_write, plan.cgroup_procs_fd, reinterpret_cast<long>("0"), 1) != 1)
     fail(plan, child_stage::cgroup);
   // Every signal back to its default: a handler of the parent must never run on this memory
@@ -88,7 +126,48 @@ struct child_stack {
   }
   bool ok() const { return base != MAP_FAILED; }
   void* top() const { return static_cast<char*>(base) + size; }
+  void* bottom() const { return static_cast<char*>(base) + (size - child_stack_size); }
 };
+
+// Whether clone3 with CLONE_INTO_CGROUP is worth trying: it is not after ENOSYS (old kernel,
+// seccomp) or EINVAL/E2BIG (a kernel without CLONE_INTO_CGROUP).
+std::atomic<bool> clone3_usable{have_clone3_trampoline};
+
+// clone3 into the plan's cgroup; -1 with errno when it failed.
+pid_t clone_into_cgroup(child_plan& plan, child_stack& stack, int& pidfd) {
+#if defined(__x86_64__)
+  clone_args args{};
+  args.flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP;
+  args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<std::uint64_t>(stack.bottom());
+  args.stack_size = child_stack_size;
+  args.cgroup = static_cast<std::uint64_t>(plan.cgroup_dir_fd);
+  const long r = arun_clone3_run(&args, sizeof args, child_main, &plan);
+  if (r < 0) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  return static_cast<pid_t>(r);
+#else
+  (void)plan, (void)stack, (void)pidfd;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+
+// glibc's clone, on the plan's stack; kernels before 5.2 have no CLONE_PIDFD: then pidfd_open.
+pid_t clone_in_place(child_plan& plan, child_stack& stack, int& pidfd) {
+  const int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+  pid_t pid = ::clone(child_main, stack.top(), flags | CLONE_PIDFD, &plan, &pidfd);
+  if (pid < 0 && errno == EINVAL) {
+    pidfd = -1;
+    pid = ::clone(child_main, stack.top(), flags, &plan, nullptr);
+    if (pid > 0) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  }
+  return pid;
+}
 
 }  // namespace
 
@@ -100,17 +179,28 @@ started_child start_child(child_plan& plan) {
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &previous);
   int pidfd = -1;
-  int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
-  pid_t pid = ::clone(child_main, stack.top(), flags, &plan, &pidfd);
-  if (pid < 0 && errno == EINVAL) {  // kernels before 5.2 have no CLONE_PIDFD
-    flags &= ~CLONE_PIDFD;
-    pidfd = -1;
-    pid = ::clone(child_main, stack.top(), flags, &plan, nullptr);
-    if (pid > 0) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  pid_t pid = -1;
+  const char* failing = "cannot start a child: ";
+  plan.cgroup_procs_fd = -1;
+  if (plan.cgroup_dir_fd >= 0 && clone3_usable.load(std::memory_order_relaxed)) {
+    pid = clone_into_cgroup(plan, stack, pidfd);
+    if (pid < 0 && (errno == ENOSYS || errno == EINVAL || errno == E2BIG)) {
+      clone3_usable = false;
+    } else if (pid < 0) {
+      failing = "cannot start a child in the step's cgroup: ";
+    }
+  }
+  if (pid < 0 && (plan.cgroup_dir_fd < 0 || !clone3_usable)) {
+    if (plan.cgroup_dir_fd >= 0)
+      plan.cgroup_procs_fd = ::openat(plan.cgroup_dir_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    if (plan.cgroup_dir_fd < 0 || plan.cgroup_procs_fd >= 0) pid = clone_in_place(plan, stack, pidfd);
+    const int saved = errno;
+    if (plan.cgroup_procs_fd >= 0) ::close(plan.cgroup_procs_fd);
+    errno = saved;
   }
   const int clone_error = errno;
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (pid < 0) return {-1, -1, std::string("cannot start a child: ") + std::strerror(clone_error)};
+  if (pid < 0) return {-1, -1, failing + std::string(std::strerror(clone_error))};
   return {pid, pidfd, {}};
 }
 

@@ -1,11 +1,17 @@
 #pragma once
-// Starting a child the way glibc's posix_spawn does — clone(CLONE_VM | CLONE_VFORK) on a
-// private stack, the parent suspended until the child execs — with one step posix_spawn
-// cannot take: the child can move itself into a cgroup before it execs, so that everything
-// it will ever start is inside that cgroup from its first instruction (glibc 2.36 has no
-// posix_spawnattr_setcgroup_np; clone3's CLONE_INTO_CGROUP needs a stack switch in assembly
-// or a full fork, which costs 15 ms per spawn at 500 MiB RSS). Measured on the development
-// VM: 640 µs per spawn with the cgroup move against 615 µs for posix_spawn.
+// Starting a child the way glibc's posix_spawn does — CLONE_VM | CLONE_VFORK on a private
+// stack, the parent suspended until the child execs — with one thing posix_spawn cannot do in
+// glibc 2.36: start the child inside a given cgroup, so that everything it will ever start is
+// in that cgroup from its first instruction.
+//
+// The child is created in the cgroup by clone3(CLONE_INTO_CGROUP) (Linux 5.7), through a
+// small assembly trampoline on x86-64 (a CLONE_VM child on a new stack cannot return through
+// a C library wrapper). Where clone3 is missing or refused (other architectures, seccomp
+// filters that return ENOSYS), the child moves itself by writing to cgroup.procs before exec.
+// That is correct but slow: a move takes the kernel's global cgroup_threadgroup_rwsem for
+// writing, measured at 450 µs on average and up to 15 ms per spawn, where CLONE_INTO_CGROUP
+// costs tens of microseconds. A plain fork-style clone3 would avoid the trampoline but copies
+// the page tables: 15 ms per spawn at 500 MiB RSS.
 
 #include <sys/types.h>
 
@@ -25,7 +31,8 @@ struct child_plan {
   int stdin_fd = -1;                  ///< -1: /dev/null
   int stdout_fd = -1;
   int stderr_fd = -1;
-  int cgroup_procs_fd = -1;  ///< an open cgroup.procs to join first; -1: stay in the parent's
+  int cgroup_dir_fd = -1;    ///< the cgroup to start in (O_PATH directory); -1: the parent's
+  int cgroup_procs_fd = -1;  ///< set by start_child for the fallback: the child writes to it
   // Written by the child when it cannot exec (it then exits 127).
   child_stage failed_stage = child_stage::none;
   int error = 0;

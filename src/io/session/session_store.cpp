@@ -383,7 +383,8 @@ void session_store::load_journal(bool retry_failed) {
       for (const auto& container : containers_of(instance)) loaded_.erase(container);
   // Cut a torn last line off, or the next record would be glued to it and lost.
   if (whole < text.size() && ::truncate(path.c_str(), static_cast<off_t>(whole)) != 0)
-    journal_error_ = "cannot cut the torn last line off " + path + ": " + why(errno);
+    set_journal_error("cannot cut the torn last line off " + path + ": " + why(errno));
+  queued_records_ = records_;
   report_damage(path, damaged);
 }
 
@@ -422,9 +423,49 @@ void session_store::make_reserve() noexcept {
 void session_store::drop_reserve() noexcept { (void)::unlink((dir_ + "/reserve").c_str()); }
 
 void session_store::fail(std::string why) noexcept {
-  if (!failure_.empty()) return;
-  failure_ = std::move(why);
-  if (on_failure_) on_failure_(failure_);
+  std::function<void(const std::string&)> handler;
+  {
+    std::lock_guard lock(errors_mutex_);
+    if (!failure_.empty()) return;
+    failure_ = std::move(why);
+    handler = on_failure_;
+    why = failure_;
+  }
+  if (handler) handler(why);
+}
+
+void session_store::on_failure(std::function<void(const std::string&)> handler) {
+  std::lock_guard lock(errors_mutex_);
+  on_failure_ = std::move(handler);
+}
+
+std::string session_store::failure() const {
+  std::lock_guard lock(errors_mutex_);
+  return failure_;
+}
+
+std::string session_store::journal_error() const {
+  std::lock_guard lock(errors_mutex_);
+  return journal_error_;
+}
+
+bool session_store::journal_failed() const {
+  std::lock_guard lock(errors_mutex_);
+  return !journal_error_.empty();
+}
+
+void session_store::set_journal_error(std::string why) noexcept {
+  std::lock_guard lock(errors_mutex_);
+  if (journal_error_.empty()) journal_error_ = std::move(why);
+}
+
+bool session_store::flush(std::optional<std::chrono::milliseconds> limit) {
+  if (!writer_) return true;
+  if (!limit) {
+    writer_->drain();
+    return true;
+  }
+  return writer_->drain_for(*limit);
 }
 
 std::string session_store::save_state_after_failure() {
@@ -440,12 +481,14 @@ std::string session_store::save_state_after_failure() {
 
 session_store::~session_store() {
   sync();
+  flush();  // queued writes refer to this store
   drop_reserve();
   if (journal_fd_ >= 0) ::close(journal_fd_);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
 std::string session_store::save_state() {
+  flush();  // after the records it counts
   if (!origin_written_ && state_.contains("invocation")) {
     // What never changes, apart from state.json, so a damaged state.json can be rebuilt.
     json::object origin;
@@ -458,41 +501,77 @@ std::string session_store::save_state() {
     origin_written_ = true;
   }
   state_["updated"] = now_rfc3339();
-  state_["records"] = records_;
+  state_["records"] = records_.load();
   auto error = write_file_atomically(dir_ + "/state.json", to_json_text(state_) + "\n");
   if (!error.empty()) fail(error);
   return error;
 }
 
+void session_store::save_state_soon() {
+  if (!writer_ || !origin_written_) {
+    (void)save_state();
+    return;
+  }
+  state_["updated"] = now_rfc3339();
+  state_["records"] = queued_records_;  // all written by the time this is
+  auto text = to_json_text(state_) + "\n";
+  const auto size = text.size();
+  writer_->post(size, [this, text = std::move(text)] {
+    if (auto error = write_file_atomically(dir_ + "/state.json", text); !error.empty()) fail(error);
+  });
+}
+
 void session_store::sync() noexcept {
+  last_sync_ = std::chrono::steady_clock::now();
+  if (!writer_) return sync_now();
+  try {
+    writer_->post(0, [this] { sync_now(); });
+  } catch (const std::exception&) {
+    sync_now();  // no memory to queue it: in place
+  }
+}
+
+void session_store::sync_now() noexcept {
   if (journal_fd_ >= 0 && dirty_ && ::fsync(journal_fd_) != 0) {
-    journal_error_ = "cannot sync " + dir_ + "/journal.jsonl to disk: " + why(errno);
-    fail(journal_error_);
+    std::string error = "cannot sync " + dir_ + "/journal.jsonl to disk: " + why(errno);
+    set_journal_error(error);
+    fail(std::move(error));
   }
   dirty_ = false;
-  last_sync_ = std::chrono::steady_clock::now();
 }
 
 void session_store::record(const step_result& result, const json::object& context_delta) noexcept {
-  if (!journal_error_.empty()) return;  // a partial line followed by more lines would corrupt it
+  if (journal_failed()) return;  // a partial line followed by more lines would corrupt it
   try {
-    const auto line = journal_line(result, context_delta);
-    if (const int err = write_all(journal_fd_, line); err != 0) {
-      journal_error_ = "cannot write " + dir_ + "/journal.jsonl: " + why(err);
-      fail(journal_error_);
-      return;
+    auto line = journal_line(result, context_delta);
+    ++queued_records_;
+    if (writer_) {
+      const auto size = line.size();
+      writer_->post(size, [this, line = std::move(line)] { append_record(line); });
+    } else {
+      append_record(line);
     }
+    // Durable at least once a second without an fsync per step (SPEC §12).
+    if (std::chrono::steady_clock::now() - last_sync_ >= std::chrono::seconds(1)) sync();
+    // A fresh snapshot every few hundred records keeps `sessions list` progress current.
+    if (queued_records_ % 500 == 0) save_state_soon();
   } catch (const std::exception& e) {
-    journal_error_ = std::string("cannot record a step in the journal: ") + e.what();
-    fail(journal_error_);
+    std::string error = std::string("cannot record a step in the journal: ") + e.what();
+    set_journal_error(error);
+    fail(std::move(error));
+  }
+}
+
+void session_store::append_record(const std::string& line) noexcept {
+  if (journal_failed()) return;
+  if (const int err = write_all(journal_fd_, line); err != 0) {
+    std::string error = "cannot write " + dir_ + "/journal.jsonl: " + why(err);
+    set_journal_error(error);
+    fail(std::move(error));
     return;
   }
   ++records_;
   dirty_ = true;
-  // Durable at least once a second without an fsync per step (SPEC §12).
-  if (std::chrono::steady_clock::now() - last_sync_ >= std::chrono::seconds(1)) sync();
-  // A fresh snapshot every few hundred records keeps `sessions list` progress current.
-  if (records_ % 500 == 0) (void)save_state();
 }
 
 const finished_instance* session_store::find(std::string_view instance_id) const noexcept {

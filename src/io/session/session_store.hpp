@@ -5,17 +5,24 @@
 // instance, one write(2) each, fsync'd at least once a second and at pauses), `state.json`
 // (a snapshot replaced atomically: temp, fsync, rename, fsync dir), `origin.json` (what never
 // changes, to rebuild a damaged state.json) and `events.jsonl`.
+//
+// During a run the journal writes, its fsyncs and the periodic snapshots go through a
+// background_writer (write_in_background), so that a stalled filesystem does not stall the
+// event loop; the snapshots at the start and the end are written in place, after the queue.
 
+#include "background_writer.hpp"
 #include "recipe_loader.hpp"
 
 #include <arun/run_services.hpp>
 
 #include <boost/json/object.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,24 +86,35 @@ public:
   const std::string& dir() const noexcept { return dir_; }
   boost::json::object& state() noexcept { return state_; }
 
-  /// Writes state.json atomically (with `updated` and the record count); an error text or empty.
+  /// From now on journal records, fsyncs and save_state_soon run on `writer`'s thread.
+  void write_in_background(std::shared_ptr<background_writer> writer) { writer_ = std::move(writer); }
+  /// Waits until every write queued so far is done (or, with `limit`, at most that long:
+  /// false if some are still queued).
+  bool flush(std::optional<std::chrono::milliseconds> limit = std::nullopt);
+
+  /// Writes state.json atomically (with `updated` and the record count), after every queued
+  /// write; an error text or empty.
   std::string save_state();
-  /// fsync of the journal (pauses, the end).
+  /// The same, queued behind the journal writes (written in place without a writer); an
+  /// error goes to the failure handler.
+  void save_state_soon();
+  /// fsync of the journal (pauses, the end, once a second), queued behind the journal writes.
   void sync() noexcept;
   /// The first journal write error, empty if none.
-  const std::string& journal_error() const noexcept { return journal_error_; }
+  std::string journal_error() const;
   /// Called once, with the reason, when the store first fails to write (a journal record, a
-  /// snapshot, an fsync): the run must stop, since what finishes next could not be kept.
-  void on_failure(std::function<void(const std::string&)> handler) { on_failure_ = std::move(handler); }
+  /// snapshot, an fsync): the run must stop, since what finishes next could not be kept. It may
+  /// be called on the background writer's thread.
+  void on_failure(std::function<void(const std::string&)> handler);
   /// The first write failure, empty if none.
-  const std::string& failure() const noexcept { return failure_; }
+  std::string failure() const;
   /// After a failure: frees the space the store keeps in reserve (`reserve`, 64 KiB, made when
   /// the run starts) and writes state.json, without the context and the step list when the
   /// whole snapshot does not fit. An error text or empty.
   std::string save_state_after_failure();
   /// Opened by `open` (a resume), not `create`.
   bool resumed() const noexcept { return resumed_; }
-  /// Journal records, of this run and the earlier ones.
+  /// Journal records written, of this run and the earlier ones.
   std::size_t records() const noexcept { return records_; }
   /// What a resume could not read, to tell before anything runs: damaged journal lines, records
   /// missing from the journal, a state.json rebuilt from origin.json and the journal.
@@ -111,6 +129,10 @@ private:
   session_store(std::string id, std::string dir, int lock_fd, int journal_fd)
       : id_(std::move(id)), dir_(std::move(dir)), lock_fd_(lock_fd), journal_fd_(journal_fd) {}
   void load_journal(bool retry_failed);
+  void append_record(const std::string& line) noexcept;  ///< on the writer's thread, if any
+  void sync_now() noexcept;                               ///< likewise
+  void set_journal_error(std::string why) noexcept;
+  bool journal_failed() const;
   void fail(std::string why) noexcept;
   void report_damage(const std::string& path, const std::vector<std::size_t>& damaged);
   void make_reserve() noexcept;
@@ -120,15 +142,18 @@ private:
   int lock_fd_ = -1, journal_fd_ = -1;
   boost::json::object state_;
   std::map<std::string, finished_instance, std::less<>> loaded_;
-  std::size_t records_ = 0;
+  std::atomic<std::size_t> records_{0};  // written
+  std::size_t queued_records_ = 0;       // handed to the writer (or written)
   std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();
-  bool dirty_ = false;
+  bool dirty_ = false;  // the writer's thread only, when there is one
   bool resumed_ = false;
+  mutable std::mutex errors_mutex_;  // the three below: set on the writer's thread
   std::string journal_error_;
   std::string failure_;
+  std::function<void(const std::string&)> on_failure_;
   std::vector<std::string> notices_;
   bool origin_written_ = false;
-  std::function<void(const std::string&)> on_failure_;
+  std::shared_ptr<background_writer> writer_;
 };
 
 /// Writes `text` to `path` atomically: a temp file next to it, fsync, rename, fsync of the

@@ -39,10 +39,10 @@ std::string format(const percentiles& p) {
                      p.p99, p.max);
 }
 
-std::vector<std::string> survivors_in_groups(const std::set<pid_t>& groups) {
+std::vector<std::string> survivors_in_groups(const std::set<pid_t>& groups, const std::function<bool(pid_t)>& excused) {
   std::vector<std::string> found;
   for (const auto& p : io::read_process_table())
-    if (p.running() && groups.contains(p.pgrp)) found.push_back(fmt::format("{} {}", p.pid, p.comm));
+    if (p.running() && groups.contains(p.pgrp) && !excused(p.pid)) found.push_back(fmt::format("{} {}", p.pid, p.comm));
   return found;
 }
 

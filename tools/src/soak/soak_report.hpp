@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,8 +19,9 @@ struct percentiles {
 percentiles summarize(std::vector<double> samples_ms);
 std::string format(const percentiles& p);
 
-/// Processes still running whose process group is one of `groups` ("pid comm" each).
-std::vector<std::string> survivors_in_groups(const std::set<pid_t>& groups);
+/// Processes still running whose process group is one of `groups` ("pid comm" each), except
+/// those `excused`.
+std::vector<std::string> survivors_in_groups(const std::set<pid_t>& groups, const std::function<bool(pid_t)>& excused);
 
 /// Live descendants of this process (it is a subreaper, so orphans count too).
 std::vector<std::string> live_descendants();
