@@ -44,6 +44,7 @@ struct run_options {
   std::chrono::nanoseconds hook_timeout = std::chrono::seconds(30);
   recipe_source* recipes = nullptr;     ///< sub-recipe steps fail without one
   run_journal* journal = nullptr;       ///< optional
+  output_store* outputs = nullptr;      ///< optional: without one every output stays in memory
   approval_handler* approvals = nullptr;  ///< none: every gate suspends the run
   unsigned random_seed = 0;  ///< retry jitter; 0: from std::random_device
   agent_options agents;

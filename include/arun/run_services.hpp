@@ -53,6 +53,23 @@ public:
   virtual const finished_instance* find(std::string_view instance_id) const noexcept = 0;
 };
 
+/// Keeps large step outputs out of memory: a finished instance's output longer than
+/// `spill_threshold()` is handed to the host, which stores it (the session's `outputs/`), and
+/// the engine keeps a small reference in its place (spilled_output.hpp) — in the context, the
+/// collected list of a foreach, the journal and the result. Templates and conditions that
+/// read the value load it back, so recipes see the same values as without spilling.
+class output_store {
+public:
+  virtual ~output_store() = default;
+  /// Outputs whose text is longer than this many bytes are stored.
+  virtual std::size_t spill_threshold() const noexcept = 0;
+  /// Stores `text` (the trimmed output of `instance`); the file to reference, or nullopt
+  /// when it cannot be stored (the output then stays in memory).
+  virtual std::optional<std::string> store(std::string_view instance, std::string text) = 0;
+  /// The text stored at `file`, or nullopt (with the reason in `why`) when it cannot be read.
+  virtual std::optional<std::string> load(std::string_view file, std::string& why) = 0;
+};
+
 enum class approval_verdict { approved, denied, suspend };
 
 struct approval_request {

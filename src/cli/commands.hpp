@@ -34,6 +34,7 @@ struct run_settings {
   std::string output_format = "text";
   double kill_grace = 5.0;
   std::size_t max_output = 10u << 20;
+  std::size_t spill_outputs_over = 96u << 10;  ///< 0: every output stays in memory
   bool quiet = false;
   int max_concurrent = 8;
   bool dry_run = false;

@@ -14,6 +14,7 @@
 #include "process_step_runner.hpp"
 #include "progress_printer.hpp"
 #include "recipe_library.hpp"
+#include "session/session_outputs.hpp"
 #include "session/session_store.hpp"
 #include "step_environment.hpp"
 
@@ -278,6 +279,11 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
     }
     store->write_in_background(sinks.writer);
   }
+  std::optional<io::session_outputs> outputs;
+  if (store && s.spill_outputs_over > 0) {
+    outputs.emplace(*store, s.spill_outputs_over);
+    options.outputs = &*outputs;
+  }
 
   asio::io_context ctx;
   asio::cancellation_signal cancel;
@@ -395,6 +401,10 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--spill-outputs-over", s.spill_outputs_over,
+                 "Outputs longer than BYTES are kept in the session's outputs/ directory, not in memory "
+                 "(default 96 KiB; 0: never)")
+      ->type_name("BYTES");
   app.add_option("--session-dir", s.session_dir,
                  "Where sessions live (default $ARUN_SESSION_DIR, else $XDG_STATE_HOME/arun/sessions)")
       ->type_name("DIR");

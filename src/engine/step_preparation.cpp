@@ -111,7 +111,7 @@ prepared_agent prepare_agent(const agent_call& call, const step& s, const render
   boost::json::object extra = scope.locals ? *scope.locals : boost::json::object{};
   if (!find_root(scope, "working_directory")) extra["working_directory"] = below(run_dir, inv.working_dir);
   if (!find_root(scope, "NONINTERACTIVE")) extra["NONINTERACTIVE"] = "1";
-  const render_scope agent_scope{scope.context, scope.declared, scope.mode, scope.builtins, &extra};
+  const render_scope agent_scope{scope.context, scope.declared, scope.mode, scope.builtins, &extra, scope.outputs};
   inv.provider = call.provider;
   inv.provider_preferences = call.provider_preferences;
   std::string mode, prompt;

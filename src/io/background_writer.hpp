@@ -57,6 +57,8 @@ private:
   void run();
 
   const std::size_t max_bytes_;
+  bool idle_ = false;             // the thread waits for work: a post must wake it
+  std::size_t drain_waiters_ = 0;  // a drain cuts the gathering of a batch short
   mutable std::mutex mutex_;
   std::condition_variable work_ready_;  // writer thread: a job, a resume or the end
   std::condition_variable room_;        // producers: bytes written, or a job finished

@@ -103,3 +103,34 @@ TEST_CASE("a session directory that fills up stops the run with exit 74 and lose
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("a stored output that does not fit stops the run with exit 74, and resume runs its step again") {
+  arun::test::temp_dir dir{"arun-e2e-full-output"};
+  const small_disk disk(dir.root / "sessions", "200k");
+  if (!disk.mounted) return;
+  const auto file = dir.write("big.yaml",
+                              "name: big\nsteps:\n"
+                              "  - id: big\n    command: head -c 300000 /dev/zero | tr '\\0' x\n    output: blob\n"
+                              "  - id: use\n    command: printf '%s' \"{{blob}}\" | wc -c\n");
+  const auto sessions = disk.at.string();
+  const auto r = run_arun({file, "--session-dir", sessions, "-q"}, dir.root.string());
+  INFO(r.err);
+  CHECK(r.exit_code == 74);
+  CHECK_THAT(r.err, Catch::Contains("/outputs/1-big.txt") && Catch::Contains("No space left on device"));
+  std::vector<fs::path> found(fs::directory_iterator(disk.at), fs::directory_iterator());
+  REQUIRE(found.size() == 1);
+  const auto session = found[0];
+  CHECK(journaled_instances(session / "journal.jsonl").empty());  // never a record of an output not kept
+
+  REQUIRE(disk.grow("20m"));
+  const auto resumed = run_arun({"resume", session.filename().string(), "--session-dir", sessions, "-q",
+                                 "--output-format", "json"},
+                                dir.root.string());
+  INFO(resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  const auto result = boost::json::parse(resumed.out).as_object();
+  const auto& steps = result.at("step_results").as_array();
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[1].at("output") == 300000);
+  CHECK(fs::file_size(session / "outputs" / "2-big.txt") == 300000);
+}

@@ -5,6 +5,7 @@
 #include "condition/ast.hpp"
 #include "condition/builtins.hpp"
 #include "condition/values.hpp"
+#include "spilled_output.hpp"
 
 #include <charconv>
 #include <cstdint>
@@ -66,10 +67,7 @@ class evaluator {
       case node_kind::literal: return n.value;
       case node_kind::text_template: return interpolate(n);
       case node_kind::ref: return reference_value(n);
-      case node_kind::identifier: {
-        const auto* root = find_root(scope_, n.name);
-        return root ? *root : json::value(nullptr);
-      }
+      case node_kind::identifier: return loaded(raw_identifier(n), n);
       case node_kind::list: {
         json::array items;
         for (const auto& child : n.children) {
@@ -175,10 +173,30 @@ class evaluator {
     return v;
   }
 
+  // A name's value as the context holds it: stored outputs (spilled_output.hpp) not loaded.
+  evaluated raw_identifier(const node& n) {
+    const auto* root = find_root(scope_, n.name);
+    return root ? *root : json::value(nullptr);
+  }
+
+  // `v` with the stored outputs in it loaded.
+  evaluated loaded(evaluated v, const node& n) {
+    if (!v || !scope_.outputs || !holds_spilled(*v)) return v;
+    auto l = load_spilled(*v, *scope_.outputs);
+    if (auto* why = std::get_if<std::string>(&l)) return fail(std::move(*why), n.column);
+    return std::move(std::get<json::value>(l));
+  }
+
+  // `all[7]` loads only the seventh stored output, not the whole list: the path is followed
+  // on the stored form, loading an output only where the path enters it.
   evaluated postfix(const node& n) {
-    auto v = eval(n.children[0]);
+    const auto& head = n.children[0];
+    auto v = head.kind == node_kind::identifier ? raw_identifier(head) : eval(head);
     for (std::size_t i = 1; v && i < n.children.size(); ++i) {
       const auto& step = n.children[i];
+      if (step.kind != node_kind::step_attribute && step.kind != node_kind::step_subscript) v = loaded(std::move(v), step);
+      else if (scope_.outputs && is_spilled(*v)) v = loaded(std::move(v), step);
+      if (!v) return std::nullopt;
       if (step.kind == node_kind::step_attribute) {
         v = attribute(*v, step.name);
       } else if (step.kind == node_kind::step_subscript) {
@@ -189,7 +207,7 @@ class evaluator {
         v = method(*v, step);
       }
     }
-    return v;
+    return loaded(std::move(v), n);
   }
 
   static json::value attribute(const json::value& v, const std::string& name) {

@@ -81,7 +81,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   const bool cancelled = out.cancelled;
   std::string rate_text;
   if (!out.succeeded()) rate_text = out.snippet + "\n" + out.error;
-  auto o = to_outcome(s, instance, std::move(out));
+  auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs);
   if (o.result.attempts > 0) o.result.attempts = calls;
   o.rate_limited = o.result.status == step_status::failed && !o.result.timed_out && !cancelled &&
                    rs_.rate_limited(rate_text);

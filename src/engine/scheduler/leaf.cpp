@@ -3,6 +3,7 @@
 #include "scheduler/step_executor.hpp"
 
 #include "output_value.hpp"
+#include "spilled_output.hpp"
 #include "policy/json_extract.hpp"
 #include "policy/retry.hpp"
 #include "step_preparation.hpp"
@@ -25,7 +26,7 @@ std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const r
   return std::chrono::duration_cast<std::chrono::nanoseconds>(*t);
 }
 
-instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o) {
+instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, output_store* outputs) {
   instance_outcome out;
   auto& r = out.result;
   r.step_id = instance;
@@ -45,7 +46,7 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
   }
   r.status = step_status::completed;
   if (!s.parse_json) {
-    r.output = output_value(o.stdout_text);
+    r.output = keep_output(o.stdout_text, outputs, instance);
   } else if (auto parsed = extract_json(o.stdout_text)) {
     r.output = std::move(*parsed);
   } else if (s.parse_json_required) {
@@ -148,7 +149,7 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   inv.instance_id = instance;
   inv.timeout = effective_timeout(s, frame_.r);
   auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop);
-  co_return to_outcome(s, instance, std::move(out));
+  co_return to_outcome(s, instance, std::move(out), rs_.options.outputs);
 }
 
 asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, const std::string& instance,

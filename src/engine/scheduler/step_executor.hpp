@@ -181,7 +181,7 @@ private:
   /// The scope templates of step `s` render in (built-ins with step.* for this instance).
   boost::json::object step_builtins(const step& s, const std::string& instance) const;
   render_scope view(const scope& sc, const boost::json::object& builtins) const {
-    return render_scope{*sc.context, &frame_.declared, frame_.mode, &builtins, sc.locals};
+    return render_scope{*sc.context, &frame_.declared, frame_.mode, &builtins, sc.locals, rs_.options.outputs};
   }
 
   run_state& rs_;
@@ -189,7 +189,9 @@ private:
 };
 
 /// SPEC §3.6: what a finished child leaves in the result and the context.
-instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o);
+/// A leaf's outcome as the instance's result; an output longer than `outputs`' threshold is
+/// stored there and referenced (spilled_output.hpp).
+instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, output_store* outputs);
 /// The step's `timeout`, else the recipe's default_step_timeout; none for 0 (SPEC §3.1).
 std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r);
 

@@ -1,5 +1,7 @@
 #include "shell/context_export.hpp"
 
+#include "spilled_output.hpp"
+
 #include "template/render.hpp"
 
 #include <algorithm>
@@ -26,7 +28,8 @@ void collect(const boost::json::object& obj, const std::string& name_prefix, con
     const std::string key = key_prefix.empty() ? std::string(kv.key()) : key_prefix + "." + std::string(kv.key());
     const std::string name = name_prefix + shell_name_part(kv.key());
     out.push_back({name, key, depth, &kv.value()});
-    if (const auto* child = kv.value().if_object()) collect(*child, name + "__", key, depth + 1, out);
+    if (const auto* child = kv.value().if_object(); child && !is_spilled(kv.value()))
+      collect(*child, name + "__", key, depth + 1, out);
   }
 }
 
@@ -47,7 +50,8 @@ std::vector<candidate> candidates(const boost::json::object& context, const boos
       if (hidden_layer && locals->contains(kv.key())) continue;
       const std::string name = std::string(prefix) + shell_name_part(kv.key());
       all.push_back({name, std::string(kv.key()), 0, &kv.value()});
-      if (const auto* child = kv.value().if_object()) collect(*child, name + "__", std::string(kv.key()), 1, all);
+      if (const auto* child = kv.value().if_object(); child && !is_spilled(kv.value()))
+        collect(*child, name + "__", std::string(kv.key()), 1, all);
       if (kv.value().is_object() || kv.value().is_array()) continue;
       auto alias = upper(shell_name_part(kv.key()));
       if (!alias.empty() && !(alias[0] >= '0' && alias[0] <= '9') && alias_allowed(alias))
@@ -109,6 +113,13 @@ void add_context(context_export& out, const boost::json::object& context, const 
   const auto over_total = "would pass the " + std::to_string(limits.max_total_bytes) + "-byte limit of all values";
   for (auto& c : candidates(context, locals)) {
     if (taken.contains(c.name)) continue;
+    // Loading it would bring the output back into memory for every step: a template
+    // reference ({{key}}) loads it for the one step that uses it.
+    if (holds_spilled(*c.value)) {
+      left_out.add("holds an output stored on disk (larger than the spill threshold; use {{" + c.key + "}})", c.key,
+                   c.name);
+      continue;
+    }
     auto text = value_text(*c.value);
     if (text.find('\0') != std::string::npos) {
       left_out.add("holds a NUL byte, which an environment variable cannot", c.key, c.name);

@@ -125,22 +125,21 @@ std::optional<reference> sole_reference(std::string_view text) {
   return refs[0].ref;
 }
 
+const boost::json::value* step_into(const boost::json::value& v, const path_segment& seg) {
+  if (const auto* arr = v.if_array(); arr && seg.index) return *seg.index < arr->size() ? &(*arr)[*seg.index] : nullptr;
+  if (const auto* obj = v.if_object(); obj && seg.key_allowed) {
+    const auto it = obj->find(seg.key);
+    return it == obj->end() ? nullptr : &it->value();
+  }
+  return nullptr;
+}
+
 lookup_result lookup(const boost::json::object& context, const reference& ref) {
   const auto root = context.find(ref.root);
   if (root == context.end()) return {lookup_status::root_unset, nullptr};
   const boost::json::value* v = &root->value();
-  for (const auto& seg : ref.path) {
-    if (const auto* arr = v->if_array(); arr && seg.index) {
-      if (*seg.index >= arr->size()) return {lookup_status::path_missing, nullptr};
-      v = &(*arr)[*seg.index];
-    } else if (const auto* obj = v->if_object(); obj && seg.key_allowed) {
-      const auto it = obj->find(seg.key);
-      if (it == obj->end()) return {lookup_status::path_missing, nullptr};
-      v = &it->value();
-    } else {
-      return {lookup_status::path_missing, nullptr};
-    }
-  }
+  for (const auto& seg : ref.path)
+    if ((v = step_into(*v, seg)) == nullptr) return {lookup_status::path_missing, nullptr};
   return {lookup_status::found, v};
 }
 

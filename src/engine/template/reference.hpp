@@ -56,6 +56,9 @@ struct lookup_result {
   const boost::json::value* value = nullptr;  ///< set when found
 };
 
+/// One step of a path: the member or item `seg` names in `v`, or null when there is none.
+const boost::json::value* step_into(const boost::json::value& v, const path_segment& seg);
+
 /// Looks `ref` up: a key of an object, an index of a list (`.0` also works on lists).
 lookup_result lookup(const boost::json::object& context, const reference& ref);
 

@@ -1,5 +1,7 @@
 #include "template/render.hpp"
 
+#include "spilled_output.hpp"
+
 #include <arun/value_format.hpp>
 
 namespace arun::engine {
@@ -58,10 +60,49 @@ boost::json::object visible_context(const render_scope& scope) {
   return all;
 }
 
+namespace {
+
+// lookup() through spilled outputs: a reference met on the way or at the end is loaded, and
+// the resolution owns what was loaded.
+resolution resolve_loading(const boost::json::object& holder, const reference& ref, output_store& outputs,
+                           lookup_status& status) {
+  resolution r;
+  const boost::json::value* v = &holder.find(ref.root)->value();
+  const auto load = [&](const boost::json::value& spilled) {
+    auto loaded = load_spilled(spilled, outputs);
+    if (auto* why = std::get_if<std::string>(&loaded)) {
+      r.error = braces(ref) + ": " + *why;
+      return false;
+    }
+    r.loaded = std::make_shared<const boost::json::value>(std::move(std::get<boost::json::value>(loaded)));
+    v = r.loaded.get();
+    return true;
+  };
+  for (const auto& seg : ref.path) {
+    if (is_spilled(*v) && !load(*v)) return r;
+    if ((v = step_into(*v, seg)) == nullptr) {
+      status = lookup_status::path_missing;
+      r.loaded.reset();
+      return r;
+    }
+  }
+  if (holds_spilled(*v) && !load(*v)) return r;
+  status = lookup_status::found;
+  r.value = v;
+  return r;
+}
+
+}  // namespace
+
 resolution resolve(const reference& ref, const render_scope& scope) {
   const auto* holder = root_holder(scope, ref.root);
-  const auto found = lookup(holder ? *holder : scope.context, ref);
-  if (found.status == lookup_status::found) return {found.value, {}, {}};
+  auto found = lookup(holder ? *holder : scope.context, ref);
+  if (found.status == lookup_status::found && !(scope.outputs && holds_spilled(*found.value)))
+    return {found.value, {}, {}, {}};
+  if (scope.outputs && found.status != lookup_status::root_unset) {
+    auto loaded = resolve_loading(holder ? *holder : scope.context, ref, *scope.outputs, found.status);
+    if (!loaded.error.empty() || found.status == lookup_status::found) return loaded;
+  }
   const bool lenient = scope.mode == undefined_mode::lenient;
   const bool strict = scope.mode == undefined_mode::strict;
   if (found.status == lookup_status::root_unset) {

@@ -6,7 +6,10 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <arun/run_services.hpp>
+
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -33,6 +36,9 @@ struct render_scope {
   /// Loop-local names (the loop variable, `_loop_index`, a loop body's outputs): they hide
   /// the context's. Null: none.
   const boost::json::object* locals = nullptr;
+  /// Where spilled outputs are loaded from (spilled_output.hpp). Null: references stay as
+  /// they are.
+  output_store* outputs = nullptr;
 };
 
 /// The object holding root `name` in `scope` (built-ins, then locals, then the context), or
@@ -51,6 +57,7 @@ struct resolution {
   const boost::json::value* value = nullptr;
   std::string warning;
   std::string error;
+  std::shared_ptr<const boost::json::value> loaded;  ///< owns `value` when it was loaded
 };
 resolution resolve(const reference& ref, const render_scope& scope);
 

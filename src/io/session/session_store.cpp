@@ -434,6 +434,11 @@ void session_store::fail(std::string why) noexcept {
   if (handler) handler(why);
 }
 
+void session_store::report_failure(std::string why) noexcept {
+  set_journal_error(why);
+  fail(std::move(why));
+}
+
 void session_store::on_failure(std::function<void(const std::string&)> handler) {
   std::lock_guard lock(errors_mutex_);
   on_failure_ = std::move(handler);

@@ -88,6 +88,12 @@ public:
 
   /// From now on journal records, fsyncs and save_state_soon run on `writer`'s thread.
   void write_in_background(std::shared_ptr<background_writer> writer) { writer_ = std::move(writer); }
+  /// The writer of write_in_background, or null.
+  background_writer* writer() const noexcept { return writer_.get(); }
+  /// A write on the session's behalf failed (a stored output): as for a journal record, no
+  /// record is written after it (the instance that needed it runs again on resume) and the
+  /// failure handler stops the run.
+  void report_failure(std::string why) noexcept;
   /// Waits until every write queued so far is done (or, with `limit`, at most that long:
   /// false if some are still queued).
   bool flush(std::optional<std::chrono::milliseconds> limit = std::nullopt);

@@ -50,9 +50,10 @@ void print_pass(const pass_report& r, const arun::soak::settings& s) {
              r.mode, s.count, s.concurrency, s.timeout_ms, s.grace_ms, s.seed, r.wall_s,
              static_cast<double>(s.count) / r.wall_s);
   fmt::print("  {:<30} {:>6} {:>10} {:>10}\n", "kind", "runs", "survivors", "stretched");
-  for (const auto& [kind, n] : r.per_kind) {
+  for (const auto& entry : r.per_kind) {
+    const std::string& kind = entry.first;  // not a structured binding: clang 14 cannot capture one
     const auto get = [&](const auto& m) { return m.contains(kind) ? m.at(kind) : 0; };
-    fmt::print("  {:<30} {:>6} {:>10} {:>10}\n", kind, n, get(r.survivors), get(r.stretched));
+    fmt::print("  {:<30} {:>6} {:>10} {:>10}\n", kind, entry.second, get(r.survivors), get(r.stretched));
   }
   if (r.survivors.contains("unknown")) fmt::print("  {:<30} {:>6} {:>10}\n", "(unknown kind)", "", r.survivors.at("unknown"));
   fmt::print("supervisor CPU: user {:.2f} s, sys {:.2f} s\n", r.cpu_user_s, r.cpu_sys_s);

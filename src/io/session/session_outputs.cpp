@@ -1,0 +1,114 @@
+#include "session/session_outputs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace arun::io {
+namespace {
+
+// The instance id as part of a file name: [A-Za-z0-9_.-] kept, the rest `_`, at most 80.
+std::string file_part(std::string_view instance) {
+  std::string out;
+  for (const char c : instance.substr(0, 80)) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  return out;
+}
+
+// The highest <n> of the files an earlier run of the session stored, so numbers never repeat.
+std::size_t highest_number(const std::string& dir) {
+  std::size_t highest = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      unsigned long n = 0;
+      if (std::sscanf(e->d_name, "%lu-", &n) == 1) highest = std::max<std::size_t>(highest, n);
+    }
+    ::closedir(d);
+  }
+  return highest;
+}
+
+int write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const auto n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return 0;
+}
+
+}  // namespace
+
+session_outputs::session_outputs(session_store& store, std::size_t threshold)
+    : store_(store), threshold_(threshold), dir_(store.dir() + "/outputs"), next_(highest_number(dir_)) {}
+
+session_outputs::~session_outputs() { store_.flush(); }
+
+std::optional<std::string> session_outputs::store(std::string_view instance, std::string text) {
+  auto path = dir_ + "/" + std::to_string(++next_) + "-" + file_part(instance) + ".txt";
+  auto* writer = store_.writer();
+  if (writer == nullptr) {
+    write(path, text);
+    return path;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    queued_.insert(path);
+  }
+  const auto size = text.size();
+  writer->post(size, [this, path, text = std::move(text)] { write(path, text); });
+  return path;
+}
+
+void session_outputs::write(const std::string& path, const std::string& text) noexcept {
+  if (!dir_made_) dir_made_ = ::mkdir(dir_.c_str(), 0755) == 0 || errno == EEXIST;  // on the writer's thread
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = fd < 0 ? errno : write_all(fd, text);
+  if (fd >= 0) {
+    if (err == 0 && ::fsync(fd) != 0) err = errno;
+    ::close(fd);
+  }
+  std::string failure;
+  {
+    std::lock_guard lock(mutex_);
+    queued_.erase(path);
+    if (err != 0) failure = "cannot write " + path + ": " + std::strerror(err);
+  }
+  // Like a journal record that cannot be written: the run stops, resume runs it again.
+  if (!failure.empty()) store_.report_failure(failure);
+}
+
+std::optional<std::string> session_outputs::load(std::string_view file, std::string& why) {
+  const std::string path(file);
+  bool queued = false;
+  {
+    std::lock_guard lock(mutex_);
+    queued = queued_.contains(path);
+  }
+  if (queued) store_.flush();  // stored moments ago: wait for its write
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    why = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) {
+    why = "read error";
+    return std::nullopt;
+  }
+  return text.str();
+}
+
+}  // namespace arun::io
