@@ -252,7 +252,7 @@ private:
                  {{"auto_approve_if", "is not supported: approve with --yes, `arun approve`, or a timeout default"}});
     if (auto n = f.text("name", true)) st.name = *n;
     if (auto d = f.text("description")) st.description = *d;
-    if (auto c = f.text("condition")) st.condition = *c;
+    if (auto c = f.condition("condition")) st.condition = *c;
     read_stage_approval(f, st);
     const auto steps = f.node("steps");
     if (!steps || !steps.IsSequence() || steps.size() == 0)

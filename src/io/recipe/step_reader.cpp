@@ -132,7 +132,7 @@ void read_approval(const field_reader& f, step& s) {
 void read_common(const field_reader& f, step& s) {
   if (auto v = f.text("name")) s.name = *v;
   if (auto v = f.text("description")) s.description = *v;
-  if (auto v = f.text("condition")) s.condition = *v;
+  if (auto v = f.condition("condition")) s.condition = *v;
   s.output = f.text("output");
   if (auto t = f.seconds("timeout")) s.timeout = seconds_d(*t);
   if (f.has("retry")) {
@@ -209,9 +209,9 @@ void read_loops(const field_reader& f, step& s) {
   }
   if (has_while) {
     while_spec w;
-    if (auto c = f.text("while_condition")) w.condition = *c;
+    if (auto c = f.condition("while_condition")) w.condition = *c;
     if (auto n = f.integer("max_while_iterations", 1, 10'000'000)) w.max_iterations = static_cast<int>(*n);
-    if (auto b = f.text("break_when")) w.break_when = *b;
+    if (auto b = f.condition("break_when")) w.break_when = *b;
     if (auto u = f.object("update_context")) w.update_context = std::move(*u);
     s.loop_while = std::move(w);
   }

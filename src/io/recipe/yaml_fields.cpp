@@ -55,7 +55,7 @@ field_reader::field_reader(const YAML::Node& map, diagnostic_sink& sink, std::st
 
 YAML::Node field_reader::node(const char* key) const {
   for (const auto& [k, v] : entries_)
-    if (k == key) return v;
+    if (k == key) return v.IsNull() && v.Tag() != "!" ? YAML::Node(YAML::NodeType::Undefined) : v;
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
@@ -103,6 +103,15 @@ std::optional<std::string> field_reader::text(const char* key, bool required) co
     return std::nullopt;
   }
   return n.Scalar();
+}
+
+std::optional<std::string> field_reader::condition(const char* key) const {
+  auto v = text(key);
+  if (v && v->find_first_not_of(" \t\r\n") == std::string::npos) {
+    error(key, "'" + std::string(key) + "' is empty: write a condition, or leave the key out");
+    return std::nullopt;
+  }
+  return v;
 }
 
 std::optional<bool> field_reader::boolean(const char* key) const {

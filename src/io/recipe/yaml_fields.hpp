@@ -55,7 +55,8 @@ public:
                   const std::vector<std::pair<std::string_view, std::string_view>>& refused = {}) const;
 
   bool has(const char* key) const { return static_cast<bool>(node(key)); }
-  /// The value of `key` (the first, if written twice); a null-typed node when absent.
+  /// The value of `key` (the first, if written twice); an undefined node when absent or an
+  /// explicit YAML null (`key:`, `key: null`, `key: ~`): the older runners read those as absent.
   YAML::Node node(const char* key) const;
   YAML::Mark mark(const char* key) const;
   const YAML::Node& map() const noexcept { return map_; }
@@ -64,6 +65,9 @@ public:
 
   /// A scalar read as text (numbers and booleans too); null or a collection is an error.
   std::optional<std::string> text(const char* key, bool required = false) const;
+  /// A condition (`condition`, `while_condition`, `break_when`): text that is not blank. An
+  /// empty condition is an error, not "always".
+  std::optional<std::string> condition(const char* key) const;
   std::optional<bool> boolean(const char* key) const;
   /// An integer in [min, max].
   std::optional<long long> integer(const char* key, long long min, long long max) const;
