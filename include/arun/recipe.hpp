@@ -159,6 +159,7 @@ struct stage {
   stage_approval approval;
   std::vector<step> steps;
   source_location where;
+  source_location name_at;  ///< where the name is written
 };
 
 struct recursion_limits {

@@ -72,6 +72,27 @@ void check_ids(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
+// Stage names name their gates (`stage:NAME`): two stages of one name would share a gate, and
+// approving one would approve the other.
+void check_stage_names(const recipe& r, std::vector<diagnostic>& out) {
+  static const std::regex name_pattern("[A-Za-z0-9_.-]+");
+  std::map<std::string, source_location, std::less<>> seen;
+  for (const auto& st : r.stages) {
+    if (st.name.empty() && st.name_at.line == 0) continue;  // the loader reported the missing name
+    const auto& at = st.name_at.line ? st.name_at : st.where;
+    if (!std::regex_match(st.name, name_pattern))
+      out.push_back(make(severity::error, at,
+                         "stage name '" + st.name + "' may only use letters, digits, '_', '.' and '-' (it names the stage's gate)",
+                         "name"));
+    auto [it, fresh] = seen.emplace(st.name, at);
+    if (!fresh)
+      out.push_back(make(severity::error, at,
+                         "stage name '" + st.name + "' is used twice (first at line " + std::to_string(it->second.line) +
+                             ", column " + std::to_string(it->second.column) + "); stage names must be unique",
+                         "name"));
+  }
+}
+
 void check_dependencies(const recipe& r, std::vector<diagnostic>& out) {
   std::map<std::string, const step*, std::less<>> by_id;
   for_each_step(r, [&](const step& s, int) { by_id.emplace(s.id, &s); });
@@ -310,6 +331,7 @@ std::set<std::string, std::less<>> declared_names(const recipe& r, const validat
 std::vector<diagnostic> validate_recipe(const recipe& r, const validation_options& options) {
   std::vector<diagnostic> out;
   check_ids(r, out);
+  check_stage_names(r, out);
   check_dependencies(r, out);
   check_dag_order(r, out);
   check_gates(r, out);

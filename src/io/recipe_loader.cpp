@@ -250,7 +250,10 @@ private:
     const field_reader f(node, sink_, "a stage");
     f.check_keys({"name", "description", "condition", "steps", "approval", "approval_required", "approval_message"},
                  {{"auto_approve_if", "is not supported: approve with --yes, `arun approve`, or a timeout default"}});
-    if (auto n = f.text("name", true)) st.name = *n;
+    if (auto n = f.text("name", true)) {
+      st.name = *n;
+      st.name_at = sink_.at(f.mark("name"));
+    }
     if (auto d = f.text("description")) st.description = *d;
     if (auto c = f.condition("condition")) st.condition = *c;
     read_stage_approval(f, st);
