@@ -277,6 +277,7 @@ private:
     if (auto b = a.boolean("required")) st.approval.required = *b;
     if (auto p = a.text("prompt")) st.approval.prompt = *p;
     st.approval.timeout = a.seconds("timeout");
+    if (st.approval.timeout && *st.approval.timeout == 0) st.approval.timeout.reset();  // 0: wait forever
     if (auto d = a.choice("default", {"deny", "approve"}))
       st.approval.default_decision = *d == "approve" ? approval_decision::approve : approval_decision::deny;
     if (auto w = a.choice("when", {"before", "after"})) st.approval.when = *w == "after" ? gate_timing::after : gate_timing::before;

@@ -119,7 +119,9 @@ void read_env(const field_reader& f, step& s) {
 void read_approval(const field_reader& f, step& s) {
   if (auto b = f.boolean("requires_approval")) s.approval.required = *b;
   if (auto p = f.text("approval_prompt")) s.approval.prompt = *p;
+  // 0 is "wait forever", as the Python dialect documents it, not "decide at once".
   s.approval.timeout = f.seconds("approval_timeout");
+  if (s.approval.timeout && *s.approval.timeout == 0) s.approval.timeout.reset();
   if (auto d = f.choice("approval_default", {"deny", "approve"}))
     s.approval.default_decision = *d == "approve" ? approval_decision::approve : approval_decision::deny;
   if (auto d = f.choice("on_approval_denied", {"fail", "skip_remaining", "continue"}))
