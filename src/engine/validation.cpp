@@ -93,6 +93,56 @@ void check_stage_names(const recipe& r, std::vector<diagnostic>& out) {
   }
 }
 
+bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+// A name a step stores its output into must be one a template can read back: an identifier,
+// and not a built-in (`output: session` was stored and then hidden by {{session}}).
+void check_stored_name(const step& s, std::string_view key, const std::string& name, std::vector<diagnostic>& out) {
+  static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
+  const auto where = s.at(key);
+  if (!std::regex_match(name, identifier))
+    out.push_back(make(severity::error, where,
+                       "step '" + s.id + "': '" + std::string(key) + "' must be a name of letters, digits and '_' " +
+                           "(not starting with a digit), not '" + name + "'",
+                       std::string(key)));
+  else if (builtin_names.contains(name))
+    out.push_back(make(severity::error, where,
+                       "step '" + s.id + "': '" + std::string(key) + "' cannot be '" + name +
+                           "': it is a built-in, and {{" + name + "}} would read the built-in",
+                       std::string(key)));
+}
+
+// What the older runners refuse at load time and arun used to accept and then did nothing
+// useful with: empty ids and bodies, unreadable names, contradictory model settings.
+void check_empty_and_names(const recipe& r, std::vector<diagnostic>& out) {
+  for_each_step(r, [&](const step& s, int) {
+    if (s.id.empty() && s.has("id")) out.push_back(make(severity::error, s.at("id"), "a step id is empty", "id"));
+    if (s.type == step_type::bash && s.has("command") && blank(s.command))
+      out.push_back(make(severity::error, s.at("command"), "step '" + s.id + "': 'command' is empty", "command"));
+    if (s.type == step_type::agent && s.has("prompt") && blank(s.agent.prompt))
+      out.push_back(make(severity::error, s.at("prompt"), "agent step '" + s.id + "': 'prompt' is empty", "prompt"));
+    if (s.output) check_stored_name(s, "output", *s.output, out);
+    if (s.output_exit_code) check_stored_name(s, "output_exit_code", *s.output_exit_code, out);
+    if (s.foreach) {
+      for (const char* key : {"as", "foreach_var"})
+        if (s.has(key)) check_stored_name(s, key, s.foreach->as, out);
+      if (s.foreach->collect) check_stored_name(s, "collect", *s.foreach->collect, out);
+    }
+    const auto& a = s.agent;
+    if (!a.model_role.empty() && (!a.model.empty() || !a.provider.empty() || !a.provider_preferences.is_null()))
+      out.push_back(make(severity::error, s.at("model_role"),
+                         "step '" + s.id + "': 'model_role' chooses the model; give it or 'provider'/'model'/" +
+                             "'provider_preferences', not both",
+                         "model_role"));
+  });
+  for (const auto& st : r.stages)
+    if (st.approval.required && blank(st.approval.prompt))
+      out.push_back(make(severity::error, st.where,
+                         "stage '" + st.name + "' requires approval but has no prompt: write 'approval: {prompt: ...}' " +
+                             "(or 'approval_message')",
+                         "approval"));
+}
+
 void check_dependencies(const recipe& r, std::vector<diagnostic>& out) {
   std::map<std::string, const step*, std::less<>> by_id;
   for_each_step(r, [&](const step& s, int) { by_id.emplace(s.id, &s); });
@@ -332,6 +382,7 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
   std::vector<diagnostic> out;
   check_ids(r, out);
   check_stage_names(r, out);
+  check_empty_and_names(r, out);
   check_dependencies(r, out);
   check_dag_order(r, out);
   check_gates(r, out);

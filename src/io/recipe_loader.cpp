@@ -204,7 +204,9 @@ private:
     if (auto name = f_.text("name", true)) {
       r_.name = *name;
       static const std::regex pattern("[A-Za-z0-9_-]{1,100}");
-      if (!std::regex_match(r_.name, pattern))
+      if (r_.name.find_first_not_of(" \t\r\n") == std::string::npos)
+        f_.error("name", "the recipe's 'name' is empty");
+      else if (!std::regex_match(r_.name, pattern))
         f_.warning("name", "recipe names use letters, digits, '_' and '-' (at most 100 characters)");
     }
     if (auto d = f_.text("description")) r_.description = *d;
