@@ -206,13 +206,22 @@ void read_loops(const field_reader& f, step& s) {
     }
     fe.collect = f.text("collect");
     if (auto n = f.integer("max_iterations", 1, 10'000'000)) fe.max_iterations = static_cast<int>(*n);
-    if (auto n = f.integer("checkpoint_iterations", 1, 10'000'000)) fe.checkpoint_iterations = static_cast<int>(*n);
+    // The Python dialect writes a boolean: true checkpoints every iteration, false none.
+    if (const auto v = f.has("checkpoint_iterations") ? f.json("checkpoint_iterations") : boost::json::value(); v.is_bool()) {
+      if (v.get_bool()) fe.checkpoint_iterations = 1;
+    } else if (auto n = f.integer("checkpoint_iterations", 1, 10'000'000)) {
+      fe.checkpoint_iterations = static_cast<int>(*n);
+    }
     s.foreach = std::move(fe);
   }
   if (has_while) {
     while_spec w;
     if (auto c = f.condition("while_condition")) w.condition = *c;
-    if (auto n = f.integer("max_while_iterations", 1, 10'000'000)) w.max_iterations = static_cast<int>(*n);
+    // `max_iterations` is the Python dialect's name for the same cap.
+    if (f.has("max_while_iterations") && f.has("max_iterations"))
+      f.error("max_iterations", "give 'max_while_iterations' or its alias 'max_iterations', not both");
+    const char* cap = f.has("max_iterations") ? "max_iterations" : "max_while_iterations";
+    if (auto n = f.integer(cap, 1, 10'000'000)) w.max_iterations = static_cast<int>(*n);
     if (auto b = f.condition("break_when")) w.break_when = *b;
     if (auto u = f.object("update_context")) w.update_context = std::move(*u);
     s.loop_while = std::move(w);
@@ -220,7 +229,8 @@ void read_loops(const field_reader& f, step& s) {
   // Loop settings without a loop are mistakes, not silent no-ops.
   for (const char* key : {"as", "foreach_var", "max_concurrent", "parallel", "collect", "max_iterations",
                           "checkpoint_iterations"})
-    if (!has_foreach && f.has(key)) f.error(key, "'" + std::string(key) + "' needs 'foreach' on the same step");
+    if (!has_foreach && f.has(key) && !(has_while && std::string_view(key) == "max_iterations"))
+      f.error(key, "'" + std::string(key) + "' needs 'foreach' on the same step");
   for (const char* key : {"max_while_iterations", "break_when", "update_context"})
     if (!has_while && f.has(key)) f.error(key, "'" + std::string(key) + "' needs 'while_condition' on the same step");
   if (f.has("steps")) {
