@@ -847,3 +847,21 @@ TEST_CASE("retry on a loop with a steps body and parallel_group under dag are wa
   CHECK_THAT(found[0].message, Catch::Contains("'retry' on loop step 'loop' has no effect"));
   CHECK_THAT(found[1].message, Catch::Contains("'parallel_group' of step 'g' has no effect under execution: dag"));
 }
+
+TEST_CASE("a foreach over an empty list is skipped, with a warning, and its collect is the empty list") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "{{item}}"), "[]");
+  s.foreach->collect = "got";
+  const auto result = run(runner, events, make({s, bash("after", "x")}));
+  CHECK(result.status == run_status::completed);
+  CHECK(result.step_results[0].status == step_status::skipped);
+  CHECK(result.step_results[0].iterations->total == 0);
+  CHECK(result.context.at("got") == boost::json::array{});
+  CHECK(result.step_results[1].status == step_status::completed);
+  CHECK(runner.calls.size() == 1);  // only `after`
+  bool warned = false;
+  for (const auto& e : events.events)
+    warned = warned || (e.kind == event_kind::warning && e.message.find("no items") != std::string::npos);
+  CHECK(warned);
+}

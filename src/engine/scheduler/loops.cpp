@@ -110,6 +110,14 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   if (n > static_cast<std::size_t>(std::max(0, spec.max_iterations)))
     co_return loop_failed(s, instance, "foreach has " + std::to_string(n) + " items, more than max_iterations (" +
                                            std::to_string(spec.max_iterations) + ")");
+  if (n == 0) {
+    // Nothing ran, so nothing completed (the older runners say skipped); `collect` and
+    // `output` still get the empty list, so a later loop over them has nothing to do.
+    warn(s, instance, {"foreach has no items: the step is skipped"});
+    auto o = loop_outcome(s, loop.counts, {}, step_status::completed, flow::next, {});
+    o.result.status = step_status::skipped;
+    co_return o;
+  }
   loop.collected.resize(n);
   loop.counts.total = n;
   auto start = rs_.make_event(event_kind::step_start, instance, "loop");
