@@ -1,5 +1,7 @@
 #include "step_environment.hpp"
 
+#include "process/spawn.hpp"
+
 #include <unistd.h>
 
 #include <unordered_map>
@@ -24,6 +26,10 @@ base_environment::base_environment(const std::vector<std::string>& inherited) {
   set("NONINTERACTIVE", "1");
   set("DEBIAN_FRONTEND", "noninteractive");
   set("CI", "true");
+  // The Python dialect's recipes run `$AMPLIFIER_PYTHON script.py`: the python3 on PATH,
+  // unless the caller chose one.
+  if (!index_.contains("AMPLIFIER_PYTHON"))
+    if (const auto python = find_program("python3", entries_)) set("AMPLIFIER_PYTHON", *python);
 }
 
 void base_environment::set(const std::string& name, const std::string& value) {
