@@ -336,11 +336,16 @@ TEST_CASE("string methods follow Python's str methods") {
   });
 }
 
-TEST_CASE("string methods need a string receiver and string arguments") {
+TEST_CASE("string methods on a number, boolean or null act on its text; lists and objects are refused") {
+  // smart-orchestrator's real guard: `workstream_count.strip() == '1'` with a number.
+  check_true({"{{n}}.strip() == '5'", "n.strip() == '5'", "pi.startswith('1.')", "yes.upper() == 'TRUE'",
+              "nothing.strip() == ''", "zero.find('0') == 0"});
+}
+
+TEST_CASE("string methods need a string, number, boolean or null receiver and string arguments") {
   check_errors({
-      {"{{n}}.strip()", ".strip() needs a string, got number 5", 6},
-      {"{{nothing}}.lower()", ".lower() needs a string, got null", 12},
       {"{{list}}.contains(1)", ".contains() needs a string, got list", 9},
+      {"obj.lower()", ".lower() needs a string, got object", 4},
       {"'a'.startswith(1)", "must be a string or a list of strings", 4},
       {"'a'.startswith([1])", "list items must be strings", 4},
       {"'a'.split('')", ".split() separator is empty", 4},

@@ -191,8 +191,12 @@ builtin_result search(call& c) {
 }  // namespace
 
 builtin_result call_method(std::string_view name, const json::value& receiver, const std::vector<json::value>& args) {
-  if (!receiver.is_string()) return "." + std::string(name) + "() needs a string, got " + describe_value(receiver);
-  call c{name, receiver.get_string(), args, {}};
+  // A number, boolean or null acts as its text, as in a template (`count.strip() == '1'`,
+  // smart-orchestrator's real guard); lists and objects have no such text to work on.
+  if (receiver.is_array() || receiver.is_object())
+    return "." + std::string(name) + "() needs a string, got " + describe_value(receiver);
+  const std::string text = receiver.is_string() ? std::string() : value_text(receiver);
+  call c{name, receiver.is_string() ? std::string_view(receiver.get_string()) : std::string_view(text), args, {}};
   if (name == "strip" || name == "lstrip" || name == "rstrip") return strip(c);
   if (name == "lower" || name == "upper" || name == "title") return change_case(c);
   if (name == "startswith" || name == "endswith") return affix(c);
