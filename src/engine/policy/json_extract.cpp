@@ -79,14 +79,26 @@ std::size_t balanced_end(std::string_view text, std::size_t start) {
   return std::string_view::npos;
 }
 
+bool is_empty_container(const boost::json::value& v) {
+  return (v.is_object() && v.get_object().empty()) || (v.is_array() && v.get_array().empty());
+}
+
+// Prose often mentions a bracket before the answer (`config = {} by default.` then the real
+// list): of the complete top-level values, the last non-empty one wins, else the last empty one.
 std::optional<boost::json::value> from_brackets(std::string_view text) {
+  std::optional<boost::json::value> last, last_empty;
   auto start = text.find_first_of("{[");
   for (int tried = 0; start != std::string_view::npos && tried < max_bracket_candidates; ++tried) {
-    if (const auto end = balanced_end(text, start); end != std::string_view::npos)
-      if (auto v = parse_whole(text.substr(start, end - start))) return v;
+    if (const auto end = balanced_end(text, start); end != std::string_view::npos) {
+      if (auto v = parse_whole(text.substr(start, end - start))) {
+        (is_empty_container(*v) ? last_empty : last) = std::move(v);
+        start = text.find_first_of("{[", end);  // the next top-level value, not one inside this
+        continue;
+      }
+    }
     start = text.find_first_of("{[", start + 1);
   }
-  return std::nullopt;
+  return last ? last : last_empty;
 }
 
 }  // namespace
