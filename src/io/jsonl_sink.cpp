@@ -1,6 +1,7 @@
 #include "jsonl_sink.hpp"
 
 #include "event_json.hpp"
+#include "private_files.hpp"
 
 #include <arun/value_format.hpp>
 
@@ -31,7 +32,7 @@ std::string safe_file_part(std::string_view s) {
 jsonl_open_result jsonl_event_sink::open(const std::string& path, bool truncate, event_output_limits limits,
                                          std::shared_ptr<background_writer> writer) {
   jsonl_open_result r;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0) | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0) | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) {
     r.error = "cannot open events file '" + path + "': " + std::strerror(errno);
     return r;
@@ -44,7 +45,7 @@ jsonl_open_result jsonl_event_sink::open_audit(const std::string& dir, const std
                                                const std::string& session_id,
                                                std::shared_ptr<background_writer> writer) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  make_private_directories(dir, ec);
   if (ec) {
     jsonl_open_result r;
     r.error = "cannot create audit directory '" + dir + "': " + ec.message();

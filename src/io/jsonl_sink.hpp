@@ -40,7 +40,7 @@ struct jsonl_open_result {
 /// stalls the caller); the line is still made at once, in the order of the events.
 class jsonl_event_sink final : public event_listener {
 public:
-  /// Creates or truncates (`truncate`; else appends to) `path` (mode 0644, close-on-exec, append mode so two sinks on the
+  /// Creates or truncates (`truncate`; else appends to) `path` (mode 0600, close-on-exec, append mode so two sinks on the
   /// same file interleave whole lines). On failure: "cannot open events file 'PATH': REASON".
   static jsonl_open_result open(const std::string& path, bool truncate = true, event_output_limits limits = {},
                                 std::shared_ptr<background_writer> writer = nullptr);

@@ -604,3 +604,29 @@ TEST_CASE("approvals: approval_timeout 0 and a stage's timeout 0 wait forever, n
     CHECK(p.state(id).at("status") == "waiting_approval");
   }
 }
+
+TEST_CASE("sessions: session and audit files hold step output, so they are the owner's only (0600 in 0700)") {
+  session_project p;
+  const auto audit = p.root / "audit" / "nested";
+  const auto file = p.write("secret.yaml", "name: secret\nsteps:\n  - id: big\n    command: \"head -c 200000 /dev/zero | tr "
+                                           "'\\\\0' s\"\n  - id: small\n    command: echo token\n");
+  auto r = p.run({file, "--audit-dir", audit.string(), "--events", (p.root / "events.jsonl").string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto mode = [](const fs::path& f) { return fs::status(f).permissions() & fs::perms::all; };
+  const auto session = p.sessions / p.only_id();
+  for (const auto& dir : {p.sessions, session, session / "sources", session / "outputs", audit, audit.parent_path()}) {
+    INFO(dir);
+    CHECK(mode(dir) == fs::perms::owner_all);
+  }
+  std::size_t files = 0;
+  for (const auto& dir : {session, audit})
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;
+      INFO(e.path());
+      CHECK(mode(e.path()) == (fs::perms::owner_read | fs::perms::owner_write));
+      ++files;
+    }
+  CHECK(files >= 8);  // lock, journal, state, origin, recipe, sources (2), events, outputs, audit file
+  CHECK(mode(p.root / "events.jsonl") == (fs::perms::owner_read | fs::perms::owner_write));
+}

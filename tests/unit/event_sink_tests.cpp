@@ -293,7 +293,7 @@ TEST_CASE("the events file keeps bounded output per step instance and counts wha
   CHECK(boost::json::parse(lines.back()).at("line") == "later");
 }
 
-TEST_CASE("the events file is created 0644 and closed on exec") {
+TEST_CASE("the events file is created 0600 (it holds step output) and closed on exec") {
   temp_dir dir;
   const auto path = dir.root / "new.jsonl";
   const mode_t old_mask = ::umask(022);
@@ -302,7 +302,7 @@ TEST_CASE("the events file is created 0644 and closed on exec") {
   REQUIRE(opened.sink);
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
-  CHECK((st.st_mode & 0777) == 0644);
+  CHECK((st.st_mode & 0777) == 0600);
 
   int flags = -1;
   for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {

@@ -72,8 +72,8 @@ std::optional<std::string> session_outputs::store(std::string_view instance, std
 }
 
 void session_outputs::write(const std::string& path, const std::string& text) noexcept {
-  if (!dir_made_) dir_made_ = ::mkdir(dir_.c_str(), 0755) == 0 || errno == EEXIST;  // on the writer's thread
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (!dir_made_) dir_made_ = ::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST;  // on the writer's thread
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   int err = fd < 0 ? errno : write_all(fd, text);
   if (fd >= 0) {
     if (err == 0 && ::fsync(fd) != 0) err = errno;

@@ -3,6 +3,7 @@
 #include "session/session_record.hpp"
 
 #include "json_text.hpp"
+#include "private_files.hpp"
 
 #include <arun/value_format.hpp>
 
@@ -62,7 +63,7 @@ std::optional<std::string> read_whole(const std::string& path) {
 // The session's lock, taken without waiting; the holder's pid goes in the file for messages.
 std::variant<int, std::string> take_lock(const std::string& dir, const std::string& id) {
   const auto path = dir + "/lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot open " + path + ": " + why(errno);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -79,7 +80,7 @@ std::variant<int, std::string> take_lock(const std::string& dir, const std::stri
 
 std::variant<int, std::string> open_journal(const std::string& dir) {
   const auto path = dir + "/journal.jsonl";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot open " + path + ": " + why(errno);
   return fd;
 }
@@ -103,7 +104,7 @@ std::string session_root(const std::string& flag) {
 
 std::string write_file_atomically(const std::string& path, std::string_view text) {
   const auto temp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot write " + temp + ": " + why(errno);
   int err = write_all(fd, text);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
@@ -156,7 +157,7 @@ void session_sources::read(const std::string& path, std::string_view text) {
 void session_sources::attach(const std::string& dir) {
   dir_ = dir;
   std::error_code ec;
-  fs::create_directories(dir_ + "/sources", ec);
+  make_private_directories(dir_ + "/sources", ec);
   for (const auto& [k, text] : files_) {
     if (names_.contains(k)) continue;
     const auto name = std::to_string(names_.size()) + "-" + fs::path(k).filename().string();
@@ -197,7 +198,7 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::create(
                                                                                 const std::string& id) {
   const auto dir = root + "/" + id;
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  make_private_directories(dir, ec);
   if (ec) return "cannot create the session directory " + dir + ": " + ec.message();
   auto lock = take_lock(dir, id);
   if (auto* e = std::get_if<std::string>(&lock)) return *e;

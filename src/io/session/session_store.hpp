@@ -163,7 +163,7 @@ private:
 };
 
 /// Writes `text` to `path` atomically: a temp file next to it, fsync, rename, fsync of the
-/// directory. An error text or empty.
+/// directory; the file is the owner's only (0600). An error text or empty.
 std::string write_file_atomically(const std::string& path, std::string_view text);
 
 }  // namespace arun::io

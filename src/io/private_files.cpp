@@ -1,0 +1,23 @@
+#include "private_files.hpp"
+
+#include <filesystem>
+#include <vector>
+
+namespace arun::io {
+namespace fs = std::filesystem;
+
+bool make_private_directories(const std::string& path, std::error_code& ec) {
+  std::vector<fs::path> made;
+  for (auto p = fs::path(path); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    made.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  ec.clear();
+  fs::create_directories(path, ec);
+  if (ec) return false;
+  for (const auto& p : made) fs::permissions(p, fs::perms::owner_all, fs::perm_options::replace, ec);
+  ec.clear();
+  return true;
+}
+
+}  // namespace arun::io
