@@ -28,7 +28,12 @@ std::string resolve_sub_recipe(const std::string& reference, const std::string& 
     return {};
   }
   auto found = find_recipe(reference, discovery, caller_dir);
-  if (found.path.empty()) error = "sub-recipe '" + reference + "' not found in the recipe search path or next to the caller";
+  if (found.path.empty()) {
+    std::string dirs;
+    for (const auto& d : found.looked_in) dirs += (dirs.empty() ? "" : ", ") + d;
+    error = "sub-recipe '" + reference + "' not found (looked for " + reference + ".yaml and " + reference +
+            ".yml in " + (dirs.empty() ? std::string("no directory") : dirs) + ")";
+  }
   return found.path;
 }
 

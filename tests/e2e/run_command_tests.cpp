@@ -494,8 +494,10 @@ TEST_CASE("validate resolves sub-recipes: their outputs are declared, missing on
   temp_recipe missing("name: p\nsteps:\n  - id: call\n    recipe: nowhere\n  - id: escape\n    recipe: ../../etc/passwd.yaml\n");
   r = run_arun({"validate", missing.file.string()});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains(":4:13: error: sub-recipe 'nowhere' not found in the recipe search path or next to "
-                                    "the caller (step 'call')"));
+  // Like the top-level error, it says where it looked: next to the caller first.
+  CHECK_THAT(r.err, Catch::Contains(":4:13: error: sub-recipe 'nowhere' not found (looked for nowhere.yaml and "
+                                    "nowhere.yml in " + missing.dir.string() + ", ") &&
+                        Catch::Contains("/recipes") && Catch::Contains(") (step 'call')"));
   CHECK_THAT(r.err, Catch::Contains(":6:13: error: recipe '../../etc/passwd.yaml' not found"));
   CHECK(arun::test::leftover_processes().empty());
 }
