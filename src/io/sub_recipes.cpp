@@ -33,8 +33,16 @@ std::string resolve_sub_recipe(const std::string& reference, const std::string& 
     for (const auto& d : found.looked_in) dirs += (dirs.empty() ? "" : ", ") + d;
     error = "sub-recipe '" + reference + "' not found (looked for " + reference + ".yaml and " + reference +
             ".yml in " + (dirs.empty() ? std::string("no directory") : dirs) + ")";
+    return {};
   }
-  return found.path;
+  // Found by name, it is held to the rule a path is held to: a symlink in a search directory
+  // must not lead outside it and the recipe's roots.
+  auto allowed = roots;
+  allowed.push_back(found.looked_in.back());
+  std::string outside;
+  if (auto inside = resolve_inside(found.path, caller_dir, allowed, outside)) return *inside;
+  error = "sub-recipe '" + reference + "': " + outside + ", and the directory it was found in";
+  return {};
 }
 
 sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits) {

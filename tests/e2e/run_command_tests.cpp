@@ -499,6 +499,15 @@ TEST_CASE("validate resolves sub-recipes: their outputs are declared, missing on
                                     "nowhere.yml in " + missing.dir.string() + ", ") &&
                         Catch::Contains("/recipes") && Catch::Contains(") (step 'call')"));
   CHECK_THAT(r.err, Catch::Contains(":6:13: error: recipe '../../etc/passwd.yaml' not found"));
+
+  // Found by name through a symlink that leads outside: refused, as the same path would be.
+  temp_recipe linked("name: p\nsteps:\n  - id: call\n    recipe: evil\n");
+  temp_recipe elsewhere("name: evil\nsteps:\n  - id: e\n    command: echo evil\n");
+  fs::create_symlink(elsewhere.file, linked.dir / "evil.yaml");  // next to the caller
+  r = run_arun({"validate", linked.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(":4:13: error: sub-recipe 'evil': recipe path '") &&
+                        Catch::Contains("resolves to " + fs::canonical(elsewhere.file).string() + ", outside"));
   CHECK(arun::test::leftover_processes().empty());
 }
 
