@@ -153,7 +153,11 @@ std::vector<std::string> agent_candidates(std::string_view reference, std::strin
     }
   const auto md = [](const std::string& n) { return n + ".md"; };
   if (parts.size() == 1) return {md(parts[0])};
-  if (parts.size() == 2) return {parts[0] + "/" + md(parts[1]), md(parts[1])};
+  // amplihack keeps a namespace's agents in core/ and specialized/ (amplihack:architect is
+  // amplihack/core/architect.md).
+  if (parts.size() == 2)
+    return {parts[0] + "/" + md(parts[1]), parts[0] + "/core/" + md(parts[1]), parts[0] + "/specialized/" + md(parts[1]),
+            md(parts[1])};
   return {parts[0] + "/" + parts[1] + "/" + md(parts[2]), parts[1] + "/" + md(parts[2]), parts[0] + "/" + md(parts[2]),
           md(parts[2])};
 }

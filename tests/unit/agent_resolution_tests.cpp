@@ -111,7 +111,8 @@ TEST_CASE("ns:cat:name tries ns/cat/name then cat/name then ns/name then name") 
   std::string error;
   CHECK(agent_candidates("ns:cat:name", error) ==
         std::vector<std::string>{"ns/cat/name.md", "cat/name.md", "ns/name.md", "name.md"});
-  CHECK(agent_candidates("ns:name", error) == std::vector<std::string>{"ns/name.md", "name.md"});
+  CHECK(agent_candidates("ns:name", error) ==
+        std::vector<std::string>{"ns/name.md", "ns/core/name.md", "ns/specialized/name.md", "name.md"});
   CHECK(agent_candidates("name", error) == std::vector<std::string>{"name.md"});
   const std::vector<std::string> files = {"d/ns/cat/name.md", "d/cat/name.md", "d/ns/name.md", "d/name.md"};
   for (const auto& f : files) t.write(f, f);
@@ -190,7 +191,8 @@ TEST_CASE("not found lists the files, the directories and the variables") {
   agent_tree t;
   const auto extra = (t.root / "extra").string();
   const auto e = where("ns:ghost", t.search({extra}));
-  CHECK_THAT(e, Catch::Contains("agent 'ns:ghost' not found (looked for ns/ghost.md, ghost.md in " + extra + ", "));
+  CHECK_THAT(e, Catch::Contains("agent 'ns:ghost' not found (looked for ns/ghost.md, ns/core/ghost.md, "
+                                "ns/specialized/ghost.md, ghost.md in " + extra + ", "));
   CHECK_THAT(e, Catch::Contains((t.root / "wd/.amplifier/agents").string()));
   CHECK_THAT(e, Catch::Contains((t.root / "home/.amplihack/.claude/agents").string()));
   CHECK_THAT(e, Catch::Contains("ARUN_AGENT_NS_GHOST and AMPLIFIER_AGENT_NS_GHOST are unset"));
@@ -236,4 +238,16 @@ TEST_CASE("check_agent_references reports unresolved agents at the agent key") {
   ds = check_agent_references(*loaded.value, t.search(), true);
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].level == arun::severity::warning);
+}
+
+TEST_CASE("ns:name also finds amplihack's layout: ns/core/name and ns/specialized/name") {
+  agent_tree t;
+  t.write("wd/.claude/agents/amplihack/core/architect.md", "core");
+  t.write("wd/.claude/agents/amplihack/specialized/fixer.md", "specialized");
+  const auto s = t.search();
+  CHECK(where("amplihack:architect", s) == t.path("wd/.claude/agents/amplihack/core/architect.md"));
+  CHECK(where("amplihack:fixer", s) == t.path("wd/.claude/agents/amplihack/specialized/fixer.md"));
+  // ns/name.md comes first.
+  t.write("wd/.claude/agents/amplihack/architect.md", "top");
+  CHECK(where("amplihack:architect", s) == t.path("wd/.claude/agents/amplihack/architect.md"));
 }
