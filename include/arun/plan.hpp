@@ -33,4 +33,8 @@ struct planned_step {
 /// The plan of `r` under `options` (tags, template mode); pure.
 std::vector<planned_step> plan_run(const recipe& r, const run_options& options);
 
+/// Whether stage `st`'s approval gate is asked after its steps rather than before: `when`
+/// says so, or (automatic) its prompt reads outputs only the stage's own steps produce.
+bool stage_gate_runs_after(const stage& st, const recipe& r);
+
 }  // namespace arun

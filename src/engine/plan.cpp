@@ -134,4 +134,6 @@ std::vector<planned_step> plan_run(const recipe& r, const run_options& options) 
   return std::move(p.out);
 }
 
+bool stage_gate_runs_after(const stage& st, const recipe& r) { return engine::stage_gate_after(st, r); }
+
 }  // namespace arun

@@ -1,5 +1,7 @@
 #include "recipe_views.hpp"
 
+#include <arun/plan.hpp>
+
 #include <arun/value_format.hpp>
 
 #include <fmt/format.h>
@@ -104,7 +106,7 @@ std::string explain_recipe(const recipe& r) {
     out += "stage " + st.name + (st.description.empty() ? "" : ": " + st.description) + "\n";
     if (!st.condition.empty()) out += "  only when: " + one_line(st.condition) + "\n";
     if (st.approval.required)
-      out += std::string("  needs approval ") + (st.approval.when == gate_timing::after ? "after" : "before") + " the stage" +
+      out += std::string("  needs approval ") + (stage_gate_runs_after(st, r) ? "after" : "before") + " the stage" +
              (st.approval.prompt.empty() ? "" : ": " + one_line(st.approval.prompt)) + "\n";
     explain_steps(st.steps, 0, out);
   }

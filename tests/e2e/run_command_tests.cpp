@@ -331,6 +331,19 @@ TEST_CASE("set options add typed context values and the recipe output names the 
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("explain says a stage gate is asked after the stage when its prompt reads the stage's own output") {
+  temp_recipe rec("name: staged\nstages:\n"
+                  "  - name: build\n    approval: {required: true, prompt: \"Ship {{artifact}}?\"}\n    steps:\n"
+                  "      - id: make\n        command: echo a.tar\n        output: artifact\n"
+                  "  - name: deploy\n    approval: {required: true, prompt: \"Deploy {{artifact}}?\"}\n    steps:\n"
+                  "      - id: go\n        command: echo go\n");
+  auto r = run_arun({"explain", rec.file.string()});
+  CHECK(r.exit_code == 0);
+  // build's gate needs build's own output: the engine asks after the stage, and so must explain.
+  CHECK_THAT(r.out, Catch::Contains("stage build\n  needs approval after the stage: Ship {{artifact}}?\n"));
+  CHECK_THAT(r.out, Catch::Contains("stage deploy\n  needs approval before the stage: Deploy {{artifact}}?\n"));
+}
+
 TEST_CASE("explain prints the plan and graph prints DOT or Mermaid") {
   temp_recipe rec("name: views\ndescription: shows views\ncontext: {n: 1}\nsteps:\n"
                   "  - id: first\n    command: echo one\n    timeout: 30\n"
