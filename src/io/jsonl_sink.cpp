@@ -1,6 +1,7 @@
 #include "jsonl_sink.hpp"
 
 #include "event_json.hpp"
+#include "fd_write.hpp"
 #include "private_files.hpp"
 
 #include <arun/value_format.hpp>
@@ -14,20 +15,6 @@
 #include <unistd.h>
 
 namespace arun::io {
-namespace {
-
-std::string safe_file_part(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-                    c == '.' || c == '-';
-    if (!ok) c = '_';
-  }
-  if (!out.empty() && out.front() == '.') out.front() = '_';
-  return out;
-}
-
-}  // namespace
 
 jsonl_open_result jsonl_event_sink::open(const std::string& path, bool truncate, event_output_limits limits,
                                          std::shared_ptr<background_writer> writer) {
@@ -133,7 +120,7 @@ void jsonl_event_sink::write_event(const event& e) noexcept {
 
 void jsonl_event_sink::write_line(const std::string& line) noexcept {
   if (failed_) return;  // a line after a partial one would corrupt the file
-  if (const int err = write_all(line); err != 0)
+  if (const int err = write_all(fd_, line); err != 0)
     fail(err);
   else
     ++lines_;
@@ -149,25 +136,11 @@ void jsonl_event_sink::fail(int err) noexcept {
   }
 }
 
-int jsonl_event_sink::write_all(const std::string& data) noexcept {
-  const char* p = data.data();
-  std::size_t left = data.size();
-  // One write(2) per line in practice; the loop only matters for signals and full disks.
-  while (left > 0) {
-    const ssize_t n = ::write(fd_, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return EIO;
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  return 0;
-}
 
 std::string audit_file_path(const std::string& dir, const std::string& recipe_name, const std::string& session_id) {
-  std::string name = safe_file_part(recipe_name);
+  std::string name = file_name_part(recipe_name);
   if (name.empty()) name = "recipe";
-  return (std::filesystem::path(dir) / (name + "-" + safe_file_part(session_id) + ".jsonl")).string();
+  return (std::filesystem::path(dir) / (name + "-" + file_name_part(session_id) + ".jsonl")).string();
 }
 
 }  // namespace arun::io

@@ -75,7 +75,6 @@ private:
 
   jsonl_event_sink(int fd, std::string path, event_output_limits limits, std::shared_ptr<background_writer> writer)
       : fd_(fd), path_(std::move(path)), limits_(limits), writer_(std::move(writer)) {}
-  int write_all(const std::string& data) noexcept;  ///< 0 or an errno value
   void write_line(const std::string& line) noexcept;  ///< on the writer's thread, if any
   void fail(int err) noexcept;
   void write_event(const event& e) noexcept;

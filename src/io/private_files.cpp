@@ -20,4 +20,15 @@ bool make_private_directories(const std::string& path, std::error_code& ec) {
   return true;
 }
 
+std::string file_name_part(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (!out.empty() && out.front() == '.') out.front() = '_';
+  return out;
+}
+
 }  // namespace arun::io

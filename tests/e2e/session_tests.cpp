@@ -583,25 +583,24 @@ sys.exit(os.waitstatus_to_exitcode(status) if b"approve?" in seen else 99)
 
 TEST_CASE("approvals: approval_timeout 0 and a stage's timeout 0 wait forever, never taking the default") {
   session_project p;
-  SECTION("a step gate") {
-    const auto file = p.write("gate0.yaml", "name: gate0\nsteps:\n  - id: ship\n    requires_approval: true\n"
-                                            "    approval_prompt: Ship?\n    approval_timeout: 0\n"
-                                            "    approval_default: approve\n    command: echo shipped\n");
+  // Suspends, and a resume without a decision suspends again: before, the first resume
+  // applied the default (approve) at once.
+  const auto waits_forever = [&](const std::string& file) {
     REQUIRE(p.run({file, "--no-input"}).exit_code == 5);
     const auto id = p.only_id();
-    // Before, the first resume applied the default (approve) at once.
     CHECK(p.run({"resume", id, "--no-input"}).exit_code == 5);
     CHECK(p.state(id).at("status") == "waiting_approval");
+  };
+  SECTION("a step gate") {
+    waits_forever(p.write("gate0.yaml", "name: gate0\nsteps:\n  - id: ship\n    requires_approval: true\n"
+                                        "    approval_prompt: Ship?\n    approval_timeout: 0\n"
+                                        "    approval_default: approve\n    command: echo shipped\n"));
   }
   SECTION("a stage gate") {
-    const auto file = p.write("stage0.yaml", "name: stage0\nstages:\n  - name: release\n    approval:\n"
-                                             "      required: true\n      prompt: Release?\n      timeout: 0\n"
-                                             "      default: approve\n    steps:\n      - id: go\n"
-                                             "        command: echo go\n");
-    REQUIRE(p.run({file, "--no-input"}).exit_code == 5);
-    const auto id = p.only_id();
-    CHECK(p.run({"resume", id, "--no-input"}).exit_code == 5);
-    CHECK(p.state(id).at("status") == "waiting_approval");
+    waits_forever(p.write("stage0.yaml", "name: stage0\nstages:\n  - name: release\n    approval:\n"
+                                         "      required: true\n      prompt: Release?\n      timeout: 0\n"
+                                         "      default: approve\n    steps:\n      - id: go\n"
+                                         "        command: echo go\n"));
   }
 }
 

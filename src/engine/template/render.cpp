@@ -66,7 +66,7 @@ namespace {
 // the resolution owns what was loaded.
 resolution resolve_loading(const boost::json::object& holder, const reference& ref, output_store& outputs,
                            lookup_status& status) {
-  resolution r;
+  resolution r;  // holder has ref.root
   const boost::json::value* v = &holder.find(ref.root)->value();
   const auto load = [&](const boost::json::value& spilled) {
     auto loaded = load_spilled(spilled, outputs);
@@ -96,16 +96,19 @@ resolution resolve_loading(const boost::json::object& holder, const reference& r
 
 resolution resolve(const reference& ref, const render_scope& scope) {
   const auto* holder = root_holder(scope, ref.root);
-  auto found = lookup(holder ? *holder : scope.context, ref);
-  if (found.status == lookup_status::found && !(scope.outputs && holds_spilled(*found.value)))
-    return {found.value, {}, {}, {}};
-  if (scope.outputs && found.status != lookup_status::root_unset) {
-    auto loaded = resolve_loading(holder ? *holder : scope.context, ref, *scope.outputs, found.status);
-    if (!loaded.error.empty() || found.status == lookup_status::found) return loaded;
+  const auto& in = holder ? *holder : scope.context;
+  auto status = lookup_status::root_unset;
+  if (scope.outputs && in.contains(ref.root)) {
+    auto loaded = resolve_loading(in, ref, *scope.outputs, status);
+    if (!loaded.error.empty() || status == lookup_status::found) return loaded;
+  } else {
+    const auto found = lookup(in, ref);
+    if (found.status == lookup_status::found) return {found.value, {}, {}, {}};
+    status = found.status;
   }
   const bool lenient = scope.mode == undefined_mode::lenient;
   const bool strict = scope.mode == undefined_mode::strict;
-  if (found.status == lookup_status::root_unset) {
+  if (status == lookup_status::root_unset) {
     const bool declared = !scope.declared || scope.declared->contains(ref.root);
     if (!declared) {
       if (lenient) return {nullptr, braces(ref) + " names an undefined variable: rendered empty", {}};

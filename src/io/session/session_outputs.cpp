@@ -1,5 +1,7 @@
 #include "session/session_outputs.hpp"
 
+#include "private_files.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,17 +16,6 @@
 namespace arun::io {
 namespace {
 
-// The instance id as part of a file name: [A-Za-z0-9_.-] kept, the rest `_`, at most 80.
-std::string file_part(std::string_view instance) {
-  std::string out;
-  for (const char c : instance.substr(0, 80)) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-                    c == '.' || c == '-';
-    out.push_back(ok ? c : '_');
-  }
-  return out;
-}
-
 // The highest <n> of the files an earlier run of the session stored, so numbers never repeat.
 std::size_t highest_number(const std::string& dir) {
   std::size_t highest = 0;
@@ -38,16 +29,6 @@ std::size_t highest_number(const std::string& dir) {
   return highest;
 }
 
-int write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const auto n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? errno : EIO;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return 0;
-}
-
 }  // namespace
 
 session_outputs::session_outputs(session_store& store, std::size_t threshold)
@@ -56,7 +37,7 @@ session_outputs::session_outputs(session_store& store, std::size_t threshold)
 session_outputs::~session_outputs() { store_.flush(); }
 
 std::optional<std::string> session_outputs::store(std::string_view instance, std::string text) {
-  auto path = dir_ + "/" + std::to_string(++next_) + "-" + file_part(instance) + ".txt";
+  auto path = dir_ + "/" + std::to_string(++next_) + "-" + file_name_part(instance.substr(0, 80)) + ".txt";
   auto* writer = store_.writer();
   if (writer == nullptr) {
     write(path, text);
@@ -73,17 +54,11 @@ std::optional<std::string> session_outputs::store(std::string_view instance, std
 
 void session_outputs::write(const std::string& path, const std::string& text) noexcept {
   if (!dir_made_) dir_made_ = ::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST;  // on the writer's thread
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  int err = fd < 0 ? errno : write_all(fd, text);
-  if (fd >= 0) {
-    if (err == 0 && ::fsync(fd) != 0) err = errno;
-    ::close(fd);
-  }
-  std::string failure;
+  // Atomically: a crash mid-write leaves no half output under the name a record may name.
+  auto failure = write_file_atomically(path, text);
   {
     std::lock_guard lock(mutex_);
     queued_.erase(path);
-    if (err != 0) failure = "cannot write " + path + ": " + std::strerror(err);
   }
   // Like a journal record that cannot be written: the run stops, resume runs it again.
   if (!failure.empty()) store_.report_failure(failure);

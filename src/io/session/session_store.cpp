@@ -2,6 +2,7 @@
 
 #include "session/session_record.hpp"
 
+#include "fd_write.hpp"
 #include "json_text.hpp"
 #include "private_files.hpp"
 
@@ -39,17 +40,6 @@ std::string now_rfc3339() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
-}
-
-// write(2) until everything is written; 0 or an errno value.
-int write_all(int fd, std::string_view data) noexcept {
-  while (!data.empty()) {
-    const auto n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? errno : EIO;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return 0;
 }
 
 std::optional<std::string> read_whole(const std::string& path) {
