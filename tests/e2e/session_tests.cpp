@@ -590,6 +590,7 @@ TEST_CASE("approvals: approval_timeout 0 and a stage's timeout 0 wait forever, n
     const auto id = p.only_id();
     CHECK(p.run({"resume", id, "--no-input"}).exit_code == 5);
     CHECK(p.state(id).at("status") == "waiting_approval");
+    CHECK(arun::test::leftover_processes().empty());
   };
   SECTION("a step gate") {
     waits_forever(p.write("gate0.yaml", "name: gate0\nsteps:\n  - id: ship\n    requires_approval: true\n"
@@ -628,4 +629,5 @@ TEST_CASE("sessions: session and audit files hold step output, so they are the o
     }
   CHECK(files >= 8);  // lock, journal, state, origin, recipe, sources (2), events, outputs, audit file
   CHECK(mode(p.root / "events.jsonl") == (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(arun::test::leftover_processes().empty());
 }

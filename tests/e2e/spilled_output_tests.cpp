@@ -123,6 +123,7 @@ steps:
   REQUIRE(second.exit_code == 0);
   const auto result = arun::test::result_json(second);
   CHECK(step_of(result, "use").at("output") == 200003);  // 200,000 y, "\nend"
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("spilled outputs: --spill-outputs-over sets the threshold, and 0 keeps every output in memory") {
@@ -153,4 +154,5 @@ steps:
     CHECK(step_of(arun::test::result_json(r), "large").at("output").as_string().size() == 300000);
     CHECK_FALSE(fs::exists(p.sessions / p.only_id() / "outputs"));
   }
+  CHECK(arun::test::leftover_processes().empty());
 }
