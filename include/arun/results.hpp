@@ -29,6 +29,7 @@ struct iteration_counts {
   std::size_t completed = 0;
   std::size_t failed = 0;
   std::size_t skipped = 0;  ///< did not run (the loop ended early) or were skipped
+  std::size_t waiting = 0;  ///< stopped at an approval gate (the run waits for approval)
 };
 
 /// The outcome of one step instance.
@@ -64,7 +65,9 @@ struct run_result {
   boost::json::object context;
   std::vector<step_result> step_results;  ///< one per declared top-level step, in order
   std::string error;                      ///< why the run failed, when not a step's failure
-  std::optional<pending_approval> waiting;  ///< set when status is waiting_approval
+  /// Every gate the run stopped at, in instance order (status waiting_approval): a fan-out
+  /// can leave several, each decided on its own (`arun approve ID --step INSTANCE`).
+  std::vector<pending_approval> waiting;
 
   bool success() const noexcept { return status == run_status::completed; }
 };

@@ -1,5 +1,7 @@
 #include "approvals.hpp"
 
+#include "instance_glob.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
@@ -148,23 +150,99 @@ asio::awaitable<approval_reply> session_approvals::ask(const approval_request& r
   co_return record(request.step, approval_verdict::denied, "denied at the terminal", "terminal");
 }
 
-std::string record_decision(io::session_store& store, bool approve, const std::string& message) {
+std::vector<pending_approval> waiting_gates(const json::object& state) {
+  std::vector<pending_approval> gates;
+  auto add = [&](const json::value& v) {
+    if (!v.is_object()) return;
+    auto step = text_of(v.get_object(), "step");
+    if (!step.empty()) gates.push_back(pending_approval{std::move(step), text_of(v.get_object(), "prompt")});
+  };
+  if (const auto* w = state.if_contains("waiting")) {
+    if (const auto* list = w->if_array())
+      for (const auto& v : *list) add(v);
+    else
+      add(*w);
+  }
+  return gates;
+}
+
+namespace {
+
+std::string listed(const std::vector<pending_approval>& gates) {
+  constexpr std::size_t shown = 8;
+  std::string text;
+  for (std::size_t i = 0; i < gates.size() && i < shown; ++i) text += (i ? ", " : "") + gates[i].step;
+  if (gates.size() > shown) text += ", and " + std::to_string(gates.size() - shown) + " more";
+  return text;
+}
+
+// The waiting gates `pattern` names: the one whose id it is, else those it matches as a glob.
+std::vector<std::size_t> matching(const std::vector<pending_approval>& gates, const std::string& pattern) {
+  std::vector<std::size_t> found;
+  for (std::size_t i = 0; i < gates.size(); ++i)
+    if (gates[i].step == pattern) return {i};
+  for (std::size_t i = 0; i < gates.size(); ++i)
+    if (instance_glob_match(pattern, gates[i].step)) found.push_back(i);
+  return found;
+}
+
+}  // namespace
+
+decision_outcome record_decision(io::session_store& store, const decision_settings& d) {
   auto& state = store.state();
-  if (text_of(state, "status") != "waiting_approval") return "session " + store.id() + " is not waiting for approval";
-  const auto* waiting = state.if_contains("waiting");
-  const auto gate = waiting && waiting->is_object() ? text_of(waiting->get_object(), "step") : std::string();
-  if (gate.empty()) return "session " + store.id() + " names no gate it waits at";
-  auto& entry = approvals_of(state)[gate];
-  if (!entry.is_object()) entry = json::object{};
-  auto& e = entry.get_object();
-  const auto previous = text_of(e, "decision");
-  if (previous == "denied") return "gate " + gate + " of session " + store.id() + " was denied; a denial is final";
-  e["decision"] = approve ? "approved" : "denied";
-  e["message"] = message;
-  e["by"] = approve ? "arun approve" : "arun deny";
-  e["decided_at"] = now_epoch();
-  add_history(state, gate, approve ? "approved" : "denied", message, approve ? "arun approve" : "arun deny");
-  return store.save_state();
+  decision_outcome out;
+  if (text_of(state, "status") != "waiting_approval") {
+    out.error = "session " + store.id() + " is not waiting for approval";
+    return out;
+  }
+  const auto gates = waiting_gates(state);
+  if (gates.empty()) {
+    out.error = "session " + store.id() + " names no gate it waits at";
+    return out;
+  }
+  std::vector<bool> chosen(gates.size(), d.all);
+  if (!d.all && d.gates.empty()) {
+    if (gates.size() > 1) {
+      out.error = "session " + store.id() + " waits at " + std::to_string(gates.size()) + " gates (" + listed(gates) +
+                  "): name them with --step INSTANCE (a glob such as '*/review' works too), or decide all with --all";
+      return out;
+    }
+    chosen[0] = true;
+  }
+  for (const auto& pattern : d.gates) {
+    const auto found = matching(gates, pattern);
+    if (found.empty()) {
+      out.error = "no gate of session " + store.id() + " matches '" + pattern + "'; it waits at " + listed(gates);
+      return out;
+    }
+    for (auto i : found) chosen[i] = true;
+  }
+  auto& approvals = approvals_of(state);
+  for (std::size_t i = 0; i < gates.size(); ++i) {
+    const auto* entry = approvals.if_contains(gates[i].step);
+    if (chosen[i] && entry && entry->is_object() && text_of(entry->get_object(), "decision") == "denied") {
+      out.error = "gate " + gates[i].step + " of session " + store.id() + " was denied; a denial is final";
+      return out;
+    }
+  }
+  const std::string by = d.approve ? "arun approve" : "arun deny";
+  for (std::size_t i = 0; i < gates.size(); ++i) {
+    if (!chosen[i]) {
+      out.undecided.push_back(gates[i].step);
+      continue;
+    }
+    auto& entry = approvals[gates[i].step];
+    if (!entry.is_object()) entry = json::object{};
+    auto& e = entry.get_object();
+    e["decision"] = d.approve ? "approved" : "denied";
+    e["message"] = d.message;
+    e["by"] = by;
+    e["decided_at"] = now_epoch();
+    add_history(state, gates[i].step, d.approve ? "approved" : "denied", d.message, by);
+    out.decided.push_back(gates[i].step);
+  }
+  out.error = store.save_state();
+  return out;
 }
 
 }  // namespace arun::cli

@@ -11,7 +11,12 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "commands.hpp"
+
+#include <arun/results.hpp>
+
 #include <string>
+#include <vector>
 
 namespace arun::cli {
 
@@ -33,8 +38,18 @@ private:
   bool asking_ = false;  ///< a question is on the terminal
 };
 
-/// `arun approve|deny`: records the decision for the gate the session waits at. An error text
-/// (nothing recorded) or empty.
-std::string record_decision(io::session_store& store, bool approve, const std::string& message);
+/// The gates a session waits at, from its state.json (a list; sessions written before fan-outs
+/// could wait at several gates hold one object).
+std::vector<pending_approval> waiting_gates(const boost::json::object& state);
+
+struct decision_outcome {
+  std::string error;                   ///< nothing was recorded when set
+  std::vector<std::string> decided;    ///< the gates decided now
+  std::vector<std::string> undecided;  ///< gates still waiting
+};
+
+/// `arun approve|deny`: records the decision for the chosen gates the session waits at (all of
+/// them, those --step names exactly or by glob, or the only one), in one write.
+decision_outcome record_decision(io::session_store& store, const decision_settings& d);
 
 }  // namespace arun::cli

@@ -76,8 +76,15 @@ struct sessions_settings {
   double older_than_days = -1;  ///< clean
   std::string output_format = "text";
 };
-/// `arun approve ID [--message M]` / `arun deny ID [--reason R]`.
-int decide_command(const sessions_settings& s, bool approve, const std::string& message);
+/// `arun approve|deny ID`: which gates, and what to say.
+struct decision_settings {
+  bool approve = true;
+  std::string message;               ///< --message / --reason
+  std::vector<std::string> gates;    ///< --step: instance ids or globs; none: the only gate waiting
+  bool all = false;                  ///< --all: every gate waiting
+};
+/// `arun approve ID [--step INSTANCE]... [--all] [--message M]` / `arun deny ID … [--reason R]`.
+int decide_command(const sessions_settings& s, const decision_settings& d);
 int sessions_list_command(const sessions_settings& s);
 int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);

@@ -42,15 +42,20 @@ int main(int argc, char** argv) {
   auto* resume = app.add_subcommand("resume", "Continue a session: finished steps are not run again (SPEC §12)");
   add_resume_options(*resume, resume_options);
   sessions_settings sessions_options;
-  std::string decision_message;
-  auto* approve = app.add_subcommand("approve", "Approve the gate a session waits at; then arun resume ID");
-  auto* deny = app.add_subcommand("deny", "Deny the gate a session waits at (final); then arun resume ID");
+  decision_settings decision;
+  auto* approve = app.add_subcommand("approve", "Approve gates a session waits at; then arun resume ID");
+  auto* deny = app.add_subcommand("deny", "Deny gates a session waits at (final); then arun resume ID");
   for (auto* cmd : {approve, deny}) {
     cmd->add_option("session", sessions_options.session_id, "The session id")->required();
     cmd->add_option("--session-dir", sessions_options.session_dir, "Where sessions live")->type_name("DIR");
+    cmd->add_option("--step", decision.gates,
+                    "The waiting gate's instance id (a glob such as 'fan[*]/review' also works); repeatable. "
+                    "Needed when several gates wait")
+        ->type_name("INSTANCE");
+    cmd->add_flag("--all", decision.all, "Every gate the session waits at");
   }
-  approve->add_option("-m,--message", decision_message, "A message for the recipe: {{_approval_message}}");
-  deny->add_option("-r,--reason", decision_message, "Why (shown in the step's error)");
+  approve->add_option("-m,--message", decision.message, "A message for the recipe: {{_approval_message}}");
+  deny->add_option("-r,--reason", decision.message, "Why (shown in the step's error)");
   auto* sessions = app.add_subcommand("sessions", "Sessions: list, show, clean (docs/sessions.md)");
   sessions->require_subcommand(1, 1);
   auto add_root = [&](CLI::App* cmd) {
@@ -83,8 +88,8 @@ int main(int argc, char** argv) {
   if (list->parsed()) return list_command(list_options);
   if (agents_list->parsed()) return agents_list_command(agents_options);
   if (resume->parsed()) return resume_command(resume_options);
-  if (approve->parsed()) return decide_command(sessions_options, true, decision_message);
-  if (deny->parsed()) return decide_command(sessions_options, false, decision_message);
+  decision.approve = approve->parsed();
+  if (approve->parsed() || deny->parsed()) return decide_command(sessions_options, decision);
   if (sessions_list->parsed()) return sessions_list_command(sessions_options);
   if (sessions_show->parsed()) return sessions_show_command(sessions_options);
   if (sessions_clean->parsed()) return sessions_clean_command(sessions_options);

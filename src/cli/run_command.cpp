@@ -126,10 +126,13 @@ void save_final_state(io::session_store& store, const run_result& r, bool after_
   state["context"] = r.context;
   state["error"] = r.error;
   state["duration"] = std::chrono::duration<double>(r.duration).count();
-  if (r.waiting)
-    state["waiting"] = boost::json::object{{"step", r.waiting->step}, {"prompt", r.waiting->prompt}};
-  else
+  if (!r.waiting.empty()) {
+    boost::json::array gates;
+    for (const auto& w : r.waiting) gates.push_back(boost::json::object{{"step", w.step}, {"prompt", w.prompt}});
+    state["waiting"] = std::move(gates);
+  } else {
     state.erase("waiting");
+  }
   boost::json::array steps;
   for (const auto& step : r.step_results)
     steps.push_back(boost::json::object{{"step_id", step.step_id}, {"status", to_string(step.status)}});

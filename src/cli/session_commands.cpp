@@ -202,19 +202,28 @@ int resume_command(const resume_settings& r) {
   return execute_run(s, *input.value, s.recipe.working_dir, r.session_id, &store);
 }
 
-int decide_command(const sessions_settings& s, bool approve, const std::string& message) {
+int decide_command(const sessions_settings& s, const decision_settings& d) {
+  const char* verb = d.approve ? "approve" : "deny";
   auto opened = io::session_store::open(io::session_root(s.session_dir), s.session_id, false);
   if (auto* error = std::get_if<std::string>(&opened)) {
-    std::fprintf(stderr, "arun: cannot %s: %s\n", approve ? "approve" : "deny", error->c_str());
+    std::fprintf(stderr, "arun: cannot %s: %s\n", verb, error->c_str());
     return exit_usage;
   }
   auto& store = *std::get<std::unique_ptr<io::session_store>>(opened);
-  if (auto error = record_decision(store, approve, message); !error.empty()) {
-    std::fprintf(stderr, "arun: cannot %s: %s\n", approve ? "approve" : "deny", error.c_str());
+  const auto done = record_decision(store, d);
+  if (!done.error.empty()) {
+    std::fprintf(stderr, "arun: cannot %s: %s\n", verb, done.error.c_str());
     return exit_usage;
   }
-  std::fprintf(stderr, "arun: %s session %s; continue it with: arun resume %s\n", approve ? "approved" : "denied",
-               s.session_id.c_str(), s.session_id.c_str());
+  std::string names;
+  for (const auto& g : done.decided) names += (names.empty() ? "" : ", ") + g;
+  std::fprintf(stderr, "arun: %s %s in session %s\n", d.approve ? "approved" : "denied", names.c_str(),
+               s.session_id.c_str());
+  if (!done.undecided.empty())
+    std::fprintf(stderr, "arun: %zu more gate%s still wait%s for a decision (arun approve %s --step INSTANCE, or --all)\n",
+                 done.undecided.size(), done.undecided.size() == 1 ? "" : "s", done.undecided.size() == 1 ? "s" : "",
+                 s.session_id.c_str());
+  std::fprintf(stderr, "arun: continue it with: arun resume %s\n", s.session_id.c_str());
   return exit_success;
 }
 
@@ -266,9 +275,8 @@ int sessions_show_command(const sessions_settings& s) {
               text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
               text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
   if (const auto error = text_of(st, "error"); !error.empty()) std::printf("error    %s\n", error.c_str());
-  if (const auto* w = st.if_contains("waiting"); w && w->is_object())
-    std::printf("waiting  approval at %s: %s\n", text_of(w->get_object(), "step").c_str(),
-                text_of(w->get_object(), "prompt").c_str());
+  for (const auto& gate : waiting_gates(st))
+    std::printf("waiting  approval at %s: %s\n", gate.step.c_str(), gate.prompt.c_str());
   // The last events, one line each.
   std::ifstream in(dir + "/events.jsonl");
   std::vector<std::string> lines;

@@ -213,19 +213,17 @@ void check_ineffective_fields(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
-// SPEC §8: gates inside parallel groups and loop bodies cannot be run in this version.
+// Gates in parallel groups and loop bodies ask once per instance, and a run that cannot ask
+// waits at all of them (each decided by its instance id). On a loop step itself the meaning
+// is unclear (once, or per item?), so the author says which.
 void check_gates(const recipe& r, std::vector<diagnostic>& out) {
-  for_each_step(r, [&](const step& s, int loop_depth) {
-    if (!s.approval.required) return;
-    if (s.parallel_group)
-      out.push_back(make(severity::error, s.at("requires_approval"),
-                         "step '" + s.id + "' needs approval inside parallel group '" + *s.parallel_group +
-                             "': approval gates cannot run in parallel groups",
-                         "requires_approval"));
-    if (loop_depth > 0 || s.foreach || s.loop_while)
-      out.push_back(make(severity::error, s.at("requires_approval"),
-                         "step '" + s.id + "' needs approval inside a loop: approval gates cannot run in loops",
-                         "requires_approval"));
+  for_each_step(r, [&](const step& s, int) {
+    if (!s.approval.required || !(s.foreach || s.loop_while)) return;
+    out.push_back(make(severity::error, s.at("requires_approval"),
+                       "loop step '" + s.id + "' has requires_approval: it is unclear whether to ask once or per item",
+                       "requires_approval",
+                       "to ask once, put a gate step before the loop; to ask per item, give the loop a steps: body "
+                       "with a gate step or a step with requires_approval"));
   });
 }
 

@@ -29,6 +29,7 @@ std::string iterations_text(const iteration_counts& c) {
   std::string text = fmt::format(" iterations {}/{} completed", c.completed, c.total);
   if (c.failed > 0) text += fmt::format(", {} failed", c.failed);
   if (c.skipped > 0) text += fmt::format(", {} skipped", c.skipped);
+  if (c.waiting > 0) text += fmt::format(", {} waiting for approval", c.waiting);
   return text;
 }
 
@@ -49,6 +50,7 @@ boost::json::object iterations_to_json(const iteration_counts& c) {
   o["completed"] = c.completed;
   o["failed"] = c.failed;
   o["skipped"] = c.skipped;
+  if (c.waiting > 0) o["waiting"] = c.waiting;
   return o;
 }
 
@@ -86,11 +88,14 @@ boost::json::object result_to_json(const run_result& r) {
   for (const auto& s : r.step_results) steps.push_back(step_to_json(s));
   o["step_results"] = std::move(steps);
   o["error"] = text_or_null(r.error);
-  if (r.waiting) {
-    boost::json::object gate;
-    gate["step"] = r.waiting->step;
-    gate["prompt"] = sanitize_utf8(r.waiting->prompt);
-    o["waiting_approval"] = std::move(gate);
+  if (!r.waiting.empty()) {
+    // `waiting_approval` is the first gate (one gate is the common case, and what scripts
+    // read); `waiting_approvals` lists every gate a fan-out left waiting.
+    boost::json::array gates;
+    for (const auto& w : r.waiting)
+      gates.push_back(boost::json::object{{"step", w.step}, {"prompt", sanitize_utf8(w.prompt)}});
+    o["waiting_approval"] = gates.front();
+    o["waiting_approvals"] = std::move(gates);
   }
   return o;
 }
@@ -100,9 +105,9 @@ std::string result_to_text(const run_result& r) {
                                  seconds(r.duration), r.session_id);
   for (const auto& s : r.step_results) append_step_text(text, s, 0);
   if (!r.error.empty()) text += fmt::format("error: {}\n", first_line(r.error));
-  if (r.waiting) {
-    text += fmt::format("waiting for approval at {}:\n", r.waiting->step);
-    std::string_view prompt = r.waiting->prompt;
+  for (const auto& w : r.waiting) {
+    text += fmt::format("waiting for approval at {}:\n", w.step);
+    std::string_view prompt = w.prompt;
     // The whole prompt: it is what the person running `arun approve` has to decide on.
     while (!prompt.empty()) {
       const auto line = first_line(prompt);
@@ -110,6 +115,11 @@ std::string result_to_text(const run_result& r) {
       prompt.remove_prefix(std::min(prompt.size(), line.size() + 1));
     }
   }
+  if (r.waiting.size() > 1)
+    text += fmt::format("decide each with: arun approve {0} --step INSTANCE (or --all), then: arun resume {0}\n",
+                        r.session_id);
+  else if (!r.waiting.empty())
+    text += fmt::format("decide with: arun approve {0} (or arun deny {0}), then: arun resume {0}\n", r.session_id);
   return text;
 }
 

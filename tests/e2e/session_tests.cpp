@@ -443,6 +443,85 @@ TEST_CASE("approvals: a gate suspends with exit 5 then approve and resume contin
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("approvals: a sub-recipe gate under a parallel foreach waits at every item, decided one by one") {
+  session_project p;
+  p.write("review.yaml", "name: review\nsteps:\n" + leaf("work", "w") +
+                             "  - id: review\n    requires_approval: true\n    approval_prompt: \"Ship {{item}}?\"\n" +
+                             leaf("ship", "s"));
+  const auto file = p.write("fan.yaml", "name: fan\ncontext:\n  log: " + p.log.string() +
+                                            "\n  items: [a, b, c]\nsteps:\n  - id: fan\n    foreach: \"{{items}}\"\n"
+                                            "    parallel: 3\n    type: recipe\n    recipe: review.yaml\n"
+                                            "    context:\n      item: \"{{item}}\"\n" +
+                                            leaf("after", "done"));
+  auto first = p.run({file, "--no-input"});
+  REQUIRE(first.exit_code == 5);
+  auto result = result_of(first);
+  CHECK(result.at("status") == "waiting_approval");
+  CHECK(status_of(result, "fan") == "not_run");
+  CHECK(status_of(result, "after") == "not_run");
+  const auto& gates = result.at("waiting_approvals").as_array();
+  REQUIRE(gates.size() == 3);
+  CHECK(gates.at(0).at("step") == "fan[0]/review");
+  CHECK(gates.at(2).at("step") == "fan[2]/review");
+  CHECK(gates.at(1).at("prompt") == "Ship b?");
+  CHECK(result.at("waiting_approval") == gates.at(0));
+  const auto id = p.only_id();
+  CHECK(p.state(id).at("waiting").as_array().size() == 3);
+  const auto shown = run_arun({"sessions", "show", id, "--session-dir", p.sessions.string()});
+  CHECK(shown.out.find("waiting  approval at fan[2]/review: Ship c?") != std::string::npos);
+  // Three gates wait: which one must be said.
+  auto unsure = run_arun({"approve", id, "--session-dir", p.sessions.string()});
+  CHECK(unsure.exit_code == 2);
+  CHECK(unsure.err.find("waits at 3 gates (fan[0]/review, fan[1]/review, fan[2]/review)") != std::string::npos);
+  CHECK(run_arun({"approve", id, "--session-dir", p.sessions.string(), "--step", "fan[9]/review"}).exit_code == 2);
+  auto one = run_arun({"approve", id, "--session-dir", p.sessions.string(), "--step", "fan[1]/review"});
+  REQUIRE(one.exit_code == 0);
+  CHECK(one.err.find("2 more gates still wait") != std::string::npos);
+  auto second = p.run({"resume", id, "--no-input"});
+  REQUIRE(second.exit_code == 5);
+  result = result_of(second);
+  REQUIRE(result.at("waiting_approvals").as_array().size() == 2);
+  CHECK(result.at("waiting_approvals").at(1).at("step") == "fan[2]/review");
+  // A glob decides the rest; brackets in it are literal.
+  REQUIRE(run_arun({"approve", id, "--session-dir", p.sessions.string(), "--step", "fan[*]/review"}).exit_code == 0);
+  auto third = p.run({"resume", id, "--no-input"});
+  INFO(third.err);
+  REQUIRE(third.exit_code == 0);
+  CHECK(status_of(result_of(third), "fan") == "completed");
+  // Each item's work ran once, before its gate; each shipped once, after it.
+  const auto logged = counts(lines_of(p.log));
+  for (const std::string item : {"0", "1", "2"}) {
+    CHECK(logged.at("fan[" + item + "]/work") == 1);
+    CHECK(logged.at("fan[" + item + "]/ship") == 1);
+  }
+  CHECK(logged.at("after") == 1);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("approvals: --all denies every waiting gate of a parallel group") {
+  session_project p;
+  const std::string gate = "    requires_approval: true\n    approval_prompt: Go?\n    parallel_group: g\n"
+                           "    on_approval_denied: continue\n";
+  const auto file = p.write("group.yaml", "name: group\ncontext:\n  log: " + p.log.string() + "\nsteps:\n" +
+                                              leaf("left", "l", gate) + leaf("right", "r", gate) +
+                                              leaf("mid", "m", "    parallel_group: g\n") + leaf("after", "a"));
+  REQUIRE(p.run({file, "--no-input"}).exit_code == 5);
+  const auto id = p.only_id();
+  auto denied = run_arun({"deny", id, "--session-dir", p.sessions.string(), "--all", "--reason", "frozen"});
+  REQUIRE(denied.exit_code == 0);
+  CHECK(denied.err.find("denied left, right") != std::string::npos);
+  auto resumed = p.run({"resume", id});
+  REQUIRE(resumed.exit_code == 0);
+  const auto result = result_of(resumed);
+  CHECK(status_of(result, "left") == "failed");
+  CHECK(status_of(result, "right") == "failed");
+  CHECK(status_of(result, "after") == "completed");
+  const auto logged = counts(lines_of(p.log));
+  CHECK(logged.count("left") == 0);
+  CHECK(logged.at("mid") == 1);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("approvals: a denial applies on_approval_denied and is final") {
   session_project p;
   const std::string gate = "  - id: gate\n    requires_approval: true\n    approval_prompt: Go?\n";

@@ -265,8 +265,10 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:5:22: error: a step loops with 'foreach' or 'while_condition', not both"},
       {head + "  - id: a\n    command: x\n    working_dir: a\n    cwd: b\n",
        "r.yaml:6:10: error: give 'working_dir' or its alias 'cwd', not both"},
-      {head + "  - id: a\n    command: x\n    parallel_group: g\n    requires_approval: true\n",
-       "r.yaml:6:24: error: step 'a' needs approval inside parallel group 'g': approval gates cannot run in parallel groups"},
+      {head + "  - id: a\n    command: x\n    foreach: [1]\n    requires_approval: true\n",
+       "r.yaml:6:24: error: loop step 'a' has requires_approval: it is unclear whether to ask once or per item (to ask "
+       "once, put a gate step before the loop; to ask per item, give the loop a steps: body with a gate step or a step "
+       "with requires_approval)"},
       {head + "  - id: a\n    command: x\n    parse_json: maybe\n", "r.yaml:5:17: error: 'parse_json' must be true or false"},
       {"name: x\nsteps:\n  - id: a\n    command: x\nstages:\n  - name: s\n    steps: []\n",
        "r.yaml:1:1: error: give 'steps' or 'stages', not both"},

@@ -78,13 +78,18 @@ TEST_CASE("the run object has error null when empty and waiting_approval only wh
 
   run.error = "recipe file changed";
   run.status = run_status::waiting_approval;
-  run.waiting.emplace();
-  run.waiting->step = "deploy";
-  run.waiting->prompt = "Ship it?";
+  run.waiting.push_back({"deploy", "Ship it?"});
   o = result_to_json(run);
   CHECK(o.at("error") == "recipe file changed");
   CHECK(o.at("status") == "waiting_approval");
   CHECK(o.at("waiting_approval") == boost::json::parse(R"({"step":"deploy","prompt":"Ship it?"})"));
+  CHECK(o.at("waiting_approvals") == boost::json::parse(R"([{"step":"deploy","prompt":"Ship it?"}])"));
+  // A fan-out waits at several gates: the first stays `waiting_approval`, all are listed.
+  run.waiting.push_back({"fan[1]/review", "Ship b?"});
+  o = result_to_json(run);
+  CHECK(o.at("waiting_approval").at("step") == "deploy");
+  CHECK(o.at("waiting_approvals").as_array().size() == 2);
+  CHECK(o.at("waiting_approvals").at(1).at("step") == "fan[1]/review");
 }
 
 TEST_CASE("the text result indents children and shows loop iteration counts") {
@@ -106,12 +111,20 @@ TEST_CASE("the text result of a run waiting for approval shows the gate and the 
   run.step_results.clear();
   run.duration = {};
   run.status = run_status::waiting_approval;
-  run.waiting.emplace();
-  run.waiting->step = "deploy";
-  run.waiting->prompt = "Ship it?\nChanges: 3 files";
+  run.waiting.push_back({"deploy", "Ship it?\nChanges: 3 files"});
   CHECK(result_to_text(run) ==
         "demo: waiting_approval in 0.00s (session S1)\n"
         "waiting for approval at deploy:\n"
         "  Ship it?\n"
-        "  Changes: 3 files\n");
+        "  Changes: 3 files\n"
+        "decide with: arun approve S1 (or arun deny S1), then: arun resume S1\n");
+  run.waiting.push_back({"fan[0]/review", "Ship a?"});
+  CHECK(result_to_text(run) ==
+        "demo: waiting_approval in 0.00s (session S1)\n"
+        "waiting for approval at deploy:\n"
+        "  Ship it?\n"
+        "  Changes: 3 files\n"
+        "waiting for approval at fan[0]/review:\n"
+        "  Ship a?\n"
+        "decide each with: arun approve S1 --step INSTANCE (or --all), then: arun resume S1\n");
 }

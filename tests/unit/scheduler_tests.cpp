@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 using namespace arun;
 using test::fake_runner;
@@ -646,9 +647,9 @@ TEST_CASE("gates suspend the run without a handler and follow the handler's deci
   r.context["what"] = "it";
   auto result = run(runner, events, r);
   CHECK(result.status == run_status::waiting_approval);
-  REQUIRE(result.waiting);
-  CHECK(result.waiting->step == "ok");
-  CHECK(result.waiting->prompt == "ship it?");
+  REQUIRE(result.waiting.size() == 1);
+  CHECK(result.waiting[0].step == "ok");
+  CHECK(result.waiting[0].prompt == "ship it?");
   CHECK(result.step_results[1].status == step_status::not_run);
 
   scripted_approvals approvals;
@@ -664,6 +665,99 @@ TEST_CASE("gates suspend the run without a handler and follow the handler's deci
   result = run(runner, events, r, o);
   CHECK(result.status == run_status::completed);
   CHECK(result.step_results[1].status == step_status::skipped);
+}
+
+namespace {
+
+// Approves the gates it is told about; every other gate suspends (as with --no-input).
+struct approve_listed final : approval_handler {
+  std::set<std::string, std::less<>> approved;
+  std::vector<std::string> asked;
+  boost::asio::awaitable<approval_reply> decide(approval_request request) override {
+    asked.push_back(request.step);
+    if (approved.contains(request.step)) co_return approval_reply{approval_verdict::approved, "ok"};
+    co_return approval_reply{};
+  }
+};
+
+step gate_step(const std::string& id, const std::string& prompt) {
+  step g;
+  g.id = id;
+  g.type = step_type::gate;
+  g.approval.required = true;
+  g.approval.prompt = prompt;
+  return g;
+}
+
+std::vector<std::string> waiting_ids(const run_result& r) {
+  std::vector<std::string> ids;
+  for (const auto& w : r.waiting) ids.push_back(w.step);
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("a gate under a fan-out suspends the run at every instance's gate, never skips it") {
+  fake_runner runner;
+  recorder events;
+  SECTION("foreach: every iteration reaches its gate; the waiting gates are listed in item order") {
+    step fan;
+    fan.id = "fan";
+    fan.type = step_type::loop;
+    auto ship = bash("ship", "out:shipped {{item}}");
+    ship.output = "shipped";
+    fan.steps = {bash("work", "sleep:5 out:{{item}}"), gate_step("review", "Ship {{item}}?"), ship};
+    fan = foreach_of(fan, R"(["a","b","c"])", 2);
+    fan.foreach->collect = "all";
+    auto r = make({fan, bash("after", "out:after")});
+    approve_listed approvals;
+    approvals.approved = {"fan[1]/review"};
+    auto o = opts();
+    o.approvals = &approvals;
+    const auto result = run(runner, events, r, o);
+    CHECK(result.status == run_status::waiting_approval);
+    CHECK(waiting_ids(result) == std::vector<std::string>{"fan[0]/review", "fan[2]/review"});
+    CHECK(result.waiting[0].prompt == "Ship a?");
+    CHECK(result.step_results[0].status == step_status::not_run);
+    REQUIRE(result.step_results[0].iterations);
+    CHECK(result.step_results[0].iterations->completed == 1);
+    CHECK(result.step_results[0].iterations->waiting == 2);
+    CHECK(result.step_results[0].iterations->skipped == 0);
+    CHECK(result.step_results[1].status == step_status::not_run);
+    // Every item's work ran up to its gate; only the approved item shipped; `after` waits.
+    auto started = runner.started;
+    std::sort(started.begin(), started.end());
+    CHECK(started == std::vector<std::string>{"fan[0]/work", "fan[1]/ship", "fan[1]/work", "fan[2]/work"});
+  }
+  SECTION("a parallel group: every gated member waits while the others finish") {
+    auto r = make({grouped(gate_step("left", "L?"), "g"), grouped(bash("mid", "out:m"), "g"),
+                   grouped(gate_step("right", "R?"), "g"), bash("after", "out:after")});
+    const auto result = run(runner, events, r);
+    CHECK(result.status == run_status::waiting_approval);
+    CHECK(waiting_ids(result) == std::vector<std::string>{"left", "right"});
+    CHECK(result.step_results[1].status == step_status::completed);
+    CHECK(result.step_results[3].status == step_status::not_run);
+  }
+  SECTION("a while loop stops at the iteration whose gate waits: the next depends on it") {
+    step w;
+    w.id = "w";
+    w.type = step_type::loop;
+    w.steps = {bash("probe", "out:{{_loop_index}}"), gate_step("more", "Again?")};
+    while_spec spec;
+    spec.condition = "true";
+    spec.max_iterations = 5;
+    w.loop_while = spec;
+    approve_listed approvals;
+    approvals.approved = {"w[0]/more"};
+    auto o = opts();
+    o.approvals = &approvals;
+    const auto result = run(runner, events, make({w}), o);
+    CHECK(result.status == run_status::waiting_approval);
+    CHECK(waiting_ids(result) == std::vector<std::string>{"w[1]/more"});
+    CHECK(approvals.asked == std::vector<std::string>{"w[0]/more", "w[1]/more"});
+    REQUIRE(result.step_results[0].iterations);
+    CHECK(result.step_results[0].iterations->waiting == 1);
+  }
 }
 
 TEST_CASE("long steps report heartbeats") {

@@ -83,7 +83,7 @@ asio::awaitable<sequence_outcome> step_executor::run_dag(const std::vector<step>
     const auto st = o.result.status;
     if (st == step_status::completed || st == step_status::degraded) out.last_output = o.result.output;
     out.end = worse(out.end, o.next);
-    if (o.waiting) out.waiting = std::move(o.waiting);
+    append_waiting(out.waiting, o.waiting);
     out.results.push_back(std::move(o.result));
   }
   if (out.end == flow::next && stop.stop_requested()) out.end = flow::cancelled;

@@ -68,7 +68,7 @@ asio::awaitable<instance_outcome> step_executor::run_gate(const step& s, scope s
     case approval_verdict::suspend:
       o.result.status = step_status::not_run;
       o.next = flow::suspend;
-      o.waiting = pending_approval{instance, prompt.text};
+      o.waiting.push_back(pending_approval{instance, prompt.text});
       break;
   }
   co_return o;
@@ -137,7 +137,7 @@ asio::awaitable<std::optional<sequence_outcome>> step_executor::run_stage_gate(c
       break;
     case approval_verdict::suspend:
       out.end = flow::suspend;
-      out.waiting = pending_approval{instance, prompt.text};
+      out.waiting.push_back(pending_approval{instance, prompt.text});
       break;
   }
   co_return out;

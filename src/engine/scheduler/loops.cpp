@@ -61,6 +61,9 @@ struct step_executor::foreach_run {
   bool skipping = false;   // skip_remaining: no further iterations
   std::string error;       // the first fatal iteration's
   flow end = flow::next;
+  // Iterations stopped at an approval gate, by index: the others go on to their own gates
+  // or their end, so one resume after the decisions finishes the fan-out.
+  std::vector<std::pair<std::size_t, pending_approval>> waiting;
 };
 
 boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope sc, const std::string& instance,
@@ -75,6 +78,11 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     locals["_loop_iteration"] = i + 1;
     auto o = co_await run_instance(s, scope{sc.context, &locals}, instance + "[" + std::to_string(i) + "]",
                                    loop.stop.get_token(), true);
+    if (o.next == flow::suspend) {
+      ++loop.counts.waiting;
+      for (auto& w : o.waiting) loop.waiting.emplace_back(i, std::move(w));
+      continue;
+    }
     const auto st = o.result.status;
     if (finished_well(st)) {
       ++loop.counts.completed;
@@ -131,14 +139,20 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   for (std::size_t w = 0; w < workers; ++w) tasks.spawn(foreach_worker(s, sc, instance, loop));
   co_await tasks.join();
 
-  const auto finished = loop.counts.completed + loop.counts.failed + loop.counts.skipped;
+  const auto finished = loop.counts.completed + loop.counts.failed + loop.counts.skipped + loop.counts.waiting;
   loop.counts.skipped += n - finished;  // never started: the loop ended early
   if (loop.end == flow::next && stop.stop_requested()) loop.end = flow::cancelled;
+  if (!loop.waiting.empty()) loop.end = worse(loop.end, flow::suspend);
   const auto status = loop.end == flow::fatal       ? step_status::failed
                       : loop.end == flow::cancelled ? step_status::cancelled
+                      : loop.end == flow::suspend   ? step_status::not_run
                                                     : step_status::completed;
-  co_return loop_outcome(s, loop.counts, std::move(loop.collected), status, loop.end,
-                         loop.end == flow::cancelled ? "step '" + instance + "': cancelled" : loop.error);
+  auto o = loop_outcome(s, loop.counts, std::move(loop.collected), status, loop.end,
+                        loop.end == flow::cancelled ? "step '" + instance + "': cancelled" : loop.error);
+  std::stable_sort(loop.waiting.begin(), loop.waiting.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& w : loop.waiting) o.waiting.push_back(std::move(w.second));
+  co_return o;
 }
 
 boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step& s, scope sc,
@@ -157,6 +171,10 @@ boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step
       break;
     }
     case flow::cancelled: o.result.status = step_status::cancelled; break;
+    case flow::suspend:  // a gate in the body waits: the iteration runs again at the resume
+      o.result.status = step_status::not_run;
+      o.waiting = std::move(body.waiting);
+      break;
     default: o.result.status = step_status::completed;
   }
   co_return o;
@@ -175,6 +193,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
   flow end = flow::next;
   bool failed = false;
   std::string error;
+  std::vector<pending_approval> waiting;
   rs_.emit(rs_.make_event(event_kind::step_start, instance, "loop"));
   for (std::size_t i = 0;; ++i) {
     if (stop.stop_requested()) {
@@ -201,6 +220,12 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     if (!go.run) break;
     ++counts.total;
     auto o = co_await run_instance(s, inner, instance + "[" + std::to_string(i) + "]", stop, true);
+    if (o.next == flow::suspend) {  // the next iteration depends on this one: stop here
+      ++counts.waiting;
+      end = flow::suspend;
+      waiting = std::move(o.waiting);
+      break;
+    }
     for (auto& kv : o.updates) locals[kv.key()] = std::move(kv.value());
     const auto st = o.result.status;
     collected.push_back(finished_well(st) ? o.result.output : nullptr);
@@ -238,8 +263,12 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
       break;
     }
   }
-  const auto status = failed ? step_status::failed : end == flow::cancelled ? step_status::cancelled : step_status::completed;
+  const auto status = failed                 ? step_status::failed
+                      : end == flow::cancelled ? step_status::cancelled
+                      : end == flow::suspend   ? step_status::not_run
+                                               : step_status::completed;
   auto o = loop_outcome(s, counts, std::move(collected), status, end, error);
+  o.waiting = std::move(waiting);
   if (status == step_status::completed) {
     // The loop's own variables (not its counters) become visible after it.
     for (const auto& kv : locals) {

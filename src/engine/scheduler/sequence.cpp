@@ -14,7 +14,7 @@ void absorb(sequence_outcome& out, instance_outcome&& o, scope sc) {
   const auto st = o.result.status;
   if (st == step_status::completed || st == step_status::degraded) out.last_output = o.result.output;
   out.end = worse(out.end, o.next);
-  if (o.waiting) out.waiting = std::move(o.waiting);
+  append_waiting(out.waiting, o.waiting);
   out.results.push_back(std::move(o.result));
 }
 
@@ -128,7 +128,7 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std
       if (gated) {  // not approved: this stage's steps never start
         out.end = gated->end;
         out.error = std::move(gated->error);
-        out.waiting = std::move(gated->waiting);
+        append_waiting(out.waiting, gated->waiting);
         const auto status = out.end == flow::skip_remaining ? step_status::skipped : step_status::not_run;
         for (const auto& s : st.steps) {
           out.results.push_back(unstarted(prefix + s.id, status));
@@ -141,13 +141,13 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std
     for (auto& res : part.results) out.results.push_back(std::move(res));
     if (!part.last_output.is_null()) out.last_output = std::move(part.last_output);
     out.end = part.end;
-    if (part.waiting) out.waiting = std::move(part.waiting);
+    append_waiting(out.waiting, part.waiting);
     if (gate_after && out.end == flow::next) {
       auto gated = co_await run_stage_gate(st, sc, prefix, stop);
       if (gated) {
         out.end = gated->end;
         out.error = std::move(gated->error);
-        out.waiting = std::move(gated->waiting);
+        append_waiting(out.waiting, gated->waiting);
       }
     }
   }

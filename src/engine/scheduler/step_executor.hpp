@@ -50,7 +50,7 @@ struct instance_outcome {
   step_result result;
   boost::json::object updates;  ///< variables to set in the caller's scope (SPEC §3.6)
   flow next = flow::next;
-  std::optional<pending_approval> waiting;  ///< flow::suspend
+  std::vector<pending_approval> waiting;  ///< flow::suspend: every gate waiting below this instance
   bool rate_limited = false;  ///< an agent failed with a rate-limit message (SPEC §7)
 };
 
@@ -60,7 +60,7 @@ using leaf_invocation = std::variant<bash_invocation, agent_invocation>;
 struct sequence_outcome {
   std::vector<step_result> results;  ///< one per declared step, in order
   flow end = flow::next;             ///< fatal / skip_remaining / cancelled / suspend, or next
-  std::optional<pending_approval> waiting;
+  std::vector<pending_approval> waiting;
   boost::json::value last_output;    ///< the last completed step's output
   std::string error;                 ///< why it ended when no step says so (a stage condition)
 };
@@ -223,6 +223,12 @@ inline flow worse(flow a, flow b) {
     return 0;
   };
   return rank(a) >= rank(b) ? a : b;
+}
+
+/// Adds the gates `more` waits at to `into` (a fan-out collects every waiting gate).
+inline void append_waiting(std::vector<pending_approval>& into, std::vector<pending_approval>& more) {
+  for (auto& w : more) into.push_back(std::move(w));
+  more.clear();
 }
 
 /// A result for an instance that never started.
