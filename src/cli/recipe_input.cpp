@@ -89,7 +89,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   }
   if (loaded.value) {
     for (const auto& a : sets) apply_set(loaded.value->context, a);
-    auto children = io::scan_sub_recipes(*loaded.value, discovery, limits);
+    auto children = io::scan_sub_recipes(*loaded.value, discovery, limits, &vo);
     diagnostics.insert(diagnostics.end(), children.diagnostics.begin(), children.diagnostics.end());
     vo.sub_recipe_names = std::move(children.declared);
     vo.dynamic_sub_recipes = children.dynamic_calls;

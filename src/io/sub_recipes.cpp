@@ -4,7 +4,11 @@
 
 #include <arun/validation.hpp>
 
+#include <deque>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
 
 namespace arun::io {
 namespace fs = std::filesystem;
@@ -45,22 +49,107 @@ std::string resolve_sub_recipe(const std::string& reference, const std::string& 
   return {};
 }
 
-sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits) {
+namespace {
+
+using name_set = std::set<std::string, std::less<>>;
+
+// One `recipe:` step with a fixed reference, and the recipe it loads.
+struct call_edge {
+  const step* via = nullptr;
+  std::size_t child = 0;  // index into the tree's recipes
+};
+
+// Every recipe reachable from the top, each file once, with its calls.
+struct call_tree {
+  std::deque<recipe> recipes;  // [0] is the top; a deque: steps stay put while it grows
+  std::vector<std::vector<call_edge>> calls;
+  std::vector<bool> dynamic;  // has a `recipe:` chosen at run time
+};
+
+// What a recipe's callees declare (SPEC §5.1: their outputs come back to it), transitively.
+const name_set& declared_below(const call_tree& tree, std::size_t at, std::vector<std::optional<name_set>>& memo,
+                               std::vector<bool>& visiting) {
+  if (memo[at]) return *memo[at];
+  name_set names;
+  visiting[at] = true;
+  for (const auto& call : tree.calls[at]) {
+    if (visiting[call.child]) continue;  // recursion: the names are already being gathered
+    const auto own = declared_names(tree.recipes[call.child]);
+    names.insert(own.begin(), own.end());
+    const auto& deeper = declared_below(tree, call.child, memo, visiting);
+    names.insert(deeper.begin(), deeper.end());
+  }
+  visiting[at] = false;
+  memo[at] = std::move(names);
+  return *memo[at];
+}
+
+// Validates every recipe the top calls, once per call, against what that call passes it: the
+// caller's names (its own, its callees' and what its caller passed), the step's `context:`
+// overrides and --set keys. Errors name the call chain; each is reported once.
+void check_call_tree(const call_tree& tree, const validation_options& top, std::vector<diagnostic>& out) {
+  const auto n = tree.recipes.size();
+  std::vector<std::optional<name_set>> memo(n);
+  std::vector<bool> visiting(n, false);
+  struct pending {
+    std::size_t at;
+    name_set inherited;
+    std::string chain;
+  };
+  std::vector<pending> work{{0, {}, tree.recipes[0].name}};
+  std::set<std::pair<std::size_t, const step*>> seen_calls;
+  std::set<std::string> reported;
+  while (!work.empty()) {
+    auto [at, inherited, chain] = std::move(work.back());
+    work.pop_back();
+    const auto& caller = tree.recipes[at];
+    name_set caller_names = inherited;
+    for (const auto& names : {declared_names(caller, top), declared_below(tree, at, memo, visiting)})
+      caller_names.insert(names.begin(), names.end());
+    for (const auto& call : tree.calls[at]) {
+      if (!seen_calls.emplace(at, call.via).second) continue;
+      const auto& callee = tree.recipes[call.child];
+      name_set passed = caller_names;
+      for (const auto& kv : call.via->call.context) passed.emplace(kv.key());
+      validation_options vo = top;
+      vo.sub_recipe_names = passed;
+      const auto& below = declared_below(tree, call.child, memo, visiting);
+      vo.sub_recipe_names.insert(below.begin(), below.end());
+      vo.dynamic_sub_recipes = tree.dynamic[call.child];
+      const auto callee_chain = chain + " step '" + call.via->id + "' -> " + callee.name;
+      for (auto& d : validate_recipe(callee, vo)) {
+        if (d.level != severity::error || !reported.insert(format_diagnostic(d)).second) continue;
+        d.message += " (sub-recipe called as " + callee_chain + ")";
+        out.push_back(std::move(d));
+      }
+      work.push_back({call.child, std::move(passed), callee_chain});
+    }
+  }
+}
+
+}  // namespace
+
+sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits,
+                                 const validation_options* check) {
   sub_recipe_scan scan;
   const auto roots = recipe_roots(top.source_path, discovery);
-  std::set<std::string> loaded;
-  std::vector<recipe> pending = {top};
-  while (!pending.empty()) {
-    const recipe current = std::move(pending.back());
-    pending.pop_back();
-    for_each_step(current, [&](const step& s, int) {
+  call_tree tree;
+  tree.recipes.push_back(top);
+  std::map<std::string, std::size_t> by_path;
+  for (std::size_t at = 0; at < tree.recipes.size(); ++at) {
+    tree.calls.emplace_back();
+    tree.dynamic.push_back(false);
+    std::vector<call_edge> calls;
+    bool dynamic = false;
+    for_each_step(tree.recipes[at], [&](const step& s, int) {
       if (s.type != step_type::recipe) return;
       if (s.call.recipe.find("{{") != std::string::npos) {
-        scan.dynamic_calls = true;
+        dynamic = true;
         return;
       }
       std::string error;
-      const auto path = resolve_sub_recipe(s.call.recipe, current.source_path, discovery, roots, error, limits.sources);
+      const auto& caller = tree.recipes[at];
+      const auto path = resolve_sub_recipe(s.call.recipe, caller.source_path, discovery, roots, error, limits.sources);
       if (path.empty()) {
         diagnostic d;
         d.where = s.at("recipe");
@@ -70,7 +159,10 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
         return;
       }
       const auto key = fs::weakly_canonical(path).string();
-      if (!loaded.insert(key).second) return;
+      if (auto known = by_path.find(key); known != by_path.end()) {
+        calls.push_back({&s, known->second});
+        return;
+      }
       auto child = load_recipe_chain(path, discovery, limits);
       if (!child.value) {
         diagnostic d;
@@ -80,11 +172,20 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
         scan.diagnostics.push_back(std::move(d));
         return;
       }
-      for (const auto& name : declared_names(*child.value)) scan.declared.insert(name);
-      scan.children.push_back(*child.value);
-      pending.push_back(std::move(*child.value));
+      by_path.emplace(key, tree.recipes.size());
+      calls.push_back({&s, tree.recipes.size()});
+      tree.recipes.push_back(std::move(*child.value));
     });
+    tree.calls[at] = std::move(calls);
+    tree.dynamic[at] = dynamic;
   }
+  scan.dynamic_calls = tree.dynamic[0];
+  for (std::size_t i = 1; i < tree.recipes.size(); ++i) {
+    const auto names = declared_names(tree.recipes[i]);
+    scan.declared.insert(names.begin(), names.end());
+  }
+  if (check) check_call_tree(tree, *check, scan.diagnostics);
+  for (std::size_t i = 1; i < tree.recipes.size(); ++i) scan.children.push_back(std::move(tree.recipes[i]));
   return scan;
 }
 

@@ -8,6 +8,7 @@
 
 #include <arun/diagnostics.hpp>
 #include <arun/recipe.hpp>
+#include <arun/validation.hpp>
 
 #include <functional>
 #include <set>
@@ -31,6 +32,10 @@ std::string resolve_sub_recipe(const std::string& reference, const std::string& 
                                std::string& error, recipe_sources* sources = nullptr);
 
 /// Loads every sub-recipe reachable from `top` (each file once; cycles are the run's business).
-sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits = {});
+/// With `check` (the top's validation options), every sub-recipe is also validated once per
+/// call against the names that call passes it, so that a reference nothing along the call
+/// chain declares is an error before the first step runs, not in the middle of the run.
+sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits = {},
+                                 const validation_options* check = nullptr);
 
 }  // namespace arun::io

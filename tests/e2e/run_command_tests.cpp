@@ -524,6 +524,42 @@ TEST_CASE("validate resolves sub-recipes: their outputs are declared, missing on
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("the whole call tree is checked before the first step: a sub-recipe's references against what its callers pass") {
+  // Step 1 writes a file; the grandchild reads a name nothing along its call chain declares.
+  temp_recipe rec("name: parent\ncontext:\n  topic: x\nsteps:\n  - id: write\n    command: touch written\n"
+                  "  - id: call\n    recipe: middle\n    context:\n      passed: \"{{topic}}\"\n");
+  std::ofstream(rec.dir / "middle.yaml") << "name: middle\nsteps:\n  - id: leaf\n    recipe: leaf\n";
+  std::ofstream(rec.dir / "leaf.yaml") << "name: leaf\nsteps:\n  - id: use\n    command: echo {{topic}} {{passed}} {{typo}}\n";
+  auto r = run_arun({"validate", rec.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains((rec.dir / "leaf.yaml").string() + ":4:14: error: undefined variable 'typo'") &&
+                        Catch::Contains("(sub-recipe called as parent step 'call' -> middle step 'leaf' -> leaf)"));
+  // `topic` (the caller's context) and `passed` (the call's override) are not reported.
+  CHECK(r.err.find("'topic'") == std::string::npos);
+  CHECK(r.err.find("'passed'") == std::string::npos);
+  r = run_arun({"run", rec.file.string()}, rec.dir.string());
+  CHECK(r.exit_code == 2);
+  CHECK_FALSE(fs::exists(rec.dir / "written"));  // refused before anything ran
+  // Fixed, it runs.
+  std::ofstream(rec.dir / "leaf.yaml") << "name: leaf\nsteps:\n  - id: use\n    command: echo {{topic}} {{passed}}\n";
+  r = run_arun({"run", rec.file.string()}, rec.dir.string());
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(rec.dir / "written"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("a sub-recipe reading a name its caller declares but left unset renders it empty with a warning") {
+  temp_recipe rec("name: parent\ncontext:\n  deep: false\nsteps:\n  - id: investigate\n    condition: deep\n"
+                  "    command: echo lots\n    output: findings\n  - id: report\n    recipe: child\n");
+  std::ofstream(rec.dir / "child.yaml") << "name: child\nsteps:\n  - id: use\n    command: echo \"findings=[{{findings}}]\"\n";
+  auto r = run_arun({"run", rec.file.string()}, rec.dir.string());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("{{findings}} has no value") && Catch::Contains("rendered empty"));
+  CHECK_THAT(r.err, Catch::Contains("findings=[]"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("built-in names have values: recipe, session and step") {
   temp_recipe rec("name: builtins\nversion: 1.2.3\nsteps:\n  - id: first\n    command: echo one\n"
                   "  - id: show\n    condition: \"recipe.name == 'builtins'\"\n"

@@ -94,6 +94,9 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   // What the caller hands over counts as declared in the child (SPEC §3.5: the child starts
   // from the caller's context and the step's overrides).
   for (const auto& kv : context) child_frame.declared.emplace(kv.key());
+  // So does what the caller's tree declares but left unset (a skipped step's output): the
+  // child renders it empty with a warning, as the caller itself would (SPEC §5.2).
+  for (const auto& declared : frame_.declared) child_frame.declared.insert(declared);
   if (s.call.max_depth) child_frame.max_depth = std::min(frame_.max_depth, frame_.depth + *s.call.max_depth);
   child_frame.chain.push_back(child.name);
   child_frame.builtins["recipe"] = {{"name", child.name}, {"version", child.version}, {"description", child.description}};
