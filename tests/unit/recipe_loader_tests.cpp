@@ -270,6 +270,10 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "once, put a gate step before the loop; to ask per item, give the loop a steps: body with a gate step or a step "
        "with requires_approval)"},
       {head + "  - id: a\n    command: x\n    parse_json: maybe\n", "r.yaml:5:17: error: 'parse_json' must be true or false"},
+      {head + "  - id: a\n    prompt: x\n    spawn_mode: inline\n",
+       "r.yaml:5:17: error: 'spawn_mode' must be 'subprocess' or omitted, got 'inline'"},
+      {head + "  - id: a\n    command: x\n    spawn_mode: subprocess\n",
+       "r.yaml:5:17: error: 'spawn_mode' belongs to agent steps, not to this bash step"},
       {"name: x\nsteps:\n  - id: a\n    command: x\nstages:\n  - name: s\n    steps: []\n",
        "r.yaml:1:1: error: give 'steps' or 'stages', not both"},
       {"name: x\nstages:\n  - name: s\n    auto_approve_if: 'true'\n    steps:\n      - id: a\n        command: x\n",

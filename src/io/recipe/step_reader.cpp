@@ -18,7 +18,7 @@ const key_list common_keys = {
     "requires_approval", "approval_prompt", "approval_timeout", "approval_default", "on_approval_denied"};
 const key_list bash_keys = {"command", "output_exit_code", "max_env_value_bytes"};
 const key_list agent_keys = {"agent", "prompt", "mode", "model", "provider", "model_role",
-                             "provider_preferences", "agent_config", "auto_stage"};
+                             "provider_preferences", "agent_config", "auto_stage", "spawn_mode"};
 const key_list recipe_keys = {"recipe", "context", "sub_context", "recursion", "recovery_on_failure"};
 const key_list loop_keys = {"foreach", "as", "foreach_var", "max_concurrent", "parallel", "collect",
                             "max_iterations", "checkpoint_iterations", "while_condition",
@@ -164,6 +164,11 @@ void read_agent(const field_reader& f, step& s) {
   s.agent.provider_preferences = f.json("provider_preferences");
   s.agent.agent_config = f.json("agent_config");
   if (auto b = f.boolean("auto_stage")) s.agent.auto_stage = *b;
+  // The Python dialect's way to ask for an agent in a process of its own, which is how arun
+  // always runs an agent CLI: `subprocess` is read and changes nothing; any other value is a
+  // mistake, refused as that dialect refuses it.
+  if (auto mode = f.text("spawn_mode"); mode && *mode != "subprocess")
+    f.error("spawn_mode", "'spawn_mode' must be 'subprocess' or omitted, got '" + *mode + "'");
   if (s.agent.prompt.empty() && !f.has("prompt")) f.error("prompt", "agent step '" + s.id + "' needs a 'prompt'");
 }
 
