@@ -15,6 +15,7 @@ discovery_options discovery_from_environment(std::vector<std::string> recipe_dir
   o.working_dir = std::move(working_dir);
   if (const char* home = std::getenv("HOME")) o.home = home;
   if (const char* path = std::getenv("ARUN_RECIPE_PATH")) o.recipe_path_env = path;
+  if (const char* dir = std::getenv("AMPLIHACK_PACKAGE_RECIPE_DIR")) o.package_recipe_dir = dir;
   return o;
 }
 
@@ -30,6 +31,21 @@ std::vector<std::string> search_dirs(const discovery_options& o, const std::stri
   if (!caller_dir.empty()) dirs.push_back(caller_dir);
   const fs::path wd = o.working_dir;
   for (const char* sub : {"recipes", ".claude/recipes", "amplifier-bundle/recipes"}) dirs.push_back((wd / sub).string());
+  // A recipe run from a sub-directory of a project finds the project's bundle, as amplihack
+  // does; outside a git work tree there is no project root to stop at, so nothing is added.
+  if (const auto top = git_work_tree(o.working_dir); !top.empty()) {
+    auto normal = [](const fs::path& p) {
+      std::error_code ec;
+      auto n = fs::absolute(p, ec).lexically_normal();
+      return n.has_filename() ? n : n.parent_path();  // "/a/b/" is "/a/b"
+    };
+    const auto root = normal(top);
+    for (auto p = normal(wd); p != root && p != p.root_path();) {
+      p = p.parent_path();
+      dirs.push_back((p / "amplifier-bundle/recipes").string());
+    }
+  }
+  if (!o.package_recipe_dir.empty()) dirs.push_back(o.package_recipe_dir);
   if (!o.home.empty()) dirs.push_back((fs::path(o.home) / ".amplihack/.claude/recipes").string());
   return dirs;
 }

@@ -42,6 +42,32 @@ TEST_CASE("the search order is -R, ARUN_RECIPE_PATH, the caller's dir, then the 
                                          r + "/amplifier-bundle/recipes", r + "/home/.amplihack/.claude/recipes"});
 }
 
+TEST_CASE("names are also looked up in amplifier-bundle/recipes up to the git root and in AMPLIHACK_PACKAGE_RECIPE_DIR") {
+  temp_tree t;
+  t.write("project/.git/HEAD", "ref: refs/heads/main\n");
+  t.write("project/amplifier-bundle/recipes/at-root.yaml", "name: r\n");
+  t.write("project/sub/amplifier-bundle/recipes/in-sub.yaml", "name: s\n");
+  t.write("amplifier-bundle/recipes/above-git.yaml", "name: above\n");
+  t.write("package/from-package.yaml", "name: p\n");
+  fs::create_directories(t.root / "project/sub/deeper");
+  auto o = t.options();
+  o.working_dir = (t.root / "project/sub/deeper/").string();
+  o.package_recipe_dir = (t.root / "package").string();
+  const auto p = (t.root / "project").string();
+  const auto dirs = search_dirs(o);
+  // ./…, then each directory above -C up to the work tree's root (not above it), the package dir, ~.
+  const std::vector<std::string> tail(dirs.end() - 4, dirs.end());
+  CHECK(tail == std::vector<std::string>{p + "/sub/amplifier-bundle/recipes", p + "/amplifier-bundle/recipes",
+                                         o.package_recipe_dir, (t.root / "home/.amplihack/.claude/recipes").string()});
+  CHECK(find_recipe("at-root", o).path == p + "/amplifier-bundle/recipes/at-root.yaml");
+  CHECK(find_recipe("in-sub", o).path == p + "/sub/amplifier-bundle/recipes/in-sub.yaml");
+  CHECK(find_recipe("from-package", o).path == o.package_recipe_dir + "/from-package.yaml");
+  CHECK(find_recipe("above-git", o).path.empty());
+  // Outside a git work tree nothing above -C is searched.
+  o.working_dir = (t.root / "package").string();
+  CHECK(search_dirs(o).size() == 5);
+}
+
 TEST_CASE("the first match wins and .yaml comes before .yml") {
   temp_tree t;
   t.write("recipes/deploy.yml", "name: deploy-yml\n");
