@@ -30,6 +30,8 @@ struct agent_options {
   /// Extra rate-limit markers (case-insensitive substrings), besides SPEC's.
   std::vector<std::string> rate_limit_patterns;
   bool auto_stage = false;  ///< --auto-stage: `git add -A` after every agent step
+  /// The model of an agent step's last rate-limit retry (amplihack's `auto`); empty: its own.
+  std::string rate_limit_fallback_model;
 };
 
 struct run_options {

@@ -2,7 +2,9 @@
 
 #include "agent_cli.hpp"
 #include "agent_resolution.hpp"
+#include "amplihack_preset.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -29,6 +31,9 @@ void add_agent_run_options(CLI::App& app, agent_settings& a) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--rate-limit-max-delay", a.rate_limit_max_delay, "Longest wait between rate-limit retries (default 600)")
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--rate-limit-fallback-model", a.rate_limit_fallback_model,
+                 "Model of an agent step's last rate-limit retry (e.g. auto; default: the step's own)")
+      ->type_name("MODEL");
   app.add_option("--rate-limit-pattern", a.rate_limit_patterns,
                  "Extra text (case-insensitive) marking a failed agent reply as rate limited (repeatable)")
       ->allow_extra_args(false);
@@ -52,12 +57,28 @@ std::optional<std::string> configure_agents(const run_settings& s, const std::st
   }
   if (const auto* error = std::get_if<std::string>(&chosen)) return *error;
   runner.agent = std::get<io::agent_cli>(std::move(chosen));
+  std::optional<io::amplihack_settings> amplihack;
+  if (runner.agent.kind == io::agent_cli_kind::amplihack) {
+    amplihack = io::read_amplihack_settings([](const char* name) { return std::getenv(name); });
+    for (const auto& w : amplihack->warnings) std::fprintf(stderr, "arun: warning: %s\n", w.c_str());
+    runner.agent.env = {{"AMPLIHACK_MAX_DEPTH", amplihack->max_depth}, {"AMPLIHACK_MAX_SESSIONS", amplihack->max_sessions}};
+    runner.agent.system_prompt_suffix = std::string(io::amplihack_no_reentry_guard);
+    runner.agent.allow_all_tools = amplihack->allow_all_tools;
+  }
   runner.agents = io::agent_search_from_environment(s.recipe.agent_dirs, base_dir);
   runner.allow_missing_agents = s.recipe.allow_missing_agents;
   auto& opts = engine.agents;
+  // The command line wins over amplihack's settings, which win over the recipe's.
+  if (amplihack) {
+    opts.rate_limit_retries = amplihack->rate_limit_retries;
+    opts.rate_limit_delay = amplihack->rate_limit_delay;
+    opts.rate_limit_max_delay = amplihack->rate_limit_max_delay;
+    opts.rate_limit_fallback_model = amplihack->fallback_model;
+  }
   if (a.rate_limit_retries >= 0) opts.rate_limit_retries = a.rate_limit_retries;
   if (a.rate_limit_delay >= 0) opts.rate_limit_delay = a.rate_limit_delay;
   if (a.rate_limit_max_delay >= 0) opts.rate_limit_max_delay = a.rate_limit_max_delay;
+  if (!a.rate_limit_fallback_model.empty()) opts.rate_limit_fallback_model = a.rate_limit_fallback_model;
   opts.rate_limit_patterns = a.rate_limit_patterns;
   opts.auto_stage = a.auto_stage;
   return std::nullopt;

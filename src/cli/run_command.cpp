@@ -227,7 +227,8 @@ int run_command(const run_settings& s) {
       {"rate_limit_retries", a.rate_limit_retries},
       {"rate_limit_delay", a.rate_limit_delay},
       {"rate_limit_max_delay", a.rate_limit_max_delay},
-      {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())}};
+      {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())},
+      {"rate_limit_fallback_model", a.rate_limit_fallback_model}};
   return execute_run(settings, loaded, *base_dir, session_id, &store);
 }
 

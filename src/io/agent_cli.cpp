@@ -42,8 +42,9 @@ void replace_all(std::string& text, std::string_view what, const std::string& wi
 }
 
 // The arguments of a preset after the program name.
-std::vector<std::string> preset_arguments(agent_cli_kind shape, const agent_payload& payload,
+std::vector<std::string> preset_arguments(const agent_cli& cli, const agent_payload& payload,
                                           const agent_request& request, const std::string& prompt_file) {
+  const auto shape = shape_of(cli);
   std::vector<std::string> args;
   auto add_model = [&] {
     if (!request.model.empty()) args.insert(args.end(), {"--model", request.model});
@@ -52,7 +53,7 @@ std::vector<std::string> preset_arguments(agent_cli_kind shape, const agent_payl
     case agent_cli_kind::copilot:
       args.push_back("-p");
       args.push_back(payload.prompt.size() <= max_prompt_arg_bytes ? payload.prompt : prompt_pointer(prompt_file));
-      args.push_back("--allow-all-tools");
+      if (cli.allow_all_tools) args.push_back("--allow-all-tools");
       add_model();
       break;
     case agent_cli_kind::codex:
@@ -169,9 +170,15 @@ std::string prompt_pointer(const std::string& prompt_file) {
          " first: it holds your complete instructions and task. Then carry them out.";
 }
 
-agent_payload compose_payload(const agent_cli& cli, const agent_request& request) {
+agent_payload compose_payload(const agent_cli& cli, const agent_request& given) {
   agent_payload p;
   const auto shape = shape_of(cli);
+  agent_request request = given;
+  if (!cli.system_prompt_suffix.empty()) {
+    auto& sys = request.system_prompt;
+    while (!sys.empty() && (sys.back() == '\n' || sys.back() == ' ')) sys.pop_back();
+    sys = sys.empty() ? cli.system_prompt_suffix : sys + "\n\n" + cli.system_prompt_suffix;  // one blank line
+  }
   if (cli.kind == agent_cli_kind::custom) {
     p.needs_system_prompt_file = names_placeholder(cli.command_template, "{system_prompt_file}");
     if (p.needs_system_prompt_file) {
@@ -199,7 +206,7 @@ std::vector<std::string> agent_argv(const agent_cli& cli, const agent_payload& p
     return template_arguments(cli.command_template, request, prompt_file, system_prompt_file);
   std::vector<std::string> argv = {cli.program};
   if (cli.kind == agent_cli_kind::amplihack) argv.insert(argv.end(), {std::string(name_of(cli.inner)), "--"});
-  auto args = preset_arguments(shape_of(cli), payload, request, prompt_file);
+  auto args = preset_arguments(cli, payload, request, prompt_file);
   argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
   return argv;
 }

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct agent_cli {
   agent_cli_kind inner = agent_cli_kind::claude;  ///< amplihack: the CLI it launches
   std::string program = "claude";                 ///< argv[0] (searched on PATH without '/')
   std::vector<std::string> command_template;      ///< custom: the words of --agent-command
+  /// Set in every call's environment before the step's env (amplihack: its session limits).
+  std::vector<std::pair<std::string, std::string>> env;
+  /// Appended to every persona, after a blank line (amplihack: its no-re-entry guard).
+  std::string system_prompt_suffix;
+  bool allow_all_tools = true;  ///< copilot's --allow-all-tools (AMPLIHACK_NO_ALLOW_ALL_TOOLS clears it)
 };
 
 /// `claude`, `copilot`, `codex`, `amplihack` (= `amplihack:claude`), `amplihack:copilot`,

@@ -161,6 +161,7 @@ const std::variant<resolved_agent, std::string>& process_step_runner::persona(co
 std::vector<std::string> process_step_runner::agent_environment(const env_overrides& step_env) const {
   env_overrides overrides = {{"AMPLIHACK_SESSION_DEPTH", std::to_string(session_depth_ + 1)},
                              {"AMPLIHACK_TREE_ID", tree_id_}};
+  overrides.insert(overrides.end(), options_.agent.env.begin(), options_.agent.env.end());
   overrides.insert(overrides.end(), step_env.begin(), step_env.end());
   auto env = environment_.with(overrides);
   // A nested Claude Code refuses to start inside another one's session marker.

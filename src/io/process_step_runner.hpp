@@ -40,7 +40,7 @@ private:
   /// The agent file of `reference`, resolved once per run; an error text when it cannot be.
   const std::variant<resolved_agent, std::string>& persona(const std::string& reference);
   /// The agent child's environment (SPEC §11.1): CLAUDECODE removed, AMPLIHACK_SESSION_DEPTH
-  /// one deeper, AMPLIHACK_TREE_ID kept or started, then the step's env.
+  /// one deeper, AMPLIHACK_TREE_ID kept or started, the preset's variables, then the step's env.
   std::vector<std::string> agent_environment(const env_overrides& step_env) const;
 
   runner_options options_;

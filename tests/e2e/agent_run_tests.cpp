@@ -4,6 +4,7 @@
 // and recovery_on_failure. The fake records each call in $FAKE_AGENT_STATE/calls.jsonl.
 #include <catch2/catch.hpp>
 
+#include "amplihack_preset.hpp"
 #include "arun_cli.hpp"
 #include "process_checks.hpp"
 #include "temp_dir.hpp"
@@ -26,6 +27,7 @@ using arun::test::temp_dir;
 namespace {
 
 const std::string fake_agent = std::string(ARUN_SOURCE_DIR) + "/tools/fake-agent";
+const std::string guard(arun::io::amplihack_no_reentry_guard);
 
 // A project folder with a persona, a state folder for the fake, and a bin folder whose
 // claude/copilot/codex/amplihack are the fake agent.
@@ -194,7 +196,38 @@ steps:
     CHECK(argv[2] == "--");
     CHECK(str(calls[0].at("launcher")) == "copilot");
     CHECK(str(calls[0].at("shape")) == "copilot");
+    CHECK(std::find(argv.begin(), argv.end(), "--allow-all-tools") != argv.end());
+    // amplihack's additions: the no-re-entry guard after the persona, its session limits.
+    CHECK(str(calls[0].at("system_prompt")) == "You are the careful reviewer persona.\n\n" + guard);
+    const auto& env = calls[0].at("env").as_object();
+    CHECK(str(env.at("AMPLIHACK_MAX_DEPTH")) == "6");
+    CHECK(str(env.at("AMPLIHACK_MAX_SESSIONS")) == "10");
+  }
+  SECTION("amplihack with claude inside: the guard rides --append-system-prompt; its settings are honoured") {
+    auto r = p.run(recipe, {"--agent-cli", "amplihack"},
+                   {"AMPLIHACK_MAX_DEPTH=3", "AMPLIHACK_MAX_SESSIONS=4", "AMPLIHACK_NO_ALLOW_ALL_TOOLS=1"});
+    REQUIRE(r.exit_code == 0);
+    const auto calls = p.calls();
+    REQUIRE(calls.size() == 1);
+    const auto argv = argv_of(calls[0]);
+    CHECK(argv[1] == "claude");
+    CHECK(str(calls[0].at("system_prompt")) == "You are the careful reviewer persona.\n\n" + guard);
+    const auto& env = calls[0].at("env").as_object();
+    CHECK(str(env.at("AMPLIHACK_MAX_DEPTH")) == "3");
+    CHECK(str(env.at("AMPLIHACK_MAX_SESSIONS")) == "4");
+  }
+  SECTION("amplihack:copilot under AMPLIHACK_NO_ALLOW_ALL_TOOLS drops --allow-all-tools") {
+    auto r = p.run(recipe, {"--agent-cli", "amplihack:copilot"}, {"AMPLIHACK_NO_ALLOW_ALL_TOOLS=1"});
+    REQUIRE(r.exit_code == 0);
+    const auto argv = argv_of(p.calls().at(0));
+    CHECK(std::find(argv.begin(), argv.end(), "--allow-all-tools") == argv.end());
+  }
+  SECTION("plain copilot gets no guard and no amplihack limits") {
+    auto r = p.run(recipe, {"--agent-cli", "copilot"});
+    REQUIRE(r.exit_code == 0);
+    const auto calls = p.calls();
     CHECK(str(calls[0].at("system_prompt")) == "You are the careful reviewer persona.");
+    CHECK_FALSE(calls[0].at("env").as_object().contains("AMPLIHACK_MAX_DEPTH"));
   }
   CHECK(arun::test::leftover_processes().empty());
 }
@@ -278,9 +311,8 @@ steps:
   CHECK(arun::test::leftover_processes().empty());
 }
 
-TEST_CASE("agent rate limits: two rate-limited calls then success with awaited backoff") {
-  agent_project p;
-  const std::string recipe = R"(name: limited
+// An agent step whose first two calls are rate limited.
+const std::string rate_limited_twice = R"(name: limited
 steps:
   - id: ask
     prompt: |
@@ -289,6 +321,41 @@ steps:
       FAKE: reply done
     output: answer
 )";
+
+TEST_CASE("agent rate limits: amplihack's AMPLIHACK_RATELIMIT_* settings, the command line over them") {
+  agent_project p;
+  const std::string recipe = rate_limited_twice;
+  const std::vector<std::string> amplihack_env = {"AMPLIHACK_RATELIMIT_MAX_RETRIES=2", "AMPLIHACK_RATELIMIT_BASE_DELAY_SECS=0",
+                                                  "AMPLIHACK_RATELIMIT_FALLBACK_AUTO_MODEL=1"};
+  SECTION("two retries, the last with model auto") {
+    auto r = p.run(recipe, {"--agent-cli", "amplihack"}, amplihack_env);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto calls = p.calls();
+    REQUIRE(calls.size() == 3);
+    CHECK(calls[0].at("model").is_null());
+    CHECK(calls[1].at("model").is_null());
+    CHECK(str(calls[2].at("model")) == "auto");
+  }
+  SECTION("--rate-limit-retries 1 wins: the one retry is the last, with model auto, and is still limited") {
+    auto r = p.run(recipe, {"--agent-cli", "amplihack", "--rate-limit-retries", "1"}, amplihack_env);
+    CHECK(r.exit_code == 1);
+    const auto calls = p.calls();
+    REQUIRE(calls.size() == 2);
+    CHECK(str(calls[1].at("model")) == "auto");
+  }
+  SECTION("a setting that is not a number is ignored with a warning") {
+    auto r = p.run(recipe, {"--agent-cli", "amplihack", "--rate-limit-delay", "0"}, {"AMPLIHACK_RATELIMIT_MAX_RETRIES=lots"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("AMPLIHACK_RATELIMIT_MAX_RETRIES='lots' is not a whole number from 0 to 100; ignored") != std::string::npos);
+    CHECK(p.calls().size() == 3);
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("agent rate limits: two rate-limited calls then success with awaited backoff") {
+  agent_project p;
+  const std::string recipe = rate_limited_twice;
   auto events = p.root + "/events.jsonl";
   auto r = p.run(recipe, {"--agent-cli", "fake", "--rate-limit-delay", "0.2", "--events", events});
   INFO(r.err);

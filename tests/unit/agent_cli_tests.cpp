@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "agent_cli.hpp"
+#include "amplihack_preset.hpp"
 
 #include <boost/json/parse.hpp>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -106,6 +108,55 @@ TEST_CASE("agent cli: amplihack launches the inner CLI with its arguments after 
   CHECK(copilot[2] == "--");
   CHECK(copilot[3] == "-p");
   CHECK(copilot[4].starts_with("# Instructions"));
+}
+
+TEST_CASE("agent cli: a preset's system-prompt suffix follows the persona, and copilot may go without --allow-all-tools") {
+  auto cli = preset("amplihack:copilot");
+  cli.system_prompt_suffix = "Do not recurse.";
+  auto p = compose_payload(cli, request());
+  CHECK(p.prompt == "# Instructions\n\nYou review code.\n\nDo not recurse.\n\n# Task\n\nReview the diff.");
+  CHECK(std::find(argv_of(cli, request()).begin(), argv_of(cli, request()).end(), "--allow-all-tools") !=
+        argv_of(cli, request()).end());
+  cli.allow_all_tools = false;
+  const auto argv = argv_of(cli, request());
+  CHECK(std::find(argv.begin(), argv.end(), "--allow-all-tools") == argv.end());
+  auto claude = preset("amplihack");
+  claude.system_prompt_suffix = "Do not recurse.";
+  CHECK(compose_payload(claude, request()).system_prompt == "You review code.\n\nDo not recurse.");
+  CHECK(compose_payload(claude, request("")).system_prompt == "Do not recurse.");  // no persona: the suffix alone
+}
+
+TEST_CASE("agent cli: amplihack settings come from AMPLIHACK_* with amplihack's defaults") {
+  std::map<std::string, std::string> env;
+  auto lookup = [&](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  auto s = read_amplihack_settings(lookup);
+  CHECK(s.max_depth == "6");
+  CHECK(s.max_sessions == "10");
+  CHECK(s.allow_all_tools);
+  CHECK_FALSE(s.rate_limit_retries);
+  CHECK(s.fallback_model.empty());
+  env = {{"AMPLIHACK_MAX_DEPTH", "3"}, {"AMPLIHACK_MAX_SESSIONS", "2"}, {"AMPLIHACK_NO_ALLOW_ALL_TOOLS", "1"},
+         {"AMPLIHACK_RATELIMIT_MAX_RETRIES", "7"}, {"AMPLIHACK_RATELIMIT_BASE_DELAY_SECS", "30"},
+         {"AMPLIHACK_RATELIMIT_MAX_DELAY_SECS", "10"}, {"AMPLIHACK_RATELIMIT_FALLBACK_AUTO_MODEL", "yes"}};
+  s = read_amplihack_settings(lookup);
+  CHECK(s.max_depth == "3");
+  CHECK(s.max_sessions == "2");
+  CHECK_FALSE(s.allow_all_tools);
+  CHECK(s.rate_limit_retries == 7);
+  CHECK(s.rate_limit_delay == 30.0);
+  CHECK(s.rate_limit_max_delay == 30.0);  // never below the first delay
+  CHECK(s.fallback_model == "auto");
+  CHECK(s.warnings.empty());
+  env = {{"AMPLIHACK_RATELIMIT_MAX_RETRIES", "101"}, {"AMPLIHACK_RATELIMIT_BASE_DELAY_SECS", "soon"},
+         {"AMPLIHACK_NO_ALLOW_ALL_TOOLS", ""}};
+  s = read_amplihack_settings(lookup);
+  CHECK_FALSE(s.rate_limit_retries);
+  CHECK_FALSE(s.rate_limit_delay);
+  CHECK(s.allow_all_tools);  // empty is unset, as amplihack reads it
+  CHECK(s.warnings.size() == 2);
 }
 
 TEST_CASE("agent cli: fake runs the stand-in agent in claude's shape") {

@@ -120,6 +120,26 @@ TEST_CASE("agent engine: rate-limit retries end at the limit and a step retry na
   CHECK(own.agent_calls.size() == 3);  // the step's 3 attempts, not 1 + 1
 }
 
+TEST_CASE("agent engine: the last rate-limit retry uses the fallback model, earlier ones the step's") {
+  fake_runner runner;
+  recorder events;
+  auto o = opts();
+  o.agents.rate_limit_retries = 2;
+  o.agents.rate_limit_fallback_model = "auto";
+  auto a = agent_step("a", "out:x");
+  a.agent.model = "big";
+  runner.rate_limited_left["out:x"] = 2;
+  const auto result = run(runner, events, make({a}), o);
+  CHECK(result.status == run_status::completed);
+  REQUIRE(runner.agent_calls.size() == 3);
+  CHECK(runner.agent_calls[0].model == "big");
+  CHECK(runner.agent_calls[1].model == "big");
+  CHECK(runner.agent_calls[2].model == "auto");
+  const auto retries = events.of(event_kind::step_retry);
+  REQUIRE(retries.size() == 2);
+  CHECK(retries[1].message.ends_with("; the last retry uses model auto"));
+}
+
 TEST_CASE("agent engine: an ordinary failure is not a rate limit and bash steps are never rate limited") {
   fake_runner runner;
   recorder events;

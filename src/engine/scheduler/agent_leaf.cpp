@@ -51,7 +51,7 @@ asio::awaitable<bool> step_executor::await_agent_spacing(std::stop_token stop) {
 }
 
 asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope sc, const std::string& instance,
-                                                           int attempt, std::stop_token stop) {
+                                                           int attempt, std::stop_token stop, const std::string& model) {
   const auto builtins = step_builtins(s, instance);
   auto prepared = prepare_agent(s.agent, s, view(sc, builtins), rs_.options.working_dir);
   warn(s, instance, prepared.warnings);
@@ -59,6 +59,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   auto inv = std::move(prepared.invocation);
   inv.instance_id = instance;
   inv.timeout = effective_timeout(s, frame_.r);
+  if (!model.empty()) inv.model = model;
   const auto dir = inv.working_dir;
   // Kept for the parse_json reminder: same agent, persona, model and timeout.
   const auto again = s.parse_json ? std::optional<agent_invocation>(inv) : std::nullopt;

@@ -15,6 +15,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <utility>
+
 namespace arun::engine {
 namespace asio = boost::asio;
 
@@ -88,8 +90,9 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
   // names rate_limit itself; other failures count against the step's `retry`.
   const bool own_rate_limits = retries_rate_limits(s.retry);
   int judged = 0, rate_limited = 0;
+  std::string model;  // the rate-limit fallback model, for the last rate-limit retry only
   for (int attempt = 1;; ++attempt) {
-    instance_outcome o = co_await run_attempt(s, sc, instance, attempt, stop);
+    instance_outcome o = co_await run_attempt(s, sc, instance, attempt, stop, std::exchange(model, {}));
     // Attempts that never started a child (a missing working directory) do not count.
     o.result.attempts += attempt - 1;
     if (o.result.status != step_status::failed || stop.stop_requested()) co_return o;
@@ -114,6 +117,12 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
     e.attempt = attempt;
     e.delay = delay;
     e.message = (o.rate_limited ? "rate limited: " : "") + first_line(o.result.error);
+    // The last retry a rate limit gets may use another model (amplihack's `auto` fallback).
+    const auto& fallback = rs_.options.agents.rate_limit_fallback_model;
+    if (o.rate_limited && s.type == step_type::agent && !fallback.empty() && n + 1 >= policy->max_attempts) {
+      model = fallback;
+      e.message += "; the last retry uses model " + fallback;
+    }
     rs_.emit(e);
     // An awaited timer, never a blocking sleep; stopping the run ends the wait at once.
     asio::steady_timer wait(rs_.executor, delay);
@@ -130,11 +139,11 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
 }
 
 asio::awaitable<instance_outcome> step_executor::run_attempt(const step& s, scope sc, const std::string& instance,
-                                                             int attempt, std::stop_token stop) {
+                                                             int attempt, std::stop_token stop, const std::string& model) {
   switch (s.type) {
     case step_type::recipe:
       co_return co_await run_with_deadline(container_kind::recipe_call, s, sc, instance, attempt, stop);
-    case step_type::agent: co_return co_await run_agent(s, sc, instance, attempt, stop);
+    case step_type::agent: co_return co_await run_agent(s, sc, instance, attempt, stop, model);
     default: co_return co_await run_bash(s, sc, instance, attempt, stop);
   }
 }

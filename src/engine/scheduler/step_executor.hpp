@@ -112,16 +112,17 @@ private:
   boost::asio::awaitable<instance_outcome> run_bash(const step& s, scope sc, const std::string& instance, int attempt,
                                                     std::stop_token stop);
   /// One attempt of a step: its child (or sub-recipe call), then for agent steps the
-  /// parse_json reminder call and auto_stage.
+  /// parse_json reminder call and auto_stage. A `model` (the rate-limit fallback) replaces
+  /// an agent step's own for this attempt.
   boost::asio::awaitable<instance_outcome> run_attempt(const step& s, scope sc, const std::string& instance,
-                                                       int attempt, std::stop_token stop);
+                                                       int attempt, std::stop_token stop, const std::string& model = {});
   /// One child under the concurrency limit (agents also under rate_limiting): step_start when
   /// it gets its slot, output events, heartbeats; stopping `stop` terminates it.
   boost::asio::awaitable<leaf_outcome> run_child(leaf_invocation inv, const std::string& instance,
                                                  std::string_view type, int attempt, std::stop_token stop);
   // agent_leaf.cpp
   boost::asio::awaitable<instance_outcome> run_agent(const step& s, scope sc, const std::string& instance,
-                                                     int attempt, std::stop_token stop);
+                                                     int attempt, std::stop_token stop, const std::string& model);
   /// Waits for rate_limiting's agent slot (max_concurrent_llm); false when stopped first.
   boost::asio::awaitable<bool> await_agent_slot(std::optional<slot_lease>& lease, std::stop_token stop);
   /// Waits until min_delay_ms has passed since the last agent start and claims the start;
