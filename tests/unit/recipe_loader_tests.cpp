@@ -333,6 +333,16 @@ TEST_CASE("unknown keys are warnings with a suggestion and the recipe still load
         "r.yaml:4:5: warning: unknown key 'comand' in step 'a' (did you mean 'command'?)");
   CHECK(first_warning(head + "  - id: a\n    command: x\n    zzzz: 1\n") == "r.yaml:5:5: warning: unknown key 'zzzz' in step 'a'");
   CHECK(first_error("name: x\ndescripton: d\nsteps:\n  - id: a\n    command: x\n") == "<no error>");
+  // Stage keys of the Python dialect are read; a stage key or approval key nobody knows is
+  // said, never dropped in silence.
+  const std::string stage = "name: x\nstages:\n  - name: s\n";
+  CHECK(first_warning(stage + "    aproval:\n      required: false\n    steps:\n      - id: a\n        command: x\n") ==
+        "r.yaml:4:5: warning: unknown key 'aproval' in a stage (did you mean 'approval'?)");
+  CHECK(first_warning(stage + "    approval:\n      required: true\n      prompt: p\n      timout: 5\n"
+                              "    steps:\n      - id: a\n        command: x\n") ==
+        "r.yaml:7:7: warning: unknown key 'timout' in the approval of stage 's' (did you mean 'timeout'?)");
+  CHECK(first_warning(stage + "    description: d\n    condition: 'true'\n    approval_required: true\n"
+                              "    approval_message: go?\n    steps:\n      - id: a\n        command: x\n") == "<no warning>");
   CHECK(first_warning("name: x\nversion: one\nsteps:\n  - id: a\n    command: x\n") ==
         "r.yaml:2:10: warning: version 'one' is not semver (MAJOR.MINOR.PATCH)");
 }
