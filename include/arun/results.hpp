@@ -47,6 +47,9 @@ struct step_result {
   std::optional<iteration_counts> iterations;  ///< loop steps only
   std::vector<step_result> children;           ///< sub-recipe steps: the child's top-level steps
   bool fatal = false;  ///< this failure ended the run (on_error: fail)
+  /// This instance skipped the rest of its sequence (on_error: skip_remaining, or a body that
+  /// did): a resume that replays it from the journal skips the rest again.
+  bool skipped_rest = false;
 };
 
 /// The gate a run stopped at (SPEC §8): status `waiting_approval`.

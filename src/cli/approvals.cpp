@@ -200,14 +200,22 @@ decision_outcome record_decision(io::session_store& store, const decision_settin
     out.error = "session " + store.id() + " names no gate it waits at";
     return out;
   }
-  std::vector<bool> chosen(gates.size(), d.all);
+  auto& approvals = approvals_of(state);
+  auto decision_of = [&](const std::string& gate) {
+    const auto* entry = approvals.if_contains(gate);
+    return entry && entry->is_object() ? text_of(entry->get_object(), "decision") : std::string();
+  };
+  // A gate named exactly (or the only one) must be decidable; --all and globs pass over
+  // gates denied since the run stopped (a denial is final).
+  enum class pick { no, exact, broad };
+  std::vector<pick> chosen(gates.size(), d.all ? pick::broad : pick::no);
   if (!d.all && d.gates.empty()) {
     if (gates.size() > 1) {
       out.error = "session " + store.id() + " waits at " + std::to_string(gates.size()) + " gates (" + listed(gates) +
                   "): name them with --step INSTANCE (a glob such as '*/review' works too), or decide all with --all";
       return out;
     }
-    chosen[0] = true;
+    chosen[0] = pick::exact;
   }
   for (const auto& pattern : d.gates) {
     const auto found = matching(gates, pattern);
@@ -215,20 +223,25 @@ decision_outcome record_decision(io::session_store& store, const decision_settin
       out.error = "no gate of session " + store.id() + " matches '" + pattern + "'; it waits at " + listed(gates);
       return out;
     }
-    for (auto i : found) chosen[i] = true;
+    for (auto i : found) chosen[i] = std::max(chosen[i], gates[i].step == pattern ? pick::exact : pick::broad);
   }
-  auto& approvals = approvals_of(state);
   for (std::size_t i = 0; i < gates.size(); ++i) {
-    const auto* entry = approvals.if_contains(gates[i].step);
-    if (chosen[i] && entry && entry->is_object() && text_of(entry->get_object(), "decision") == "denied") {
+    if (decision_of(gates[i].step) != "denied") continue;
+    if (chosen[i] == pick::exact) {
       out.error = "gate " + gates[i].step + " of session " + store.id() + " was denied; a denial is final";
       return out;
     }
+    chosen[i] = pick::no;
+  }
+  if (std::all_of(chosen.begin(), chosen.end(), [](pick p) { return p == pick::no; })) {
+    out.error = "every gate of session " + store.id() + " that matches was denied already (a denial is final)";
+    return out;
   }
   const std::string by = d.approve ? "arun approve" : "arun deny";
   for (std::size_t i = 0; i < gates.size(); ++i) {
-    if (!chosen[i]) {
-      out.undecided.push_back(gates[i].step);
+    if (chosen[i] == pick::no) {
+      const auto before = decision_of(gates[i].step);
+      if (before != "approved" && before != "denied") out.undecided.push_back(gates[i].step);
       continue;
     }
     auto& entry = approvals[gates[i].step];

@@ -73,7 +73,9 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   result.step_results = std::move(seq.results);
   result.status = status_of(seq.end);
   result.error = std::move(seq.error);
-  result.waiting = std::move(seq.waiting);
+  // Gates waited at only matter when the run stops to wait for them (a failure or a stop
+  // elsewhere ends the run as that instead).
+  if (result.status == run_status::waiting_approval) result.waiting = std::move(seq.waiting);
   // A stop that arrived while the last step was finishing still ends the run as cancelled.
   if (result.status == run_status::completed && rs.interrupt.stop_requested()) result.status = run_status::cancelled;
   if (r.output) {  // SPEC §2: the named variable is the recipe's final output

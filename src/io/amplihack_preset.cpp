@@ -38,8 +38,8 @@ amplihack_settings read_amplihack_settings(const std::function<const char*(const
     else
       ignored(name, v, "a number of seconds from 0 to 86400");
   }
-  // As amplihack does: the cap is never below the first delay.
-  if (out.rate_limit_delay && out.rate_limit_max_delay && *out.rate_limit_max_delay < *out.rate_limit_delay)
+  // As amplihack does: the cap (its default 600 s, as arun's) is never below the first delay.
+  if (out.rate_limit_delay && *out.rate_limit_delay > out.rate_limit_max_delay.value_or(600.0))
     out.rate_limit_max_delay = out.rate_limit_delay;
   return out;
 }

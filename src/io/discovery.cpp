@@ -33,17 +33,20 @@ std::vector<std::string> search_dirs(const discovery_options& o, const std::stri
   for (const char* sub : {"recipes", ".claude/recipes", "amplifier-bundle/recipes"}) dirs.push_back((wd / sub).string());
   // A recipe run from a sub-directory of a project finds the project's bundle, as amplihack
   // does; outside a git work tree there is no project root to stop at, so nothing is added.
-  if (const auto top = git_work_tree(o.working_dir); !top.empty()) {
-    auto normal = [](const fs::path& p) {
-      std::error_code ec;
-      auto n = fs::absolute(p, ec).lexically_normal();
-      return n.has_filename() ? n : n.parent_path();  // "/a/b/" is "/a/b"
-    };
+  auto normal = [](const fs::path& p) {
+    std::error_code ec;
+    auto n = fs::absolute(p, ec).lexically_normal();
+    return n.has_filename() ? n : n.parent_path();  // "/a/b/" is "/a/b"
+  };
+  const auto here = normal(wd);
+  if (const auto top = git_work_tree(here.string()); !top.empty()) {
     const auto root = normal(top);
-    for (auto p = normal(wd); p != root && p != p.root_path();) {
-      p = p.parent_path();
-      dirs.push_back((p / "amplifier-bundle/recipes").string());
-    }
+    const auto below = here.lexically_relative(root);
+    if (!below.empty() && *below.begin() != "..")
+      for (auto p = here; p != root && p != p.root_path();) {
+        p = p.parent_path();
+        dirs.push_back((p / "amplifier-bundle/recipes").string());
+      }
   }
   if (!o.package_recipe_dir.empty()) dirs.push_back(o.package_recipe_dir);
   if (!o.home.empty()) dirs.push_back((fs::path(o.home) / ".amplihack/.claude/recipes").string());

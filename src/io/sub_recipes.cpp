@@ -4,6 +4,7 @@
 
 #include <arun/validation.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -91,16 +92,20 @@ void check_call_tree(const call_tree& tree, const validation_options& top, std::
   const auto n = tree.recipes.size();
   std::vector<std::optional<name_set>> memo(n);
   std::vector<bool> visiting(n, false);
+  // A `recipe:` chosen at run time anywhere may produce names no one can see now: undeclared
+  // names then only warn, as in the top recipe.
+  const bool dynamic = std::find(tree.dynamic.begin(), tree.dynamic.end(), true) != tree.dynamic.end();
   struct pending {
     std::size_t at;
     name_set inherited;
     std::string chain;
+    bool lenient;  // lenient_templates up the chain: the child renders in lenient mode too
   };
-  std::vector<pending> work{{0, {}, tree.recipes[0].name}};
+  std::vector<pending> work{{0, {}, tree.recipes[0].name, top.lenient || tree.recipes[0].lenient_templates}};
   std::set<std::pair<std::size_t, const step*>> seen_calls;
   std::set<std::string> reported;
   while (!work.empty()) {
-    auto [at, inherited, chain] = std::move(work.back());
+    auto [at, inherited, chain, lenient] = std::move(work.back());
     work.pop_back();
     const auto& caller = tree.recipes[at];
     name_set caller_names = inherited;
@@ -115,14 +120,15 @@ void check_call_tree(const call_tree& tree, const validation_options& top, std::
       vo.sub_recipe_names = passed;
       const auto& below = declared_below(tree, call.child, memo, visiting);
       vo.sub_recipe_names.insert(below.begin(), below.end());
-      vo.dynamic_sub_recipes = tree.dynamic[call.child];
+      vo.dynamic_sub_recipes = dynamic;
+      vo.lenient = lenient;
       const auto callee_chain = chain + " step '" + call.via->id + "' -> " + callee.name;
       for (auto& d : validate_recipe(callee, vo)) {
         if (d.level != severity::error || !reported.insert(format_diagnostic(d)).second) continue;
         d.message += " (sub-recipe called as " + callee_chain + ")";
         out.push_back(std::move(d));
       }
-      work.push_back({call.child, std::move(passed), callee_chain});
+      work.push_back({call.child, std::move(passed), callee_chain, lenient || callee.lenient_templates});
     }
   }
 }
@@ -179,7 +185,7 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
     tree.calls[at] = std::move(calls);
     tree.dynamic[at] = dynamic;
   }
-  scan.dynamic_calls = tree.dynamic[0];
+  scan.dynamic_calls = std::find(tree.dynamic.begin(), tree.dynamic.end(), true) != tree.dynamic.end();
   for (std::size_t i = 1; i < tree.recipes.size(); ++i) {
     const auto names = declared_names(tree.recipes[i]);
     scan.declared.insert(names.begin(), names.end());

@@ -545,6 +545,15 @@ TEST_CASE("the whole call tree is checked before the first step: a sub-recipe's 
   r = run_arun({"run", rec.file.string()}, rec.dir.string());
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(rec.dir / "written"));
+
+  // A sub-recipe chosen at run time anywhere in the tree may produce names no one can see
+  // now: reading them is a warning, not an error, at every level.
+  temp_recipe dynamic("name: top\nsteps:\n  - id: b\n    recipe: middle\n  - id: use\n    command: echo {{picked}}\n");
+  std::ofstream(dynamic.dir / "middle.yaml") << "name: middle\ncontext:\n  which: leaf\nsteps:\n"
+                                                "  - id: pick\n    recipe: \"{{which}}\"\n  - id: show\n    command: echo {{picked}}\n";
+  r = run_arun({"validate", dynamic.file.string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("warning: undefined variable 'picked'"));
   CHECK(arun::test::leftover_processes().empty());
 }
 

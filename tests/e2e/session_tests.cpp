@@ -498,6 +498,83 @@ TEST_CASE("approvals: a sub-recipe gate under a parallel foreach waits at every 
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("approvals: a denied gate is passed over by --all; a gate named after its denial is refused") {
+  session_project p;
+  const std::string gate = "    requires_approval: true\n    approval_prompt: Go?\n    parallel_group: g\n"
+                           "    on_approval_denied: continue\n";
+  const auto file = p.write("group.yaml", "name: group\ncontext:\n  log: " + p.log.string() + "\nsteps:\n" +
+                                              leaf("left", "l", gate) + leaf("right", "r", gate));
+  REQUIRE(p.run({file, "--no-input"}).exit_code == 5);
+  const auto id = p.only_id();
+  const std::vector<std::string> where = {"--session-dir", p.sessions.string()};
+  auto args = [&](std::vector<std::string> a) {
+    a.insert(a.end(), where.begin(), where.end());
+    return a;
+  };
+  REQUIRE(run_arun(args({"deny", id, "--step", "left"})).exit_code == 0);
+  auto all = run_arun(args({"approve", id, "--all"}));
+  REQUIRE(all.exit_code == 0);
+  CHECK(all.err.find("approved right in session") != std::string::npos);
+  CHECK(all.err.find("still wait") == std::string::npos);
+  auto named = run_arun(args({"approve", id, "--step", "left"}));
+  CHECK(named.exit_code == 2);
+  CHECK(named.err.find("gate left of session " + id + " was denied; a denial is final") != std::string::npos);
+  auto resumed = p.run({"resume", id});
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(status_of(result_of(resumed), "left") == "failed");
+  CHECK(status_of(result_of(resumed), "right") == "completed");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("approvals: a while loop resumed at its second iteration's gate keeps what the first iteration set") {
+  session_project p;
+  // The condition reads `first`, which only the body sets: replaying iteration 0 from the
+  // journal must bring it back, or the loop would end after one iteration.
+  const auto file = p.write("loop.yaml", "name: loop\ncontext:\n  log: " + p.log.string() +
+                                             "\nsteps:\n  - id: w\n    while_condition: \"{{_loop_index}} == 0 or first == 'a'\"\n"
+                                             "    break_when: \"{{_loop_iteration}} >= 2\"\n    steps:\n"
+                                             "      - id: pick\n        command: \"echo {{step.id}} >> {{log}}; echo a\"\n"
+                                             "        output: first\n"
+                                             "      - id: more\n        requires_approval: true\n        approval_prompt: More?\n");
+  REQUIRE(p.run({file, "--no-input"}).exit_code == 5);
+  const auto id = p.only_id();
+  REQUIRE(run_arun({"approve", id, "--session-dir", p.sessions.string()}).exit_code == 0);
+  auto second = p.run({"resume", id, "--no-input"});
+  REQUIRE(second.exit_code == 5);
+  CHECK(result_of(second).at("waiting_approval").at("step") == "w[1]/more");
+  REQUIRE(run_arun({"approve", id, "--session-dir", p.sessions.string()}).exit_code == 0);
+  auto third = p.run({"resume", id, "--no-input"});
+  INFO(third.err);
+  REQUIRE(third.exit_code == 0);
+  const auto result = result_of(third);
+  const auto& loop = result.at("step_results").at(0).as_object();
+  CHECK(loop.at("iterations").at("completed") == 2);
+  CHECK(loop.at("output").as_array().size() == 2);
+  const auto logged = counts(lines_of(p.log));
+  CHECK(logged.at("w[0]/pick") == 1);
+  CHECK(logged.at("w[1]/pick") == 1);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("approvals: a member that skipped the rest still skips it when the resume replays it") {
+  session_project p;
+  const auto file = p.write("skip.yaml", "name: skip\ncontext:\n  log: " + p.log.string() + "\nsteps:\n" +
+                                             "  - id: gate\n    requires_approval: true\n    approval_prompt: Go?\n"
+                                             "    parallel_group: g\n" +
+                                             "  - id: broken\n    command: exit 3\n    on_error: skip_remaining\n"
+                                             "    parallel_group: g\n" +
+                                             leaf("after", "a"));
+  REQUIRE(p.run({file, "--no-input"}).exit_code == 5);
+  const auto id = p.only_id();
+  REQUIRE(run_arun({"approve", id, "--session-dir", p.sessions.string()}).exit_code == 0);
+  auto resumed = p.run({"resume", id});
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(status_of(result_of(resumed), "broken") == "failed");
+  CHECK(status_of(result_of(resumed), "after") == "skipped");
+  CHECK_FALSE(fs::exists(p.log));  // `after` never ran
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("approvals: --all denies every waiting gate of a parallel group") {
   session_project p;
   const std::string gate = "    requires_approval: true\n    approval_prompt: Go?\n    parallel_group: g\n"

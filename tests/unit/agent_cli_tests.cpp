@@ -157,6 +157,9 @@ TEST_CASE("agent cli: amplihack settings come from AMPLIHACK_* with amplihack's 
   CHECK_FALSE(s.rate_limit_delay);
   CHECK(s.allow_all_tools);  // empty is unset, as amplihack reads it
   CHECK(s.warnings.size() == 2);
+  env = {{"AMPLIHACK_RATELIMIT_BASE_DELAY_SECS", "900"}};  // above the default cap of 600: the cap follows
+  s = read_amplihack_settings(lookup);
+  CHECK(s.rate_limit_max_delay == 900.0);
 }
 
 TEST_CASE("agent cli: fake runs the stand-in agent in claude's shape") {

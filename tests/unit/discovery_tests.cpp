@@ -66,6 +66,9 @@ TEST_CASE("names are also looked up in amplifier-bundle/recipes up to the git ro
   // Outside a git work tree nothing above -C is searched.
   o.working_dir = (t.root / "package").string();
   CHECK(search_dirs(o).size() == 5);
+  // A -C that goes through the work tree and out again is outside it: nothing above is searched.
+  o.working_dir = (t.root / "project/sub/../../package").string();
+  CHECK(search_dirs(o).size() == 5);
 }
 
 TEST_CASE("the first match wins and .yaml comes before .yml") {

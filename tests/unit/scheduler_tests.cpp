@@ -738,6 +738,13 @@ TEST_CASE("a gate under a fan-out suspends the run at every instance's gate, nev
     CHECK(result.step_results[1].status == step_status::completed);
     CHECK(result.step_results[3].status == step_status::not_run);
   }
+  SECTION("a failure that ends the run wins over a gate waiting next to it: the run failed") {
+    auto bad = grouped(bash("bad", "fail:1"), "g");
+    auto r = make({grouped(gate_step("left", "L?"), "g"), bad});
+    const auto result = run(runner, events, r);
+    CHECK(result.status == run_status::failed);
+    CHECK(result.waiting.empty());
+  }
   SECTION("a while loop stops at the iteration whose gate waits: the next depends on it") {
     step w;
     w.id = "w";

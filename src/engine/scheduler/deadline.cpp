@@ -62,6 +62,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_with_deadline(contai
                      "s; the steps it was running were stopped";
     o.next = failure_flow(s);
     o.updates = {};
+    o.waiting.clear();  // the container failed: gates that waited inside it no longer do
   }
   co_return o;
 }

@@ -108,6 +108,7 @@ boost::json::object step_executor::step_builtins(const step& s, const std::strin
 
 instance_outcome step_executor::finish_instance(const step& s, const std::string& instance, bool iteration,
                                                 instance_outcome&& o) {
+  o.result.skipped_rest = o.next == flow::skip_remaining;
   if (rs_.options.journal && o.next != flow::suspend) rs_.options.journal->record(o.result, o.updates);
   auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
   e.result = &o.result;
@@ -122,6 +123,7 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
     if (const auto* done = rs_.options.journal->find(instance)) {
       instance_outcome o;  // resume: taken as it was recorded, never re-run
       o.result = done->result;
+      if (o.result.skipped_rest) o.next = flow::skip_remaining;  // as it ended the first time
       restore_children(*rs_.options.journal, o.result.children);
       o.updates = done->context_delta;
       auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));

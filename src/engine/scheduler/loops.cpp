@@ -158,8 +158,15 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
 boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step& s, scope sc,
                                                                       const std::string& instance, std::stop_token stop) {
   rs_.emit(rs_.make_event(event_kind::step_start, instance, "iteration"));
+  // A while loop's body writes to variables the next iteration reads: they are this
+  // iteration's updates, so a resume that replays it from the journal restores them.
+  const bool carries = s.loop_while.has_value();
+  const boost::json::object before = carries ? sc.target() : boost::json::object{};
   auto body = co_await run_steps(s.steps, sc, instance + "/", stop, false);
   instance_outcome o;
+  if (carries)
+    for (const auto& kv : sc.target())
+      if (const auto* old = before.if_contains(kv.key()); !old || *old != kv.value()) o.updates[kv.key()] = kv.value();
   o.result.output = std::move(body.last_output);
   o.next = body.end == flow::fatal ? failure_flow(s) : body.end;
   switch (body.end) {

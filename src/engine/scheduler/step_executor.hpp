@@ -211,15 +211,16 @@ bool is_loop(const step& s);
 flow failure_flow(const step& s);
 /// A failed instance that never started anything: `step 'ID': WHY`, flowing as `on_error` says.
 instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why);
-/// Which of two ways to end wins (a fatal failure over a cancellation over skip_remaining).
+/// Which of two ways to end wins: a fatal failure over a cancellation over a gate waiting
+/// (a run that failed or was stopped says so, not "approve to go on") over skip_remaining.
 inline flow worse(flow a, flow b) {
   auto rank = [](flow f) {
     switch (f) {
       case flow::next: return 0;
       case flow::skip_remaining: return 1;
-      case flow::cancelled: return 2;
-      case flow::fatal: return 3;
-      case flow::suspend: return 4;
+      case flow::suspend: return 2;
+      case flow::cancelled: return 3;
+      case flow::fatal: return 4;
     }
     return 0;
   };

@@ -43,6 +43,7 @@ json::object journal_record(const step_result& result, const json::object& conte
   o["instance"] = result.step_id;
   o["status"] = to_string(result.status);
   o["fatal"] = result.fatal;
+  if (result.skipped_rest) o["skip_remaining"] = true;
   o["result"] = step_to_json(result);
   // A sub-recipe step keeps its own steps one level deep: theirs are in their own records
   // (written before this one), so the journal grows with the instances, not with their depth.
@@ -123,6 +124,7 @@ std::optional<finished_instance> parse_journal_line(std::string_view line) {
   f.result = step_from_json(result->get_object());
   f.result.step_id = instance->get_string();
   if (const auto* fatal = o.if_contains("fatal"); fatal && fatal->is_bool()) f.result.fatal = fatal->get_bool();
+  if (const auto* skip = o.if_contains("skip_remaining"); skip && skip->is_bool()) f.result.skipped_rest = skip->get_bool();
   if (const auto* delta = o.if_contains("delta"); delta && delta->is_object()) f.context_delta = delta->get_object();
   return f;
 }
