@@ -3,6 +3,7 @@
 #include "exit_codes.hpp"
 #include "agent_checks.hpp"
 #include "discovery.hpp"
+#include "diagnostic_render.hpp"
 #include "recipe_chain.hpp"
 #include "sub_recipes.hpp"
 
@@ -10,8 +11,11 @@
 #include <arun/validation.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace arun::cli {
 
@@ -28,6 +32,17 @@ void add_recipe_options(CLI::App& app, recipe_options& o) {
   app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning");
   app.add_option("--max-recipe-bytes", o.max_recipe_bytes, "Largest recipe file accepted (default 1 MiB)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--color", o.color, "Colour on stderr: auto (a terminal, unless NO_COLOR is set), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->type_name("WHEN");
+}
+
+bool stderr_color(const std::string& choice) {
+  if (choice == "always") return true;
+  if (choice == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return ::isatty(STDERR_FILENO) && !(no_color && *no_color) && !(term && std::string_view(term) == "dumb");
 }
 
 void add_agent_options(CLI::App& app, recipe_options& o) {
@@ -111,11 +126,11 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   }
   if (o.strict)
     for (auto& d : diagnostics) d.level = severity::error;  // --strict: warnings fail too
-  for (const auto& d : diagnostics) {
-    std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
-    in.had_warnings |= d.level == severity::warning;
-  }
-  if (!loaded.value || has_errors(diagnostics)) {
+  for (const auto& d : diagnostics) in.had_warnings |= d.level == severity::warning;
+  const bool failed = !loaded.value || has_errors(diagnostics);
+  io::source_files files(o.sources);
+  std::fputs(io::render_diagnostics(std::move(diagnostics), files, stderr_color(o.color)).c_str(), stderr);
+  if (failed) {
     in.exit_code = exit_usage;
     return in;
   }

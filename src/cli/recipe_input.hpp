@@ -27,7 +27,11 @@ struct recipe_options {
   std::vector<std::string> agent_dirs;     ///< --agent-dir, in order
   bool allow_missing_agents = false;       ///< unresolvable agents are warnings, not errors
   io::recipe_sources* sources = nullptr;   ///< a session's copies of recipe files (SPEC §12)
+  std::string color = "auto";              ///< --color: auto, always or never
 };
+
+/// Whether stderr gets colour: --color always/never, else a terminal without NO_COLOR or TERM=dumb.
+bool stderr_color(const std::string& choice);
 
 /// Adds RECIPE, -R, -C, --set, --strict and --lenient to a command.
 void add_recipe_options(CLI::App& app, recipe_options& o);

@@ -330,18 +330,32 @@ void check_references(const recipe& r, const validation_options& options, std::v
   const bool calls_recipes = options.dynamic_sub_recipes;
   // A sub-recipe chosen at run time may declare outputs no one can see now: only warn then.
   const bool soft = options.lenient || r.lenient_templates || calls_recipes;
+  // Names a user could have meant: declared ones, not the engine's own underscore names.
+  std::vector<std::string_view> candidates;
+  for (const auto& n : declared)
+    if (!n.starts_with('_')) candidates.push_back(n);
+  // How often each reference text was seen in one owner's key so far: the renderer finds the
+  // n-th one in the source (a key such as `env` holds several values).
+  std::map<std::pair<std::string, std::string>, std::size_t> seen;
   auto check_text = [&](std::string_view key, const std::string& text, const source_location& where,
                         const std::string& owner) {
     for (const auto& span : engine::find_references(text)) {
+      const auto snippet = text.substr(span.begin, span.end - span.begin);
+      const auto occurrence = seen[{owner + "\n" + std::string(key), snippet}]++;
       if (declared.contains(span.ref.root)) continue;
       std::string defined;
-      for (const auto& n : declared) defined += (defined.empty() ? "" : ", ") + n;
-      out.push_back(make(soft ? severity::warning : severity::error, where,
-                         "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of " + owner +
-                             " (defined: " + defined + ")",
-                         std::string(key),
-                         calls_recipes ? "it may be an output of a sub-recipe"
-                                       : "declare it in context, or pass --set " + span.ref.root + "=..."));
+      for (const auto& n : candidates) defined += (defined.empty() ? "" : ", ") + std::string(n);
+      auto hint = did_you_mean(span.ref.root, candidates);
+      if (hint.empty())
+        hint = calls_recipes ? "it may be an output of a sub-recipe"
+                             : "declare it in context, or pass --set " + span.ref.root + "=...";
+      auto d = make(soft ? severity::warning : severity::error, where,
+                    "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of " + owner +
+                        " (defined: " + defined + ")",
+                    std::string(key), std::move(hint));
+      d.snippet = snippet;
+      d.occurrence = occurrence;
+      out.push_back(std::move(d));
     }
   };
   for_each_step(r, [&](const step& s, int) {

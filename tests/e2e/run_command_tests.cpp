@@ -100,7 +100,11 @@ TEST_CASE("an invalid recipe exits 2 with file:line:column on stderr and nothing
   const auto r = run_arun({rec.file.string()});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":4:5: warning: unknown key 'comand' in step 'a' (did you mean 'command'?)"));
+  CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":4:5: warning: unknown key 'comand' in step 'a'\n"
+                                    "  |\n"
+                                    "4 |     comand: echo hi\n"
+                                    "  |     ^^^^^^\n"
+                                    "  = help: did you mean 'command'?\n"));
   CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":3:5: error: step 'a' has no body"));
   CHECK(arun::test::leftover_processes().empty());
 }
@@ -240,7 +244,8 @@ TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for
   temp_recipe warn("name: w\ndescripton: typo\nsteps:\n  - id: a\n    command: echo {{who}}\ncontext: {who: me}\n");
   auto r = run_arun({"validate", warn.file.string()});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains(":2:1: warning: unknown key 'descripton' in the recipe (did you mean 'description'?)"));
+  CHECK_THAT(r.err, Catch::Contains(":2:1: warning: unknown key 'descripton' in the recipe\n") &&
+                        Catch::Contains("= help: did you mean 'description'?\n") && Catch::EndsWith("1 warning\n"));
   CHECK_THAT(r.out, Catch::Contains("valid (with warnings)"));
   CHECK(run_arun({"validate", warn.file.string(), "--strict"}).exit_code == 2);
 
@@ -249,7 +254,15 @@ TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Catch::Contains(":5:17: error: step 'a' depends on 'nope', which no step has as id"));
-  CHECK_THAT(r.err, Catch::Contains(":4:14: error: undefined variable 'ghost' in {{ghost}} of step 'a'"));
+  CHECK_THAT(r.err, Catch::Contains(":4:19: error: undefined variable 'ghost' in {{ghost}} of step 'a'"));
+  // Sorted by position (line 4 before line 5), then counted.
+  CHECK(r.err.find(":4:19: error") < r.err.find(":5:17: error"));
+  CHECK_THAT(r.err, Catch::EndsWith("\n2 errors\n"));
+  // No colour into a pipe unless asked; --color never wins over a terminal.
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  r = run_arun({"validate", bad.file.string(), "--color", "always"});
+  CHECK_THAT(r.err, Catch::Contains("\x1b[1;31merror\x1b[0m"));
+  CHECK(run_arun({"validate", bad.file.string(), "--color", "sometimes"}).exit_code == 2);
   // --set declares the name, and validate accepts it.
   temp_recipe needs_set("name: s\nsteps:\n  - id: a\n    command: echo\n    output: \"{{ghost}}\"\n");
   CHECK(run_arun({"validate", bad.file.string(), "--set", "ghost=1"}).exit_code == 2);  // depends_on still wrong
@@ -532,7 +545,7 @@ TEST_CASE("the whole call tree is checked before the first step: a sub-recipe's 
   std::ofstream(rec.dir / "leaf.yaml") << "name: leaf\nsteps:\n  - id: use\n    command: echo {{topic}} {{passed}} {{typo}}\n";
   auto r = run_arun({"validate", rec.file.string()});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains((rec.dir / "leaf.yaml").string() + ":4:14: error: undefined variable 'typo'") &&
+  CHECK_THAT(r.err, Catch::Contains((rec.dir / "leaf.yaml").string() + ":4:40: error: undefined variable 'typo'") &&
                         Catch::Contains("(sub-recipe called as parent step 'call' -> middle step 'leaf' -> leaf)"));
   // `topic` (the caller's context) and `passed` (the call's override) are not reported.
   CHECK(r.err.find("'topic'") == std::string::npos);

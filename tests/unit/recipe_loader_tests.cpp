@@ -252,8 +252,8 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {head + "  - id: a\n    command: x\n    depends_on: b\n  - id: b\n    command: y\n    depends_on: [a]\n",
        "r.yaml:8:17: error: depends_on forms a cycle: a -> b -> a"},
       {head + "  - id: a\n    command: echo {{ghost}}\n",
-       "r.yaml:4:14: error: undefined variable 'ghost' in {{ghost}} of step 'a' (defined: _approval_message, "
-       "_loop_index, _loop_iteration, recipe, session, stage, step) (declare it in context, or pass --set ghost=...)"},
+       "r.yaml:4:14: error: undefined variable 'ghost' in {{ghost}} of step 'a' (defined: recipe, session, stage, "
+       "step) (declare it in context, or pass --set ghost=...)"},
       {head + "  - id: a\n    command: x\n    as: f\n", "r.yaml:5:9: error: 'as' needs 'foreach' on the same step"},
       {head + "  - id: a\n    command: x\n    break_when: 'true'\n",
        "r.yaml:5:17: error: 'break_when' needs 'while_condition' on the same step"},
@@ -421,9 +421,9 @@ TEST_CASE("features the engine cannot run yet are listed, not ignored") {
 }
 
 TEST_CASE("edit distance counts single-character edits") {
-  CHECK(arun::io::edit_distance("comand", "command") == 1);
-  CHECK(arun::io::edit_distance("", "abc") == 3);
-  CHECK(arun::io::edit_distance("kitten", "sitting") == 3);
+  CHECK(arun::edit_distance("comand", "command") == 1);
+  CHECK(arun::edit_distance("", "abc") == 3);
+  CHECK(arun::edit_distance("kitten", "sitting") == 3);
 }
 
 TEST_CASE("plain scalars follow the YAML 1.2 core schema for numbers") {

@@ -38,12 +38,6 @@ private:
   std::vector<diagnostic> list_;
 };
 
-/// "did you mean 'X'?" for the closest of `known` within edit distance 2, else empty.
-std::string did_you_mean(std::string_view key, const std::vector<std::string_view>& known);
-
-/// Edit distance between two keys.
-std::size_t edit_distance(std::string_view a, std::string_view b);
-
 /// A mapping being read. `where` names it in messages ("the recipe", "step 'build'").
 class field_reader {
 public:
