@@ -358,10 +358,44 @@ void check_references(const recipe& r, const validation_options& options, std::v
       out.push_back(std::move(d));
     }
   };
+  // Bare names in conditions: `modee == 'quick'` and `mode == quick` read a name nothing
+  // declares, which is null at run time and silently skips the step.
+  auto check_names = [&](std::string_view key, const std::string& text, const source_location& where,
+                         const std::string& owner) {
+    if (text.empty()) return;
+    const auto parsed = engine::parse_condition(text);
+    const auto* c = std::get_if<engine::condition>(&parsed);
+    if (!c) return;  // check_conditions reports the syntax error
+    for (const auto& bare : engine::condition_names(*c)) {
+      if (declared.contains(bare.name)) continue;
+      auto hint = did_you_mean(bare.name, candidates);
+      if (hint.empty())
+        hint = bare.compared ? "to compare with the text " + bare.name + ", quote it: '" + bare.name + "'"
+                             : "declare it in context, or pass --set " + bare.name + "=...";
+      auto d = make(soft ? severity::warning : severity::error, where,
+                    "undefined name '" + bare.name + "' in the " + std::string(key) + " of " + owner +
+                        ": it is null at run time",
+                    std::string(key), std::move(hint));
+      d.snippet = bare.name;
+      // The n-th time the name's text appears in the condition (inside longer words too, as
+      // the renderer searches the source).
+      const std::string_view before = std::string_view(text).substr(0, bare.column - 1);
+      for (auto at = before.find(bare.name); at != std::string_view::npos; at = before.find(bare.name, at + 1))
+        ++d.occurrence;
+      out.push_back(std::move(d));
+    }
+  };
   for_each_step(r, [&](const step& s, int) {
     for (const auto& [key, text] : template_fields(s)) check_text(key, text, s.at(key), "step '" + s.id + "'");
+    const std::string owner = "step '" + s.id + "'";
+    check_names("condition", s.condition, s.at("condition"), owner);
+    if (s.loop_while) {
+      check_names("while_condition", s.loop_while->condition, s.at("while_condition"), owner);
+      check_names("break_when", s.loop_while->break_when, s.at("break_when"), owner);
+    }
   });
   for (const auto& st : r.stages) {
+    check_names("condition", st.condition, st.where, "stage '" + st.name + "'");
     check_text("condition", st.condition, st.where, "stage '" + st.name + "'");
     check_text("approval", st.approval.prompt, st.where, "stage '" + st.name + "'");
   }

@@ -254,6 +254,15 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {head + "  - id: a\n    command: echo {{ghost}}\n",
        "r.yaml:4:14: error: undefined variable 'ghost' in {{ghost}} of step 'a' (defined: recipe, session, stage, "
        "step) (declare it in context, or pass --set ghost=...)"},
+      {"name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: modee == 'q'\n",
+       "r.yaml:7:16: error: undefined name 'modee' in the condition of step 'a': it is null at run time (did you mean "
+       "'mode'?)"},
+      {"name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: mode == q or mode == 'r'\n",
+       "r.yaml:7:16: error: undefined name 'q' in the condition of step 'a': it is null at run time (to compare with "
+       "the text q, quote it: 'q')"},
+      {head + "  - id: a\n    command: x\n    while_condition: not finished\n",
+       "r.yaml:5:22: error: undefined name 'finished' in the while_condition of step 'a': it is null at run time "
+       "(declare it in context, or pass --set finished=...)"},
       {head + "  - id: a\n    command: x\n    as: f\n", "r.yaml:5:9: error: 'as' needs 'foreach' on the same step"},
       {head + "  - id: a\n    command: x\n    break_when: 'true'\n",
        "r.yaml:5:17: error: 'break_when' needs 'while_condition' on the same step"},
@@ -360,6 +369,16 @@ TEST_CASE("references to names declared anywhere, --set keys and built-ins are f
   const auto soft = check(head + "  - id: a\n    command: echo {{ghost}}\n", lenient);
   REQUIRE(soft.size() == 1);
   CHECK(soft[0].find(": warning: undefined variable 'ghost'") != std::string::npos);
+  // --lenient keeps old recipes running: an undeclared bare name in a condition warns too.
+  const auto bare = check(head + "  - id: a\n    command: x\n    condition: skip_tests != true\n", lenient);
+  REQUIRE(bare.size() == 1);
+  CHECK(bare[0].find(": warning: undefined name 'skip_tests' in the condition") != std::string::npos);
+  // Declared names, --set keys, loop variables and built-ins are fine.
+  with_set.set_keys = {"flag"};
+  CHECK(check("name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n"
+              "    condition: mode == 'q' and flag and isinstance(mode, str) and len(session.id) > 0\n",
+              with_set)
+            .empty());
 }
 
 TEST_CASE("context values follow YAML 1.2 typing") {

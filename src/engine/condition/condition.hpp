@@ -100,6 +100,16 @@ std::variant<condition, condition_error> parse_condition(std::string_view text);
 /// static checks of undeclared names.
 std::vector<reference> condition_references(const condition& c);
 
+/// A bare name in a condition (`mode` in `mode == 'quick'`): a context name, null when unset.
+struct bare_name {
+  std::string name;
+  std::size_t column = 0;  ///< 1-based byte position in the condition text
+  bool compared = false;   ///< an operand of ==, !=, in, not in: maybe a string left unquoted
+};
+
+/// Every bare name the condition reads, in source order: for static checks of undeclared names.
+std::vector<bare_name> condition_names(const condition& c);
+
 struct condition_outcome {
   bool value = false;                     ///< the truthiness of the result; false on error
   std::vector<std::string> warnings;      ///< undefined references rendered as null

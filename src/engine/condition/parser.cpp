@@ -2,10 +2,13 @@
 // bounded by max_condition_nesting, so no input can exhaust the stack.
 #include "condition/condition.hpp"
 
+#include <algorithm>
+
 #include "condition/ast.hpp"
 #include "condition/builtins.hpp"
 #include "condition/lexer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -399,5 +402,28 @@ std::variant<condition, condition_error> parse_condition(std::string_view text) 
 }
 
 std::vector<reference> condition_references(const condition& c) { return c.references(); }
+
+namespace {
+
+// The tree is as deep as the bracket nesting, which the parser bounds: recursion is safe.
+void collect_names(const detail::node& n, bool compared, std::vector<bare_name>& out) {
+  if (n.kind == detail::node_kind::identifier) {
+    out.push_back({n.name, n.column, compared});
+    return;
+  }
+  const bool equality = n.kind == detail::node_kind::comparison && !n.ops.empty() &&
+                        (n.ops[0].op == detail::binary_op::eq || n.ops[0].op == detail::binary_op::ne ||
+                         n.ops[0].op == detail::binary_op::in || n.ops[0].op == detail::binary_op::not_in);
+  for (const auto& child : n.children) collect_names(child, equality, out);
+}
+
+}  // namespace
+
+std::vector<bare_name> condition_names(const condition& c) {
+  std::vector<bare_name> out;
+  collect_names(c.root(), false, out);
+  std::sort(out.begin(), out.end(), [](const bare_name& a, const bare_name& b) { return a.column < b.column; });
+  return out;
+}
 
 }  // namespace arun::engine
