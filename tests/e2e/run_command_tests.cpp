@@ -100,7 +100,7 @@ TEST_CASE("an invalid recipe exits 2 with file:line:column on stderr and nothing
   const auto r = run_arun({rec.file.string()});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":4:5: warning: unknown key 'comand' in step 'a'\n"
+  CHECK_THAT(r.err, Catch::Contains(rec.file.string() + ":4:5: error: unknown key 'comand' in step 'a'\n"
                                     "  |\n"
                                     "4 |     comand: echo hi\n"
                                     "  |     ^^^^^^\n"
@@ -241,11 +241,10 @@ TEST_CASE("a second SIGINT kills the running steps at once") {
 }
 
 TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for errors") {
-  temp_recipe warn("name: w\ndescripton: typo\nsteps:\n  - id: a\n    command: echo {{who}}\ncontext: {who: me}\n");
+  temp_recipe warn("name: w\nx-owner: team\nsteps:\n  - id: a\n    command: echo {{who}}\ncontext: {who: me}\n");
   auto r = run_arun({"validate", warn.file.string()});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains(":2:1: warning: unknown key 'descripton' in the recipe\n") &&
-                        Catch::Contains("= help: did you mean 'description'?\n") && Catch::EndsWith("1 warning\n"));
+  CHECK_THAT(r.err, Catch::Contains(":2:1: warning: unknown key 'x-owner' in the recipe\n") && Catch::EndsWith("1 warning\n"));
   CHECK_THAT(r.out, Catch::Contains("valid (with warnings)"));
   CHECK(run_arun({"validate", warn.file.string(), "--strict"}).exit_code == 2);
 

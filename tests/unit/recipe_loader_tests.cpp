@@ -206,7 +206,7 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\nsteps: []\n", "r.yaml:2:8: error: 'steps' must be a non-empty list"},
       {"name: x\nsteps: {a: 1}\n", "r.yaml:2:8: error: 'steps' must be a non-empty list"},
       {head + "  - command: x\n", "r.yaml:3:5: error: every step needs 'id'"},
-      {head + "  - id: a\n    comand: echo hi\n",
+      {head + "  - id: a\n    shell: echo hi\n",
        "r.yaml:3:5: error: step 'a' has no body: add 'command', 'prompt', 'agent', 'recipe' or 'steps' (a step needs "
        "something to run)"},
       {head + "  - just a string\n",
@@ -335,21 +335,38 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
   }
 }
 
-TEST_CASE("unknown keys are warnings with a suggestion and the recipe still loads") {
-  CHECK(first_warning("name: x\ndescripton: d\nsteps:\n  - id: a\n    command: x\n") ==
-        "r.yaml:2:1: warning: unknown key 'descripton' in the recipe (did you mean 'description'?)");
-  CHECK(first_warning(head + "  - id: a\n    comand: echo hi\n") ==
-        "r.yaml:4:5: warning: unknown key 'comand' in step 'a' (did you mean 'command'?)");
+TEST_CASE("an unknown key near a valid one is an error with the suggestion; others are warnings") {
+  CHECK(first_error("name: x\ndescripton: d\nsteps:\n  - id: a\n    command: x\n") ==
+        "r.yaml:2:1: error: unknown key 'descripton' in the recipe (did you mean 'description'?)");
+  CHECK(first_error(head + "  - id: a\n    command: x\n    timout: 5\n") ==
+        "r.yaml:5:5: error: unknown key 'timout' in step 'a' (did you mean 'timeout'?)");
   CHECK(first_warning(head + "  - id: a\n    command: x\n    zzzz: 1\n") == "r.yaml:5:5: warning: unknown key 'zzzz' in step 'a'");
-  CHECK(first_error("name: x\ndescripton: d\nsteps:\n  - id: a\n    command: x\n") == "<no error>");
+  CHECK(first_error(head + "  - id: a\n    command: x\n    zzzz: 1\n") == "<no error>");
+  // The vocabulary of GitHub Actions and the like is never ignored.
+  const std::vector<std::pair<std::string, std::string>> foreign = {
+      {"if: ${{ true }}", "r.yaml:5:5: error: unknown key 'if' in step 'a': arun's name for it is 'condition' (write the "
+                          "condition as 'condition:')"},
+      {"needs: [b]", "r.yaml:5:5: error: unknown key 'needs' in step 'a': arun's name for it is 'depends_on' (write "
+                     "'depends_on:' with the ids of the steps to wait for)"},
+      {"working-directory: src", "r.yaml:5:5: error: unknown key 'working-directory' in step 'a': arun's name for it is "
+                                 "'working_dir' (write 'working_dir:')"},
+      {"timeout-minutes: 5", "r.yaml:5:5: error: unknown key 'timeout-minutes' in step 'a': arun's name for it is "
+                             "'timeout' (write 'timeout:' in seconds (timeout-minutes: 5 is timeout: 300))"},
+      {"continue-on-error: true", "r.yaml:5:5: error: unknown key 'continue-on-error' in step 'a': arun's name for it "
+                                  "is 'on_error' (write 'on_error: continue')"},
+  };
+  for (const auto& [line, expected] : foreign) CHECK(first_error(head + "  - id: a\n    command: x\n    " + line + "\n") == expected);
+  CHECK(first_error(head + "  - id: a\n    run: echo hi\n") ==
+        "r.yaml:4:5: error: unknown key 'run' in step 'a': arun's name for it is 'command' (write the shell script as "
+        "'command:')");
   // Stage keys of the Python dialect are read; a stage key or approval key nobody knows is
   // said, never dropped in silence.
   const std::string stage = "name: x\nstages:\n  - name: s\n";
-  CHECK(first_warning(stage + "    aproval:\n      required: false\n    steps:\n      - id: a\n        command: x\n") ==
-        "r.yaml:4:5: warning: unknown key 'aproval' in a stage (did you mean 'approval'?)");
-  CHECK(first_warning(stage + "    approval:\n      required: true\n      prompt: p\n      timout: 5\n"
-                              "    steps:\n      - id: a\n        command: x\n") ==
-        "r.yaml:7:7: warning: unknown key 'timout' in the approval of stage 's' (did you mean 'timeout'?)");
+  CHECK(first_error(stage + "    aproval:\n      required: false\n    steps:\n      - id: a\n        command: x\n") ==
+        "r.yaml:4:5: error: unknown key 'aproval' in a stage (did you mean 'approval'?)");
+  CHECK(first_error(stage + "    approval:\n      required: true\n      prompt: p\n      timout: 5\n"
+                            "    steps:\n      - id: a\n        command: x\n") ==
+        "r.yaml:7:7: error: unknown key 'timout' in the approval of stage 's' (did you mean 'timeout'?)");
   CHECK(first_warning(stage + "    description: d\n    condition: 'true'\n    approval_required: true\n"
                               "    approval_message: go?\n    steps:\n      - id: a\n        command: x\n") == "<no warning>");
   CHECK(first_warning("name: x\nversion: one\nsteps:\n  - id: a\n    command: x\n") ==

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 namespace arun::io {
 
@@ -50,7 +51,31 @@ void field_reader::check_keys(const std::vector<std::string_view>& known,
       sink_.error(kv.first.Mark(), "'" + key + "' " + std::string(r->second), key);
       continue;
     }
-    sink_.warning(kv.first.Mark(), "unknown key '" + key + "' in " + where_, key, did_you_mean(key, known));
+    // What people bring from GitHub Actions and similar tools: such a key is never ignored
+    // (an ignored `if:` would run the step every time).
+    static const std::vector<std::tuple<std::string_view, std::string_view, std::string_view>> foreign = {
+        {"if", "condition", "write the condition as 'condition:'"},
+        {"needs", "depends_on", "write 'depends_on:' with the ids of the steps to wait for"},
+        {"run", "command", "write the shell script as 'command:'"},
+        {"working-directory", "working_dir", "write 'working_dir:'"},
+        {"timeout-minutes", "timeout", "write 'timeout:' in seconds (timeout-minutes: 5 is timeout: 300)"},
+        {"continue-on-error", "on_error", "write 'on_error: continue'"},
+    };
+    const auto f = std::find_if(foreign.begin(), foreign.end(), [&](const auto& entry) {
+      return std::get<0>(entry) == key && std::find(known.begin(), known.end(), std::get<1>(entry)) != known.end();
+    });
+    if (f != foreign.end()) {
+      sink_.error(kv.first.Mark(), "unknown key '" + key + "' in " + where_ + ": arun's name for it is '" +
+                                       std::string(std::get<1>(*f)) + "'",
+                  key, std::string(std::get<2>(*f)));
+      continue;
+    }
+    // A near miss of a key valid here is a typo whose setting would be lost (`timout:` runs
+    // without a timeout): an error. Other unknown keys may be another tool's: a warning.
+    if (auto hint = did_you_mean(key, known); !hint.empty())
+      sink_.error(kv.first.Mark(), "unknown key '" + key + "' in " + where_, key, std::move(hint));
+    else
+      sink_.warning(kv.first.Mark(), "unknown key '" + key + "' in " + where_, key);
   }
 }
 
