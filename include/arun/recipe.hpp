@@ -195,6 +195,9 @@ struct recipe {
   std::string author, created, updated;
   std::vector<std::string> tags;
   boost::json::object context;
+  /// `env` for every step and hook of this recipe, before the step's own (which wins).
+  std::vector<std::pair<std::string, std::string>> env;
+  source_location env_where;
   std::vector<step> steps;    ///< exactly one of steps and stages is non-empty
   std::vector<stage> stages;
   recursion_limits recursion;

@@ -38,8 +38,9 @@ bool has_nul(const std::string& text) { return text.find('\0') != std::string::n
 
 // The step's `env` values and `working_dir`, rendered into `env` and `working_dir`; warnings
 // are added to `warnings`. The error (`env NAME: why`, `working_dir: why`) or empty.
-std::string render_placement(const step& s, const render_scope& scope, std::vector<std::string>& warnings,
-                             std::vector<std::pair<std::string, std::string>>& env, std::string& working_dir) {
+std::string render_placement(const step& s, const render_scope& scope, const env_list& recipe_env,
+                             std::vector<std::string>& warnings, std::vector<std::pair<std::string, std::string>>& env,
+                             std::string& working_dir) {
   auto render = [&](const std::string& what, const std::string& text, std::string& out) -> std::string {
     auto rendered = render_text(text, scope);
     warnings.insert(warnings.end(), rendered.warnings.begin(), rendered.warnings.end());
@@ -48,6 +49,12 @@ std::string render_placement(const step& s, const render_scope& scope, std::vect
     out = std::move(rendered.text);
     return {};
   };
+  // The recipe's env first: the step's own, applied after it, wins for a name both set.
+  for (const auto& [name, value] : recipe_env) {
+    std::string text;
+    if (auto error = render("env " + name, value, text); !error.empty()) return error;
+    env.emplace_back(name, std::move(text));
+  }
   for (const auto& [name, value] : s.env) {
     std::string text;
     if (auto error = render("env " + name, value, text); !error.empty()) return error;
@@ -58,7 +65,7 @@ std::string render_placement(const step& s, const render_scope& scope, std::vect
 
 }  // namespace
 
-prepared_bash prepare_bash(const step& s, const render_scope& scope) {
+prepared_bash prepare_bash(const step& s, const render_scope& scope, const env_list& recipe_env) {
   prepared_bash p;
   auto& inv = p.invocation;
   inv.instance_id = s.id;
@@ -69,7 +76,7 @@ prepared_bash prepare_bash(const step& s, const render_scope& scope) {
     return p;
   }
   inv.command = std::move(shell.script);
-  p.error = render_placement(s, scope, p.warnings, inv.env, inv.working_dir);
+  p.error = render_placement(s, scope, recipe_env, p.warnings, inv.env, inv.working_dir);
   if (!p.error.empty()) return p;
   export_limits limits;
   if (s.max_env_value_bytes) limits.max_value_bytes = *s.max_env_value_bytes;
@@ -90,7 +97,7 @@ std::string below(const std::string& base, const std::string& dir) {
 }  // namespace
 
 prepared_agent prepare_agent(const agent_call& call, const step& s, const render_scope& scope,
-                             const std::string& run_dir) {
+                             const std::string& run_dir, const env_list& recipe_env) {
   prepared_agent p;
   auto& inv = p.invocation;
   inv.instance_id = s.id;
@@ -105,7 +112,7 @@ prepared_agent prepare_agent(const agent_call& call, const step& s, const render
     out = std::move(rendered.text);
     return true;
   };
-  p.error = render_placement(s, scope, p.warnings, inv.env, inv.working_dir);
+  p.error = render_placement(s, scope, recipe_env, p.warnings, inv.env, inv.working_dir);
   if (!p.error.empty()) return p;
   // SPEC §3.4: the agent's context gets working_directory and NONINTERACTIVE when absent.
   boost::json::object extra = scope.locals ? *scope.locals : boost::json::object{};

@@ -32,8 +32,11 @@ struct prepared_bash {
   std::string error;  ///< the step cannot run (an undefined reference, a non-integer in arithmetic, ...)
 };
 
+/// The recipe's own `env`, which comes before each step's.
+using env_list = std::vector<std::pair<std::string, std::string>>;
+
 /// Renders the step; `invocation.timeout` and `on_line` are left for the caller.
-prepared_bash prepare_bash(const step& s, const render_scope& scope);
+prepared_bash prepare_bash(const step& s, const render_scope& scope, const env_list& recipe_env = {});
 
 /// Ends every agent prompt so a nested agent never waits for an answer (SPEC §3.4).
 inline constexpr std::string_view non_interactive_footer = "Proceed autonomously. Do not ask questions.";
@@ -54,6 +57,6 @@ struct prepared_agent {
 /// the scope has neither. The prompt gets `MODE: <mode>` in front and the non-interactive
 /// footer at the end. `invocation.timeout` and `on_line` are left for the caller.
 prepared_agent prepare_agent(const agent_call& call, const step& s, const render_scope& scope,
-                             const std::string& run_dir);
+                             const std::string& run_dir, const env_list& recipe_env = {});
 
 }  // namespace arun::engine

@@ -399,6 +399,7 @@ void check_references(const recipe& r, const validation_options& options, std::v
     check_text("condition", st.condition, st.where, "stage '" + st.name + "'");
     check_text("approval", st.approval.prompt, st.where, "stage '" + st.name + "'");
   }
+  for (const auto& [name, value] : r.env) check_text("env", value, r.env_where, "the recipe's env");
   for (const auto* hook : {&r.hooks.pre_step, &r.hooks.post_step, &r.hooks.on_error})
     check_text("hooks", *hook, r.where, "the hooks");
 }

@@ -101,6 +101,14 @@ recipe merge_extended(recipe parent, recipe child) {
   boost::json::object context = std::move(parent.context);
   for (auto& kv : merged.context) context[kv.key()] = std::move(kv.value());
   merged.context = std::move(context);
+  // env merges like context: the child's value of a name wins, the parent's others stay first.
+  auto env = std::move(parent.env);
+  for (auto& [name, value] : merged.env) {
+    auto same = std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
+    if (same != env.end()) same->second = std::move(value);
+    else env.emplace_back(std::move(name), std::move(value));
+  }
+  merged.env = std::move(env);
   merge_steps(parent.steps, std::move(merged.steps));
   merged.steps = std::move(parent.steps);
   if (merged.stages.empty()) merged.stages = std::move(parent.stages);

@@ -19,7 +19,7 @@ namespace {
 const std::vector<std::string_view> top_level_keys = {
     "name", "description", "version", "author", "created", "updated", "tags", "context", "steps", "stages",
     "recursion", "hooks", "extends", "context_validation", "rate_limiting", "execution", "default_step_timeout",
-    "output", "inputs", "parameters", "metadata", "lenient_templates"};
+    "output", "inputs", "parameters", "metadata", "lenient_templates", "env", "orchestrator"};
 
 constexpr std::size_t max_nesting = 64;  // SPEC §1
 
@@ -179,6 +179,14 @@ public:
     r_.where = sink_.at(f_.map().Mark());
     read_metadata();
     if (auto ctx = f_.object("context")) r_.context = std::move(*ctx);
+    r_.env = read_env_map(f_, "env");
+    r_.env_where = sink_.at(f_.mark("env"));
+    // The Python dialect's pacing of calls inside amplifier's own agent sessions: an agent
+    // CLI paces itself, so nothing here can honour it. Say so rather than drop it.
+    if (f_.has("orchestrator"))
+      f_.warning("orchestrator", "'orchestrator' paces calls inside the Python runner's own agent sessions and has no "
+                                 "effect on agent CLIs",
+                 "rate_limiting.min_delay_ms spaces agent starts; rate_limiting.max_concurrent_llm caps them");
     read_body();
     read_recursion();
     read_hooks();

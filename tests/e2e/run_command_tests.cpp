@@ -581,6 +581,38 @@ TEST_CASE("a sub-recipe reading a name its caller declares but left unset render
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("a recipe-level env applies to every step and hook before the step's own, and extends merges it") {
+  temp_recipe rec("name: e\ncontext:\n  region: eu\nenv:\n  REGION: \"{{region}}\"\n  SHARED: recipe\n"
+                  "hooks:\n  post_step: echo \"hook $REGION\" >> hook.log\n"
+                  "steps:\n  - id: a\n    command: echo \"$REGION $SHARED\"\n    env:\n      SHARED: step\n"
+                  "  - id: b\n    command: echo \"$SHARED\"\n");
+  auto r = run_arun({"run", rec.file.string(), "--output-format", "json", "-q"}, rec.dir.string());
+  REQUIRE(r.exit_code == 0);
+  auto result = arun::test::result_json(r);
+  CHECK(result.at("step_results").at(0).at("output") == "eu step");
+  CHECK(result.at("step_results").at(1).at("output") == "recipe");
+  CHECK(arun::test::read_text(rec.dir / "hook.log") == "hook eu\nhook eu\n");
+  // A child that extends it keeps the parent's names and wins for its own.
+  std::ofstream(rec.dir / "child.yaml") << "name: c\nextends: recipe.yaml\nenv:\n  SHARED: child\n"
+                                           "steps:\n  - id: c\n    command: echo \"$REGION $SHARED\"\n";
+  r = run_arun({"run", (rec.dir / "child.yaml").string(), "--output-format", "json", "-q"}, rec.dir.string());
+  REQUIRE(r.exit_code == 0);
+  result = arun::test::result_json(r);
+  CHECK(result.at("step_results").at(0).at("output") == "eu step");
+  CHECK(result.at("step_results").at(1).at("output") == "child");
+  CHECK(result.at("step_results").at(2).at("output") == "eu child");
+  // Its references are checked like a step's, where they are written.
+  temp_recipe bad("name: e\ncontext:\n  region: eu\nenv:\n  REGION: \"{{regin}}\"\norchestrator:\n  config: {}\n"
+                  "steps:\n  - id: a\n    command: echo\n");
+  r = run_arun({"validate", bad.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(":5:12: error: undefined variable 'regin' in {{regin}} of the recipe's env") &&
+                        Catch::Contains("help: did you mean 'region'?"));
+  CHECK_THAT(r.err, Catch::Contains(":7:3: warning: 'orchestrator' paces calls inside the Python runner's own agent "
+                                    "sessions and has no effect on agent CLIs"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("built-in names have values: recipe, session and step") {
   temp_recipe rec("name: builtins\nversion: 1.2.3\nsteps:\n  - id: first\n    command: echo one\n"
                   "  - id: show\n    condition: \"recipe.name == 'builtins'\"\n"

@@ -53,7 +53,7 @@ asio::awaitable<bool> step_executor::await_agent_spacing(std::stop_token stop) {
 asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope sc, const std::string& instance,
                                                            int attempt, std::stop_token stop, const std::string& model) {
   const auto builtins = step_builtins(s, instance);
-  auto prepared = prepare_agent(s.agent, s, view(sc, builtins), rs_.options.working_dir);
+  auto prepared = prepare_agent(s.agent, s, view(sc, builtins), rs_.options.working_dir, frame_.r.env);
   warn(s, instance, prepared.warnings);
   if (!prepared.error.empty()) co_return failed_before_start(s, instance, prepared.error);
   auto inv = std::move(prepared.invocation);
@@ -127,7 +127,7 @@ asio::awaitable<instance_outcome> step_executor::recover(const step& s, scope sc
                  std::string(recovered_marker) + "`.";
   const std::string id = instance + "/recovery_on_failure";
   const auto builtins = step_builtins(s, instance);
-  auto prepared = prepare_agent(call, s, view(sc, builtins), rs_.options.working_dir);
+  auto prepared = prepare_agent(call, s, view(sc, builtins), rs_.options.working_dir, frame_.r.env);
   warn(s, instance, prepared.warnings);
   if (!prepared.error.empty()) {
     failed.result.error += "\nrecovery_on_failure could not start: " + prepared.error;

@@ -94,28 +94,6 @@ void read_on_error(const field_reader& f, step& s) {
     s.on_error = on_error_policy::continue_run;
 }
 
-void read_env(const field_reader& f, step& s) {
-  const auto env = f.node("env");
-  if (!env) return;
-  if (!env.IsMap()) {
-    f.error("env", "'env' must be a mapping of variable names to values");
-    return;
-  }
-  static const std::regex name_pattern("[A-Za-z_][A-Za-z0-9_]*");
-  std::set<std::string> seen;
-  for (const auto& kv : env) {
-    const auto& name = kv.first.Scalar();
-    if (!seen.insert(name).second)
-      f.sink().error(kv.first.Mark(), "duplicate key '" + name + "' in 'env'", "env");
-    else if (!std::regex_match(name, name_pattern))
-      f.sink().error(kv.first.Mark(), "'" + name + "' is not a valid environment variable name", "env");
-    else if (!kv.second.IsScalar())
-      f.sink().error(kv.second.Mark(), "the value of env '" + name + "' must be a scalar", "env");
-    else
-      s.env.emplace_back(name, kv.second.Scalar());
-  }
-}
-
 void read_approval(const field_reader& f, step& s) {
   if (auto b = f.boolean("requires_approval")) s.approval.required = *b;
   if (auto p = f.text("approval_prompt")) s.approval.prompt = *p;
@@ -151,7 +129,7 @@ void read_common(const field_reader& f, step& s) {
   if (auto b = f.boolean("parse_json_required")) s.parse_json_required = *b;
   if (f.has("working_dir") && f.has("cwd")) f.error("cwd", "give 'working_dir' or its alias 'cwd', not both");
   if (auto wd = f.text(f.has("cwd") ? "cwd" : "working_dir")) s.working_dir = *wd;
-  read_env(f, s);
+  s.env = read_env_map(f, "env");
   read_approval(f, s);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 #include <set>
 #include <tuple>
 
@@ -225,5 +226,30 @@ std::optional<boost::json::object> field_reader::object(const char* key) const {
   report_duplicate_keys(n, sink_, key);
   return yaml_to_json(n, sink_.node_budget()).as_object();
 }
+
+std::vector<std::pair<std::string, std::string>> read_env_map(const field_reader& f, const char* key) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto env = f.node(key);
+  if (!env) return out;
+  if (!env.IsMap()) {
+    f.error(key, "'" + std::string(key) + "' must be a mapping of variable names to values");
+    return out;
+  }
+  static const std::regex name_pattern("[A-Za-z_][A-Za-z0-9_]*");
+  std::set<std::string> seen;
+  for (const auto& kv : env) {
+    const auto& name = kv.first.Scalar();
+    if (!seen.insert(name).second)
+      f.sink().error(kv.first.Mark(), "duplicate key '" + name + "' in 'env'", "env");
+    else if (!std::regex_match(name, name_pattern))
+      f.sink().error(kv.first.Mark(), "'" + name + "' is not a valid environment variable name", "env");
+    else if (!kv.second.IsScalar())
+      f.sink().error(kv.second.Mark(), "the value of env '" + name + "' must be a scalar", "env");
+    else
+      out.emplace_back(name, kv.second.Scalar());
+  }
+  return out;
+}
+
 
 }  // namespace arun::io

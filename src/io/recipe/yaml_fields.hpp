@@ -87,4 +87,8 @@ private:
   std::string where_;
 };
 
+/// An `env` mapping (variable names to scalar values, in order): bad names, duplicates and
+/// non-scalar values are errors at their own positions.
+std::vector<std::pair<std::string, std::string>> read_env_map(const field_reader& f, const char* key);
+
 }  // namespace arun::io
