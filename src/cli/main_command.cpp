@@ -2,6 +2,9 @@
 // resume, approve, deny, sessions list|show|clean, `--version`.
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "usage_hints.hpp"
+
+#include <cstdio>
 
 namespace arun::cli {
 
@@ -32,14 +35,14 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   list->add_option("-C,--working-dir", list_options.working_dir, "Directory discovery starts from");
   recipe_options agents_options;
-  auto* agents = app.add_subcommand("agents", "Agent files (SPEC §11.2, docs/agents.md)");
+  auto* agents = app.add_subcommand("agents", "Agent files: where agent steps find their personas");
   agents->require_subcommand(1, 1);
   auto* agents_list = agents->add_subcommand("list", "List the agents found in the agent search path");
   agents_list->add_option("--agent-dir", agents_options.agent_dirs, "Directory searched first (repeatable)")
       ->allow_extra_args(false);
   agents_list->add_option("-C,--working-dir", agents_options.working_dir, "Directory the project places are below");
   resume_settings resume_options;
-  auto* resume = app.add_subcommand("resume", "Continue a session: finished steps are not run again (SPEC §12)");
+  auto* resume = app.add_subcommand("resume", "Continue a session: finished steps are not run again");
   add_resume_options(*resume, resume_options);
   sessions_settings sessions_options;
   decision_settings decision;
@@ -75,10 +78,19 @@ int main(int argc, char** argv) {
   add_root(sessions_clean);
   sessions_clean->add_option("--older-than", sessions_options.older_than_days, "Age in days")
       ->required()
-      ->check(CLI::Range(0.0, 100000.0));
+      ->check(quiet(CLI::Range(0.0, 100000.0)));
+  if (const auto typo = mistyped_subcommand(argc, argv, app); !typo.empty()) {
+    std::fprintf(stderr, "arun: %s\n", typo.c_str());
+    return exit_usage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0)
+      if (const auto typo = mistyped_option(argc, argv, app); !typo.empty()) {
+        std::fprintf(stderr, "arun: %s\n", typo.c_str());
+        return exit_usage;
+      }
     const int code = app.exit(e);
     return code == 0 ? exit_success : exit_usage;
   }

@@ -1,6 +1,7 @@
 #include "recipe_input.hpp"
 
 #include "exit_codes.hpp"
+#include "usage_hints.hpp"
 #include "agent_checks.hpp"
 #include "discovery.hpp"
 #include "diagnostic_render.hpp"
@@ -20,21 +21,31 @@
 namespace arun::cli {
 
 void add_recipe_options(CLI::App& app, recipe_options& o) {
-  app.add_option("recipe", o.recipe, "Recipe file, or a recipe name found by discovery (docs/running.md)");
+  app.add_option("recipe", o.recipe, "Recipe file, or a recipe name found by discovery");
   app.add_option("-R,--recipe-dir", o.recipe_dirs, "Directory searched first for recipes by name (repeatable)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("DIR")
+      ->group("Recipe");
   app.add_option("-C,--working-dir", o.working_dir,
-                 "Directory the steps run in and discovery starts from (default: the current one)");
+                 "Directory the steps run in and discovery starts from (default: the current one)")
+      ->type_name("DIR")
+      ->group("Recipe");
   app.add_option("--set", o.sets, "Set a context variable: KEY=VALUE (JSON-typed; a.b=1 sets a key of a)")
       ->type_name("KEY=VALUE")
-      ->allow_extra_args(false);  // `--set k=v recipe.yaml`: the recipe is not a second value
-  app.add_flag("--strict", o.strict, "Unknown keys are errors; references without a value at run time fail the step");
-  app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning");
+      ->allow_extra_args(false)  // `--set k=v recipe.yaml`: the recipe is not a second value
+      ->group("Recipe");
+  app.add_flag("--strict", o.strict, "Unknown keys are errors; references without a value at run time fail the step")
+      ->group("Recipe");
+  app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning")
+      ->group("Recipe");
   app.add_option("--max-recipe-bytes", o.max_recipe_bytes, "Largest recipe file accepted (default 1 MiB)")
-      ->check(CLI::PositiveNumber);
+      ->check(quiet(CLI::PositiveNumber))
+      ->type_name("BYTES")
+      ->group("Recipe");
   app.add_option("--color", o.color, "Colour on stderr: auto (a terminal, unless NO_COLOR is set), always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
-      ->type_name("WHEN");
+      ->type_name("WHEN")
+      ->group("Output");
 }
 
 bool stderr_color(const std::string& choice) {
@@ -47,10 +58,13 @@ bool stderr_color(const std::string& choice) {
 
 void add_agent_options(CLI::App& app, recipe_options& o) {
   o.check_agents = true;
-  app.add_option("--agent-dir", o.agent_dirs, "Directory searched first for agent files (repeatable; docs/agents.md)")
-      ->allow_extra_args(false);
+  app.add_option("--agent-dir", o.agent_dirs, "Directory searched first for agent files (repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("DIR")
+      ->group("Agents and rate limits");
   app.add_flag("--allow-missing-agents", o.allow_missing_agents,
-               "An agent reference that does not resolve is a warning instead of an error");
+               "An agent reference that does not resolve is a warning instead of an error")
+      ->group("Agents and rate limits");
 }
 
 recipe_input load_recipe_input(const recipe_options& o, bool for_run) {

@@ -4,6 +4,7 @@
 #include "approvals.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "usage_hints.hpp"
 #include "run_output.hpp"
 
 #include "context_checks.hpp"
@@ -371,47 +372,70 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
 
 void add_run_options(CLI::App& app, run_settings& s) {
   add_recipe_options(app, s.recipe);
-  add_agent_options(app, s.recipe);
-  app.add_flag("--dry-run", s.dry_run, "Run nothing: print the plan with conditions evaluated where possible");
   add_execution_options(app, s);
+  app.add_flag("--dry-run", s.dry_run, "Run nothing: print the plan with conditions evaluated where possible")
+      ->group("Running");
+  add_agent_options(app, s.recipe);
+  add_agent_run_options(app, s.agents);
 }
 
+// Core options first (what runs, how, what it prints); agents and rate limits after them.
 void add_execution_options(CLI::App& app, run_settings& s) {
-  add_agent_run_options(app, s.agents);
-  app.add_option("--max-concurrent", s.max_concurrent,
-                 "Child processes running at once in the whole run (steps and hooks; default 8)")
-      ->check(CLI::Range(1, 4096));
+  const std::string running = "Running", output = "Output", limits = "Limits and sessions";
+  app.add_option("-j,--max-concurrent", s.max_concurrent,
+                 "Child processes running at once in the whole run (steps and hooks; 1 to 4096, default 8)")
+      ->check(quiet(CLI::Range(1, 4096)))
+      ->type_name("N")
+      ->group(running);
   app.add_option("--include-tags", s.include_tags, "Run only steps with one of these when_tags (comma-separated)")
       ->delimiter(',')
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("TAGS")
+      ->group(running);
   app.add_option("--exclude-tags", s.exclude_tags, "Skip steps with any of these when_tags (comma-separated)")
       ->delimiter(',')
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("TAGS")
+      ->group(running);
+  app.add_flag("-y,--yes", s.yes, "Approve every approval gate")->group(running);
+  app.add_flag("--no-input", s.no_input, "Never ask on the terminal: a gate suspends the run (exit 5)")->group(running);
   app.add_option("--output-format", s.output_format, "Final result on stdout: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("FORMAT")
+      ->group(output);
   app.add_option("--events", s.events_file, "Write every event as a JSON line to FILE (truncated first)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->group(output);
   app.add_option("--audit-dir", s.audit_dir, "Also write the events to DIR/<recipe>-<session>.jsonl")
-      ->type_name("DIR");
-  app.add_flag("-y,--yes", s.yes, "Approve every approval gate");
-  app.add_flag("--no-input", s.no_input, "Never ask on the terminal: a gate suspends the run (exit 5)");
+      ->type_name("DIR")
+      ->group(output);
   app.add_option("--progress", s.progress, "Progress on stderr: auto (live on a terminal), plain or off")
-      ->check(CLI::IsMember({"auto", "plain", "off"}));
-  app.add_flag("-q,--quiet", s.quiet, "No progress on stderr");
+      ->check(CLI::IsMember({"auto", "plain", "off"}))
+      ->type_name("MODE")
+      ->group(output);
+  app.add_flag("-q,--quiet", s.quiet, "No progress on stderr")->group(output);
   app.add_option("--heartbeat", s.heartbeat, "Seconds between heartbeat events of a long step (0: none)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(quiet(CLI::Range(0.0, 86400.0)))
+      ->type_name("SECONDS")
+      ->group(limits);
   app.add_option("--kill-grace", s.kill_grace,
                  "Seconds between SIGTERM and SIGKILL when a step times out or is cancelled")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(quiet(CLI::Range(0.0, 3600.0)))
+      ->type_name("SECONDS")
+      ->group(limits);
   app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
-      ->check(CLI::PositiveNumber);
+      ->check(quiet(CLI::PositiveNumber))
+      ->type_name("BYTES")
+      ->group(limits);
   app.add_option("--spill-outputs-over", s.spill_outputs_over,
                  "Outputs longer than BYTES are kept in the session's outputs/ directory, not in memory "
                  "(default 96 KiB; 0: never)")
-      ->type_name("BYTES");
+      ->type_name("BYTES")
+      ->group(limits);
   app.add_option("--session-dir", s.session_dir,
                  "Where sessions live (default $ARUN_SESSION_DIR, else $XDG_STATE_HOME/arun/sessions)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->group(limits);
 }
 
 }  // namespace arun::cli

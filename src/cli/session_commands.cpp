@@ -2,6 +2,7 @@
 // its recipe copy and journal, and looking after the session directories.
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "agent_setup.hpp"
 #include "approvals.hpp"
 
 #include "json_text.hpp"
@@ -148,6 +149,7 @@ void add_resume_options(CLI::App& app, resume_settings& r) {
       ->allow_extra_args(false);
   app.add_flag("--retry-failed", r.retry_failed, "Run again the instances that failed without stopping the run");
   add_execution_options(app, r.run);
+  add_agent_run_options(app, r.run.agents);
 }
 
 int resume_command(const resume_settings& r) {

@@ -120,6 +120,39 @@ TEST_CASE("a missing recipe exits 3 and no recipe exits 4") {
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("a mistyped subcommand or option gets a suggestion, never a recipe lookup") {
+  auto r = run_arun({"valdate", "x.yaml"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "arun: unknown command 'valdate' (did you mean 'validate'? To run a recipe named valdate: arun run "
+                 "valdate)\n");
+  r = run_arun({"x.yaml", "--max-concurent", "3"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "arun: unknown option '--max-concurent' (did you mean '--max-concurrent'?)\n");
+  r = run_arun({"validate", "x.yaml", "--strikt"});
+  CHECK(r.err == "arun: unknown option '--strikt' (did you mean '--strict'?)\n");
+  r = run_arun({"sessions", "list", "--sesion-dir", "/tmp"});
+  CHECK(r.err == "arun: unknown option '--sesion-dir' (did you mean '--session-dir'?)\n");
+  CHECK(run_arun({"--zzz"}).err == "arun: unknown option '--zzz' (arun --help lists them)\n");
+  // A recipe whose name is close to a subcommand still runs by name.
+  temp_recipe lint("name: lint\nsteps:\n  - id: a\n    command: echo linted\n");
+  fs::create_directories(lint.dir / "recipes");
+  fs::copy_file(lint.file, lint.dir / "recipes" / "lst.yaml");
+  r = run_arun({"lst", "-q"}, lint.dir.string());
+  CHECK(r.exit_code == 0);
+  // -j is --max-concurrent.
+  r = run_arun({lint.file.string(), "-j", "2", "-q"});
+  CHECK(r.exit_code == 0);
+  CHECK(run_arun({lint.file.string(), "-j", "0"}).exit_code == 2);
+  // Help is grouped and free of type noise and of documents a user does not have.
+  const auto help = run_arun({"--help"}).out;
+  for (const char* group : {"Recipe:", "Running:", "Output:", "Agents and rate limits:"})
+    CHECK_THAT(help, Catch::Contains(group));
+  CHECK(help.find("FLOAT") == std::string::npos);
+  CHECK(help.find("SPEC") == std::string::npos);
+  CHECK(help.find("Agents and rate limits:") > help.find("Running:"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("usage errors exit 2, --help and --version exit 0") {
   CHECK(run_arun({"--no-such-option"}).exit_code == 2);
   CHECK(run_arun({"x.yaml", "--output-format", "xml"}).exit_code == 2);

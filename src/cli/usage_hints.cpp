@@ -1,0 +1,85 @@
+#include "usage_hints.hpp"
+
+#include "discovery.hpp"
+
+#include <arun/diagnostics.hpp>
+
+#include <string_view>
+#include <vector>
+
+namespace arun::cli {
+namespace {
+
+// The value of -R/--recipe-dir and -C/--working-dir in argv, for discovery before parsing.
+std::vector<std::string> values_of(int argc, char** argv, std::string_view short_name, std::string_view long_name) {
+  std::vector<std::string> values;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if ((a == short_name || a == long_name) && i + 1 < argc) values.emplace_back(argv[++i]);
+    else if (a.starts_with(std::string(long_name) + "=")) values.emplace_back(a.substr(long_name.size() + 1));
+  }
+  return values;
+}
+
+// The subcommand argv names (nested: `sessions list`), or the top-level app.
+const CLI::App* chosen(int argc, char** argv, const CLI::App& app) {
+  const CLI::App* at = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.starts_with("-")) continue;
+    bool descended = false;
+    for (const auto* sub : at->get_subcommands([](const CLI::App*) { return true; }))
+      if (sub->get_name() == a) {
+        at = sub;
+        descended = true;
+        break;
+      }
+    if (!descended && at != &app) break;
+  }
+  return at;
+}
+
+}  // namespace
+
+std::string mistyped_subcommand(int argc, char** argv, const CLI::App& app) {
+  if (argc < 2) return {};
+  const std::string word = argv[1];
+  if (word.empty() || word.starts_with("-") || io::looks_like_path(word)) return {};
+  std::vector<std::string> names;
+  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  std::vector<std::string_view> views(names.begin(), names.end());
+  for (auto n : views)
+    if (n == word) return {};
+  const auto hint = did_you_mean(word, views);
+  if (hint.empty()) return {};
+  // A recipe of that name runs, as `arun NAME` always does.
+  const auto dirs = values_of(argc, argv, "-C", "--working-dir");
+  const auto discovery = io::discovery_from_environment(values_of(argc, argv, "-R", "--recipe-dir"), dirs.empty() ? "" : dirs.back());
+  if (!io::find_recipe(word, discovery).path.empty()) return {};
+  return "unknown command '" + word + "' (" + hint + " To run a recipe named " + word + ": arun run " + word + ")";
+}
+
+std::string mistyped_option(int argc, char** argv, const CLI::App& app) {
+  const auto* at = chosen(argc, argv, app);
+  std::vector<std::string> names;
+  for (const auto* opt : at->get_options([](const CLI::Option*) { return true; })) {
+    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+    for (const auto& s : opt->get_snames()) names.push_back("-" + s);
+  }
+  std::vector<std::string_view> views(names.begin(), names.end());
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") break;
+    if (!a.starts_with("--")) continue;
+    a = a.substr(0, a.find('='));
+    bool known = false;
+    for (auto n : views) known = known || n == a;
+    if (known) continue;
+    const auto hint = did_you_mean(a, views);
+    const std::string where = at == &app ? std::string("arun") : "arun " + at->get_name();
+    return "unknown option '" + std::string(a) + "'" + (hint.empty() ? " (" + where + " --help lists them)" : " (" + hint + ")");
+  }
+  return {};
+}
+
+}  // namespace arun::cli
