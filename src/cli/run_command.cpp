@@ -5,6 +5,9 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "usage_hints.hpp"
+#include "sub_recipes.hpp"
+#include "diagnostic_render.hpp"
+#include "agent_checks.hpp"
 #include "run_output.hpp"
 
 #include "context_checks.hpp"
@@ -254,6 +257,21 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
   if (s.dry_run) {
     print_plan(plan_run(loaded, options), loaded, s.output_format);
     return exit_success;
+  }
+  // An agent CLI that is not there fails before the first step, not at the first agent step
+  // after an hour of work.
+  {
+    const auto discovery = io::discovery_from_environment(s.recipe.recipe_dirs, s.recipe.working_dir);
+    io::load_limits limits;
+    limits.sources = s.recipe.sources;
+    const auto tree = io::scan_sub_recipes(loaded, discovery, limits);
+    std::vector<const recipe*> recipes = {&loaded};
+    for (const auto& child : tree.children) recipes.push_back(&child);
+    if (auto missing = io::check_agent_cli(recipes, ro.agent, ro.inherited_env, severity::error)) {
+      io::source_files files(s.recipe.sources);
+      std::fputs(io::render_diagnostics({*missing}, files, stderr_color(s.recipe.color)).c_str(), stderr);
+      return finish_unstarted(store, missing->message, exit_usage);
+    }
   }
 
   event_sinks sinks;

@@ -1,5 +1,7 @@
 #include "agent_checks.hpp"
 
+#include "process/spawn.hpp"
+
 #include <variant>
 
 namespace arun::io {
@@ -28,6 +30,31 @@ std::vector<diagnostic> check_agent_references(const recipe& r, const agent_sear
               "recovery_on_failure of step '" + s.id + "'");
   });
   return out;
+}
+
+std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& recipes, const agent_cli& cli,
+                                          const std::vector<std::string>& env, severity level) {
+  const step* first = nullptr;
+  for (const auto* r : recipes) {
+    for_each_step(*r, [&](const step& s, int) {
+      if (!first && (s.type == step_type::agent || !s.call.recovery_on_failure.is_null())) first = &s;
+    });
+    if (first) break;
+  }
+  if (!first) return std::nullopt;
+  const std::string program = cli.kind == agent_cli_kind::custom ? cli.command_template.front() : cli.program;
+  if (find_program(program, env)) return std::nullopt;
+  const auto path = env_value(env, "PATH");
+  diagnostic d;
+  d.level = level;
+  d.where = first->at(first->type == step_type::agent ? "prompt" : "recovery_on_failure");
+  d.message = "the agent CLI '" + program + "' (" + describe(cli) + ") is not installed or not on PATH, and step '" +
+              first->id + "' needs it (looked in " +
+              (program.find('/') != std::string::npos ? program : "PATH=" + path.value_or("<unset>")) + ")";
+  d.key = "agent";
+  d.hint = "install it, or choose another with --agent-cli or --agent-command (--agent-cli fake rehearses the recipe "
+           "without one)";
+  return d;
 }
 
 }  // namespace arun::io
