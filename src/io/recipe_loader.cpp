@@ -2,6 +2,7 @@
 
 #include "recipe/step_reader.hpp"
 #include "recipe/yaml_fields.hpp"
+#include "recipe/yaml_traps.hpp"
 #include "yaml_json.hpp"
 
 #include <yaml-cpp/eventhandler.h>
@@ -404,7 +405,7 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
       const auto at = nesting_overflow(source, max_nesting);
       sink.error(at ? mark_at(source, *at) : e.mark, "the document nests deeper than " + std::to_string(max_nesting) + " levels");
     } else {
-      sink.error(e.mark, "invalid YAML: " + e.msg);
+      sink.error(e.mark, "invalid YAML: " + e.msg, {}, yaml_error_hint(source, e.mark, e.msg));
     }
     return finish();
   }

@@ -263,6 +263,25 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {head + "  - id: a\n    command: x\n    while_condition: not finished\n",
        "r.yaml:5:22: error: undefined name 'finished' in the while_condition of step 'a': it is null at run time "
        "(declare it in context, or pass --set finished=...)"},
+      // YAML traps get a help line in recipe words.
+      {head + "  - id: a\n    command: {{x}}\n",
+       "r.yaml:4:14: error: 'command' must be a string (YAML reads an unquoted {{...}} as a mapping: quote the whole "
+       "value, e.g. \"{{name}}\")"},
+      {head + "  - id: a\n    command: echo\n    env:\n      A: {{x}}\n",
+       "r.yaml:6:10: error: the value of env 'A' must be a scalar (YAML reads an unquoted {{...}} as a mapping: quote "
+       "the whole value, e.g. \"{{name}}\")"},
+      {head + "  - id: a\n    command: echo key: value\n",
+       "r.yaml:4:22: error: invalid YAML: illegal map value (a plain value cannot contain ': ' — write it as a block "
+       "(`key: |` and the text indented on the next lines) or quote it)"},
+      {head + "\t- id: a\n\t  command: echo\n",
+       "r.yaml:3:2: error: invalid YAML: illegal block entry (YAML does not allow tabs in indentation: indent with "
+       "spaces)"},
+      {head + "  - id: a\n     command: echo\n",
+       "r.yaml:4:13: error: invalid YAML: illegal map value (this line's key starts at column 6; the keys of its "
+       "mapping ('id' above) start at column 5)"},
+      {head + "  - id: a\n    command: echo\n   output: x\n",
+       "r.yaml:5:4: error: invalid YAML: end of sequence not found (this line's key starts at column 4; the keys of "
+       "its mapping ('command' above) start at column 5)"},
       {head + "  - id: a\n    command: x\n    as: f\n", "r.yaml:5:9: error: 'as' needs 'foreach' on the same step"},
       {head + "  - id: a\n    command: x\n    break_when: 'true'\n",
        "r.yaml:5:17: error: 'break_when' needs 'while_condition' on the same step"},
@@ -327,7 +346,8 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "command, argument or environment variable (remove the \\0 escape)"},
       {head + std::string("  - id: a\n    command: echo \0 hi\n", 33),
        "r.yaml:4:19: error: the file holds a NUL byte: a recipe is text (is this a binary file?)"},
-      {"name: x\n\tsteps: []\n", "r.yaml:2:1: error: invalid YAML: illegal tab when looking for indentation"},
+      {"name: x\n\tsteps: []\n", "r.yaml:2:1: error: invalid YAML: illegal tab when looking for indentation (YAML does not allow tabs in "
+       "indentation: indent with spaces)"},
   };
   for (const auto& r : rows) {
     INFO("recipe:\n" << r.text);

@@ -1,5 +1,6 @@
 #include "recipe/yaml_fields.hpp"
 
+#include "recipe/yaml_traps.hpp"
 #include "yaml_json.hpp"
 
 #include <algorithm>
@@ -100,7 +101,7 @@ std::optional<std::string> field_reader::text(const char* key, bool required) co
     return std::nullopt;
   }
   if (!n.IsScalar() || (n.Tag() != "!" && scalar_to_json(n).is_null())) {
-    error(key, "'" + std::string(key) + "' must be a string");
+    error(key, "'" + std::string(key) + "' must be a string", unquoted_template_hint(n));
     return std::nullopt;
   }
   return n.Scalar();
@@ -244,7 +245,8 @@ std::vector<std::pair<std::string, std::string>> read_env_map(const field_reader
     else if (!std::regex_match(name, name_pattern))
       f.sink().error(kv.first.Mark(), "'" + name + "' is not a valid environment variable name", "env");
     else if (!kv.second.IsScalar())
-      f.sink().error(kv.second.Mark(), "the value of env '" + name + "' must be a scalar", "env");
+      f.sink().error(kv.second.Mark(), "the value of env '" + name + "' must be a scalar", "env",
+                     unquoted_template_hint(kv.second));
     else
       out.emplace_back(name, kv.second.Scalar());
   }
