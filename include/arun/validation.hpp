@@ -5,6 +5,7 @@
 #include <arun/diagnostics.hpp>
 #include <arun/recipe.hpp>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +29,11 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
 /// The names a recipe declares anywhere: context keys, outputs, collect and
 /// output_exit_code names, loop variables, and the built-ins (SPEC §5.1).
 std::set<std::string, std::less<>> declared_names(const recipe& r, const validation_options& options = {});
+
+/// The script a bash step with `command` runs, each {{reference}} rewritten to its variable
+/// expansion (values are stand-ins), for static checks such as `bash -n`; nullopt when the
+/// command cannot be rewritten (validation reports why).
+std::optional<std::string> bash_script_preview(const std::string& command);
 
 /// Fields this version of the engine cannot run yet: `run` refuses such recipes (exit 2)
 /// instead of running them differently from what they say.

@@ -6,6 +6,7 @@
 #include "discovery.hpp"
 #include "diagnostic_render.hpp"
 #include "recipe_chain.hpp"
+#include "shell_syntax.hpp"
 #include "sub_recipes.hpp"
 
 #include <arun/context_set.hpp>
@@ -132,6 +133,14 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
         more = io::check_agent_references(child, search, o.allow_missing_agents);
         diagnostics.insert(diagnostics.end(), more.begin(), more.end());
       }
+    }
+    // `bash -n` on every bash script, in `validate` only: a run's first step should not wait
+    // for a bash process per step of a large recipe (the run reports a syntax error anyway).
+    if (!for_run && !has_errors(diagnostics)) {
+      std::vector<const recipe*> recipes = {&*loaded.value};
+      for (const auto& child : children.children) recipes.push_back(&child);
+      more = io::check_shell_syntax(recipes);
+      diagnostics.insert(diagnostics.end(), more.begin(), more.end());
     }
     if (for_run && !has_errors(diagnostics)) {
       more = unsupported_features(*loaded.value);

@@ -1,21 +1,11 @@
 #include "recipe/yaml_traps.hpp"
 
+#include "text_lines.hpp"
+
 #include <algorithm>
 
 namespace arun::io {
 namespace {
-
-// Line `index` (0-based) of `source`, without its line break.
-std::string_view line_at(std::string_view source, std::size_t index) {
-  std::size_t begin = 0;
-  for (std::size_t n = 0; n < index; ++n) {
-    begin = source.find('\n', begin);
-    if (begin == std::string_view::npos) return {};
-    ++begin;
-  }
-  const auto end = source.find('\n', begin);
-  return source.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
-}
 
 // Where the keys of the line's mapping start: after its indentation and any `- `.
 std::size_t key_column(std::string_view line) {
@@ -33,7 +23,7 @@ bool blank_or_comment(std::string_view line) {
 // The nearest line above `index` that holds a key, as (its key's column, the key).
 std::pair<std::size_t, std::string> key_above(std::string_view source, std::size_t index) {
   while (index-- > 0) {
-    const auto line = line_at(source, index);
+    const auto line = text_line(source, index + 1);
     if (blank_or_comment(line)) continue;
     const auto column = key_column(line);
     const auto colon = line.find(':', column);
@@ -48,7 +38,7 @@ std::pair<std::size_t, std::string> key_above(std::string_view source, std::size
 std::string yaml_error_hint(std::string_view source, const YAML::Mark& mark, std::string_view message) {
   if (mark.line < 0) return {};
   const auto index = static_cast<std::size_t>(mark.line);
-  const auto line = line_at(source, index);
+  const auto line = text_line(source, index + 1);
   const auto indent_end = line.find_first_not_of(" \t-");
   if (line.substr(0, indent_end).find('\t') != std::string_view::npos)
     return "YAML does not allow tabs in indentation: indent with spaces";

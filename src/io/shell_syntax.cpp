@@ -1,0 +1,107 @@
+#include "shell_syntax.hpp"
+
+#include "process/supervisor.hpp"
+#include "step_environment.hpp"
+#include "temp_file.hpp"
+#include "text_lines.hpp"
+
+#include <arun/validation.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <map>
+#include <memory>
+#include <regex>
+
+namespace arun::io {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr std::size_t checks_at_once = 8;
+
+struct script_check {
+  const step* s = nullptr;
+  std::string script;
+  std::string error;      // bash's first complaint, empty when the script parses
+  std::size_t line = 0;   // 1-based line of the script bash names
+};
+
+asio::awaitable<void> check_one(script_check& c, std::vector<std::string> env) {
+  std::unique_ptr<private_temp_file> file;
+  try {
+    file = std::make_unique<private_temp_file>("arun-syntax-", c.script);
+  } catch (const std::system_error&) {
+    co_return;  // no temporary file: nothing to check with, the run will tell
+  }
+  process_spec spec;
+  spec.launch.argv = {"/bin/bash", "-n", file->path()};
+  spec.launch.env = std::move(env);
+  spec.timeout = std::chrono::seconds(10);
+  auto r = co_await run_process(std::move(spec));
+  if (!r.launched() || r.exit_code.value_or(0) == 0) co_return;
+  static const std::regex complaint(": line ([0-9]+): (.*)");
+  std::smatch m;
+  const std::string& text = r.err.text;
+  if (std::regex_search(text, m, complaint)) {
+    c.line = static_cast<std::size_t>(std::stoul(m[1].str()));
+    c.error = m[2].str();
+  } else {
+    c.error = text.substr(0, text.find('\n'));
+  }
+}
+
+asio::awaitable<void> worker(std::vector<script_check*>& queue, std::size_t& next, const std::vector<std::string>& env) {
+  while (next < queue.size()) co_await check_one(*queue[next++], env);
+}
+
+}  // namespace
+
+std::vector<diagnostic> check_shell_syntax(const std::vector<const recipe*>& recipes) {
+  std::map<std::string, script_check> by_script;  // identical scripts (a foreach body) once
+  std::vector<std::pair<const step*, std::string>> steps;
+  for (const auto* r : recipes)
+    for_each_step(*r, [&](const step& s, int) {
+      if (s.type != step_type::bash || s.command.empty()) return;
+      auto script = bash_script_preview(s.command);
+      if (!script) return;
+      by_script.try_emplace(*script, script_check{&s, *script});
+      steps.emplace_back(&s, std::move(*script));
+    });
+  std::vector<script_check*> queue;
+  for (auto& [text, c] : by_script) queue.push_back(&c);
+  asio::io_context ctx;
+  std::size_t next = 0;
+  const auto env = current_environment();
+  for (std::size_t w = 0; w < std::min(checks_at_once, queue.size()); ++w)
+    asio::co_spawn(ctx, worker(queue, next, env), asio::detached);
+  ctx.run();
+
+  std::vector<diagnostic> out;
+  for (const auto& [s, script] : steps) {
+    const auto& c = by_script.at(script);
+    if (c.error.empty()) continue;
+    diagnostic d;
+    d.where = s->at("command");
+    d.key = "command";
+    d.message = "bash refuses the command of step '" + s->id + "'" +
+                (c.line ? " (line " + std::to_string(c.line) + " of the script)" : std::string()) + ": " + c.error;
+    d.hint = "bash -n checks the script as it will run, each {{reference}} as its variable";
+    // Point at the line bash names: its text, the n-th time it appears in the command.
+    const auto line = c.line ? text_line(s->command, c.line) : std::string_view();
+    const auto first = line.find_first_not_of(" \t");
+    if (first != std::string_view::npos) {
+      d.snippet = std::string(line.substr(first));
+      std::size_t before = 0;
+      for (std::size_t i = 1; i < c.line; ++i)
+        if (text_line(s->command, i).find(d.snippet) != std::string_view::npos) ++before;
+      d.occurrence = before;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace arun::io
