@@ -35,6 +35,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
+#include <string_view>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -236,6 +238,29 @@ int run_command(const run_settings& s) {
   return execute_run(settings, loaded, *base_dir, session_id, &store);
 }
 
+namespace {
+
+// A tag given to --include-tags/--exclude-tags that no step carries filters nothing: most
+// likely a typo, which would otherwise run (or skip) everything in silence.
+void warn_unknown_tags(const run_settings& s, const std::vector<const recipe*>& recipes) {
+  std::set<std::string, std::less<>> known;
+  for (const auto* r : recipes)
+    for_each_step(*r, [&](const step& st, int) { known.insert(st.when_tags.begin(), st.when_tags.end()); });
+  const std::vector<std::string_view> names(known.begin(), known.end());
+  std::string listed;
+  for (auto n : names) listed += (listed.empty() ? "" : ", ") + std::string(n);
+  for (const auto* given : {&s.include_tags, &s.exclude_tags})
+    for (const auto& tag : *given) {
+      if (tag.empty() || known.contains(tag)) continue;
+      auto hint = did_you_mean(tag, names);
+      std::fprintf(stderr, "arun: warning: no step has the tag '%s'%s (%s)\n", tag.c_str(),
+                   hint.empty() ? "" : (": " + hint).c_str(),
+                   listed.empty() ? "no step has when_tags" : ("tags in this recipe: " + listed).c_str());
+    }
+}
+
+}  // namespace
+
 int execute_run(const run_settings& s, const recipe& loaded, const std::string& base_dir, const std::string& session_id,
                 io::session_store* store) {
   // SPEC §2 context_validation: a pre-flight, before anything runs.
@@ -267,6 +292,7 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
     const auto tree = io::scan_sub_recipes(loaded, discovery, limits);
     std::vector<const recipe*> recipes = {&loaded};
     for (const auto& child : tree.children) recipes.push_back(&child);
+    warn_unknown_tags(s, recipes);
     if (auto missing = io::check_agent_cli(recipes, ro.agent, ro.inherited_env, severity::error)) {
       io::source_files files(s.recipe.sources);
       std::fputs(io::render_diagnostics({*missing}, files, stderr_color(s.recipe.color)).c_str(), stderr);

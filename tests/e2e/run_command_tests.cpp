@@ -139,6 +139,14 @@ TEST_CASE("a mistyped subcommand or option gets a suggestion, never a recipe loo
   fs::copy_file(lint.file, lint.dir / "recipes" / "lst.yaml");
   r = run_arun({"lst", "-q"}, lint.dir.string());
   CHECK(r.exit_code == 0);
+  // A tag no step carries is most likely a typo: a warning with the tags there are.
+  temp_recipe tagged("name: t\nsteps:\n  - id: a\n    command: echo a\n    when_tags: [fast]\n"
+                     "  - id: b\n    command: echo b\n    when_tags: [slow]\n");
+  r = run_arun({tagged.file.string(), "--include-tags", "fsat", "-q"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("arun: warning: no step has the tag 'fsat': did you mean 'fast'? (tags in this "
+                                    "recipe: fast, slow)"));
+  CHECK(run_arun({tagged.file.string(), "--exclude-tags", "slow", "-q"}).err.find("warning") == std::string::npos);
   // -j is --max-concurrent.
   r = run_arun({lint.file.string(), "-j", "2", "-q"});
   CHECK(r.exit_code == 0);
