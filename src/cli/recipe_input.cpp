@@ -134,9 +134,9 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
         diagnostics.insert(diagnostics.end(), more.begin(), more.end());
       }
     }
-    // `bash -n` on every bash script, in `validate` only: a run's first step should not wait
+    // `bash -n` on every bash script, for `validate` only: a run's first step should not wait
     // for a bash process per step of a large recipe (the run reports a syntax error anyway).
-    if (!for_run && !has_errors(diagnostics)) {
+    if (o.check_shell && !has_errors(diagnostics)) {
       std::vector<const recipe*> recipes = {&*loaded.value};
       for (const auto& child : children.children) recipes.push_back(&child);
       more = io::check_shell_syntax(recipes);

@@ -28,6 +28,7 @@ struct recipe_options {
   bool allow_missing_agents = false;       ///< unresolvable agents are warnings, not errors
   io::recipe_sources* sources = nullptr;   ///< a session's copies of recipe files (SPEC §12)
   std::string color = "auto";              ///< --color: auto, always or never
+  bool check_shell = false;                ///< `bash -n` every bash script (validate)
 };
 
 /// Whether stderr gets colour: --color always/never, else a terminal without NO_COLOR or TERM=dumb.

@@ -283,8 +283,9 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
     print_plan(plan_run(loaded, options), loaded, s.output_format);
     return exit_success;
   }
-  // An agent CLI that is not there fails before the first step, not at the first agent step
-  // after an hour of work.
+  // An agent CLI that is not there is said before the first step, not only at the first agent
+  // step after an hour of work. A warning: the agent steps may all be skipped (tags, conditions)
+  // or already done (resume), and then the run succeeds without one.
   {
     const auto discovery = io::discovery_from_environment(s.recipe.recipe_dirs, s.recipe.working_dir);
     io::load_limits limits;
@@ -293,10 +294,9 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
     std::vector<const recipe*> recipes = {&loaded};
     for (const auto& child : tree.children) recipes.push_back(&child);
     warn_unknown_tags(s, recipes);
-    if (auto missing = io::check_agent_cli(recipes, ro.agent, ro.inherited_env, severity::error)) {
+    if (auto missing = io::check_agent_cli(recipes, ro.agent, ro.inherited_env, severity::warning)) {
       io::source_files files(s.recipe.sources);
       std::fputs(io::render_diagnostics({*missing}, files, stderr_color(s.recipe.color)).c_str(), stderr);
-      return finish_unstarted(store, missing->message, exit_usage);
     }
   }
 

@@ -7,7 +7,9 @@
 
 namespace arun::cli {
 
-int validate_command(const recipe_options& o) {
+int validate_command(const recipe_options& given) {
+  recipe_options o = given;
+  o.check_shell = true;  // bash -n: validate's job, not explain's or graph's
   const auto in = load_recipe_input(o, false);
   if (!in.value) return in.exit_code;
   std::fprintf(stdout, "%s: valid%s\n", o.recipe.c_str(), in.had_warnings ? " (with warnings)" : "");

@@ -367,7 +367,8 @@ void check_references(const recipe& r, const validation_options& options, std::v
     const auto* c = std::get_if<engine::condition>(&parsed);
     if (!c) return;  // check_conditions reports the syntax error
     for (const auto& bare : engine::condition_names(*c)) {
-      if (declared.contains(bare.name)) continue;
+      // `x is none` reads as the Python runner reads it: an unset name, null.
+      if (declared.contains(bare.name) || bare.name == "none") continue;
       auto hint = did_you_mean(bare.name, candidates);
       if (hint.empty())
         hint = bare.compared ? "to compare with the text " + bare.name + ", quote it: '" + bare.name + "'"
@@ -400,8 +401,11 @@ void check_references(const recipe& r, const validation_options& options, std::v
     check_text("approval", st.approval.prompt, st.where, "stage '" + st.name + "'");
   }
   for (const auto& [name, value] : r.env) check_text("env", value, r.env_where, "the recipe's env");
+  // The hooks' values have no recorded position: their diagnostics stay at the recipe's start.
+  const auto before_hooks = out.size();
   for (const auto* hook : {&r.hooks.pre_step, &r.hooks.post_step, &r.hooks.on_error})
     check_text("hooks", *hook, r.where, "the hooks");
+  for (auto i = before_hooks; i < out.size(); ++i) out[i].snippet.clear();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "process/spawn.hpp"
 
+#include <algorithm>
 #include <variant>
 
 namespace arun::io {
@@ -35,15 +36,21 @@ std::vector<diagnostic> check_agent_references(const recipe& r, const agent_sear
 std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& recipes, const agent_cli& cli,
                                           const std::vector<std::string>& env, severity level) {
   const step* first = nullptr;
+  bool own_path = false;  // a PATH of the recipe's or a step's env is the one the agent gets
+  auto sets_path = [](const std::vector<std::pair<std::string, std::string>>& e) {
+    return std::any_of(e.begin(), e.end(), [](const auto& kv) { return kv.first == "PATH"; });
+  };
   for (const auto* r : recipes) {
+    own_path = own_path || sets_path(r->env);
     for_each_step(*r, [&](const step& s, int) {
       if (!first && (s.type == step_type::agent || !s.call.recovery_on_failure.is_null())) first = &s;
+      own_path = own_path || sets_path(s.env);
     });
-    if (first) break;
   }
-  if (!first) return std::nullopt;
+  if (!first || own_path) return std::nullopt;
   const std::string program = cli.kind == agent_cli_kind::custom ? cli.command_template.front() : cli.program;
-  if (find_program(program, env)) return std::nullopt;
+  // `{working_dir}/bin/agent`: known only when the step runs.
+  if (program.find('{') != std::string::npos || find_program(program, env)) return std::nullopt;
   const auto path = env_value(env, "PATH");
   diagnostic d;
   d.level = level;

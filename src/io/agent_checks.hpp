@@ -21,7 +21,8 @@ std::vector<diagnostic> check_agent_references(const recipe& r, const agent_sear
 
 /// When `recipes` have an agent step (or a recovery_on_failure agent) and `cli`'s program is
 /// not on the PATH of `env`: a diagnostic at the first such step naming the CLI, the program
-/// and where it was looked for. Nothing when no step needs an agent CLI.
+/// and where it was looked for. Nothing when no step needs an agent CLI, when an `env` sets
+/// PATH (the agent gets that one), or when the program is a template placeholder.
 std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& recipes, const agent_cli& cli,
                                           const std::vector<std::string>& env, severity level);
 

@@ -118,8 +118,26 @@ void point_at_snippets(std::vector<diagnostic>& ds, source_files& files) {
     const auto range = line_range(*text, static_cast<std::size_t>(std::max(d.where.line, 0)));
     if (!range) continue;
     auto at = std::min(range->first + static_cast<std::size_t>(std::max(d.where.column - 1, 0)), range->second);
+    // Only inside the value: its own line and the lines below indented deeper than that line
+    // (a block scalar, a flow value's continuation) — or as deep, when the value is a mapping
+    // that starts the line (env entries) — never a later key's text.
+    const std::string_view first_line(text->data() + range->first, range->second - range->first);
+    const auto indent = first_line.find_first_not_of(' ');
+    const bool starts_line = indent != std::string_view::npos && indent + 1 == static_cast<std::size_t>(d.where.column);
+    auto limit = range->second;
+    while (limit < text->size()) {
+      const auto next_begin = limit + 1;
+      auto next_end = text->find('\n', next_begin);
+      if (next_end == std::string::npos) next_end = text->size();
+      const std::string_view next(text->data() + next_begin, next_end - next_begin);
+      const auto next_indent = next.find_first_not_of(' ');
+      const bool blank = next_indent == std::string_view::npos || next[next_indent] == '\r';
+      if (!blank && (starts_line ? next_indent < indent : next_indent <= indent)) break;
+      limit = next_end;
+    }
+    const std::string_view region(text->data(), limit);
     for (std::size_t n = 0;; ++n) {
-      at = text->find(d.snippet, at);
+      at = region.find(d.snippet, at);
       if (at == std::string::npos || n == d.occurrence) break;
       at += d.snippet.size();
     }

@@ -103,10 +103,10 @@ recipe merge_extended(recipe parent, recipe child) {
   merged.context = std::move(context);
   // env merges like context: the child's value of a name wins, the parent's others stay first.
   auto env = std::move(parent.env);
-  for (auto& [name, value] : merged.env) {
-    auto same = std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
-    if (same != env.end()) same->second = std::move(value);
-    else env.emplace_back(std::move(name), std::move(value));
+  for (auto& entry : merged.env) {
+    auto same = std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == entry.first; });
+    if (same != env.end()) same->second = std::move(entry.second);
+    else env.emplace_back(std::move(entry));
   }
   merged.env = std::move(env);
   merge_steps(parent.steps, std::move(merged.steps));

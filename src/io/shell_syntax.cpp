@@ -37,7 +37,9 @@ asio::awaitable<void> check_one(script_check& c, std::vector<std::string> env) {
     co_return;  // no temporary file: nothing to check with, the run will tell
   }
   process_spec spec;
-  spec.launch.argv = {"/bin/bash", "-n", file->path()};
+  // extglob as scripts that `shopt -s extglob` get it: -n never runs that shopt line, and
+  // !(x) / +(a|b) would not parse without it.
+  spec.launch.argv = {"/bin/bash", "-O", "extglob", "-n", file->path()};
   spec.launch.env = std::move(env);
   spec.timeout = std::chrono::seconds(10);
   auto r = co_await run_process(std::move(spec));

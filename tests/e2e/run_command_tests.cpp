@@ -687,6 +687,11 @@ TEST_CASE("an unclosed quote is an error, not a step that swallows the rest of t
   // (Scripts bash also accepts: validate runs bash -n on them.)
   temp_recipe fine("name: q\nsteps:\n  - id: a\n    command: 'echo \"it''s\"'\n  - id: b\n    command: \"echo \\\"a b\\\"\"\n");
   CHECK(run_arun({"validate", fine.file.string()}).exit_code == 0);
+  // Patterns of extglob parse as they will at run time, after the script's own shopt.
+  temp_recipe extglob("name: g\nsteps:\n  - id: a\n    command: |\n      shopt -s extglob\n      ls !(x)\n");
+  auto g = run_arun({"validate", extglob.file.string()});
+  CHECK(g.exit_code == 0);
+  CHECK(g.err.empty());
   CHECK(arun::test::leftover_processes().empty());
 }
 

@@ -83,7 +83,7 @@ TEST_CASE("references are pointed at inside block scalars and env values, each o
     d.occurrence = n;
     ds.push_back(d);
   }
-  auto env = at(file, 8, 12, "undefined 'nme'");  // the first env value
+  auto env = at(file, 8, 7, "undefined 'nme'");  // the env mapping, at its first key
   env.snippet = "{{nme}}";
   env.occurrence = 1;  // the second env value's
   ds.push_back(env);
@@ -95,6 +95,13 @@ TEST_CASE("references are pointed at inside block scalars and env values, each o
   CHECK(ds[0].span == 11);
   CHECK(ds[2].where.line == 9);
   CHECK(ds[2].where.column == 13);
+  // Only inside the value: text of a later key (less indented) is never taken for it.
+  auto plain = at(file, 6, 12, "undefined 'nme'");  // a value on line 6; {{nme}} is only in env below
+  plain.snippet = "{{nme}}";
+  std::vector<diagnostic> bounded = {plain};
+  point_at_snippets(bounded, files);
+  CHECK(bounded[0].where.line == 6);
+  CHECK(bounded[0].where.column == 12);
   // Not in the source as written: the value's start stays.
   auto missing = at(file, 4, 14, "x");
   missing.snippet = "{{elsewhere}}";

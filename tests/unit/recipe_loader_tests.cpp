@@ -260,6 +260,9 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: mode == q or mode == 'r'\n",
        "r.yaml:7:16: error: undefined name 'q' in the condition of step 'a': it is null at run time (to compare with "
        "the text q, quote it: 'q')"},
+      {"name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: mode in allowed\n",
+       "r.yaml:7:16: error: undefined name 'allowed' in the condition of step 'a': it is null at run time (declare it "
+       "in context, or pass --set allowed=...)"},
       {head + "  - id: a\n    command: x\n    while_condition: not finished\n",
        "r.yaml:5:22: error: undefined name 'finished' in the while_condition of step 'a': it is null at run time "
        "(declare it in context, or pass --set finished=...)"},
@@ -410,6 +413,8 @@ TEST_CASE("references to names declared anywhere, --set keys and built-ins are f
   const auto bare = check(head + "  - id: a\n    command: x\n    condition: skip_tests != true\n", lenient);
   REQUIRE(bare.size() == 1);
   CHECK(bare[0].find(": warning: undefined name 'skip_tests' in the condition") != std::string::npos);
+  // `none` is null, as the Python runner reads it.
+  CHECK(check("name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: mode is not none\n").empty());
   // Declared names, --set keys, loop variables and built-ins are fine.
   with_set.set_keys = {"flag"};
   CHECK(check("name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n"

@@ -411,10 +411,13 @@ void collect_names(const detail::node& n, bool compared, std::vector<bare_name>&
     out.push_back({n.name, n.column, compared});
     return;
   }
-  const bool equality = n.kind == detail::node_kind::comparison && !n.ops.empty() &&
-                        (n.ops[0].op == detail::binary_op::eq || n.ops[0].op == detail::binary_op::ne ||
-                         n.ops[0].op == detail::binary_op::in || n.ops[0].op == detail::binary_op::not_in);
-  for (const auto& child : n.children) collect_names(child, equality, out);
+  // `a == b`: either side may be a word meant as text; `a in b`: only `a` (b is a container).
+  const bool comparison = n.kind == detail::node_kind::comparison && !n.ops.empty();
+  const auto op = comparison ? n.ops[0].op : detail::binary_op::add;
+  const bool equality = op == detail::binary_op::eq || op == detail::binary_op::ne;
+  const bool membership = op == detail::binary_op::in || op == detail::binary_op::not_in;
+  for (std::size_t i = 0; i < n.children.size(); ++i)
+    collect_names(n.children[i], comparison && (equality || (membership && i == 0)), out);
 }
 
 }  // namespace
