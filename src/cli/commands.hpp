@@ -39,6 +39,7 @@ struct run_settings {
   bool quiet = false;
   int max_concurrent = 8;
   bool dry_run = false;
+  bool keep_going = false;  ///< -k: a failing step that says nothing about failing continues the run
   std::vector<std::string> include_tags, exclude_tags;
   std::string events_file;
   std::string audit_dir;

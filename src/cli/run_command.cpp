@@ -194,6 +194,7 @@ int run_command(const run_settings& s) {
   settings.recipe.sources = &sources;
   auto input = load_recipe_input(settings.recipe, true);
   if (!input.value) return input.exit_code;
+  if (s.keep_going) io::apply_keep_going(*input.value);
   const recipe& loaded = *input.value;
   std::string problem;
   const auto base_dir = absolute_dir(s.recipe.working_dir, problem);
@@ -235,6 +236,7 @@ int run_command(const run_settings& s) {
       {"rate_limit_max_delay", a.rate_limit_max_delay},
       {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())},
       {"rate_limit_fallback_model", a.rate_limit_fallback_model}};
+  state["invocation"].as_object()["keep_going"] = s.keep_going;
   return execute_run(settings, loaded, *base_dir, session_id, &store);
 }
 
@@ -311,6 +313,7 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
   limits.sources = s.recipe.sources;
   io::recipe_library library(io::discovery_from_environment(s.recipe.recipe_dirs, base_dir), loaded.source_path,
                              limits);
+  library.keep_going(s.keep_going);
   options.recipes = &library;
   options.journal = store;
   std::optional<session_approvals> approvals;
@@ -440,6 +443,10 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->delimiter(',')
       ->allow_extra_args(false)
       ->type_name("TAGS")
+      ->group(running);
+  app.add_flag("-k,--keep-going", s.keep_going,
+               "A failing step goes on to the next unless its on_error (or continue_on_error, nonfatal, fatal) "
+               "says otherwise")
       ->group(running);
   app.add_flag("-y,--yes", s.yes, "Approve every approval gate")->group(running);
   app.add_flag("--no-input", s.no_input, "Never ask on the terminal: a gate suspends the run (exit 5)")->group(running);

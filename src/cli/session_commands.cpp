@@ -6,6 +6,7 @@
 #include "approvals.hpp"
 
 #include "json_text.hpp"
+#include "recipe_library.hpp"
 #include "session/session_store.hpp"
 
 #include <arun/value_format.hpp>
@@ -188,6 +189,10 @@ int resume_command(const resume_settings& r) {
   s.recipe.sources = &sources;
   auto input = load_recipe_input(s.recipe, true);
   if (!input.value) return input.exit_code;
+  // -k given to the run holds for its resumes.
+  if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
+    s.keep_going = s.keep_going || flag_of(inv->get_object(), "keep_going");
+  if (s.keep_going) io::apply_keep_going(*input.value);
   std::error_code ec;
   if (!fs::is_directory(s.recipe.working_dir, ec)) {
     std::fprintf(stderr, "arun: cannot resume: the session's working directory %s is gone\n", s.recipe.working_dir.c_str());

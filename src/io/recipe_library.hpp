@@ -15,6 +15,10 @@
 
 namespace arun::io {
 
+/// --keep-going: every step of `r` (loop bodies and stages included) that says nothing about
+/// failing (`on_error`, `continue_on_error`, `nonfatal`, `fatal`) continues the run when it fails.
+void apply_keep_going(recipe& r);
+
 class recipe_library final : public recipe_source {
 public:
   /// `top_path` is the top-level recipe's file: relative paths must stay inside its roots.
@@ -22,7 +26,11 @@ public:
 
   loaded_recipe load(std::string_view reference, const recipe& caller) override;
 
+  /// --keep-going: sub-recipes loaded from now on get apply_keep_going.
+  void keep_going(bool on) { keep_going_ = on; }
+
 private:
+  bool keep_going_ = false;
   discovery_options discovery_;
   std::vector<std::string> roots_;
   load_limits limits_;

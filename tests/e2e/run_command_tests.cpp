@@ -161,6 +161,27 @@ TEST_CASE("a mistyped subcommand or option gets a suggestion, never a recipe loo
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("keep-going (-k) goes past failing steps, sub-recipes included, unless a step says otherwise") {
+  temp_recipe rec("name: k\nsteps:\n  - id: a\n    command: exit 3\n  - id: b\n    command: echo b\n"
+                  "  - id: call\n    recipe: kc.yaml\n  - id: c\n    command: exit 4\n    on_error: fail\n"
+                  "  - id: d\n    command: echo d\n");
+  std::ofstream(rec.dir / "kc.yaml") << "name: kc\nsteps:\n  - id: x\n    command: exit 5\n  - id: y\n    command: echo y\n";
+  auto r = run_arun({"run", rec.file.string(), "-k", "--output-format", "json", "-q"}, rec.dir.string());
+  CHECK(r.exit_code == 1);  // `c` says on_error: fail
+  const auto result = arun::test::result_json(r);
+  const auto& steps = result.at("step_results").as_array();
+  CHECK(steps.at(0).at("status") == "failed");
+  CHECK(steps.at(1).at("status") == "completed");
+  CHECK(steps.at(2).at("status") == "completed");  // its failing x went on to y
+  CHECK(steps.at(2).at("children").at(1).at("status") == "completed");
+  CHECK(steps.at(3).at("status") == "failed");
+  CHECK(steps.at(4).at("status") == "not_run");
+  // Without -k the first failure stops the run.
+  r = run_arun({"run", rec.file.string(), "--output-format", "json", "-q"}, rec.dir.string());
+  CHECK(arun::test::result_json(r).at("step_results").at(1).at("status") == "not_run");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("usage errors exit 2, --help and --version exit 0") {
   CHECK(run_arun({"--no-such-option"}).exit_code == 2);
   CHECK(run_arun({"x.yaml", "--output-format", "xml"}).exit_code == 2);
