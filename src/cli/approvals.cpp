@@ -46,11 +46,10 @@ std::string text_of(const json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
-}  // namespace
-
-approval_reply session_approvals::record(const std::string& gate, approval_verdict verdict, const std::string& message,
-                                         const std::string& by) {
-  auto& state = store_.state();
+// Writes `verdict` for `gate` into the session state: its entry in `approvals` and a line of
+// `approval_history`. A suspend records when the gate was first asked.
+void write_verdict(json::object& state, const std::string& gate, approval_verdict verdict, const std::string& message,
+                   const std::string& by) {
   auto& entry = approvals_of(state)[gate];
   if (!entry.is_object()) entry = json::object{};
   auto& e = entry.get_object();
@@ -64,6 +63,13 @@ approval_reply session_approvals::record(const std::string& gate, approval_verdi
     e["decided_at"] = now_epoch();
   }
   add_history(state, gate, verdict == approval_verdict::suspend ? "requested" : word, message, by);
+}
+
+}  // namespace
+
+approval_reply session_approvals::record(const std::string& gate, approval_verdict verdict, const std::string& message,
+                                         const std::string& by) {
+  write_verdict(store_.state(), gate, verdict, message, by);
   // Queued behind the journal: other steps may be running, and a stalled disk must not stop
   // their timeouts. A failure to write stops the run (the store's failure handler).
   store_.save_state_soon();
@@ -244,14 +250,7 @@ decision_outcome record_decision(io::session_store& store, const decision_settin
       if (before != "approved" && before != "denied") out.undecided.push_back(gates[i].step);
       continue;
     }
-    auto& entry = approvals[gates[i].step];
-    if (!entry.is_object()) entry = json::object{};
-    auto& e = entry.get_object();
-    e["decision"] = d.approve ? "approved" : "denied";
-    e["message"] = d.message;
-    e["by"] = by;
-    e["decided_at"] = now_epoch();
-    add_history(state, gates[i].step, d.approve ? "approved" : "denied", d.message, by);
+    write_verdict(state, gates[i].step, d.approve ? approval_verdict::approved : approval_verdict::denied, d.message, by);
     out.decided.push_back(gates[i].step);
   }
   out.error = store.save_state();

@@ -58,7 +58,8 @@ void add_execution_options(CLI::App& app, run_settings& s);
 int run_command(const run_settings& s);
 /// Runs a loaded recipe on one io_context with the real runner, recording into `store` (null:
 /// no session, only for --dry-run); prints the result; returns SPEC §13's exit code.
-int execute_run(const run_settings& s, const recipe& loaded, const std::string& base_dir,
+/// `input.value` is the recipe; its `sub_recipes` serve the checks before the first step.
+int execute_run(const run_settings& s, const recipe_input& input, const std::string& base_dir,
                 const std::string& session_id, io::session_store* store);
 /// How a run was invoked, kept in state.json so `resume` loads the recipe the same way.
 boost::json::object invocation_to_json(const recipe_options& o, const std::string& base_dir);

@@ -146,6 +146,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
       more = unsupported_features(*loaded.value);
       diagnostics.insert(diagnostics.end(), more.begin(), more.end());
     }
+    in.sub_recipes = std::move(children.children);
   }
   if (o.strict)
     for (auto& d : diagnostics) d.level = severity::error;  // --strict: warnings fail too

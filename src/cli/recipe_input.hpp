@@ -42,6 +42,7 @@ void add_agent_options(CLI::App& app, recipe_options& o);
 
 struct recipe_input {
   std::optional<recipe> value;  ///< set when loading and validation found no error
+  std::vector<recipe> sub_recipes;  ///< every sub-recipe it names by a fixed reference, loaded once each
   int exit_code = 0;            ///< 2, 3 or 4 when `value` is empty (SPEC §13)
   bool had_warnings = false;
 };

@@ -5,7 +5,6 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "usage_hints.hpp"
-#include "sub_recipes.hpp"
 #include "diagnostic_render.hpp"
 #include "agent_checks.hpp"
 #include "run_output.hpp"
@@ -203,7 +202,7 @@ int run_command(const run_settings& s) {
     return exit_usage;
   }
   const auto session_id = make_session_id(std::chrono::system_clock::now(), std::random_device{}());
-  if (s.dry_run) return execute_run(settings, loaded, *base_dir, session_id, nullptr);
+  if (s.dry_run) return execute_run(settings, input, *base_dir, session_id, nullptr);
   // SPEC §12: every run has a session; it exists before any step runs.
   auto created = io::session_store::create(io::session_root(s.session_dir), session_id);
   if (auto* error = std::get_if<std::string>(&created)) {
@@ -237,7 +236,7 @@ int run_command(const run_settings& s) {
       {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())},
       {"rate_limit_fallback_model", a.rate_limit_fallback_model}};
   state["invocation"].as_object()["keep_going"] = s.keep_going;
-  return execute_run(settings, loaded, *base_dir, session_id, &store);
+  return execute_run(settings, input, *base_dir, session_id, &store);
 }
 
 namespace {
@@ -263,8 +262,9 @@ void warn_unknown_tags(const run_settings& s, const std::vector<const recipe*>& 
 
 }  // namespace
 
-int execute_run(const run_settings& s, const recipe& loaded, const std::string& base_dir, const std::string& session_id,
-                io::session_store* store) {
+int execute_run(const run_settings& s, const recipe_input& input, const std::string& base_dir,
+                const std::string& session_id, io::session_store* store) {
+  const recipe& loaded = *input.value;
   // SPEC §2 context_validation: a pre-flight, before anything runs.
   if (const auto problems = io::check_context(loaded, base_dir); !problems.empty()) {
     for (const auto& p : problems) std::fprintf(stderr, "%s: error: %s\n", loaded.source_path.c_str(), p.c_str());
@@ -289,12 +289,8 @@ int execute_run(const run_settings& s, const recipe& loaded, const std::string& 
   // step after an hour of work. A warning: the agent steps may all be skipped (tags, conditions)
   // or already done (resume), and then the run succeeds without one.
   {
-    const auto discovery = io::discovery_from_environment(s.recipe.recipe_dirs, s.recipe.working_dir);
-    io::load_limits limits;
-    limits.sources = s.recipe.sources;
-    const auto tree = io::scan_sub_recipes(loaded, discovery, limits);
     std::vector<const recipe*> recipes = {&loaded};
-    for (const auto& child : tree.children) recipes.push_back(&child);
+    for (const auto& child : input.sub_recipes) recipes.push_back(&child);
     warn_unknown_tags(s, recipes);
     if (auto missing = io::check_agent_cli(recipes, ro.agent, ro.inherited_env, severity::warning)) {
       io::source_files files(s.recipe.sources);

@@ -207,7 +207,7 @@ int resume_command(const resume_settings& r) {
   if (!s.quiet)
     std::fprintf(stderr, "arun: resuming session %s (%zu finished instances kept)\n", r.session_id.c_str(),
                  store.resumed_records());
-  return execute_run(s, *input.value, s.recipe.working_dir, r.session_id, &store);
+  return execute_run(s, input, s.recipe.working_dir, r.session_id, &store);
 }
 
 int decide_command(const sessions_settings& s, const decision_settings& d) {
