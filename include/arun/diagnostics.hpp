@@ -24,6 +24,9 @@ struct diagnostic {
   std::string snippet;
   std::size_t occurrence = 0;
   std::size_t span = 0;  ///< columns to underline at `where`; 0: the token there
+  /// Which check found it, a stable name for tools (docs/running.md lists them):
+  /// "undefined-name", "unknown-key", "yaml-syntax", …
+  std::string code;
 };
 
 /// "FILE:LINE:COLUMN: error: MESSAGE (did you mean ...?)"

@@ -217,6 +217,9 @@ struct recipe {
   source_location where;
 };
 
+/// "bash", "agent", "recipe", "loop", "gate".
+std::string_view to_string(step_type t) noexcept;
+
 /// Visits every step of `r`, stages and nested loop bodies included, in declaration order,
 /// with the number of loops around it.
 void for_each_step(const recipe& r, const std::function<void(const step&, int loop_depth)>& visit);

@@ -42,6 +42,9 @@ struct step_result {
   bool truncated = false;  ///< stored output hit the capture bound
   int attempts = 0;
   std::chrono::nanoseconds duration{};
+  /// Wall-clock start and end of the instance (its pre_step hook excluded); the epoch when it
+  /// never started (skipped, not run).
+  std::chrono::system_clock::time_point started_at{}, ended_at{};
   boost::json::value output;  ///< null when the step stored nothing; loops: the collected list
   std::string error;          ///< empty unless failed/cancelled/degraded
   std::optional<iteration_counts> iterations;  ///< loop steps only
@@ -64,6 +67,7 @@ struct run_result {
   run_status status = run_status::completed;
   std::string session_id;
   std::chrono::nanoseconds duration{};
+  std::chrono::system_clock::time_point started_at{}, ended_at{};  ///< this invocation's (a resume's own)
   boost::json::value output;  ///< the recipe's final output (SPEC §2 `output`)
   boost::json::object context;
   std::vector<step_result> step_results;  ///< one per declared top-level step, in order

@@ -92,12 +92,13 @@ int sessions_list_command(const sessions_settings& s);
 int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);
 
-int validate_command(const recipe_options& o);
-int explain_command(const recipe_options& o);
+// `format` is --output-format: "text" or "json" (one document on stdout).
+int validate_command(const recipe_options& o, const std::string& format);
+int explain_command(const recipe_options& o, const std::string& format);
 int graph_command(const recipe_options& o, const std::string& format);
-int list_command(const recipe_options& o);
-/// `arun agents list`: one line per agent file (reference, path, source), exit 0.
-int agents_list_command(const recipe_options& o);
+int list_command(const recipe_options& o, const std::string& format);
+/// `arun agents list`: one entry per agent file (reference, path, source), exit 0.
+int agents_list_command(const recipe_options& o, const std::string& format);
 
 /// Parses argv and runs the chosen command; returns the process exit code.
 int main(int argc, char** argv);

@@ -17,13 +17,23 @@ int main(int argc, char** argv) {
   add_run_options(app, settings);
   auto* run = app.add_subcommand("run", "Run a recipe (the default command)");
   add_run_options(*run, settings);
+  // --output-format of validate, explain, list and agents list (run has its own).
+  std::string output_format = "text";
+  auto add_output_format = [&](CLI::App* cmd, const char* what) {
+    cmd->add_option("--output-format", output_format, std::string("text, or json: ") + what)
+        ->check(CLI::IsMember({"text", "json"}))
+        ->type_name("FORMAT")
+        ->group("Output");
+  };
   recipe_options validate_options;
   auto* validate = app.add_subcommand("validate", "Check a recipe: every diagnostic, exit 0 or 2");
   add_recipe_options(*validate, validate_options);
   add_agent_options(*validate, validate_options);
+  add_output_format(validate, "one document with every diagnostic (file, line, column, code, help)");
   recipe_options explain_options;
   auto* explain = app.add_subcommand("explain", "Print the plan of a recipe without running it");
   add_recipe_options(*explain, explain_options);
+  add_output_format(explain, "the recipe, its steps and stages");
   recipe_options graph_options;
   std::string graph_format = "dot";
   auto* graph = app.add_subcommand("graph", "Print the recipe as a graph (DOT or Mermaid)");
@@ -34,6 +44,7 @@ int main(int argc, char** argv) {
   list->add_option("-R,--recipe-dir", list_options.recipe_dirs, "Directory searched first (repeatable)")
       ->allow_extra_args(false);
   list->add_option("-C,--working-dir", list_options.working_dir, "Directory discovery starts from");
+  add_output_format(list, "every recipe with its path and whether it is valid");
   recipe_options agents_options;
   auto* agents = app.add_subcommand("agents", "Agent files: where agent steps find their personas");
   agents->require_subcommand(1, 1);
@@ -41,6 +52,7 @@ int main(int argc, char** argv) {
   agents_list->add_option("--agent-dir", agents_options.agent_dirs, "Directory searched first (repeatable)")
       ->allow_extra_args(false);
   agents_list->add_option("-C,--working-dir", agents_options.working_dir, "Directory the project places are below");
+  add_output_format(agents_list, "every agent file with its reference and source");
   resume_settings resume_options;
   auto* resume = app.add_subcommand("resume", "Continue a session: finished steps are not run again");
   add_resume_options(*resume, resume_options);
@@ -94,11 +106,11 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? exit_success : exit_usage;
   }
-  if (validate->parsed()) return validate_command(validate_options);
-  if (explain->parsed()) return explain_command(explain_options);
+  if (validate->parsed()) return validate_command(validate_options, output_format);
+  if (explain->parsed()) return explain_command(explain_options, output_format);
   if (graph->parsed()) return graph_command(graph_options, graph_format);
-  if (list->parsed()) return list_command(list_options);
-  if (agents_list->parsed()) return agents_list_command(agents_options);
+  if (list->parsed()) return list_command(list_options, output_format);
+  if (agents_list->parsed()) return agents_list_command(agents_options, output_format);
   if (resume->parsed()) return resume_command(resume_options);
   decision.approve = approve->parsed();
   if (approve->parsed() || deny->parsed()) return decide_command(sessions_options, decision);

@@ -70,11 +70,23 @@ void add_agent_options(CLI::App& app, recipe_options& o) {
 
 recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   recipe_input in;
-  if (o.recipe.empty()) {
-    std::fprintf(stderr, "arun: no recipe given (usage: arun [run] RECIPE; see arun --help)\n");
-    in.exit_code = exit_no_recipe;
-    return in;
-  }
+  // Before there is a file to point into: a message of arun's own, or its JSON diagnostic.
+  auto refuse = [&](const char* code, const std::string& message, int exit_code) {
+    if (o.diagnostics_json) {
+      diagnostic d;
+      d.where.file = o.recipe;
+      d.message = message;
+      d.code = code;
+      in.diagnostics.push_back(io::diagnostic_to_json(d, nullptr));
+    } else {
+      std::fprintf(stderr, "arun: %s\n", message.c_str());
+    }
+    in.errors = 1;
+    in.exit_code = exit_code;
+    return std::move(in);
+  };
+  if (o.recipe.empty())
+    return refuse("no-recipe", "no recipe given (usage: arun [run] RECIPE; see arun --help)", exit_no_recipe);
   const auto discovery = io::discovery_from_environment(o.recipe_dirs, o.working_dir);
   std::string path = o.recipe;
   if (!io::looks_like_path(o.recipe)) {
@@ -83,20 +95,18 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
       std::string dirs;
       for (const auto& d : found.looked_in) dirs += "\n  " + d;
       const auto why = io::invalid_name_reason(o.recipe);
-      std::fprintf(stderr, "arun: recipe not found: %s%s\n", o.recipe.c_str(),
-                   why.empty() ? (" (looked for " + o.recipe + ".yaml and " + o.recipe + ".yml in:" + dirs + ")").c_str() : (": " + why).c_str());
-      in.exit_code = exit_not_found;
-      return in;
+      return refuse("recipe-not-found",
+                    "recipe not found: " + o.recipe +
+                        (why.empty() ? " (looked for " + o.recipe + ".yaml and " + o.recipe + ".yml in:" + dirs + ")"
+                                     : ": " + why),
+                    exit_not_found);
     }
     path = found.path;
   }
   struct stat st {};
   const bool saved = o.sources && o.sources->saved(path);  // resume: the session's copy
-  if (!saved && ::stat(path.c_str(), &st) != 0) {
-    std::fprintf(stderr, "arun: recipe not found: %s\n", path.c_str());
-    in.exit_code = exit_not_found;
-    return in;
-  }
+  if (!saved && ::stat(path.c_str(), &st) != 0) return refuse("recipe-not-found", "recipe not found: " + path, exit_not_found);
+  in.path = path;
   io::load_limits limits;
   limits.max_bytes = o.max_recipe_bytes;
   limits.sources = o.sources;
@@ -114,6 +124,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
       diagnostic d;
       d.where.file = "--set";
       d.message = error;
+      d.code = "set-option";
       diagnostics.push_back(std::move(d));
     }
   }
@@ -150,10 +161,13 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   }
   if (o.strict)
     for (auto& d : diagnostics) d.level = severity::error;  // --strict: warnings fail too
-  for (const auto& d : diagnostics) in.had_warnings |= d.level == severity::warning;
+  for (const auto& d : diagnostics) (d.level == severity::warning ? in.warnings : in.errors)++;
   const bool failed = !loaded.value || has_errors(diagnostics);
   io::source_files files(o.sources);
-  std::fputs(io::render_diagnostics(std::move(diagnostics), files, stderr_color(o.color)).c_str(), stderr);
+  if (o.diagnostics_json)
+    in.diagnostics = io::diagnostics_to_json(std::move(diagnostics), files);
+  else
+    std::fputs(io::render_diagnostics(std::move(diagnostics), files, stderr_color(o.color)).c_str(), stderr);
   if (failed) {
     in.exit_code = exit_usage;
     return in;

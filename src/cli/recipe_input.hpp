@@ -7,6 +7,7 @@
 #include <arun/recipe.hpp>
 
 #include <CLI/CLI.hpp>
+#include <boost/json/array.hpp>
 
 #include <cstddef>
 #include <optional>
@@ -29,6 +30,9 @@ struct recipe_options {
   io::recipe_sources* sources = nullptr;   ///< a session's copies of recipe files (SPEC §12)
   std::string color = "auto";              ///< --color: auto, always or never
   bool check_shell = false;                ///< `bash -n` every bash script (validate)
+  /// Diagnostics go to recipe_input::diagnostics as JSON instead of stderr as text
+  /// (`--output-format json`).
+  bool diagnostics_json = false;
 };
 
 /// Whether stderr gets colour: --color always/never, else a terminal without NO_COLOR or TERM=dumb.
@@ -44,7 +48,9 @@ struct recipe_input {
   std::optional<recipe> value;  ///< set when loading and validation found no error
   std::vector<recipe> sub_recipes;  ///< every sub-recipe it names by a fixed reference, loaded once each
   int exit_code = 0;            ///< 2, 3 or 4 when `value` is empty (SPEC §13)
-  bool had_warnings = false;
+  std::string path;                ///< the recipe file RECIPE named; empty when none was found
+  std::size_t errors = 0, warnings = 0;
+  boost::json::array diagnostics;  ///< with recipe_options::diagnostics_json: every diagnostic
 };
 
 /// Loads, applies --set, validates (agent references too when `o.check_agents`). With `for_run`, features the engine cannot run yet are

@@ -155,7 +155,7 @@ int finish_after_store_failure(io::session_store& store, run_result& r, const st
   r.status = run_status::failed;
   r.error = "the session store " + store.dir() + " failed: " + store.failure();
   save_final_state(store, r, true);
-  print_result(r, format);
+  (void)print_result(r, format);  // the store's failure is the one to report
   std::fprintf(stderr,
                "arun: the run stopped because its session could not be written; the %zu steps recorded before are "
                "kept. Free space, then: arun resume %s\n",
@@ -282,8 +282,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     return finish_unstarted(store, *error, exit_usage);
   }
   if (s.dry_run) {
-    print_plan(plan_run(loaded, options), loaded, s.output_format);
-    return exit_success;
+    return print_plan(plan_run(loaded, options), loaded, s.output_format) ? exit_success : exit_output_failed;
   }
   // An agent CLI that is not there is said before the first step, not only at the first agent
   // step after an hour of work. A warning: the agent steps may all be skipped (tags, conditions)
@@ -407,7 +406,12 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   sinks.warn_failed_files();
   if (store && !store->failure().empty()) return finish_after_store_failure(*store, *result, s.output_format);
   if (store) save_final_state(*store, *result);
-  print_result(*result, s.output_format);
+  if (!print_result(*result, s.output_format)) {
+    // The result is not lost: the session holds it.
+    if (store) std::fprintf(stderr, "arun: the run %s; its session keeps the result: arun sessions show %s\n",
+                            std::string(to_string(result->status)).c_str(), store->id().c_str());
+    return exit_output_failed;
+  }
   if (stop_signal != 0) return 128 + stop_signal;
   if (result->status == run_status::waiting_approval) return exit_waiting_approval;
   return result->success() ? exit_success : exit_recipe_failed;

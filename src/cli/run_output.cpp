@@ -4,26 +4,35 @@
 #include "plan_format.hpp"
 #include "result_format.hpp"
 
-#include <arun/value_format.hpp>
-
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace arun::cli {
 
-void print_result(const run_result& result, const std::string& format) {
-  if (format == "json")
-    std::fputs((io::to_json_text(io::result_to_json(result)) + "\n").c_str(), stdout);
-  else
-    std::fputs(io::result_to_text(result).c_str(), stdout);
-  std::fflush(stdout);
+bool write_stdout(std::string_view text) {
+  errno = 0;
+  const bool written = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  if (std::fflush(stdout) == 0 && written && !std::ferror(stdout)) return true;
+  const int error = errno;
+  // A reader that stopped reading (`arun … | head -1`) chose to: like ripgrep, not an error.
+  if (error == EPIPE) return true;
+  std::fprintf(stderr, "arun: cannot write to stdout: %s\n", error ? std::strerror(error) : "write error");
+  return false;
 }
 
-void print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format) {
-  if (format == "json")
-    std::fputs((io::to_json_text(io::plan_to_json(r, plan)) + "\n").c_str(), stdout);
-  else
-    std::fputs(io::plan_to_text(r, plan).c_str(), stdout);
-  std::fflush(stdout);
+bool write_json_stdout(const boost::json::value& document) {
+  return write_stdout(io::to_json_text(document) + "\n");
+}
+
+bool print_result(const run_result& result, const std::string& format) {
+  if (format == "json") return write_json_stdout(io::result_to_json(result));
+  return write_stdout(io::result_to_text(result));
+}
+
+bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format) {
+  if (format == "json") return write_json_stdout(io::plan_to_json(r, plan));
+  return write_stdout(io::plan_to_text(r, plan));
 }
 
 }  // namespace arun::cli

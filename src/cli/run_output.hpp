@@ -1,15 +1,25 @@
 #pragma once
-// What `run` prints on stdout (SPEC §13): only the final result, or the dry-run plan.
+// What commands print on stdout (SPEC §13): only the final result, a plan, a document. A
+// write that fails (a full disk, a closed pipe) is an error, never a silent success.
 
 #include <arun/plan.hpp>
 #include <arun/results.hpp>
 
+#include <boost/json/value.hpp>
+
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace arun::cli {
 
-void print_result(const run_result& result, const std::string& format);
-void print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format);
+/// Writes and flushes `text`; on failure says why on stderr and returns false. A closed pipe
+/// (EPIPE: the reader stopped reading) is not a failure.
+[[nodiscard]] bool write_stdout(std::string_view text);
+/// A JSON document (arun's JSON text: valid UTF-8 always) and a newline.
+[[nodiscard]] bool write_json_stdout(const boost::json::value& document);
+
+[[nodiscard]] bool print_result(const run_result& result, const std::string& format);
+[[nodiscard]] bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format);
 
 }  // namespace arun::cli

@@ -2,11 +2,13 @@
 // agents list (SPEC §13).
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "run_output.hpp"
 
 #include "agent_resolution.hpp"
 #include "discovery.hpp"
 #include "recipe_loader.hpp"
 #include "recipe_views.hpp"
+#include "result_format.hpp"
 
 #include <fmt/format.h>
 
@@ -17,26 +19,34 @@
 
 namespace arun::cli {
 
-int explain_command(const recipe_options& o) {
+int explain_command(const recipe_options& o, const std::string& format) {
   const auto in = load_recipe_input(o, false);
   if (!in.value) return in.exit_code;
-  std::fputs(io::explain_recipe(*in.value).c_str(), stdout);
-  return exit_success;
+  const bool written = format == "json" ? write_json_stdout(io::explain_to_json(*in.value))
+                                        : write_stdout(io::explain_recipe(*in.value));
+  return written ? exit_success : exit_output_failed;
 }
 
 int graph_command(const recipe_options& o, const std::string& format) {
   const auto in = load_recipe_input(o, false);
   if (!in.value) return in.exit_code;
   const auto f = format == "mermaid" ? io::graph_format::mermaid : io::graph_format::dot;
-  std::fputs(io::graph_recipe(*in.value, f).c_str(), stdout);
-  return exit_success;
+  return write_stdout(io::graph_recipe(*in.value, f)) ? exit_success : exit_output_failed;
 }
 
-int list_command(const recipe_options& o) {
+namespace {
+
+struct listed_recipe {
+  std::string name, version, description, path;
+  bool valid = false, shadowed = false;
+};
+
+// Every recipe file in the recipe search path, in discovery order.
+std::vector<listed_recipe> discover_recipes(const recipe_options& o) {
   namespace fs = std::filesystem;
   const auto discovery = io::discovery_from_environment(o.recipe_dirs, o.working_dir);
   std::set<std::string> seen_names;
-  int shown = 0;
+  std::vector<listed_recipe> out;
   for (const auto& dir : io::search_dirs(discovery)) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
@@ -46,31 +56,68 @@ int list_command(const recipe_options& o) {
         files.push_back(entry.path());
     std::sort(files.begin(), files.end());
     for (const auto& file : files) {
-      const auto name = file.stem().string();
+      listed_recipe r;
+      r.name = file.stem().string();
+      r.path = file.string();
       // An earlier directory's recipe of the same name shadows this one (discovery order).
-      const bool shadowed = !seen_names.insert(name).second;
-      auto loaded = io::load_recipe_file(file.string());
-      const std::string version = loaded.value ? loaded.value->version : "-";
-      std::string description = loaded.value ? loaded.value->description : "(invalid: arun validate " + file.string() + ")";
-      description = description.substr(0, description.find('\n'));
-      fmt::print("{:<28} {:<9} {}{}\n    {}\n", name, version, description, shadowed ? " [shadowed]" : "", file.string());
-      ++shown;
+      r.shadowed = !seen_names.insert(r.name).second;
+      const auto loaded = io::load_recipe_file(r.path);
+      r.valid = loaded.value.has_value();
+      if (r.valid) {
+        r.version = loaded.value->version;
+        r.description = loaded.value->description;
+      }
+      out.push_back(std::move(r));
     }
   }
-  if (shown == 0) std::fprintf(stderr, "arun: no recipes found in the recipe search path (see docs/running.md)\n");
-  return exit_success;
+  return out;
 }
 
-int agents_list_command(const recipe_options& o) {
+}  // namespace
+
+int list_command(const recipe_options& o, const std::string& format) {
+  const auto recipes = discover_recipes(o);
+  if (recipes.empty()) std::fprintf(stderr, "arun: no recipes found in the recipe search path (see docs/running.md)\n");
+  if (format == "json") {
+    boost::json::array list;
+    for (const auto& r : recipes)
+      list.push_back({{"name", r.name}, {"version", r.valid ? boost::json::value(r.version) : nullptr},
+                      {"description", r.description}, {"path", r.path}, {"valid", r.valid}, {"shadowed", r.shadowed}});
+    auto doc = io::document_header();
+    doc["recipes"] = std::move(list);
+    return write_json_stdout(doc) ? exit_success : exit_output_failed;
+  }
+  std::string text;
+  for (const auto& r : recipes) {
+    const auto description = r.valid ? r.description.substr(0, r.description.find('\n')) : "(invalid: arun validate " + r.path + ")";
+    text += fmt::format("{:<28} {:<9} {}{}\n    {}\n", r.name, r.valid ? r.version : "-", description,
+                        r.shadowed ? " [shadowed]" : "", r.path);
+  }
+  return write_stdout(text) ? exit_success : exit_output_failed;
+}
+
+int agents_list_command(const recipe_options& o, const std::string& format) {
   const auto agents = io::list_agents(io::agent_search_from_environment(o.agent_dirs, o.working_dir));
+  if (agents.empty()) std::fprintf(stderr, "arun: no agents found in the agent search path (see docs/agents.md)\n");
+  if (format == "json") {
+    boost::json::array list;
+    for (const auto& a : agents)
+      list.push_back({{"reference", a.reference}, {"path", a.path}, {"source", a.source},
+                      {"description", a.description}, {"valid", a.error.empty()},
+                      {"error", a.error.empty() ? boost::json::value(nullptr) : boost::json::value(a.error)},
+                      {"shadowed", a.shadowed}});
+    auto doc = io::document_header();
+    doc["agents"] = std::move(list);
+    return write_json_stdout(doc) ? exit_success : exit_output_failed;
+  }
+  std::string text;
   for (const auto& a : agents) {
     // A shadowed agent is never chosen: an earlier place has the same reference.
-    fmt::print("{:<28} {}  ({}){}\n", a.reference, a.path, a.source, a.shadowed ? " [shadowed]" : "");
-    if (!a.error.empty()) fmt::print("    invalid: {}\n", a.error);
-    else if (!a.description.empty()) fmt::print("    {}\n", a.description);
+    text += fmt::format("{:<28} {}  ({}){}\n", a.reference, a.path, a.source, a.shadowed ? " [shadowed]" : "");
+    if (!a.error.empty()) text += fmt::format("    invalid: {}\n", a.error);
+    else if (!a.description.empty()) text += fmt::format("    {}\n", a.description);
   }
-  if (agents.empty()) std::fprintf(stderr, "arun: no agents found in the agent search path (see docs/agents.md)\n");
-  return exit_success;
+  return write_stdout(text) ? exit_success : exit_output_failed;
 }
 
 }  // namespace arun::cli

@@ -1,19 +1,33 @@
-// `arun validate RECIPE`: every diagnostic on stderr; exit 0 when clean or warnings only, 2
-// on any error (SPEC §13).
+// `arun validate RECIPE`: every diagnostic on stderr (or as one JSON document on stdout); exit
+// 0 when clean or warnings only, 2 on any error, 3/4 when there is no recipe (SPEC §13).
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "run_output.hpp"
 
-#include <cstdio>
+#include "result_format.hpp"
 
 namespace arun::cli {
 
-int validate_command(const recipe_options& given) {
+int validate_command(const recipe_options& given, const std::string& format) {
   recipe_options o = given;
   o.check_shell = true;  // bash -n: validate's job, not explain's or graph's
-  const auto in = load_recipe_input(o, false);
-  if (!in.value) return in.exit_code;
-  std::fprintf(stdout, "%s: valid%s\n", o.recipe.c_str(), in.had_warnings ? " (with warnings)" : "");
-  return exit_success;
+  o.diagnostics_json = format == "json";
+  auto in = load_recipe_input(o, false);
+  const int code = in.value ? exit_success : in.exit_code;
+  if (format == "json") {
+    // One document whatever the outcome, for editors and CI to annotate the recipe with.
+    auto doc = io::document_header();
+    doc["recipe"] = o.recipe;
+    doc["file"] = in.path.empty() ? boost::json::value(nullptr) : boost::json::value(in.path);
+    doc["valid"] = in.value.has_value();
+    doc["errors"] = in.errors;
+    doc["warnings"] = in.warnings;
+    doc["diagnostics"] = std::move(in.diagnostics);
+    return write_json_stdout(doc) ? code : exit_output_failed;
+  }
+  if (!in.value) return code;
+  return write_stdout(o.recipe + ": valid" + (in.warnings > 0 ? " (with warnings)" : "") + "\n") ? code
+                                                                                                : exit_output_failed;
 }
 
 }  // namespace arun::cli

@@ -12,6 +12,7 @@ void refuse(std::vector<diagnostic>& out, const source_location& where, const st
   d.message = what + " is not supported by this version of arun yet";
   d.key = std::move(key);
   d.hint = std::move(hint);
+  d.code = "unsupported";
   out.push_back(std::move(d));
 }
 

@@ -49,6 +49,7 @@ run_status status_of(engine::flow end) {
 
 asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_result& result) {
   const auto started = steady::now();
+  result.started_at = std::chrono::system_clock::now();
   auto start = rs.make_event(event_kind::recipe_start);
   start.recipe_name = r.name;
   rs.emit(start);
@@ -85,6 +86,7 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
     result.output = std::move(seq.last_output);
   }
   result.duration = steady::now() - started;
+  result.ended_at = result.started_at + std::chrono::duration_cast<std::chrono::system_clock::duration>(result.duration);
   auto finish = rs.make_event(event_kind::recipe_end);
   finish.recipe_name = r.name;
   finish.run = &result;

@@ -431,17 +431,24 @@ std::set<std::string, std::less<>> declared_names(const recipe& r, const validat
 
 std::vector<diagnostic> validate_recipe(const recipe& r, const validation_options& options) {
   std::vector<diagnostic> out;
-  check_ids(r, out);
-  check_stage_names(r, out);
-  check_empty_and_names(r, out);
-  check_dependencies(r, out);
-  check_dag_order(r, out);
-  check_gates(r, out);
-  check_ineffective_fields(r, out);
-  check_conditions(r, out);
-  check_agent_references(r, out);
-  check_agent_options(r, out);
-  check_references(r, options, out);
+  // Each check's diagnostics carry its code (docs/running.md, "Diagnostics as JSON").
+  auto run = [&](std::string_view code, auto&& check) {
+    const auto first = out.size();
+    check();
+    for (auto i = first; i < out.size(); ++i)
+      if (out[i].code.empty()) out[i].code = code;
+  };
+  run("step-id", [&] { check_ids(r, out); });
+  run("stage-name", [&] { check_stage_names(r, out); });
+  run("invalid-value", [&] { check_empty_and_names(r, out); });
+  run("depends-on", [&] { check_dependencies(r, out); });
+  run("depends-on", [&] { check_dag_order(r, out); });
+  run("approval", [&] { check_gates(r, out); });
+  run("ineffective-field", [&] { check_ineffective_fields(r, out); });
+  run("condition-syntax", [&] { check_conditions(r, out); });
+  run("agent-reference", [&] { check_agent_references(r, out); });
+  run("agent-options", [&] { check_agent_options(r, out); });
+  run("undefined-name", [&] { check_references(r, options, out); });
   return out;
 }
 

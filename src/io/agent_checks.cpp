@@ -19,6 +19,7 @@ std::vector<diagnostic> check_agent_references(const recipe& r, const agent_sear
     d.where = s.at(key);
     d.key = key;
     d.message = owner + ": " + *error;
+    d.code = "agent-not-found";
     if (!allow_missing) d.hint = "--agent-dir DIR adds a place to look; --allow-missing-agents makes this a warning";
     out.push_back(std::move(d));
   };
@@ -59,6 +60,7 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
               first->id + "' needs it (looked in " +
               (program.find('/') != std::string::npos ? program : "PATH=" + path.value_or("<unset>")) + ")";
   d.key = "agent";
+  d.code = "agent-cli-not-found";
   d.hint = "install it, or choose another with --agent-cli or --agent-command (--agent-cli fake rehearses the recipe "
            "without one)";
   return d;

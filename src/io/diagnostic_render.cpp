@@ -94,6 +94,28 @@ std::size_t code_points(std::string_view text) {
       std::count_if(text.begin(), text.end(), [](char c) { return !continuation_byte(static_cast<unsigned char>(c)); }));
 }
 
+// What a diagnostic underlines on its source line: the byte offset and length.
+struct underline {
+  std::size_t at, bytes;
+};
+
+underline underline_of(const diagnostic& d, std::string_view line) {
+  const auto at = std::min(static_cast<std::size_t>(std::max(d.where.column - 1, 0)), line.size());
+  return {at, d.span > 0 ? bytes_for_columns(line, at, d.span) : token_bytes(line, at)};
+}
+
+std::optional<std::string_view> source_line(const std::string* source, int line) {
+  const auto range = source ? line_range(*source, static_cast<std::size_t>(std::max(line, 0))) : std::nullopt;
+  if (!range) return std::nullopt;
+  return std::string_view(source->data() + range->first, range->second - range->first);
+}
+
+void sort_by_position(std::vector<diagnostic>& ds) {
+  std::stable_sort(ds.begin(), ds.end(), [](const diagnostic& a, const diagnostic& b) {
+    return std::tie(a.where.file, a.where.line, a.where.column) < std::tie(b.where.file, b.where.line, b.where.column);
+  });
+}
+
 }  // namespace
 
 const std::string* source_files::text(const std::string& file) {
@@ -158,31 +180,27 @@ std::string render_diagnostic(const diagnostic& d, const std::string* source, bo
   std::string out = d.where.file;
   if (d.where.line > 0) out += fmt::format(":{}:{}", d.where.line, d.where.column);
   out += ": " + s.paint(error ? "error" : "warning", level_style) + ": " + s.paint(d.message, "\x1b[1m") + "\n";
-  const auto range = source ? line_range(*source, static_cast<std::size_t>(std::max(d.where.line, 0))) : std::nullopt;
+  const auto line = source_line(source, d.where.line);
   const std::string number = std::to_string(d.where.line);
   const std::string pad(number.size(), ' ');
   const auto gutter = [&](std::string_view mark) { return s.paint(std::string(pad) + " " + std::string(mark), "\x1b[1;34m"); };
-  if (range) {
-    const std::string_view line(source->data() + range->first, range->second - range->first);
-    const auto shown = show(line);
-    const auto at = std::min(static_cast<std::size_t>(std::max(d.where.column - 1, 0)), line.size());
-    const auto bytes = d.span > 0 ? bytes_for_columns(line, at, d.span) : token_bytes(line, at);
+  if (line) {
+    const auto shown = show(*line);
+    const auto [at, bytes] = underline_of(d, *line);
     const auto from = shown.column_of[at];
-    const auto width = std::max<std::size_t>(shown.column_of[std::min(at + bytes, line.size())] - from, 1);
+    const auto width = std::max<std::size_t>(shown.column_of[std::min(at + bytes, line->size())] - from, 1);
     out += gutter("|") + "\n";
     out += s.paint(number + " |", "\x1b[1;34m") + " " + shown.text + "\n";
     out += gutter("|") + " " + std::string(from, ' ') + s.paint(std::string(width, '^'), level_style) + "\n";
   }
-  if (!d.hint.empty()) out += (range ? gutter("=") + " " : std::string()) + s.paint("help", "\x1b[1m") + ": " + d.hint + "\n";
+  if (!d.hint.empty()) out += (line ? gutter("=") + " " : std::string()) + s.paint("help", "\x1b[1m") + ": " + d.hint + "\n";
   return out;
 }
 
 std::string render_diagnostics(std::vector<diagnostic> ds, source_files& files, bool color) {
   if (ds.empty()) return {};
   point_at_snippets(ds, files);
-  std::stable_sort(ds.begin(), ds.end(), [](const diagnostic& a, const diagnostic& b) {
-    return std::tie(a.where.file, a.where.line, a.where.column) < std::tie(b.where.file, b.where.line, b.where.column);
-  });
+  sort_by_position(ds);
   std::string out;
   std::size_t errors = 0, warnings = 0;
   for (const auto& d : ds) {
@@ -194,6 +212,39 @@ std::string render_diagnostics(std::vector<diagnostic> ds, source_files& files, 
   if (errors > 0) summary = count(errors, "error");
   if (warnings > 0) summary += (summary.empty() ? "" : ", ") + count(warnings, "warning");
   out += summary + "\n";
+  return out;
+}
+
+boost::json::object diagnostic_to_json(const diagnostic& d, const std::string* source) {
+  boost::json::object o;
+  o["file"] = d.where.file;
+  const auto line = source_line(source, d.where.line);
+  if (d.where.line > 0) {
+    o["line"] = d.where.line;
+    o["column"] = d.where.column;
+    // Exclusive, in the columns `column` counts (bytes from 1): what the text form underlines.
+    if (line) {
+      const auto u = underline_of(d, *line);
+      o["end_column"] = static_cast<int>(u.at + std::max<std::size_t>(u.bytes, 1)) + 1;
+    } else {
+      o["end_column"] = d.where.column + static_cast<int>(std::max<std::size_t>(d.span, 1));
+    }
+  } else {
+    for (const char* key : {"line", "column", "end_column"}) o[key] = nullptr;
+  }
+  o["severity"] = d.level == severity::error ? "error" : "warning";
+  o["code"] = d.code.empty() ? "invalid-recipe" : d.code;
+  o["message"] = d.message;
+  o["help"] = d.hint.empty() ? boost::json::value(nullptr) : boost::json::value(d.hint);
+  if (!d.key.empty()) o["key"] = d.key;
+  return o;
+}
+
+boost::json::array diagnostics_to_json(std::vector<diagnostic> ds, source_files& files) {
+  point_at_snippets(ds, files);
+  sort_by_position(ds);
+  boost::json::array out;
+  for (const auto& d : ds) out.push_back(diagnostic_to_json(d, files.text(d.where.file)));
   return out;
 }
 

@@ -5,6 +5,9 @@
 
 #include <arun/diagnostics.hpp>
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -37,5 +40,13 @@ std::string render_diagnostic(const diagnostic& d, const std::string* source, bo
 
 /// All of them, sorted by file and position, then "N errors, M warnings" (nothing when empty).
 std::string render_diagnostics(std::vector<diagnostic> ds, source_files& files, bool color);
+
+/// One diagnostic for editors and CI: `{file, line, column, end_column, severity, code,
+/// message, help, key?}`; line and columns are null for a diagnostic without a position, help
+/// is null without a hint, end_column is exclusive (what the text form underlines).
+boost::json::object diagnostic_to_json(const diagnostic& d, const std::string* source);
+
+/// All of them, pointed at their snippets and sorted as render_diagnostics sorts them.
+boost::json::array diagnostics_to_json(std::vector<diagnostic> ds, source_files& files);
 
 }  // namespace arun::io

@@ -114,6 +114,30 @@ std::string format_rfc3339_ms(std::chrono::system_clock::time_point t) {
   return text;
 }
 
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339_ms(std::string_view text) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, millis = 0, used = 0;
+  const std::string s(text);
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute, &second, &used) != 6)
+    return std::nullopt;
+  std::string_view rest = std::string_view(s).substr(static_cast<std::size_t>(used));
+  if (rest.starts_with('.')) {
+    int digits = 0;
+    rest.remove_prefix(1);
+    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') {
+      if (digits++ < 3) millis = millis * 10 + (rest.front() - '0');
+      rest.remove_prefix(1);
+    }
+    if (digits == 0) return std::nullopt;
+    for (; digits < 3; ++digits) millis *= 10;
+  }
+  if (rest != "Z") return std::nullopt;
+  const std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                                         std::chrono::day{static_cast<unsigned>(day)}};
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  return std::chrono::sys_days{date} + std::chrono::hours{hour} + std::chrono::minutes{minute} +
+         std::chrono::seconds{second} + std::chrono::milliseconds{millis};
+}
+
 std::string sanitize_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -136,7 +160,9 @@ boost::json::object event_to_json(const event& e) {
   o["event"] = to_string(e.kind);
   o["session_id"] = e.session_id;
   if (is_step_event(e)) {
+    // `step` is SPEC §9's name; `step_id` is the one every other output of arun uses.
     o["step"] = e.step;
+    o["step_id"] = e.step;
     o["type"] = e.step_type;
   }
   add_kind_fields(o, e);

@@ -6,6 +6,7 @@
 #include <boost/json/object.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,9 @@ namespace arun::io {
 
 /// `2026-11-21T13:45:01.123Z`: RFC 3339, UTC, millisecond precision (truncated, not rounded).
 std::string format_rfc3339_ms(std::chrono::system_clock::time_point t);
+
+/// The time format_rfc3339_ms wrote (`YYYY-MM-DDTHH:MM:SS[.fff]Z`); nullopt for anything else.
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339_ms(std::string_view text);
 
 /// `text` with every invalid UTF-8 sequence replaced by U+FFFD, so JSON readers that insist on
 /// valid UTF-8 (Python, jq) accept lines of binary child output. Valid text is returned as is.
@@ -22,7 +26,8 @@ std::string sanitize_utf8(std::string_view text);
 /// the other keys depend on the kind:
 /// - recipe_start: `recipe`; recipe_end: `recipe`, `status`, `success`, `duration` (seconds),
 ///   `error` (null when empty), taken from `e.run` when it is set.
-/// - every step event (and a warning that names a step): `step` (instance id), `type`.
+/// - every step event (and a warning that names a step): `step` and `step_id` (both the
+///   instance id), `type`.
 /// - step_start: `attempt` when > 0, `items` when set.
 /// - step_output: `stream` ("stdout" | "stderr"), `line`, `truncated`.
 /// - step_heartbeat: `elapsed`; step_retry: `attempt`, `delay`, `error` (the message).

@@ -1,5 +1,7 @@
 #include "plan_format.hpp"
 
+#include "result_format.hpp"
+
 #include <fmt/format.h>
 
 namespace arun::io {
@@ -22,9 +24,13 @@ std::string plan_to_text(const recipe& r, const std::vector<planned_step>& plan)
 boost::json::object plan_to_json(const recipe& r, const std::vector<planned_step>& plan) {
   boost::json::array steps;
   for (const auto& p : plan)
-    steps.push_back({{"step", p.step}, {"depth", p.depth}, {"type", p.type}, {"what", p.what},
+    steps.push_back({{"step_id", p.step}, {"depth", p.depth}, {"type", p.type}, {"what", p.what},
                      {"verdict", to_string(p.verdict)}, {"reason", p.reason}, {"stage", p.stage}});
-  return {{"recipe_name", r.name}, {"dry_run", true}, {"steps", std::move(steps)}};
+  auto doc = document_header();
+  doc["recipe_name"] = r.name;
+  doc["dry_run"] = true;
+  doc["steps"] = std::move(steps);
+  return doc;
 }
 
 }  // namespace arun::io

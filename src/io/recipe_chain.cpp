@@ -13,6 +13,7 @@ diagnostic error_at(const source_location& where, std::string message) {
   d.where = where;
   d.message = std::move(message);
   d.key = "extends";
+  d.code = "extends";
   return d;
 }
 

@@ -375,6 +375,7 @@ private:
 
 load_result load_recipe_text(std::string_view text, const std::string& file, const load_limits& limits) {
   diagnostic_sink sink(file, limits.max_nodes);
+  sink.set_code("yaml-syntax");  // until the document is read as a recipe
   load_result out;
   auto finish = [&] {
     if (sink.has_errors()) out.value.reset();  // a recipe with errors is never run
@@ -382,6 +383,7 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
     return std::move(out);
   };
   if (text.size() > limits.max_bytes) {
+    sink.set_code("recipe-file");
     sink.error(YAML::Mark::null_mark(), "file is " + std::to_string(text.size()) + " bytes; recipes are limited to " +
                        std::to_string(limits.max_bytes) + " bytes (--max-recipe-bytes raises it)");
     return finish();
@@ -410,11 +412,13 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
     return finish();
   }
   if (!root.IsMap()) {
+    sink.set_code("invalid-field");
     sink.error(root.Mark(), "a recipe must be a mapping with 'name' and 'steps'");
     return finish();
   }
   std::size_t budget = limits.max_nodes;
   if (!within_limits(root, 0, budget, sink, source)) return finish();
+  sink.set_code("invalid-field");
   try {
     out.value = recipe_reader(root, sink).read();
   } catch (const yaml_too_large& e) {
@@ -428,6 +432,7 @@ load_result load_recipe_file(const std::string& path, const load_limits& limits)
     diagnostic d;
     d.where.file = path;
     d.message = std::move(message);
+    d.code = "recipe-file";
     load_result r;
     r.diagnostics.push_back(std::move(d));
     return r;

@@ -4,6 +4,8 @@
 
 #include <arun/recipe.hpp>
 
+#include <boost/json/object.hpp>
+
 #include <string>
 
 namespace arun::io {
@@ -11,6 +13,11 @@ namespace arun::io {
 /// The plan: steps with their types, conditions, loops, groups, sub-recipe calls, gates,
 /// context defaults and documentation fields.
 std::string explain_recipe(const recipe& r);
+
+/// The same plan as a JSON document: the header, `recipe` (name, version, file, execution,
+/// context defaults, …), `steps` and `stages`, each step `{step_id, type, …, steps}` with only
+/// the keys it uses (docs/running.md, "Machine-readable output").
+boost::json::object explain_to_json(const recipe& r);
 
 enum class graph_format { dot, mermaid };
 

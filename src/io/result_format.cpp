@@ -18,6 +18,12 @@ boost::json::value optional_value(const std::optional<T>& v) {
   return nullptr;
 }
 
+// RFC 3339 (UTC, milliseconds), null for an instance that never started.
+boost::json::value time_or_null(std::chrono::system_clock::time_point t) {
+  if (t == std::chrono::system_clock::time_point{}) return nullptr;
+  return boost::json::string(format_rfc3339_ms(t));
+}
+
 boost::json::value text_or_null(const std::string& s) {
   if (s.empty()) return nullptr;
   return boost::json::string(sanitize_utf8(s));
@@ -44,6 +50,10 @@ void append_step_text(std::string& text, const step_result& s, int depth) {
 
 }  // namespace
 
+boost::json::object document_header() {
+  return {{"format_version", json_format_version}, {"arun_version", ARUN_VERSION}};
+}
+
 boost::json::object iterations_to_json(const iteration_counts& c) {
   boost::json::object o;
   o["total"] = c.total;
@@ -61,6 +71,8 @@ boost::json::object step_to_json(const step_result& s) {
   o["output"] = s.output;
   o["error"] = text_or_null(s.error);
   o["duration"] = seconds(s.duration);
+  o["started_at"] = time_or_null(s.started_at);
+  o["ended_at"] = time_or_null(s.ended_at);
   o["attempts"] = s.attempts;
   o["exit_code"] = optional_value(s.exit_code);
   o["signal"] = optional_value(s.signal);
@@ -76,12 +88,14 @@ boost::json::object step_to_json(const step_result& s) {
 }
 
 boost::json::object result_to_json(const run_result& r) {
-  boost::json::object o;
+  boost::json::object o = document_header();
   o["recipe_name"] = r.recipe_name;
   o["success"] = r.success();
   o["status"] = to_string(r.status);
   o["session_id"] = r.session_id;
   o["duration"] = seconds(r.duration);
+  o["started_at"] = time_or_null(r.started_at);
+  o["ended_at"] = time_or_null(r.ended_at);
   o["output"] = r.output;
   o["context"] = r.context;
   boost::json::array steps;
@@ -93,7 +107,8 @@ boost::json::object result_to_json(const run_result& r) {
     // read); `waiting_approvals` lists every gate a fan-out left waiting.
     boost::json::array gates;
     for (const auto& w : r.waiting)
-      gates.push_back(boost::json::object{{"step", w.step}, {"prompt", sanitize_utf8(w.prompt)}});
+      // `step` is the name older readers know; `step_id` is the one every other output uses.
+      gates.push_back(boost::json::object{{"step_id", w.step}, {"step", w.step}, {"prompt", sanitize_utf8(w.prompt)}});
     o["waiting_approval"] = gates.front();
     o["waiting_approvals"] = std::move(gates);
   }

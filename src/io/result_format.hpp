@@ -9,18 +9,26 @@
 
 namespace arun::io {
 
+/// The version of every JSON document arun prints (results, plans, validate, explain, list):
+/// raised when a key changes meaning or goes away, not when one is added.
+inline constexpr int json_format_version = 1;
+
+/// `{format_version, arun_version}`: the first keys of each of those documents.
+boost::json::object document_header();
+
 /// `{total, completed, failed, skipped}`.
 boost::json::object iterations_to_json(const iteration_counts& c);
 
-/// One `step_results` entry: `{step_id, status, output, error, duration, attempts, exit_code,
-/// signal, timed_out, truncated}` (null where not applicable), plus `iterations` when the step
+/// One `step_results` entry: `{step_id, status, output, error, duration, started_at, ended_at,
+/// attempts, exit_code, signal, timed_out, truncated}` (null where not applicable), plus `iterations` when the step
 /// is a loop (`s.iterations` set) and `children` (entries of the same shape, recursively) when
 /// it ran a sub-recipe (`s.children` not empty); neither key appears on other steps.
 boost::json::object step_to_json(const step_result& s);
 
-/// The SPEC §13 result object: `recipe_name`, `success`, `status`, `session_id`, `duration`,
-/// `output`, `context`, `step_results`, `error` (null when empty) and, only when the run
-/// stopped at a gate, `waiting_approval: {step, prompt}`. Serialize it with
+/// The SPEC §13 result object: the document header, `recipe_name`, `success`, `status`,
+/// `session_id`, `duration`, `started_at`, `ended_at`, `output`, `context`, `step_results`,
+/// `error` (null when empty) and, only when the run stopped at a gate,
+/// `waiting_approval: {step_id, step, prompt}` and `waiting_approvals` (every gate). Serialize it with
 /// arun::to_compact_json so doubles never print as `1E0`.
 boost::json::object result_to_json(const run_result& r);
 

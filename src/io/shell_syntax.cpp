@@ -88,6 +88,7 @@ std::vector<diagnostic> check_shell_syntax(const std::vector<const recipe*>& rec
     diagnostic d;
     d.where = s->at("command");
     d.key = "command";
+    d.code = "shell-syntax";
     d.message = "bash refuses the command of step '" + s->id + "'" +
                 (c.line ? " (line " + std::to_string(c.line) + " of the script)" : std::string()) + ": " + c.error;
     d.hint = "bash -n checks the script as it will run, each {{reference}} as its variable";

@@ -161,6 +161,7 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
         d.where = s.at("recipe");
         d.message = error + " (step '" + s.id + "')";
         d.key = "recipe";
+        d.code = "sub-recipe";
         scan.diagnostics.push_back(std::move(d));
         return;
       }
@@ -175,6 +176,7 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
         d.where = s.at("recipe");
         d.message = "sub-recipe " + path + " of step '" + s.id + "' does not load (arun validate " + path + ")";
         d.key = "recipe";
+        d.code = "sub-recipe";
         scan.diagnostics.push_back(std::move(d));
         return;
       }

@@ -516,7 +516,7 @@ TEST_CASE("a dry run runs nothing, not even hooks, and exits 0") {
   const auto plan = json::parse(r.out);
   CHECK(plan.at("dry_run") == true);
   CHECK(plan.at("steps").as_array().size() == 2);
-  CHECK(plan.at("steps").at(0).at("step") == "make");
+  CHECK(plan.at("steps").at(0).at("step_id") == "make");
   CHECK_FALSE(fs::exists(marker));
   CHECK_FALSE(fs::exists(marker.string() + ".hook"));
   CHECK_FALSE(fs::exists(dir.path / "events.jsonl"));

@@ -338,7 +338,7 @@ TEST_CASE("run without a terminal stops at an approval gate with exit 5 and the 
   const auto r = run_arun({rec.file.string(), "--output-format", "json"});  // stdin is /dev/null
   CHECK(r.exit_code == 5);
   CHECK_THAT(r.out, Catch::Contains("\"status\":\"waiting_approval\""));
-  CHECK_THAT(r.out, Catch::Contains("\"waiting_approval\":{\"step\":\"gate\",\"prompt\":\"Go on?\"}"));
+  CHECK_THAT(r.out, Catch::Contains("\"waiting_approval\":{\"step_id\":\"gate\",\"step\":\"gate\",\"prompt\":\"Go on?\"}"));
   CHECK(arun::test::leftover_processes().empty());
 }
 

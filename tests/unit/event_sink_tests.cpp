@@ -114,15 +114,15 @@ TEST_CASE("recipe_end carries the run's status, success, duration and error") {
 
 TEST_CASE("step_start has step and type, attempt only when set, items only for foreach") {
   auto e = test::step_start("build");
-  CHECK(keys_of(event_to_json(e)) == with_common({"step", "type"}));
+  CHECK(keys_of(event_to_json(e)) == with_common({"step", "step_id", "type"}));
   e.attempt = 2;
   const auto retried = event_to_json(e);
-  CHECK(keys_of(retried) == with_common({"step", "type", "attempt"}));
+  CHECK(keys_of(retried) == with_common({"step", "step_id", "type", "attempt"}));
   CHECK(retried.at("attempt") == 2);
   CHECK(retried.at("type") == "bash");
 
   const auto loop = event_to_json(test::loop_start("fan", 1000));
-  CHECK(keys_of(loop) == with_common({"step", "type", "items"}));
+  CHECK(keys_of(loop) == with_common({"step", "step_id", "type", "items"}));
   CHECK(loop.at("items") == 1000);
   CHECK(loop.at("type") == "loop");
 }
@@ -132,8 +132,9 @@ TEST_CASE("step_output has stream, line and truncated") {
   const std::string text = "hello \"world\"";
   e.line = text;
   auto o = event_to_json(e);
-  CHECK(keys_of(o) == with_common({"step", "type", "stream", "line", "truncated"}));
+  CHECK(keys_of(o) == with_common({"step", "step_id", "type", "stream", "line", "truncated"}));
   CHECK(o.at("step") == "fan[3]/child");
+  CHECK(o.at("step_id") == "fan[3]/child");
   CHECK(o.at("stream") == "stdout");
   CHECK(o.at("line") == "hello \"world\"");
   CHECK(o.at("truncated") == false);
@@ -157,7 +158,7 @@ TEST_CASE("step_heartbeat has elapsed seconds and step_retry has attempt, delay 
   auto beat = test::make_event(event_kind::step_heartbeat, "slow", "agent");
   beat.elapsed = 60s;
   const auto b = event_to_json(beat);
-  CHECK(keys_of(b) == with_common({"step", "type", "elapsed"}));
+  CHECK(keys_of(b) == with_common({"step", "step_id", "type", "elapsed"}));
   CHECK(to_compact_json(b).find(R"("elapsed":60.0)") != std::string::npos);
 
   auto retry = test::make_event(event_kind::step_retry, "flaky");
@@ -165,7 +166,7 @@ TEST_CASE("step_heartbeat has elapsed seconds and step_retry has attempt, delay 
   retry.delay = 2500ms;
   retry.message = "exit code 1";
   const auto r = event_to_json(retry);
-  CHECK(keys_of(r) == with_common({"step", "type", "attempt", "delay", "error"}));
+  CHECK(keys_of(r) == with_common({"step", "step_id", "type", "attempt", "delay", "error"}));
   CHECK(r.at("attempt") == 1);
   CHECK(r.at("delay") == 2.5);
   CHECK(r.at("error") == "exit code 1");
@@ -175,7 +176,7 @@ TEST_CASE("step_end carries the instance's outcome, error null when empty") {
   auto r = test::finished("build", step_status::completed);
   r.duration = 250ms;
   const auto ok = event_to_json(test::step_end(r));
-  CHECK(keys_of(ok) == with_common({"step", "type", "status", "duration", "attempt", "exit_code", "signal",
+  CHECK(keys_of(ok) == with_common({"step", "step_id", "type", "status", "duration", "attempt", "exit_code", "signal",
                                     "timed_out", "error"}));
   CHECK(ok.at("status") == "completed");
   CHECK(ok.at("duration") == 0.25);
@@ -214,12 +215,12 @@ TEST_CASE("approval_requested has the prompt and warnings the message") {
   auto gate = test::make_event(event_kind::approval_requested, "deploy", "gate");
   gate.message = "Deploy to prod?";
   const auto g = event_to_json(gate);
-  CHECK(keys_of(g) == with_common({"step", "type", "prompt"}));
+  CHECK(keys_of(g) == with_common({"step", "step_id", "type", "prompt"}));
   CHECK(g.at("prompt") == "Deploy to prod?");
 
   auto warn = test::make_event(event_kind::warning, "fan[2]/child");
   warn.message = "reference 'x' has no value";
-  CHECK(keys_of(event_to_json(warn)) == with_common({"step", "type", "message"}));
+  CHECK(keys_of(event_to_json(warn)) == with_common({"step", "step_id", "type", "message"}));
   warn.step.clear();
   warn.step_type.clear();
   CHECK(keys_of(event_to_json(warn)) == with_common({"message"}));

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "event_samples.hpp"
+#include "event_json.hpp"
 #include "result_format.hpp"
 
 #include <arun/value_format.hpp>
@@ -53,7 +54,10 @@ TEST_CASE("step entries have iterations only for loops and children only for sub
   const auto plain = step_to_json(test::finished("plain", step_status::completed));
   CHECK_FALSE(plain.contains("iterations"));
   CHECK_FALSE(plain.contains("children"));
-  CHECK(plain.size() == 10);
+  CHECK(plain.size() == 12);
+  // Never started (the sample's times are unset): null, not the epoch.
+  CHECK(plain.at("started_at").is_null());
+  CHECK(plain.at("ended_at").is_null());
 
   const auto loop = step_to_json(loop_step());
   CHECK(loop.at("iterations") == boost::json::parse(R"({"total":1000,"completed":37,"failed":1,"skipped":962})"));
@@ -82,14 +86,35 @@ TEST_CASE("the run object has error null when empty and waiting_approval only wh
   o = result_to_json(run);
   CHECK(o.at("error") == "recipe file changed");
   CHECK(o.at("status") == "waiting_approval");
-  CHECK(o.at("waiting_approval") == boost::json::parse(R"({"step":"deploy","prompt":"Ship it?"})"));
-  CHECK(o.at("waiting_approvals") == boost::json::parse(R"([{"step":"deploy","prompt":"Ship it?"}])"));
+  CHECK(o.at("waiting_approval") == boost::json::parse(R"({"step_id":"deploy","step":"deploy","prompt":"Ship it?"})"));
+  CHECK(o.at("waiting_approvals") == boost::json::parse(R"([{"step_id":"deploy","step":"deploy","prompt":"Ship it?"}])"));
   // A fan-out waits at several gates: the first stays `waiting_approval`, all are listed.
   run.waiting.push_back({"fan[1]/review", "Ship b?"});
   o = result_to_json(run);
   CHECK(o.at("waiting_approval").at("step") == "deploy");
   CHECK(o.at("waiting_approvals").as_array().size() == 2);
   CHECK(o.at("waiting_approvals").at(1).at("step") == "fan[1]/review");
+}
+
+TEST_CASE("every JSON document starts with format_version and arun_version; times are RFC 3339 UTC") {
+  auto run = sample_run();
+  run.started_at = std::chrono::system_clock::time_point{} + 1'764'000'000'123ms;
+  run.ended_at = run.started_at + 1s;
+  run.step_results[0].started_at = run.started_at;
+  run.step_results[0].ended_at = run.started_at + 250ms;
+  const auto o = result_to_json(run);
+  CHECK(o.at("format_version") == json_format_version);
+  CHECK(o.at("arun_version") == ARUN_VERSION);
+  CHECK(o.at("started_at") == "2025-11-24T16:00:00.123Z");
+  CHECK(o.at("ended_at") == "2025-11-24T16:00:01.123Z");
+  CHECK(o.at("step_results").at(0).at("ended_at") == "2025-11-24T16:00:00.373Z");
+  CHECK(o.at("step_results").at(1).at("started_at").is_null());
+  // The format reads back to the same millisecond; anything else is refused.
+  CHECK(parse_rfc3339_ms("2025-11-24T16:00:00.373Z") == run.started_at + 250ms);
+  CHECK(parse_rfc3339_ms("2025-11-24T16:00:00Z") == run.started_at - 123ms);
+  for (const char* bad : {"", "2025-11-24", "2025-11-24T16:00:00", "2025-13-01T00:00:00Z", "2025-11-24T16:00:00.Z",
+                          "2025-11-24T16:00:00.1Zx", "2025-02-30T00:00:00Z"})
+    CHECK_FALSE(parse_rfc3339_ms(bad));
 }
 
 TEST_CASE("the text result indents children and shows loop iteration counts") {

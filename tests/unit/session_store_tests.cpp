@@ -49,6 +49,8 @@ TEST_CASE("session store: a journal record reads back as the same instance") {
   r.children.push_back(result("fan[3]/x/c", step_status::completed));
   r.error = "step 'x': exit code 3";
   r.output = boost::json::string("raw \xff bytes");
+  r.started_at = std::chrono::system_clock::time_point{} + std::chrono::milliseconds(1'764'000'000'123);
+  r.ended_at = r.started_at + std::chrono::milliseconds(1500);
   const auto line = to_compact_json(journal_record(r, {{"out", "v"}}));
   const auto back = parse_journal_line(line);
   REQUIRE(back);
@@ -58,6 +60,9 @@ TEST_CASE("session store: a journal record reads back as the same instance") {
   CHECK(back->result.attempts == 2);
   CHECK(back->result.exit_code == 3);
   CHECK(back->result.duration == std::chrono::milliseconds(1500));
+  // A resumed run reports when a replayed instance really ran.
+  CHECK(back->result.started_at == r.started_at);
+  CHECK(back->result.ended_at == r.ended_at);
   CHECK(back->result.output == r.output);  // invalid UTF-8 in an output survives
   CHECK(back->result.error == r.error);
   REQUIRE(back->result.iterations);

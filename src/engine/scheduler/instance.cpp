@@ -28,14 +28,7 @@ void restore_children(const run_journal& journal, std::vector<step_result>& chil
 
 std::string_view type_name(const step& s) {
   if (is_loop(s)) return "loop";
-  switch (s.type) {
-    case step_type::bash: return "bash";
-    case step_type::agent: return "agent";
-    case step_type::recipe: return "recipe";
-    case step_type::loop: return "loop";
-    case step_type::gate: return "gate";
-  }
-  return "bash";
+  return to_string(s.type);
 }
 
 bool is_loop(const step& s) { return s.foreach.has_value() || s.loop_while.has_value(); }
@@ -172,9 +165,14 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
   const auto& on = frame_.r.hooks;
   if (hooks && !stop.stop_requested() && !on.pre_step.empty()) co_await run_hook(on.pre_step, s, instance, nullptr, sc);
   const auto started = steady::now();
+  const auto started_at = std::chrono::system_clock::now();
   auto o = co_await run_body(s, sc, instance, stop, iteration);
   o.result.step_id = instance;
   o.result.duration = steady::now() - started;
+  if (o.result.status != step_status::not_run) {  // a gate left waiting has not run yet
+    o.result.started_at = started_at;
+    o.result.ended_at = started_at + std::chrono::duration_cast<std::chrono::system_clock::duration>(o.result.duration);
+  }
   // Past the step budget no on_error may turn a failure into "go on": the run must stop.
   if (rs_.budget_exhausted && o.result.status == step_status::failed && o.next != flow::suspend) o.next = flow::fatal;
   if (o.result.status == step_status::failed) o.result.fatal = o.next == flow::fatal;

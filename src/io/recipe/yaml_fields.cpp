@@ -18,10 +18,12 @@ source_location diagnostic_sink::at(const YAML::Mark& m) const {
 
 void diagnostic_sink::error(const YAML::Mark& m, std::string message, std::string key, std::string hint) {
   list_.push_back({severity::error, at(m), std::move(message), std::move(key), std::move(hint)});
+  list_.back().code = code_;
 }
 
 void diagnostic_sink::warning(const YAML::Mark& m, std::string message, std::string key, std::string hint) {
   list_.push_back({severity::warning, at(m), std::move(message), std::move(key), std::move(hint)});
+  list_.back().code = code_;
 }
 
 field_reader::field_reader(const YAML::Node& map, diagnostic_sink& sink, std::string where)
@@ -40,11 +42,13 @@ YAML::Node field_reader::node(const char* key) const {
 void field_reader::check_keys(const std::vector<std::string_view>& known,
                               const std::vector<std::pair<std::string_view, std::string_view>>& refused) const {
   std::set<std::string> seen;
+  const auto first = sink_.list().size();
   for (const auto& kv : map_) {
     const auto& key = kv.first.Scalar();
     if (!seen.insert(key).second) {
       // yaml-cpp keeps both entries and reads the first: refuse the ambiguity.
       sink_.error(kv.first.Mark(), "duplicate key '" + key + "' in " + where_, key);
+      sink_.list().back().code = "duplicate-key";
       continue;
     }
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
@@ -79,6 +83,8 @@ void field_reader::check_keys(const std::vector<std::string_view>& known,
     else
       sink_.warning(kv.first.Mark(), "unknown key '" + key + "' in " + where_, key);
   }
+  for (auto i = first; i < sink_.list().size(); ++i)
+    if (sink_.list()[i].code != "duplicate-key") sink_.list()[i].code = "unknown-key";
 }
 
 YAML::Mark field_reader::mark(const char* key) const {

@@ -25,6 +25,8 @@ public:
   source_location at(const YAML::Mark& m) const;
   void error(const YAML::Mark& m, std::string message, std::string key = {}, std::string hint = {});
   void warning(const YAML::Mark& m, std::string message, std::string key = {}, std::string hint = {});
+  /// The code (docs/running.md) given to what error() and warning() report from now on.
+  void set_code(std::string code) { code_ = std::move(code); }
 
   const std::string& file() const noexcept { return file_; }
   std::vector<diagnostic>& list() noexcept { return list_; }
@@ -36,6 +38,7 @@ private:
   std::string file_;
   std::size_t node_budget_;
   std::vector<diagnostic> list_;
+  std::string code_ = "invalid-field";
 };
 
 /// A mapping being read. `where` names it in messages ("the recipe", "step 'build'").
