@@ -33,6 +33,10 @@ struct planned_step {
 /// The plan of `r` under `options` (tags, template mode); pure.
 std::vector<planned_step> plan_run(const recipe& r, const run_options& options);
 
+/// `execution: dag` (SPEC §6.4): for each of `steps`, the indices (into `steps`) of the steps
+/// it waits for — its depends_on and the steps whose outputs it reads — sorted.
+std::vector<std::vector<std::size_t>> dag_waits_for(const std::vector<step>& steps);
+
 /// Whether stage `st`'s approval gate is asked after its steps rather than before: `when`
 /// says so, or (automatic) its prompt reads outputs only the stage's own steps produce.
 bool stage_gate_runs_after(const stage& st, const recipe& r);

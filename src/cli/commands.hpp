@@ -95,7 +95,8 @@ int sessions_clean_command(const sessions_settings& s);
 // `format` is --output-format: "text" or "json" (one document on stdout).
 int validate_command(const recipe_options& o, const std::string& format);
 int explain_command(const recipe_options& o, const std::string& format);
-int graph_command(const recipe_options& o, const std::string& format);
+/// `arun graph RECIPE [--format dot|mermaid] [--expand]`.
+int graph_command(const recipe_options& o, const std::string& format, bool expand);
 int list_command(const recipe_options& o, const std::string& format);
 /// `arun agents list`: one entry per agent file (reference, path, source), exit 0.
 int agents_list_command(const recipe_options& o, const std::string& format);

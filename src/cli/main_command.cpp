@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
   std::string graph_format = "dot";
   auto* graph = app.add_subcommand("graph", "Print the recipe as a graph (DOT or Mermaid)");
   add_recipe_options(*graph, graph_options);
-  graph->add_option("--format", graph_format, "dot or mermaid")->check(CLI::IsMember({"dot", "mermaid"}));
+  graph->add_option("--format", graph_format, "dot or mermaid")->check(CLI::IsMember({"dot", "mermaid"}))->group("Output");
+  bool graph_expand = false;
+  graph->add_flag("--expand", graph_expand, "Draw each sub-recipe inside the step that calls it")->group("Output");
   recipe_options list_options;
   auto* list = app.add_subcommand("list", "List the recipes found by discovery");
   list->add_option("-R,--recipe-dir", list_options.recipe_dirs, "Directory searched first (repeatable)")
@@ -108,7 +110,7 @@ int main(int argc, char** argv) {
   }
   if (validate->parsed()) return validate_command(validate_options, output_format);
   if (explain->parsed()) return explain_command(explain_options, output_format);
-  if (graph->parsed()) return graph_command(graph_options, graph_format);
+  if (graph->parsed()) return graph_command(graph_options, graph_format, graph_expand);
   if (list->parsed()) return list_command(list_options, output_format);
   if (agents_list->parsed()) return agents_list_command(agents_options, output_format);
   if (resume->parsed()) return resume_command(resume_options);

@@ -8,6 +8,7 @@
 #include "discovery.hpp"
 #include "recipe_loader.hpp"
 #include "recipe_views.hpp"
+#include "sub_recipes.hpp"
 #include "result_format.hpp"
 
 #include <fmt/format.h>
@@ -27,11 +28,17 @@ int explain_command(const recipe_options& o, const std::string& format) {
   return written ? exit_success : exit_output_failed;
 }
 
-int graph_command(const recipe_options& o, const std::string& format) {
+int graph_command(const recipe_options& o, const std::string& format, bool expand) {
   const auto in = load_recipe_input(o, false);
   if (!in.value) return in.exit_code;
-  const auto f = format == "mermaid" ? io::graph_format::mermaid : io::graph_format::dot;
-  return write_stdout(io::graph_recipe(*in.value, f)) ? exit_success : exit_output_failed;
+  io::graph_options g;
+  g.format = format == "mermaid" ? io::graph_format::mermaid : io::graph_format::dot;
+  g.max_depth = in.value->recursion.max_depth;
+  io::load_limits limits;
+  limits.max_bytes = o.max_recipe_bytes;
+  io::sub_recipe_cache children(*in.value, io::discovery_from_environment(o.recipe_dirs, o.working_dir), limits);
+  if (expand) g.expand = [&](const recipe& caller, const step& call) { return children.find(caller, call); };
+  return write_stdout(io::graph_recipe(*in.value, g)) ? exit_success : exit_output_failed;
 }
 
 namespace {

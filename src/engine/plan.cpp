@@ -1,5 +1,6 @@
 #include <arun/plan.hpp>
 
+#include "dag_order.hpp"
 #include "output_value.hpp"
 #include "policy/tag_filter.hpp"
 #include "scheduler/step_executor.hpp"
@@ -135,5 +136,9 @@ std::vector<planned_step> plan_run(const recipe& r, const run_options& options) 
 }
 
 bool stage_gate_runs_after(const stage& st, const recipe& r) { return engine::stage_gate_after(st, r); }
+
+std::vector<std::vector<std::size_t>> dag_waits_for(const std::vector<step>& steps) {
+  return engine::dag_dependencies(steps);
+}
 
 }  // namespace arun

@@ -6,6 +6,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <string>
 
 namespace arun::io {
@@ -21,9 +22,21 @@ boost::json::object explain_to_json(const recipe& r);
 
 enum class graph_format { dot, mermaid };
 
-/// Steps as nodes in order; conditions as diamonds with a skip edge; parallel groups and
-/// loops as clusters (subgraphs); sub-recipe calls and approval gates with their own
-/// shapes; depends_on as dashed edges.
-std::string graph_recipe(const recipe& r, graph_format format);
+/// The recipe a `recipe:` step of `caller` calls, for `graph --expand`; null when it is known
+/// only at run time (a template) or does not load.
+using sub_recipe_lookup = std::function<const recipe*(const recipe& caller, const step& call)>;
+
+struct graph_options {
+  graph_format format = graph_format::dot;
+  sub_recipe_lookup expand;  ///< set: sub-recipes are drawn inside their call, as clusters
+  int max_depth = 6;         ///< sub-recipe levels drawn (recursion.max_depth's default)
+};
+
+/// The flow as it runs: a condition is a decision whose skip edge leads to what follows
+/// (the next decision, when that step has a condition too); a parallel group fans out from
+/// a fork and in to a join; `execution: dag` steps follow their dependencies, not their
+/// order; a loop is one node with its body in a cluster; a stage is a cluster with its gate;
+/// sequential `depends_on` is a dashed edge (it orders nothing).
+std::string graph_recipe(const recipe& r, const graph_options& options);
 
 }  // namespace arun::io

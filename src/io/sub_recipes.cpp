@@ -135,6 +135,21 @@ void check_call_tree(const call_tree& tree, const validation_options& top, std::
 
 }  // namespace
 
+sub_recipe_cache::sub_recipe_cache(const recipe& top, discovery_options discovery, load_limits limits)
+    : discovery_(std::move(discovery)), limits_(limits), roots_(recipe_roots(top.source_path, discovery_)) {}
+
+const recipe* sub_recipe_cache::find(const recipe& caller, const step& call) {
+  if (call.type != step_type::recipe || call.call.recipe.find("{{") != std::string::npos) return nullptr;
+  std::string error;
+  const auto path = resolve_sub_recipe(call.call.recipe, caller.source_path, discovery_, roots_, error, limits_.sources);
+  if (path.empty()) return nullptr;
+  auto [it, fresh] = by_path_.try_emplace(fs::weakly_canonical(path).string());
+  if (fresh)
+    if (auto loaded = load_recipe_chain(path, discovery_, limits_); loaded.value)
+      it->second = std::make_unique<recipe>(std::move(*loaded.value));
+  return it->second.get();
+}
+
 sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& discovery, const load_limits& limits,
                                  const validation_options* check) {
   sub_recipe_scan scan;

@@ -11,6 +11,8 @@
 #include <arun/validation.hpp>
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +32,22 @@ struct sub_recipe_scan {
 std::string resolve_sub_recipe(const std::string& reference, const std::string& caller_file,
                                const discovery_options& discovery, const std::vector<std::string>& roots,
                                std::string& error, recipe_sources* sources = nullptr);
+
+/// The recipes `recipe:` steps call, resolved and loaded on demand, each file once (for views
+/// of the call tree such as `graph --expand`).
+class sub_recipe_cache {
+public:
+  sub_recipe_cache(const recipe& top, discovery_options discovery, load_limits limits = {});
+  /// The recipe `call` (a step of `caller`) runs; null when its reference is a template or it
+  /// does not resolve or load (validation reports why).
+  const recipe* find(const recipe& caller, const step& call);
+
+private:
+  discovery_options discovery_;
+  load_limits limits_;
+  std::vector<std::string> roots_;
+  std::map<std::string, std::unique_ptr<recipe>> by_path_;  // null: tried, does not load
+};
 
 /// Loads every sub-recipe reachable from `top` (each file once; cycles are the run's business).
 /// With `check` (the top's validation options), every sub-recipe is also validated once per

@@ -2,6 +2,7 @@
 // Lines of a text by number, for messages that quote a source line.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace arun::io {
@@ -16,6 +17,20 @@ inline std::string_view text_line(std::string_view text, std::size_t number) {
   }
   const auto end = text.find('\n', begin);
   return text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
+}
+
+/// The first line of `text`, cut to `max` bytes on a UTF-8 character boundary ("..." marks
+/// the cut; " ..." marks lines left out): a label or a summary line.
+inline std::string one_line(std::string_view text, std::size_t max = 72) {
+  std::string s(text.substr(0, text.find('\n')));
+  if (s.size() > max) {
+    std::size_t cut = max - 3;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // never before a continuation byte
+    s = s.substr(0, cut) + "...";
+  } else if (text.find('\n') != std::string_view::npos && text.find('\n') + 1 < text.size()) {
+    s += " ...";
+  }
+  return s;
 }
 
 }  // namespace arun::io

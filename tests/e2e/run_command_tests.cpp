@@ -418,7 +418,7 @@ TEST_CASE("explain says a stage gate is asked after the stage when its prompt re
   CHECK_THAT(r.out, Catch::Contains("stage deploy\n  needs approval before the stage: Deploy {{artifact}}?\n"));
 }
 
-TEST_CASE("explain prints the plan and graph prints DOT or Mermaid") {
+TEST_CASE("explain prints the plan") {
   temp_recipe rec("name: views\ndescription: shows views\ncontext: {n: 1}\nsteps:\n"
                   "  - id: first\n    command: echo one\n    timeout: 30\n"
                   "  - id: maybe\n    condition: \"{{n}} > 0\"\n    command: echo two\n    output: two\n"
@@ -430,24 +430,6 @@ TEST_CASE("explain prints the plan and graph prints DOT or Mermaid") {
   CHECK_THAT(r.out, Catch::Contains("       only when: {{n}} > 0\n"));
   CHECK_THAT(r.out, Catch::Contains("       for each item in [1,2], 2 at a time\n"));
   CHECK_THAT(r.out, Catch::Contains("  n = 1\n"));
-  r = run_arun({"graph", rec.file.string()});
-  CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::StartsWith("digraph \"views\" {"));
-  CHECK_THAT(r.out, Catch::Contains("s2_if [label=\"{{n}} > 0\", shape=diamond];"));
-  CHECK_THAT(r.out, Catch::Contains("s2_if -> s3 [label=\"skip\"];"));
-  CHECK_THAT(r.out, Catch::Contains("s1 -> s3 [label=\"after\", style=dashed];"));
-  CHECK_THAT(r.out, Catch::Contains("subgraph cluster_loop_s3 {"));
-  r = run_arun({"graph", "--format", "mermaid", rec.file.string()});
-  CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::StartsWith("flowchart TD\n"));
-  CHECK_THAT(r.out, Catch::Contains("  s2_if{\"{{n}} > 0\"}\n"));
-  CHECK_THAT(r.out, Catch::Contains("  s1 -.->|\"after\"| s3\n"));
-  CHECK(run_arun({"graph", "--format", "png", rec.file.string()}).exit_code == 2);
-  // Ids that flatten alike stay distinct nodes; a last conditional step skips to the end.
-  temp_recipe alike("name: alike\nsteps:\n  - id: a.b\n    command: x\n  - id: a_b\n    condition: 'false'\n    command: y\n");
-  r = run_arun({"graph", alike.file.string()});
-  CHECK_THAT(r.out, Catch::Contains("s1 [label=\"a.b (bash)\"") && Catch::Contains("s2 [label=\"a_b (bash)\""));
-  CHECK_THAT(r.out, Catch::Contains("s2_if -> recipe_end [label=\"skip\"];"));
   CHECK(arun::test::leftover_processes().empty());
 }
 
