@@ -6,6 +6,7 @@
 #include "discovery.hpp"
 #include "diagnostic_render.hpp"
 #include "recipe_chain.hpp"
+#include "recipe/recipe_schema.hpp"
 #include "shell_syntax.hpp"
 #include "sub_recipes.hpp"
 
@@ -152,6 +153,18 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
       for (const auto& child : children.children) recipes.push_back(&child);
       more = io::check_shell_syntax(recipes);
       diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+    }
+    // The editor schema and arun must agree: checked last, so what arun refuses is explained
+    // by arun's own messages, and a refusal of the schema alone shows where they differ.
+    if (o.check_schema && !has_errors(diagnostics)) {
+      io::source_files texts(o.sources);
+      std::vector<const recipe*> files = {&*loaded.value};
+      for (const auto& child : children.children) files.push_back(&child);
+      for (const auto* r : files)
+        if (const auto* text = texts.text(r->source_path)) {
+          more = io::schema_diagnostics(*text, r->source_path);
+          diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+        }
     }
     if (for_run && !has_errors(diagnostics)) {
       more = unsupported_features(*loaded.value);

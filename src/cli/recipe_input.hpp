@@ -30,6 +30,7 @@ struct recipe_options {
   io::recipe_sources* sources = nullptr;   ///< a session's copies of recipe files (SPEC §12)
   std::string color = "auto";              ///< --color: auto, always or never
   bool check_shell = false;                ///< `bash -n` every bash script (validate)
+  bool check_schema = false;               ///< the JSON Schema check of every file (validate)
   /// Diagnostics go to recipe_input::diagnostics as JSON instead of stderr as text
   /// (`--output-format json`).
   bool diagnostics_json = false;

@@ -10,7 +10,8 @@ namespace arun::cli {
 
 int validate_command(const recipe_options& given, const std::string& format) {
   recipe_options o = given;
-  o.check_shell = true;  // bash -n: validate's job, not explain's or graph's
+  o.check_shell = true;   // bash -n and the schema: validate's job, not explain's or graph's
+  o.check_schema = true;
   o.diagnostics_json = format == "json";
   auto in = load_recipe_input(o, false);
   const int code = in.value ? exit_success : in.exit_code;

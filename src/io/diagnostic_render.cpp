@@ -65,12 +65,21 @@ shown_line show(std::string_view line) {
 }
 
 // How many bytes to underline from `at` when the diagnostic does not say: a quoted scalar to
-// its closing quote, else the run of non-blank characters (a key without its colon).
+// its closing quote, a plain value after `key: ` to the end of the line (without a comment),
+// else the run of non-blank characters (a key without its colon).
 std::size_t token_bytes(std::string_view line, std::size_t at) {
   if (at >= line.size()) return 0;
   if (line[at] == '"' || line[at] == '\'') {
     const auto close = line.find(line[at], at + 1);
     return close == std::string_view::npos ? line.size() - at : close + 1 - at;
+  }
+  const bool value = at >= 2 && line.substr(at - 2, 2) == ": " && line[at] != '[' && line[at] != '{' &&
+                     line[at] != '|' && line[at] != '>';
+  if (value) {
+    auto end = line.find(" #", at);
+    if (end == std::string_view::npos) end = line.size();
+    while (end > at && (line[end - 1] == ' ' || line[end - 1] == '\t')) --end;
+    return std::max<std::size_t>(end - at, 1);
   }
   std::size_t end = at;
   auto key_colon = [&](std::size_t i) { return line[i] == ':' && (i + 1 == line.size() || line[i + 1] == ' '); };

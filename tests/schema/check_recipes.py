@@ -151,8 +151,8 @@ def main():
 
     with open(args.schema, encoding="utf-8") as f:
         schema = json.load(f)
-    jsonschema.Draft202012Validator.check_schema(schema)
-    validator = jsonschema.Draft202012Validator(schema)
+    jsonschema.Draft7Validator.check_schema(schema)
+    validator = jsonschema.Draft7Validator(schema)
     checker = Checker()
     flags = validate_flags(args.arun)
 
