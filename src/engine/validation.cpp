@@ -96,8 +96,10 @@ void check_stage_names(const recipe& r, std::vector<diagnostic>& out) {
 bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 // A name a step stores its output into must be one a template can read back: an identifier,
-// and not a built-in (`output: session` was stored and then hidden by {{session}}).
-void check_stored_name(const step& s, std::string_view key, const std::string& name, std::vector<diagnostic>& out) {
+// and not a built-in (`output: session` was stored and then hidden by {{session}}). A loop
+// variable is local to its loop, where it hides a built-in of the same name.
+void check_stored_name(const step& s, std::string_view key, const std::string& name, std::vector<diagnostic>& out,
+                       bool loop_variable = false) {
   static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
   const auto where = s.at(key);
   if (!std::regex_match(name, identifier))
@@ -105,6 +107,13 @@ void check_stored_name(const step& s, std::string_view key, const std::string& n
                        "step '" + s.id + "': '" + std::string(key) + "' must be a name of letters, digits and '_' " +
                            "(not starting with a digit), not '" + name + "'",
                        std::string(key)));
+  else if (loop_variable && builtin_names.contains(name) && !name.starts_with('_'))
+    // Inside its loop the variable wins, as the Python runner has it (`as: recipe` over a
+    // list of recipes): worth a word, not a refusal.
+    out.push_back(make(severity::warning, where,
+                       "step '" + s.id + "': the loop variable '" + name + "' hides the built-in {{" + name +
+                           "}} inside the loop",
+                       std::string(key), "a name of its own (say '" + name + "_item') keeps both readable"));
   else if (builtin_names.contains(name))
     out.push_back(make(severity::error, where,
                        "step '" + s.id + "': '" + std::string(key) + "' cannot be '" + name +
@@ -125,7 +134,7 @@ void check_empty_and_names(const recipe& r, std::vector<diagnostic>& out) {
     if (s.output_exit_code) check_stored_name(s, "output_exit_code", *s.output_exit_code, out);
     if (s.foreach) {
       for (const char* key : {"as", "foreach_var"})
-        if (s.has(key)) check_stored_name(s, key, s.foreach->as, out);
+        if (s.has(key)) check_stored_name(s, key, s.foreach->as, out, true);
       if (s.foreach->collect) check_stored_name(s, "collect", *s.foreach->collect, out);
     }
     const auto& a = s.agent;
@@ -324,6 +333,16 @@ void check_agent_options(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
+// Whether the line of `text` holding byte `at` is a shell comment (its first non-blank
+// character is '#'). A heredoc line that starts with '#' looks the same: such a reference
+// still gets a warning, never silence.
+bool comment_line(std::string_view text, std::size_t at) {
+  const auto start = text.rfind('\n', at == 0 ? 0 : at - 1);
+  const auto line = text.substr(start == std::string_view::npos || at == 0 ? 0 : start + 1);
+  const auto first = line.find_first_not_of(" \t");
+  return first != std::string_view::npos && line[first] == '#';
+}
+
 void check_references(const recipe& r, const validation_options& options, std::vector<diagnostic>& out) {
   auto declared = declared_names(r, options);
   declared.insert(options.sub_recipe_names.begin(), options.sub_recipe_names.end());
@@ -349,7 +368,11 @@ void check_references(const recipe& r, const validation_options& options, std::v
       if (hint.empty())
         hint = calls_recipes ? "it may be an output of a sub-recipe"
                              : "declare it in context, or pass --set " + span.ref.root + "=...";
-      auto d = make(soft ? severity::warning : severity::error, where,
+      // In a shell comment it renders empty and changes nothing: real recipes of the older
+      // runners explain their templates in comments (`# {{variable}} is substituted ...`).
+      const bool in_comment = key == "command" && comment_line(text, span.begin);
+      if (in_comment) hint = "it is in a shell comment, where it renders empty and changes nothing";
+      auto d = make(soft || in_comment ? severity::warning : severity::error, where,
                     "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of " + owner +
                         " (defined: " + defined + ")",
                     std::string(key), std::move(hint));
@@ -413,6 +436,8 @@ void check_references(const recipe& r, const validation_options& options, std::v
 std::set<std::string, std::less<>> declared_names(const recipe& r, const validation_options& options) {
   name_set names = builtin_names;
   for (const auto& kv : r.context) names.emplace(kv.key());
+  // A variable context_validation checks is one the caller or --set provides.
+  for (const auto& [name, check] : r.context_validation) names.insert(name);
   for (const auto& k : options.set_keys) names.emplace(k.substr(0, k.find('.')));
   for_each_step(r, [&](const step& s, int) {
     if (s.output) names.insert(*s.output);

@@ -73,8 +73,15 @@ std::size_t token_bytes(std::string_view line, std::size_t at) {
     const auto close = line.find(line[at], at + 1);
     return close == std::string_view::npos ? line.size() - at : close + 1 - at;
   }
-  const bool value = at >= 2 && line.substr(at - 2, 2) == ": " && line[at] != '[' && line[at] != '{' &&
-                     line[at] != '|' && line[at] != '>';
+  if (line[at] == '[' || line[at] == '{') {  // a flow collection: to its closing bracket
+    int depth = 0;
+    for (auto i = at; i < line.size(); ++i) {
+      if (line[i] == '[' || line[i] == '{') ++depth;
+      if ((line[i] == ']' || line[i] == '}') && --depth == 0) return i + 1 - at;
+    }
+    return line.size() - at;
+  }
+  const bool value = at >= 2 && line.substr(at - 2, 2) == ": " && line[at] != '|' && line[at] != '>';
   if (value) {
     auto end = line.find(" #", at);
     if (end == std::string_view::npos) end = line.size();

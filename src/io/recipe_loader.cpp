@@ -320,10 +320,25 @@ private:
     const auto node = f_.node("context_validation");
     if (!node.IsMap()) return f_.error("context_validation", "'context_validation' must map variables to nonempty, path, git_repo or optional");
     const field_reader cv(node, sink_, "context_validation");
+    static const std::vector<std::string_view> checks = {"nonempty", "path", "git_repo", "optional"};
     for (const auto& kv : node) {
       const auto& var = kv.first.Scalar();
-      const auto rule = cv.choice(var.c_str(), {"nonempty", "path", "git_repo", "optional"});
+      const auto rule = cv.text(var.c_str());
       if (!rule) continue;
+      // The Rust runner checks nothing for "" and warns about a check it does not know; a
+      // real recipe has context defaults that slipped under context_validation. The name is
+      // still one the recipe expects to be given.
+      if (rule->empty()) {
+        r_.context_validation.emplace_back(var, context_check::optional);
+        continue;
+      }
+      if (std::find(checks.begin(), checks.end(), *rule) == checks.end()) {
+        auto hint = did_you_mean(*rule, checks);
+        if (hint.empty()) hint = "if '" + *rule + "' is the default value of '" + var + "', it belongs under context:";
+        cv.warning(var.c_str(), "'" + *rule + "' is no context check, so '" + var + "' is not checked (known: nonempty, path, git_repo, optional)", std::move(hint));
+        r_.context_validation.emplace_back(var, context_check::optional);
+        continue;
+      }
       const auto check = *rule == "nonempty" ? context_check::nonempty : *rule == "path" ? context_check::path
                          : *rule == "git_repo" ? context_check::git_repo : context_check::optional;
       r_.context_validation.emplace_back(var, check);

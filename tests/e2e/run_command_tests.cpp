@@ -672,6 +672,18 @@ TEST_CASE("built-in names have values: recipe, session and step") {
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("a loop variable named like a built-in hides it inside its loop, as in the Python runner") {
+  temp_recipe rec("name: docs\nsteps:\n  - id: each\n    foreach: [{name: a}, {name: b}]\n    as: recipe\n"
+                  "    collect: names\n    command: echo \"{{recipe.name}}\"\n"
+                  "  - id: after\n    condition: \"recipe.name == 'docs'\"\n    command: echo \"{{recipe.name}}\"\n");
+  const auto r = run_arun({rec.file.string(), "--output-format", "json", "-q"});
+  CHECK(r.exit_code == 0);
+  const auto v = arun::test::result_json(r);
+  CHECK(v.at("context").at("names") == boost::json::parse(R"(["a","b"])"));
+  CHECK(v.at("step_results").at(1).at("output") == "docs");  // outside the loop: the built-in again
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("options may come before the recipe") {
   temp_recipe rec("name: order\nsteps:\n  - id: a\n    command: echo {{who}}\ncontext: {who: nobody}\n");
   auto r = run_arun({"run", "--set", "who=someone", rec.file.string(), "--output-format", "json", "-q"});

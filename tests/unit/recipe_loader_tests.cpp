@@ -314,8 +314,6 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:2:12: error: 'execution' must be one of sequential, dag, not 'parallel'"},
       {"name: x\nrecursion: {max_depth: 0}\nsteps:\n  - id: a\n    command: x\n",
        "r.yaml:2:24: error: 'max_depth' must be a whole number from 1 to 1000"},
-      {"name: x\ncontext_validation: {repo: folder}\nsteps:\n  - id: a\n    command: x\n",
-       "r.yaml:2:28: error: 'repo' must be one of nonempty, path, git_repo, optional, not 'folder'"},
       {"name: x\ncontext: [1]\nsteps:\n  - id: a\n    command: x\n", "r.yaml:2:10: error: 'context' must be a mapping"},
       {"name: x\nsteps:\n  - id: a\n    command: [unclosed\n", "r.yaml:5:1: error: invalid YAML: end of sequence flow not found"},
       {"- a\n- b\n", "r.yaml:1:1: error: a recipe must be a mapping with 'name' and 'steps'"},
@@ -356,6 +354,41 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
     INFO("recipe:\n" << r.text);
     CHECK(first_error(r.text) == r.expected);
   }
+}
+
+TEST_CASE("what the older runners accept is accepted: context_validation's unknown checks, a loop variable named "
+          "like a built-in, references in shell comments") {
+  // The Rust runner checks nothing for "" and warns about an unknown check; the name is still
+  // one the recipe expects to be given, so references to it are declared.
+  const std::string cv = "name: x\ncontext_validation:\n  repo: folder\n  task: \"\"\n  mode: nonemty\n"
+                         "steps:\n  - id: a\n    command: echo {{repo}} {{task}} {{mode}}\n";
+  CHECK(first_error(cv) == "<no error>");
+  const auto ds = check(cv);
+  REQUIRE(ds.size() == 2);
+  CHECK(ds[0] == "r.yaml:3:9: warning: 'folder' is no context check, so 'repo' is not checked (known: nonempty, path, "
+                 "git_repo, optional) (if 'folder' is the default value of 'repo', it belongs under context:)");
+  CHECK(ds[1] == "r.yaml:5:9: warning: 'nonemty' is no context check, so 'mode' is not checked (known: nonempty, path, "
+                 "git_repo, optional) (did you mean 'nonempty'?)");
+  // The Python runner's loop variable hides a built-in inside its loop.
+  const std::string loop = "name: x\nsteps:\n  - id: each\n    foreach: [{name: a}]\n    as: recipe\n"
+                           "    command: echo {{recipe.name}}\n";
+  CHECK(first_error(loop) == "<no error>");
+  CHECK(first_warning(loop) == "r.yaml:5:9: warning: step 'each': the loop variable 'recipe' hides the built-in "
+                               "{{recipe}} inside the loop (a name of its own (say 'recipe_item') keeps both readable)");
+  CHECK_THAT(first_error("name: x\nsteps:\n  - id: each\n    foreach: [1]\n    as: _loop_index\n    command: x\n"),
+             Catch::Contains("'as' cannot be '_loop_index': it is a built-in"));
+  // A reference in a shell comment renders empty and changes nothing: a warning. The same
+  // reference on a command line is an error.
+  const std::string commented = "name: x\nsteps:\n  - id: a\n    command: |\n      # {{variable}} is substituted\n"
+                                "      echo hi\n";
+  CHECK(first_error(commented) == "<no error>");
+  CHECK_THAT(first_warning(commented), Catch::Contains("warning: undefined variable 'variable' in {{variable}}") &&
+                                           Catch::EndsWith("(it is in a shell comment, where it renders empty and "
+                                                           "changes nothing)"));
+  CHECK_THAT(first_error("name: x\nsteps:\n  - id: a\n    command: |\n      echo {{variable}} # here\n"),
+             Catch::Contains("error: undefined variable 'variable'"));
+  CHECK_THAT(first_error("name: x\nsteps:\n  - id: a\n    agent: x\n    prompt: |\n      # {{variable}}\n"),
+             Catch::Contains("error: undefined variable 'variable'"));  // a prompt has no comments
 }
 
 TEST_CASE("an unknown key near a valid one is an error with the suggestion; others are warnings") {

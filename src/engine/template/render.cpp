@@ -43,7 +43,7 @@ std::string value_text(const boost::json::value& v) {
 }
 
 const boost::json::object* root_holder(const render_scope& scope, std::string_view name) {
-  for (const auto* source : {scope.builtins, scope.locals, &scope.context})
+  for (const auto* source : {scope.locals, scope.builtins, &scope.context})
     if (source && source->contains(name)) return source;
   return nullptr;
 }

@@ -32,6 +32,8 @@ struct render_scope {
   const name_set* declared = nullptr;
   undefined_mode mode = undefined_mode::normal;
   /// Read-only built-ins (SPEC §5.1: recipe, session, step, …); they win over the context.
+  /// A loop variable of the same name wins over them inside its loop (the Python runner's
+  /// `as: recipe`).
   const boost::json::object* builtins = nullptr;
   /// Loop-local names (the loop variable, `_loop_index`, a loop body's outputs): they hide
   /// the context's. Null: none.
@@ -41,14 +43,14 @@ struct render_scope {
   output_store* outputs = nullptr;
 };
 
-/// The object holding root `name` in `scope` (built-ins, then locals, then the context), or
+/// The object holding root `name` in `scope` (locals, then built-ins, then the context), or
 /// null when none has it.
 const boost::json::object* root_holder(const render_scope& scope, std::string_view name);
 
 /// The context with the locals laid over it (a copy only when there are locals).
 boost::json::object visible_context(const render_scope& scope);
 
-/// The value a root name has in `scope`: a built-in first, then a local, then the context.
+/// The value a root name has in `scope`: a local first, then a built-in, then the context.
 const boost::json::value* find_root(const render_scope& scope, std::string_view name);
 
 /// One reference resolved under the undefined rules: a value, or null with a warning (it
