@@ -139,7 +139,10 @@ std::vector<schema_violation> check_recipe_schema(const boost::json::value& docu
   while (results.popError(e)) errors.emplace_back(path_of(e.context), e.description);
   // Only the innermost places: an error inside a value explains its enclosing ones.
   std::vector<schema_violation> out;
-  for (const auto& [path, description] : errors) {
+  for (const auto& error : errors) {
+    const auto& path = error.first;
+    const auto& description = error.second;
+    // (Not a structured binding: clang 14 cannot capture one in a lambda.)
     const bool enclosing = std::any_of(errors.begin(), errors.end(), [&](const auto& other) { return strict_prefix(path, other.first); });
     if (enclosing) continue;
     auto it = std::find_if(out.begin(), out.end(), [&](const schema_violation& v) { return v.path == path; });
