@@ -37,6 +37,7 @@ struct run_settings {
   std::size_t max_output = 10u << 20;
   std::size_t spill_outputs_over = 96u << 10;  ///< 0: every output stays in memory
   bool quiet = false;
+  bool verbose = false;  ///< -v: every instance's lines, loop iterations included
   int max_concurrent = 8;
   bool dry_run = false;
   bool keep_going = false;  ///< -k: a failing step that says nothing about failing continues the run

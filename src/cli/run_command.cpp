@@ -95,6 +95,7 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
   if (!s.quiet && s.progress != "off") {
     io::progress_options po;
     po.mode = s.progress == "plain" || !tty ? io::progress_mode::plain : io::progress_mode::live;
+    po.verbose = s.verbose;
     sinks.progress = std::make_unique<io::progress_printer>(stderr, po);
     sinks.fanout.add(sinks.progress.get());
   }
@@ -464,7 +465,12 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->check(CLI::IsMember({"auto", "plain", "off"}))
       ->type_name("MODE")
       ->group(output);
-  app.add_flag("-q,--quiet", s.quiet, "No progress on stderr")->group(output);
+  auto* quiet_flag = app.add_flag("-q,--quiet", s.quiet, "No progress on stderr")->group(output);
+  app.add_flag("-v,--verbose", s.verbose,
+               "Every step instance on stderr, loop iterations too: its start, its end and its output lines "
+               "prefixed with its instance id")
+      ->excludes(quiet_flag)
+      ->group(output);
   app.add_option("--heartbeat", s.heartbeat, "Seconds between heartbeat events of a long step (0: none)")
       ->check(quiet(CLI::Range(0.0, 86400.0)))
       ->type_name("SECONDS")

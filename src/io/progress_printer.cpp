@@ -120,7 +120,7 @@ void progress_printer::handle(const event& e) {
       break;
     case event_kind::step_start: on_step_start(e); break;
     case event_kind::step_output:
-      if (options_.show_output && !detail::inside_iteration(e.step))
+      if (options_.show_output && (options_.verbose || !detail::inside_iteration(e.step)))
         add_line(fmt::format("     {} | {}{}", e.step, e.line, e.line_truncated ? " [line cut]" : ""));
       break;
     case event_kind::step_heartbeat:
@@ -143,7 +143,7 @@ void progress_printer::on_step_start(const event& e) {
     loops_.start_loop(e.step, e.items);
     loops_changed_ = true;
   }
-  if (detail::inside_iteration(e.step)) return;
+  if (detail::inside_iteration(e.step) && !options_.verbose) return;
   std::string line = fmt::format("  -> {}", e.step);
   if (e.items) line += fmt::format(" ({} items)", *e.items);
   if (e.attempt > 1) line += fmt::format(" (attempt {})", e.attempt);
@@ -154,7 +154,7 @@ void progress_printer::on_step_end(const event& e) {
   if (e.result == nullptr) return;
   const bool bad = is_bad(e.result->status);
   // The instance's own line first, then the loop summary it may complete.
-  if (!detail::inside_iteration(e.step) || bad) add_line(step_end_line(e, *e.result));
+  if (!detail::inside_iteration(e.step) || bad || options_.verbose) add_line(step_end_line(e, *e.result));
   if (detail::is_iteration(e.step)) {
     end_iteration(e, bad);
   } else if (loops_.end_loop(e.step)) {

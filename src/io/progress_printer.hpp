@@ -23,6 +23,9 @@ enum class progress_mode { plain, live };
 struct progress_options {
   progress_mode mode = progress_mode::plain;
   bool show_output = true;  ///< echo output lines of steps outside loops, as `     ID | line`
+  /// -v: every instance, loop iterations and their bodies too, gets its start and end line and
+  /// its output lines (prefixed with its instance id, like `parallel --tag`).
+  bool verbose = false;
   /// Columns the live status line may use; 0: ask the terminal of `out` on each redraw
   /// (80 when it cannot tell).
   std::size_t width = 0;

@@ -672,6 +672,20 @@ TEST_CASE("built-in names have values: recipe, session and step") {
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("verbose (-v) shows every loop iteration with its output lines, tagged by instance id; -q and -v exclude each other") {
+  temp_recipe rec("name: v\nsteps:\n  - id: fan\n    foreach: [a, b]\n    command: echo item {{item}}\n");
+  auto r = run_arun({rec.file.string(), "-v"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("  -> fan[0]\n     fan[0] | item a\n  ok fan[0] completed"));
+  CHECK_THAT(r.err, Catch::Contains("     fan[1] | item b\n"));
+  r = run_arun({rec.file.string()});  // without -v an iteration's lines stay out of the progress
+  CHECK(r.err.find("fan[1] | item b") == std::string::npos);
+  r = run_arun({rec.file.string(), "-v", "-q"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--quiet excludes --verbose"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("a loop variable named like a built-in hides it inside its loop, as in the Python runner") {
   temp_recipe rec("name: docs\nsteps:\n  - id: each\n    foreach: [{name: a}, {name: b}]\n    as: recipe\n"
                   "    collect: names\n    command: echo \"{{recipe.name}}\"\n"

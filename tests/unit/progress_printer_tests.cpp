@@ -21,14 +21,15 @@ struct fixture {
   std::chrono::steady_clock::time_point now{};
   progress_printer printer;
 
-  explicit fixture(progress_mode mode, std::size_t width = 200, bool show_output = true)
-      : printer(file.get(), options(mode, width, show_output)) {}
+  explicit fixture(progress_mode mode, std::size_t width = 200, bool show_output = true, bool verbose = false)
+      : printer(file.get(), options(mode, width, show_output, verbose)) {}
 
-  progress_options options(progress_mode mode, std::size_t width, bool show_output) {
+  progress_options options(progress_mode mode, std::size_t width, bool show_output, bool verbose) {
     progress_options o;
     o.mode = mode;
     o.width = width;
     o.show_output = show_output;
+    o.verbose = verbose;
     o.clock = [this] { return now; };
     return o;
   }
@@ -139,6 +140,23 @@ TEST_CASE("a 1000-item foreach prints failures and a summary every 10 percent on
   CHECK(lines.back() == "  !! fan failed (0.00s) 997/1000 iterations completed, 3 failed: 3 iterations failed");
   CHECK(f.file.text().find("fan[7]") == std::string::npos);
   CHECK(f.file.text().find("noise") == std::string::npos);
+}
+
+TEST_CASE("verbose progress shows every instance of a loop with its output lines, tagged by instance id") {
+  fixture f(progress_mode::plain, 200, true, true);
+  f.send(test::make_event(event_kind::recipe_start));
+  f.send(test::loop_start("fan", 2));
+  for (int i = 0; i < 2; ++i) {
+    const auto id = "fan[" + std::to_string(i) + "]";
+    f.start(id);
+    auto out = test::make_event(event_kind::step_output, id);
+    out.line = "item " + std::to_string(i);
+    f.send(out);
+    f.end(id);
+  }
+  const auto text = f.file.text();
+  CHECK_THAT(text, Catch::Contains("  -> fan[0]\n     fan[0] | item 0\n  ok fan[0]"));
+  CHECK_THAT(text, Catch::Contains("     fan[1] | item 1\n"));
 }
 
 TEST_CASE("a while loop, or a loop known only from its iterations, is summarised every 10 iterations") {
