@@ -14,7 +14,7 @@
 
 namespace arun::cli {
 
-void add_agent_run_options(CLI::App& app, agent_settings& a) {
+void add_agent_cli_options(CLI::App& app, agent_settings& a) {
   auto* cli = app.add_option("--agent-cli", a.cli,
                              "Agent CLI for agent steps: claude (default), copilot, codex, amplihack[:claude|copilot|codex] "
                              "or fake (default from $ARUN_AGENT_CLI)")
@@ -26,6 +26,10 @@ void add_agent_run_options(CLI::App& app, agent_settings& a) {
       ->type_name("TEMPLATE")
       ->excludes(cli)
       ->group("Agents and rate limits");
+}
+
+void add_agent_run_options(CLI::App& app, agent_settings& a) {
+  add_agent_cli_options(app, a);
   app.add_flag("--auto-stage", a.auto_stage, "Run 'git add -A' in the step's directory after every agent step")
       ->group("Agents and rate limits");
   app.add_option("--rate-limit-retries", a.rate_limit_retries,
@@ -53,9 +57,7 @@ void add_agent_run_options(CLI::App& app, agent_settings& a) {
       ->group("Agents and rate limits");
 }
 
-std::optional<std::string> configure_agents(const run_settings& s, const std::string& base_dir,
-                                            io::runner_options& runner, run_options& engine) {
-  const auto& a = s.agents;
+std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& a) {
   std::variant<io::agent_cli, std::string> chosen;
   if (!a.command.empty()) {
     chosen = io::parse_agent_command(a.command);
@@ -69,6 +71,13 @@ std::optional<std::string> configure_agents(const run_settings& s, const std::st
     if (a.cli.empty() && from_env && *from_env && std::holds_alternative<std::string>(chosen))
       chosen = "$ARUN_AGENT_CLI: " + std::get<std::string>(chosen);
   }
+  return chosen;
+}
+
+std::optional<std::string> configure_agents(const run_settings& s, const std::string& base_dir,
+                                            io::runner_options& runner, run_options& engine) {
+  const auto& a = s.agents;
+  auto chosen = choose_agent_cli(a);
   if (const auto* error = std::get_if<std::string>(&chosen)) return *error;
   runner.agent = std::get<io::agent_cli>(std::move(chosen));
   std::optional<io::amplihack_settings> amplihack;

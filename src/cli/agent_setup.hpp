@@ -9,12 +9,20 @@
 #include <arun/engine.hpp>
 
 #include <optional>
+#include <variant>
 #include <string>
 
 namespace arun::cli {
 
+/// Adds --agent-cli and --agent-command (run, resume, validate).
+void add_agent_cli_options(CLI::App& app, agent_settings& a);
+
 /// Adds --agent-cli, --agent-command, --auto-stage and the --rate-limit-* options.
 void add_agent_run_options(CLI::App& app, agent_settings& a);
+
+/// The agent CLI --agent-cli, --agent-command or $ARUN_AGENT_CLI chooses (claude when none
+/// does); a message when the choice is invalid.
+std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& a);
 
 /// Fills the runner's agent CLI and search, and the engine's agent options, from the settings
 /// and $ARUN_AGENT_CLI. An error message (a usage error) when the CLI choice is invalid.

@@ -94,7 +94,7 @@ int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);
 
 // `format` is --output-format: "text" or "json" (one document on stdout).
-int validate_command(const recipe_options& o, const std::string& format);
+int validate_command(const recipe_options& o, const std::string& format, const agent_settings& agents);
 int explain_command(const recipe_options& o, const std::string& format);
 /// `arun graph RECIPE [--format dot|mermaid] [--expand]`.
 int graph_command(const recipe_options& o, const std::string& format, bool expand);

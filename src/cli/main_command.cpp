@@ -2,6 +2,7 @@
 // resume, approve, deny, sessions list|show|clean, `--version`.
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "agent_setup.hpp"
 #include "usage_hints.hpp"
 
 #include <cstdio>
@@ -29,6 +30,8 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check a recipe: every diagnostic, exit 0 or 2");
   add_recipe_options(*validate, validate_options);
   add_agent_options(*validate, validate_options);
+  agent_settings validate_agents;
+  add_agent_cli_options(*validate, validate_agents);
   add_output_format(validate, "one document with every diagnostic (file, line, column, code, help)");
   recipe_options explain_options;
   auto* explain = app.add_subcommand("explain", "Print the plan of a recipe without running it");
@@ -108,7 +111,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? exit_success : exit_usage;
   }
-  if (validate->parsed()) return validate_command(validate_options, output_format);
+  if (validate->parsed()) return validate_command(validate_options, output_format, validate_agents);
   if (explain->parsed()) return explain_command(explain_options, output_format);
   if (graph->parsed()) return graph_command(graph_options, graph_format, graph_expand);
   if (list->parsed()) return list_command(list_options, output_format);

@@ -8,6 +8,7 @@
 #include "recipe_chain.hpp"
 #include "recipe/recipe_schema.hpp"
 #include "shell_syntax.hpp"
+#include "step_environment.hpp"
 #include "sub_recipes.hpp"
 
 #include <arun/context_set.hpp>
@@ -145,6 +146,12 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
         more = io::check_agent_references(child, search, o.allow_missing_agents);
         diagnostics.insert(diagnostics.end(), more.begin(), more.end());
       }
+    }
+    if (o.check_agent_cli) {
+      std::vector<const recipe*> recipes = {&*loaded.value};
+      for (const auto& child : children.children) recipes.push_back(&child);
+      if (auto missing = io::check_agent_cli(recipes, *o.check_agent_cli, io::current_environment(), severity::warning))
+        diagnostics.push_back(std::move(*missing));
     }
     // `bash -n` on every bash script, for `validate` only: a run's first step should not wait
     // for a bash process per step of a large recipe (the run reports a syntax error anyway).

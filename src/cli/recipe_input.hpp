@@ -2,6 +2,7 @@
 // Turning a RECIPE argument and the shared options into a checked recipe, printing every
 // diagnostic on stderr. Shared by `run` and `validate`.
 
+#include "agent_cli.hpp"
 #include "recipe_loader.hpp"
 
 #include <arun/recipe.hpp>
@@ -31,6 +32,8 @@ struct recipe_options {
   std::string color = "auto";              ///< --color: auto, always or never
   bool check_shell = false;                ///< `bash -n` every bash script (validate)
   bool check_schema = false;               ///< the JSON Schema check of every file (validate)
+  /// validate: a warning when the recipe has agent steps and this CLI is not installed.
+  const io::agent_cli* check_agent_cli = nullptr;
   /// Diagnostics go to recipe_input::diagnostics as JSON instead of stderr as text
   /// (`--output-format json`).
   bool diagnostics_json = false;

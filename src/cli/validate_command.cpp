@@ -2,16 +2,26 @@
 // 0 when clean or warnings only, 2 on any error, 3/4 when there is no recipe (SPEC §13).
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "agent_setup.hpp"
 #include "run_output.hpp"
 
 #include "result_format.hpp"
 
+#include <cstdio>
+
 namespace arun::cli {
 
-int validate_command(const recipe_options& given, const std::string& format) {
+int validate_command(const recipe_options& given, const std::string& format, const agent_settings& agents) {
   recipe_options o = given;
   o.check_shell = true;   // bash -n and the schema: validate's job, not explain's or graph's
   o.check_schema = true;
+  // The agent CLI the recipe would run with (--agent-cli, $ARUN_AGENT_CLI, claude): is it there?
+  const auto cli = choose_agent_cli(agents);
+  if (const auto* error = std::get_if<std::string>(&cli)) {
+    std::fprintf(stderr, "arun: %s\n", error->c_str());
+    return exit_usage;
+  }
+  o.check_agent_cli = &std::get<io::agent_cli>(cli);
   o.diagnostics_json = format == "json";
   auto in = load_recipe_input(o, false);
   const int code = in.value ? exit_success : in.exit_code;

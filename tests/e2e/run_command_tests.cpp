@@ -362,9 +362,24 @@ TEST_CASE("validate reports agents that do not resolve at the agent key") {
   // --agent-dir makes it resolve (ns:ghost falls back to ghost.md).
   fs::create_directories(rec.dir / "agents");
   std::ofstream(rec.dir / "agents/ghost.md") << "---\ndescription: A ghost\n---\nBoo.\n";
-  r = run_arun({"validate", file, "--agent-dir", (rec.dir / "agents").string()});
+  r = run_arun({"validate", file, "--agent-dir", (rec.dir / "agents").string(), "--agent-cli", "fake"});
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
+  // The agent CLI the run would use is looked for too: missing, it is a warning at the first
+  // agent step (the recipe itself is fine), an error under --strict.
+  const std::vector<std::string> missing_cli = {"validate", file, "--agent-dir", (rec.dir / "agents").string(),
+                                                "--agent-command", "/nonexistent/agent {prompt_file}"};
+  r = run_arun(missing_cli);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains(file + ":7:13: warning: the agent CLI '/nonexistent/agent' (") &&
+                        Catch::Contains("is not installed or not on PATH, and step 'b' needs it (looked in "
+                                        "/nonexistent/agent)"));
+  auto strict = missing_cli;
+  strict.push_back("--strict");
+  CHECK(run_arun(strict).exit_code == 2);
+  r = run_arun({"validate", file, "--agent-cli", "nonsense"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("nonsense"));
   // -C: the project places are below the working directory.
   fs::create_directories(rec.dir / ".claude/agents/ns");
   std::ofstream(rec.dir / ".claude/agents/ns/ghost.md") << "Boo.\n";

@@ -98,10 +98,16 @@ def schema_errors(validator, document):
 
 def validate_flags(arun):
     """The corpus names agents (ns:name) whose persona files are not part of it: when arun
-    checks agents at validation time (SPEC §11.2), allow missing ones."""
+    checks agents at validation time (SPEC §11.2), allow missing ones. The agent CLI is the
+    fake one, which the build always has."""
     proc = subprocess.run([arun, "validate", "--help"], stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=60)
-    return ["--allow-missing-agents"] if "--allow-missing-agents" in proc.stdout + proc.stderr else []
+    help_text = proc.stdout + proc.stderr
+    flags = ["--allow-missing-agents"] if "--allow-missing-agents" in help_text else []
+    # validate warns when the agent CLI is not installed: the fake agent always is.
+    if "--agent-cli" in help_text:
+        flags += ["--agent-cli", "fake"]
+    return flags
 
 
 # With --allow-missing-agents, an agent the corpus names but does not ship is a warning of

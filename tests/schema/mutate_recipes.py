@@ -78,7 +78,7 @@ def main():
             doc = yaml.safe_load(source.read_text(encoding="utf-8"))
             target.write_text(yaml.safe_dump(mutate(doc, rng), sort_keys=False), encoding="utf-8")
             proc = subprocess.run([args.arun, "validate", str(target), "--output-format", "json",
-                                   "--allow-missing-agents"], stdin=subprocess.DEVNULL, capture_output=True,
+                                   "--allow-missing-agents", "--agent-cli", "fake"], stdin=subprocess.DEVNULL, capture_output=True,
                                   text=True, timeout=60)
             try:
                 report = json.loads(proc.stdout)
