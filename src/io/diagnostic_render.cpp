@@ -39,8 +39,9 @@ std::optional<std::pair<std::size_t, std::size_t>> line_range(const std::string&
 
 bool continuation_byte(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-// What the line looks like on a terminal (tabs as four spaces), and the display column of
-// each byte offset in it (code points, not bytes).
+// What the line looks like on a terminal (tabs as four spaces, other control characters as
+// their visible symbols: a NUL is ␀, never a raw byte), and the display column of each byte
+// offset in it (code points, not bytes).
 struct shown_line {
   std::string text;
   std::vector<std::size_t> column_of;  // byte offset -> display column; one past the end too
@@ -55,6 +56,13 @@ shown_line show(std::string_view line) {
     if (c == '\t') {
       out.text += "    ";
       column += 4;
+    } else if (c < 0x20 || c == 0x7f) {
+      // U+2400 + c (␀ ␁ …), U+2421 for DEL: one column each.
+      const unsigned symbol = c == 0x7f ? 0x2421 : 0x2400 + c;
+      out.text += static_cast<char>(0xE0 | (symbol >> 12));
+      out.text += static_cast<char>(0x80 | ((symbol >> 6) & 0x3F));
+      out.text += static_cast<char>(0x80 | (symbol & 0x3F));
+      ++column;
     } else {
       out.text.push_back(line[i]);
       if (!continuation_byte(c)) ++column;

@@ -1,10 +1,16 @@
 // Loading and validating recipes: what loads, and the exact diagnostic for what does not.
 #include <catch2/catch.hpp>
 
+#include "diagnostic_render.hpp"
 #include "recipe_loader.hpp"
 
 #include <arun/validation.hpp>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+namespace io = arun::io;
 using arun::severity;
 using arun::io::load_recipe_text;
 
@@ -36,6 +42,61 @@ std::string first_warning(const std::string& text) {
 }
 
 const std::string head = "name: x\nsteps:\n";
+
+// The one file a test recipe is, for the renderer.
+struct text_source final : io::recipe_sources {
+  std::string text;
+  explicit text_source(std::string t) : text(std::move(t)) {}
+  std::optional<std::string> saved(const std::string&) override { return text; }
+  void read(const std::string&, std::string_view) override {}
+};
+
+// The first error of `text` as `arun validate` shows it (no colour).
+std::string rendered_first_error(const std::string& text) {
+  auto r = load_recipe_text(text, "r.yaml");
+  auto ds = std::move(r.diagnostics);
+  if (r.value) {
+    auto more = arun::validate_recipe(*r.value);
+    ds.insert(ds.end(), more.begin(), more.end());
+  }
+  for (const auto& d : ds)
+    if (d.level == arun::severity::error) {
+      text_source source(text);
+      io::source_files files(&source);
+      std::vector<arun::diagnostic> one = {d};
+      io::point_at_snippets(one, files);
+      return io::render_diagnostic(one.front(), files.text("r.yaml"), false);
+    }
+  return "<no error>\n";
+}
+
+// Compares `blocks` with a golden file of blocks ("=== N" lines between them). With
+// ARUN_UPDATE_GOLDEN=1 the file is written instead, to be reviewed in the diff.
+void check_golden(const std::string& name, const std::vector<std::string>& blocks) {
+  const auto path = std::string(ARUN_SOURCE_DIR) + "/tests/data/diagnostics/" + name;
+  std::string expected_text;
+  for (std::size_t i = 0; i < blocks.size(); ++i) expected_text += "=== " + std::to_string(i + 1) + "\n" + blocks[i];
+  if (const char* update = std::getenv("ARUN_UPDATE_GOLDEN"); update && std::string_view(update) == "1") {
+    std::ofstream(path, std::ios::binary) << expected_text;
+    WARN("wrote " << path);
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string golden{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  REQUIRE_FALSE(golden.empty());
+  std::vector<std::string> want;
+  for (std::size_t at = 0; at < golden.size();) {
+    const auto body = golden.find('\n', at) + 1;
+    const auto next = golden.find("\n=== ", body);
+    want.push_back(golden.substr(body, next == std::string::npos ? std::string::npos : next + 1 - body));
+    at = next == std::string::npos ? golden.size() : next + 1;
+  }
+  REQUIRE(want.size() == blocks.size());
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    INFO("block " << i + 1 << " of " << name);
+    CHECK(blocks[i] == want[i]);
+  }
+}
 
 }  // namespace
 
@@ -354,6 +415,11 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
     INFO("recipe:\n" << r.text);
     CHECK(first_error(r.text) == r.expected);
   }
+  // The same error rendered as a user sees it: the source line, the caret under the exact
+  // span and the help line, against tests/data/diagnostics/invalid-recipes.golden.
+  std::vector<std::string> rendered;
+  for (const auto& r : rows) rendered.push_back(rendered_first_error(r.text));
+  check_golden("invalid-recipes.golden", rendered);
 }
 
 TEST_CASE("what the older runners accept is accepted: context_validation's unknown checks, a loop variable named "
