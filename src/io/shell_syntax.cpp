@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 
 namespace arun::io {
@@ -21,6 +22,9 @@ namespace {
 namespace asio = boost::asio;
 
 constexpr std::size_t checks_at_once = 8;
+// Scripts checked by one bash: a bash start costs more than parsing a script, and a large
+// recipe has thousands of them.
+constexpr std::size_t scripts_per_batch = 64;
 
 struct script_check {
   const step* s = nullptr;
@@ -29,12 +33,13 @@ struct script_check {
   std::size_t line = 0;   // 1-based line of the script bash names
 };
 
-asio::awaitable<void> check_one(script_check& c, std::vector<std::string> env) {
+// `bash -n` on `text`; nullopt when there is nothing to check with (no temporary file, no bash).
+asio::awaitable<std::optional<process_result>> bash_n(const std::string& text, std::vector<std::string> env) {
   std::unique_ptr<private_temp_file> file;
   try {
-    file = std::make_unique<private_temp_file>("arun-syntax-", c.script);
+    file = std::make_unique<private_temp_file>("arun-syntax-", text);
   } catch (const std::system_error&) {
-    co_return;  // no temporary file: nothing to check with, the run will tell
+    co_return std::nullopt;  // the run will tell
   }
   process_spec spec;
   // extglob as scripts that `shopt -s extglob` get it: -n never runs that shopt line, and
@@ -43,7 +48,25 @@ asio::awaitable<void> check_one(script_check& c, std::vector<std::string> env) {
   spec.launch.env = std::move(env);
   spec.timeout = std::chrono::seconds(10);
   auto r = co_await run_process(std::move(spec));
-  if (!r.launched() || r.exit_code.value_or(0) == 0) co_return;
+  if (!r.launched()) co_return std::nullopt;
+  co_return r;
+}
+
+// Whether every script of `batch` parses, checked by one bash: each becomes the body of a
+// function (after a `:`, so an empty one is a body too), which -n parses and never runs. Any
+// complaint or warning sends the batch to one bash per script, for bash's exact words.
+asio::awaitable<bool> batch_parses(const std::vector<script_check*>& batch, const std::vector<std::string>& env) {
+  std::string text;
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    text += "__arun_check_" + std::to_string(i) + "() {\n:\n" + batch[i]->script + "\n}\n";
+  const auto r = co_await bash_n(text, env);
+  co_return r && r->exit_code == 0 && r->err.text.empty();
+}
+
+asio::awaitable<void> check_one(script_check& c, std::vector<std::string> env) {
+  const auto checked = co_await bash_n(c.script, std::move(env));
+  if (!checked || checked->exit_code.value_or(0) == 0) co_return;
+  const auto& r = *checked;
   static const std::regex complaint(": line ([0-9]+): (.*)");
   std::smatch m;
   const std::string& text = r.err.text;
@@ -55,8 +78,13 @@ asio::awaitable<void> check_one(script_check& c, std::vector<std::string> env) {
   }
 }
 
-asio::awaitable<void> worker(std::vector<script_check*>& queue, std::size_t& next, const std::vector<std::string>& env) {
-  while (next < queue.size()) co_await check_one(*queue[next++], env);
+asio::awaitable<void> worker(const std::vector<std::vector<script_check*>>& batches, std::size_t& next,
+                             const std::vector<std::string>& env) {
+  while (next < batches.size()) {
+    const auto& batch = batches[next++];
+    if (batch.size() > 1 && co_await batch_parses(batch, env)) continue;
+    for (auto* c : batch) co_await check_one(*c, env);
+  }
 }
 
 }  // namespace
@@ -72,13 +100,16 @@ std::vector<diagnostic> check_shell_syntax(const std::vector<const recipe*>& rec
       by_script.try_emplace(*script, script_check{&s, *script});
       steps.emplace_back(&s, std::move(*script));
     });
-  std::vector<script_check*> queue;
-  for (auto& [text, c] : by_script) queue.push_back(&c);
+  std::vector<std::vector<script_check*>> batches;
+  for (auto& [text, c] : by_script) {
+    if (batches.empty() || batches.back().size() == scripts_per_batch) batches.emplace_back();
+    batches.back().push_back(&c);
+  }
   asio::io_context ctx;
   std::size_t next = 0;
   const auto env = current_environment();
-  for (std::size_t w = 0; w < std::min(checks_at_once, queue.size()); ++w)
-    asio::co_spawn(ctx, worker(queue, next, env), asio::detached);
+  for (std::size_t w = 0; w < std::min(checks_at_once, batches.size()); ++w)
+    asio::co_spawn(ctx, worker(batches, next, env), asio::detached);
   ctx.run();
 
   std::vector<diagnostic> out;

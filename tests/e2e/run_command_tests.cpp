@@ -739,6 +739,30 @@ TEST_CASE("an unclosed quote is an error, not a step that swallows the rest of t
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("validate checks many scripts with few bash processes and still names exactly the ones bash refuses") {
+  // 150 distinct scripts: clean ones in batches; among them an empty-bodied one, a heredoc that
+  // never ends (bash only warns), a closing brace that would end a wrapper early, and a bad
+  // `fi` — only the last two are errors, each at its own step and line.
+  std::string text = "name: many\nsteps:\n";
+  for (int i = 0; i < 150; ++i) {
+    text += "  - id: s" + std::to_string(i) + "\n    command: |\n";
+    if (i == 40) text += "      # only a comment\n";
+    else if (i == 41) text += "      cat <<EOF\n      never ended\n";
+    else if (i == 77) text += "      echo a\n      }\n";
+    else if (i == 120) text += "      if true; then echo " + std::to_string(i) + "\n      fi\n      fi\n";
+    else text += "      echo " + std::to_string(i) + " | tr 0-9 a-j\n";
+  }
+  temp_recipe rec(text);
+  const auto r = run_arun({"validate", rec.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("error: bash refuses the command of step 's77' (line 2 of the script): syntax error "
+                                    "near unexpected token `}'"));
+  CHECK_THAT(r.err, Catch::Contains("error: bash refuses the command of step 's120' (line 3 of the script): syntax "
+                                    "error near unexpected token `fi'"));
+  CHECK_THAT(r.err, Catch::EndsWith("\n2 errors\n"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("extends paths stay inside the allowed roots, and names ignore the current directory") {
   temp_recipe outside("name: parent\nsteps:\n  - id: p\n    command: echo parent\n");
   temp_recipe rec("name: child\nextends: ../" + outside.dir.filename().string() + "/recipe.yaml\nsteps:\n"
