@@ -410,6 +410,10 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:4:19: error: the file holds a NUL byte: a recipe is text (is this a binary file?)"},
       {"name: x\n\tsteps: []\n", "r.yaml:2:1: error: invalid YAML: illegal tab when looking for indentation (YAML does not allow tabs in "
        "indentation: indent with spaces)"},
+      // Compared with quoted text, an unknown word is a name to declare, not text to quote.
+      {"name: x\nsteps:\n  - id: a\n    command: x\n    condition: zzzz == 'q'\n",
+       "r.yaml:5:16: error: undefined name 'zzzz' in the condition of step 'a': it is null at run time (declare it in "
+       "context, or pass --set zzzz=...)"},
   };
   for (const auto& r : rows) {
     INFO("recipe:\n" << r.text);

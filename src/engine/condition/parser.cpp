@@ -412,12 +412,19 @@ void collect_names(const detail::node& n, bool compared, std::vector<bare_name>&
     return;
   }
   // `a == b`: either side may be a word meant as text; `a in b`: only `a` (b is a container).
+  // Compared with a quoted string (`modee == 'quick'`), a word is a name, not text.
   const bool comparison = n.kind == detail::node_kind::comparison && !n.ops.empty();
   const auto op = comparison ? n.ops[0].op : detail::binary_op::add;
   const bool equality = op == detail::binary_op::eq || op == detail::binary_op::ne;
   const bool membership = op == detail::binary_op::in || op == detail::binary_op::not_in;
-  for (std::size_t i = 0; i < n.children.size(); ++i)
-    collect_names(n.children[i], comparison && (equality || (membership && i == 0)), out);
+  const auto is_text = [](const detail::node& side) {
+    return side.kind == detail::node_kind::text_template ||
+           (side.kind == detail::node_kind::literal && side.value.is_string());
+  };
+  for (std::size_t i = 0; i < n.children.size(); ++i) {
+    const bool against_text = equality && n.children.size() == 2 && is_text(n.children[1 - i]);
+    collect_names(n.children[i], comparison && !against_text && (equality || (membership && i == 0)), out);
+  }
 }
 
 }  // namespace
