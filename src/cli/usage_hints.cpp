@@ -17,6 +17,7 @@ std::vector<std::string> values_of(int argc, char** argv, std::string_view short
     const std::string_view a = argv[i];
     if ((a == short_name || a == long_name) && i + 1 < argc) values.emplace_back(argv[++i]);
     else if (a.starts_with(std::string(long_name) + "=")) values.emplace_back(a.substr(long_name.size() + 1));
+    else if (a.size() > short_name.size() && a.starts_with(short_name)) values.emplace_back(a.substr(short_name.size()));  // -Rdir
   }
   return values;
 }

@@ -139,6 +139,8 @@ TEST_CASE("a mistyped subcommand or option gets a suggestion, never a recipe loo
   fs::copy_file(lint.file, lint.dir / "recipes" / "lst.yaml");
   r = run_arun({"lst", "-q"}, lint.dir.string());
   CHECK(r.exit_code == 0);
+  r = run_arun({"lst", "-R" + (lint.dir / "recipes").string(), "-q"});  // -R glued to its value
+  CHECK(r.exit_code == 0);
   // A tag no step carries is most likely a typo: a warning with the tags there are.
   temp_recipe tagged("name: t\nsteps:\n  - id: a\n    command: echo a\n    when_tags: [fast]\n"
                      "  - id: b\n    command: echo b\n    when_tags: [slow]\n");
