@@ -3,6 +3,8 @@
 //   "sleep:MS rest"  waits MS milliseconds (a cancellable timer), then runs "rest" if any
 //   "fail:CODE"      exits with CODE
 //   "timeout"        reports a timed-out child
+//   "dies-on-stop:MS" waits MS milliseconds; stopped, it reports a child killed by SIGINT
+//                    that the runner did not see stopped (the race a Ctrl-C can win)
 //   "out:TEXT"       prints TEXT (after `${RECIPE_VAR_x}` expansions are substituted)
 //   anything else    prints the command itself
 // It counts children in flight, so tests can check the concurrency limit. Agent steps play
@@ -94,6 +96,16 @@ private:
     auto ex = co_await boost::asio::this_coro::executor;
     // Always suspend once, as a real child does.
     co_await boost::asio::post(ex, boost::asio::use_awaitable);
+    if (script.rfind("dies-on-stop:", 0) == 0) {
+      boost::asio::steady_timer t(ex, std::chrono::milliseconds(std::stoi(script.substr(13))));
+      auto [ec] = co_await t.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+      if (ec) {
+        o.signal = 2;
+        o.error = "killed by SIGINT";
+        co_return o;
+      }
+      script = "done";
+    }
     if (script.rfind("sleep:", 0) == 0) {
       const auto space = script.find(' ');
       const int ms = std::stoi(script.substr(6, space == std::string::npos ? std::string::npos : space - 6));

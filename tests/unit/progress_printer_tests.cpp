@@ -150,7 +150,8 @@ TEST_CASE("verbose progress shows every instance of a loop with its output lines
     const auto id = "fan[" + std::to_string(i) + "]";
     f.start(id);
     auto out = test::make_event(event_kind::step_output, id);
-    out.line = "item " + std::to_string(i);
+    const std::string line = "item " + std::to_string(i);  // the event only views it
+    out.line = line;
     f.send(out);
     f.end(id);
   }

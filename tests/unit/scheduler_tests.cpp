@@ -596,6 +596,41 @@ TEST_CASE("an interrupt in the middle of a fan-out cancels running children and 
   CHECK(result->step_results[1].status == step_status::not_run);
 }
 
+TEST_CASE("a child that dies of a signal while the run is being interrupted is cancelled, never failed") {
+  fake_runner runner;
+  recorder events;
+  auto s = foreach_of(bash("fan", "dies-on-stop:10000"), "{{items}}", 0);
+  s.on_error = on_error_policy::continue_run;  // a failed iteration would stay failed on resume
+  auto r = make({s});
+  r.context["items"] = boost::json::array{1, 2, 3, 4};
+  boost::asio::io_context ctx;
+  boost::asio::cancellation_signal stop;
+  boost::asio::steady_timer soon(ctx, std::chrono::milliseconds(50));
+  soon.async_wait([&](auto) { stop.emit(boost::asio::cancellation_type::terminal); });
+  recipe_engine eng(runner, events);
+  std::optional<run_result> result;
+  eng.async_run(ctx.get_executor(), r, opts(8),
+                boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr, run_result v) { result = std::move(v); }));
+  ctx.run();
+  REQUIRE(result);
+  CHECK(result->status == run_status::cancelled);
+  const auto& fan = result->step_results[0];
+  REQUIRE(fan.iterations);
+  CHECK(fan.iterations->failed == 0);
+  std::size_t cancelled = 0;
+  for (const auto& e : events.events)
+    if (e.kind == event_kind::step_end && e.step.starts_with("fan[")) {
+      CHECK(e.status == "cancelled");
+      ++cancelled;
+    }
+  CHECK(cancelled == 4);
+  // Without a stop, exiting as a shell does after SIGINT is a failure like any other.
+  fake_runner plain;
+  recorder quiet;
+  const auto died = run(plain, quiet, make({bash("a", "fail:130")}));
+  CHECK(died.step_results[0].status == step_status::failed);
+}
+
 namespace {
 
 struct memory_journal final : run_journal {

@@ -82,6 +82,20 @@ bool retries_rate_limits(const std::optional<retry_policy>& p) {
          });
 }
 
+// A child that died of a signal, or exited as a shell does after one (128 + SIGINT or
+// SIGTERM), while its scope was being stopped (the interrupt, a sibling's fatal failure) was
+// stopped by arun, whether or not the runner saw the stop before the child ended: it is
+// cancelled, not failed, so that a resume runs it again.
+leaf_outcome interrupted_is_cancelled(leaf_outcome o, const std::stop_token& stop) {
+  constexpr int exit_after_sigint = 128 + 2, exit_after_sigterm = 128 + 15;
+  const bool ended_by_signal = o.signal || o.exit_code == exit_after_sigint || o.exit_code == exit_after_sigterm;
+  if (o.started && !o.succeeded() && !o.cancelled && !o.timed_out && ended_by_signal && stop.stop_requested()) {
+    o.cancelled = true;
+    o.error = "cancelled (" + o.error + ")";
+  }
+  return o;
+}
+
 }  // namespace
 
 asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, scope sc, const std::string& instance,
@@ -210,8 +224,9 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   // failed sibling, the interrupt) terminates the child's process group.
   asio::cancellation_signal cancel;
   std::stop_callback on_stop(stop, [&cancel] { cancel.emit(asio::cancellation_type::terminal); });
-  co_return co_await asio::co_spawn(rs_.executor, std::move(work),
-                                    asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+  auto o = co_await asio::co_spawn(rs_.executor, std::move(work),
+                                   asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+  co_return interrupted_is_cancelled(std::move(o), stop);
 }
 
 asio::awaitable<void> step_executor::run_hook(const std::string& command, const step& s, const std::string& instance,
