@@ -18,10 +18,15 @@ int validate_command(const recipe_options& given, const std::string& format, con
   // The agent CLI the recipe would run with (--agent-cli, $ARUN_AGENT_CLI, claude): is it there?
   const auto cli = choose_agent_cli(agents);
   if (const auto* error = std::get_if<std::string>(&cli)) {
-    std::fprintf(stderr, "arun: %s\n", error->c_str());
-    return exit_usage;
+    // A bad --agent-cli is a usage error; a bad $ARUN_AGENT_CLI is the run's to refuse (a
+    // recipe without agent steps never needs it), so validate only leaves the check out.
+    if (!agents.cli.empty() || !agents.command.empty()) {
+      std::fprintf(stderr, "arun: %s\n", error->c_str());
+      return exit_usage;
+    }
+  } else {
+    o.check_agent_cli = &std::get<io::agent_cli>(cli);
   }
-  o.check_agent_cli = &std::get<io::agent_cli>(cli);
   o.diagnostics_json = format == "json";
   auto in = load_recipe_input(o, false);
   const int code = in.value ? exit_success : in.exit_code;

@@ -3,6 +3,7 @@
 #include "dag_order.hpp"
 
 #include "condition/condition.hpp"
+#include "shell/shell_lexer.hpp"
 #include "template/reference.hpp"
 
 #include <algorithm>
@@ -137,6 +138,14 @@ void check_empty_and_names(const recipe& r, std::vector<diagnostic>& out) {
         if (s.has(key)) check_stored_name(s, key, s.foreach->as, out, true);
       if (s.foreach->collect) check_stored_name(s, "collect", *s.foreach->collect, out);
     }
+    // update_context keys are loop locals too, which now win over built-ins: never one of them.
+    if (s.loop_while)
+      for (const auto& kv : s.loop_while->update_context)
+        if (builtin_names.contains(kv.key()))
+          out.push_back(make(severity::error, s.at("update_context"),
+                             "step '" + s.id + "': update_context cannot set '" + std::string(kv.key()) +
+                                 "': it is a built-in, and {{" + std::string(kv.key()) + "}} would read the built-in",
+                             "update_context"));
     const auto& a = s.agent;
     if (!a.model_role.empty() && (!a.model.empty() || !a.provider.empty() || !a.provider_preferences.is_null()))
       out.push_back(make(severity::error, s.at("model_role"),
@@ -333,14 +342,17 @@ void check_agent_options(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
-// Whether the line of `text` holding byte `at` is a shell comment (its first non-blank
-// character is '#'). A heredoc line that starts with '#' looks the same: such a reference
-// still gets a warning, never silence.
-bool comment_line(std::string_view text, std::size_t at) {
-  const auto start = text.rfind('\n', at == 0 ? 0 : at - 1);
-  const auto line = text.substr(start == std::string_view::npos || at == 0 ? 0 : start + 1);
-  const auto first = line.find_first_not_of(" \t");
-  return first != std::string_view::npos && line[first] == '#';
+// For each reference of a bash `command`, whether bash reads it inside a comment, where the
+// renderer leaves it as written: the lexer the renderer uses, so heredoc lines and strings that
+// start with '#' are not comments.
+std::vector<bool> in_shell_comment(std::string_view command, const std::vector<engine::reference_span>& spans) {
+  std::vector<engine::text_range> ranges;
+  for (const auto& s : spans) ranges.push_back({s.begin, s.end});
+  const auto lexed = engine::lex_shell(command, ranges);
+  std::vector<bool> out;
+  for (const auto& pos : lexed.positions) out.push_back(pos.quoting == engine::shell_quoting::comment);
+  out.resize(spans.size(), false);
+  return out;
 }
 
 void check_references(const recipe& r, const validation_options& options, std::vector<diagnostic>& out) {
@@ -358,7 +370,10 @@ void check_references(const recipe& r, const validation_options& options, std::v
   std::map<std::pair<std::string, std::string>, std::size_t> seen;
   auto check_text = [&](std::string_view key, const std::string& text, const source_location& where,
                         const std::string& owner) {
-    for (const auto& span : engine::find_references(text)) {
+    const auto spans = engine::find_references(text);
+    const auto commented = key == "command" ? in_shell_comment(text, spans) : std::vector<bool>(spans.size(), false);
+    for (std::size_t k = 0; k < spans.size(); ++k) {
+      const auto& span = spans[k];
       const auto snippet = text.substr(span.begin, span.end - span.begin);
       const auto occurrence = seen[{owner + "\n" + std::string(key), snippet}]++;
       if (declared.contains(span.ref.root)) continue;
@@ -368,10 +383,10 @@ void check_references(const recipe& r, const validation_options& options, std::v
       if (hint.empty())
         hint = calls_recipes ? "it may be an output of a sub-recipe"
                              : "declare it in context, or pass --set " + span.ref.root + "=...";
-      // In a shell comment it renders empty and changes nothing: real recipes of the older
-      // runners explain their templates in comments (`# {{variable}} is substituted ...`).
-      const bool in_comment = key == "command" && comment_line(text, span.begin);
-      if (in_comment) hint = "it is in a shell comment, where it renders empty and changes nothing";
+      // In a shell comment it is left as written and changes nothing: real recipes of the
+      // older runners explain their templates in comments (`# {{variable}} is substituted ...`).
+      const bool in_comment = commented[k];
+      if (in_comment) hint = "it is in a shell comment, which arun leaves as written";
       auto d = make(soft || in_comment ? severity::warning : severity::error, where,
                     "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of " + owner +
                         " (defined: " + defined + ")",

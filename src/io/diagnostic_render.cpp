@@ -249,7 +249,9 @@ boost::json::object diagnostic_to_json(const diagnostic& d, const std::string* s
     // Exclusive, in the columns `column` counts (bytes from 1): what the text form underlines.
     if (line) {
       const auto u = underline_of(d, *line);
-      o["end_column"] = static_cast<int>(u.at + std::max<std::size_t>(u.bytes, 1)) + 1;
+      // A column past the line's end (a mark at the line break) still ends after itself.
+      const auto from = std::max<std::size_t>(u.at, static_cast<std::size_t>(std::max(d.where.column - 1, 0)));
+      o["end_column"] = static_cast<int>(from + std::max<std::size_t>(u.bytes, 1)) + 1;
     } else {
       o["end_column"] = d.where.column + static_cast<int>(std::max<std::size_t>(d.span, 1));
     }

@@ -133,7 +133,7 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339_ms(std::strin
   if (rest != "Z") return std::nullopt;
   const std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
                                          std::chrono::day{static_cast<unsigned>(day)}};
-  if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  if (!date.ok() || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60) return std::nullopt;
   return std::chrono::sys_days{date} + std::chrono::hours{hour} + std::chrono::minutes{minute} +
          std::chrono::seconds{second} + std::chrono::milliseconds{millis};
 }

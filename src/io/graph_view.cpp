@@ -70,7 +70,8 @@ private:
   // A recipe's steps or stages after `in`; `scope` keeps the ids of an expanded sub-recipe
   // apart from its caller's.
   exits recipe_flow(const recipe& r, exits in, const std::string& scope, std::vector<const recipe*>& calling) {
-    if (!r.steps.empty()) in = steps_flow(r, r.steps, std::move(in), scope, calling);
+    const bool dag = r.execution == execution_mode::dag;
+    if (!r.steps.empty()) in = steps_flow(r, r.steps, std::move(in), scope, calling, dag);
     for (const auto& st : r.stages) {
       open_cluster("stage " + st.name);
       std::optional<exit_edge> skip;
@@ -83,7 +84,7 @@ private:
       const bool gate = st.approval.required;
       const bool after = gate && stage_gate_runs_after(st, r);
       if (gate && !after) in = gate_flow("approve stage " + st.name + "?", std::move(in));
-      in = steps_flow(r, st.steps, std::move(in), scope, calling);
+      in = steps_flow(r, st.steps, std::move(in), scope, calling, dag);
       if (gate && after) in = gate_flow("approve stage " + st.name + "?", std::move(in));
       close_cluster();
       if (skip) in.push_back(*skip);
@@ -106,9 +107,10 @@ private:
     return {{g, "approved"}};
   }
 
+  // `dag`: the recipe's own step lists under execution: dag; a loop body always runs in order.
   exits steps_flow(const recipe& r, const std::vector<step>& steps, exits in, const std::string& scope,
-                   std::vector<const recipe*>& calling) {
-    if (r.execution == execution_mode::dag) return dag_flow(r, steps, std::move(in), scope, calling);
+                   std::vector<const recipe*>& calling, bool dag) {
+    if (dag) return dag_flow(r, steps, std::move(in), scope, calling);
     for (std::size_t i = 0; i < steps.size();) {
       // SPEC §6.2: a maximal run of consecutive steps with the same group runs together.
       std::size_t end = i + 1;
@@ -176,11 +178,12 @@ private:
       remember(scope, s, loop);
       connect(in, loop);
       open_cluster("body of " + s.id);
-      const auto body = steps_flow(r, s.steps, {{loop, s.foreach ? "each " + s.foreach->as : "repeat"}}, scope, calling);
+      const auto body =
+          steps_flow(r, s.steps, {{loop, s.foreach ? "each " + s.foreach->as : "repeat"}}, scope, calling, false);
       close_cluster();
       for (const auto& e : body) edges_.push_back({e.node, loop, e.label.empty() ? "next" : e.label, true});
       out = {{loop, "done"}};
-    } else if (const recipe* child = expandable(s, r, calling)) {
+    } else if (const recipe* child = s.foreach || s.loop_while ? nullptr : expandable(s, r, calling)) {
       const auto call = new_node(s.id + " (recipe): " + s.call.recipe, shape::recipe);
       remember(scope, s, call);
       connect(in, call);

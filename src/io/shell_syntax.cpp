@@ -33,6 +33,19 @@ struct script_check {
   std::size_t line = 0;   // 1-based line of the script bash names
 };
 
+// Whether `script` has a `{` or `}` standing as a word of its own (not `${x}`, not inside a
+// word): what could open or close a function body.
+bool has_brace_word(std::string_view script) {
+  auto separator = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')'; };
+  for (std::size_t i = 0; i < script.size(); ++i) {
+    if (script[i] != '{' && script[i] != '}') continue;
+    const bool before = i == 0 || separator(script[i - 1]);
+    const bool after = i + 1 == script.size() || separator(script[i + 1]);
+    if (before && after) return true;
+  }
+  return false;
+}
+
 // `bash -n` on `text`; nullopt when there is nothing to check with (no temporary file, no bash).
 asio::awaitable<std::optional<process_result>> bash_n(const std::string& text, std::vector<std::string> env) {
   std::unique_ptr<private_temp_file> file;
@@ -100,11 +113,18 @@ std::vector<diagnostic> check_shell_syntax(const std::vector<const recipe*>& rec
       by_script.try_emplace(*script, script_check{&s, *script});
       steps.emplace_back(&s, std::move(*script));
     });
-  std::vector<std::vector<script_check*>> batches;
+  std::vector<std::vector<script_check*>> batches, alone;
   for (auto& [text, c] : by_script) {
+    // A script with a brace word ({ … } groups, functions) could close one wrapper and open
+    // another with a neighbour's brace: such scripts get a bash of their own.
+    if (has_brace_word(c.script)) {
+      alone.push_back({&c});
+      continue;
+    }
     if (batches.empty() || batches.back().size() == scripts_per_batch) batches.emplace_back();
     batches.back().push_back(&c);
   }
+  batches.insert(batches.end(), alone.begin(), alone.end());
   asio::io_context ctx;
   std::size_t next = 0;
   const auto env = current_environment();

@@ -143,7 +143,9 @@ const recipe* sub_recipe_cache::find(const recipe& caller, const step& call) {
   std::string error;
   const auto path = resolve_sub_recipe(call.call.recipe, caller.source_path, discovery_, roots_, error, limits_.sources);
   if (path.empty()) return nullptr;
-  auto [it, fresh] = by_path_.try_emplace(fs::weakly_canonical(path).string());
+  std::error_code ec;
+  const auto key = fs::weakly_canonical(path, ec);
+  auto [it, fresh] = by_path_.try_emplace(ec ? path : key.string());
   if (fresh)
     if (auto loaded = load_recipe_chain(path, discovery_, limits_); loaded.value)
       it->second = std::make_unique<recipe>(std::move(*loaded.value));

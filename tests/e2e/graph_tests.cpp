@@ -197,6 +197,16 @@ TEST_CASE("graph: execution dag follows the dependencies, data ones included, ne
   CHECK(g.linked(d_if, "recipe_end", "skip"));
   CHECK(g.between(a, "recipe_end").empty());
   CHECK(g.between(b, "recipe_end").empty());
+
+  // A loop body runs in order even under execution: dag.
+  const auto body = dir.write("b.yaml", "name: b\nexecution: dag\nsteps:\n  - id: fan\n    foreach: [1, 2]\n"
+                                        "    steps:\n      - id: one\n        command: echo 1\n"
+                                        "      - id: two\n        command: echo 2\n");
+  const auto gb = graph_of(body);
+  const auto fan = gb.node("fan: for each item in [1,2]"), one = gb.node("one (bash)"), two = gb.node("two (bash)");
+  CHECK(gb.linked(fan, one, "each item"));
+  CHECK(gb.linked(one, two));
+  CHECK(gb.between(fan, two).empty());
 }
 
 TEST_CASE("graph: a loop is one node with its body; stages hold their gates before or after") {

@@ -752,6 +752,8 @@ TEST_CASE("validate checks many scripts with few bash processes and still names 
     else if (i == 41) text += "      cat <<EOF\n      never ended\n";
     else if (i == 77) text += "      echo a\n      }\n";
     else if (i == 120) text += "      if true; then echo " + std::to_string(i) + "\n      fi\n      fi\n";
+    else if (i == 130) text += "      {\n";  // with 131's brace, one wrapper would hide both errors
+    else if (i == 131) text += "      }\n";
     else text += "      echo " + std::to_string(i) + " | tr 0-9 a-j\n";
   }
   temp_recipe rec(text);
@@ -761,7 +763,9 @@ TEST_CASE("validate checks many scripts with few bash processes and still names 
                                     "near unexpected token `}'"));
   CHECK_THAT(r.err, Catch::Contains("error: bash refuses the command of step 's120' (line 3 of the script): syntax "
                                     "error near unexpected token `fi'"));
-  CHECK_THAT(r.err, Catch::EndsWith("\n2 errors\n"));
+  CHECK_THAT(r.err, Catch::Contains("error: bash refuses the command of step 's130'"));
+  CHECK_THAT(r.err, Catch::Contains("error: bash refuses the command of step 's131'"));
+  CHECK_THAT(r.err, Catch::EndsWith("\n4 errors\n"));
   CHECK(arun::test::leftover_processes().empty());
 }
 

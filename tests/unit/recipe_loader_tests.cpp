@@ -447,14 +447,22 @@ TEST_CASE("what the older runners accept is accepted: context_validation's unkno
                                "{{recipe}} inside the loop (a name of its own (say 'recipe_item') keeps both readable)");
   CHECK_THAT(first_error("name: x\nsteps:\n  - id: each\n    foreach: [1]\n    as: _loop_index\n    command: x\n"),
              Catch::Contains("'as' cannot be '_loop_index': it is a built-in"));
+  // update_context keys are loop locals as well: never a built-in's name.
+  CHECK_THAT(first_error("name: x\ncontext: {n: 0}\nsteps:\n  - id: w\n    while_condition: \"{{n}} < 2\"\n"
+                         "    update_context: {step: 1}\n    command: x\n"),
+             Catch::Contains("update_context cannot set 'step': it is a built-in"));
   // A reference in a shell comment renders empty and changes nothing: a warning. The same
   // reference on a command line is an error.
   const std::string commented = "name: x\nsteps:\n  - id: a\n    command: |\n      # {{variable}} is substituted\n"
                                 "      echo hi\n";
   CHECK(first_error(commented) == "<no error>");
   CHECK_THAT(first_warning(commented), Catch::Contains("warning: undefined variable 'variable' in {{variable}}") &&
-                                           Catch::EndsWith("(it is in a shell comment, where it renders empty and "
-                                                           "changes nothing)"));
+                                           Catch::EndsWith("(it is in a shell comment, which arun leaves as "
+                                                           "written)"));
+  // A heredoc line that starts with '#' is text bash passes on, not a comment: an error.
+  CHECK_THAT(first_error("name: x\nsteps:\n  - id: a\n    command: |\n      cat <<EOF\n      # {{variable}}\n"
+                         "      EOF\n"),
+             Catch::Contains("error: undefined variable 'variable'"));
   CHECK_THAT(first_error("name: x\nsteps:\n  - id: a\n    command: |\n      echo {{variable}} # here\n"),
              Catch::Contains("error: undefined variable 'variable'"));
   CHECK_THAT(first_error("name: x\nsteps:\n  - id: a\n    agent: x\n    prompt: |\n      # {{variable}}\n"),

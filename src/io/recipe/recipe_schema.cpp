@@ -80,7 +80,9 @@ void drop_null_members(boost::json::value& v) {
   }
 }
 
-bool all_digits(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); }
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
 
 // Where the value at `path` below `node` starts (as far as the path exists). Recursive, not by
 // assigning nodes: yaml-cpp's Node::operator= writes through to the node assigned to.
