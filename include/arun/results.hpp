@@ -28,8 +28,10 @@ struct iteration_counts {
   std::size_t total = 0;  ///< iterations the loop had (foreach: items; while: iterations run)
   std::size_t completed = 0;
   std::size_t failed = 0;
-  std::size_t skipped = 0;  ///< did not run (the loop ended early) or were skipped
+  std::size_t skipped = 0;  ///< skipped: a condition, tags, or skip_remaining chose not to run them
   std::size_t waiting = 0;  ///< stopped at an approval gate (the run waits for approval)
+  std::size_t cancelled = 0;  ///< stopped while running (the interrupt, a fatal failure): a resume runs them
+  std::size_t not_run = 0;    ///< never started: the loop ended early
 };
 
 /// The outcome of one step instance.

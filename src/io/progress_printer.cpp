@@ -41,6 +41,8 @@ std::string step_end_line(const event& e, const step_result& r) {
     line += fmt::format(" {}/{} iterations completed", r.iterations->completed, r.iterations->total);
     if (r.iterations->failed > 0) line += fmt::format(", {} failed", r.iterations->failed);
     if (r.iterations->waiting > 0) line += fmt::format(", {} waiting for approval", r.iterations->waiting);
+    if (r.iterations->cancelled > 0) line += fmt::format(", {} cancelled", r.iterations->cancelled);
+    if (r.iterations->not_run > 0) line += fmt::format(", {} not run", r.iterations->not_run);
   }
   if (r.error.empty()) return line;
   line += fmt::format(": {}", first_line(r.error));

@@ -35,6 +35,8 @@ std::string iterations_text(const iteration_counts& c) {
   std::string text = fmt::format(" iterations {}/{} completed", c.completed, c.total);
   if (c.failed > 0) text += fmt::format(", {} failed", c.failed);
   if (c.skipped > 0) text += fmt::format(", {} skipped", c.skipped);
+  if (c.cancelled > 0) text += fmt::format(", {} cancelled", c.cancelled);
+  if (c.not_run > 0) text += fmt::format(", {} not run", c.not_run);
   if (c.waiting > 0) text += fmt::format(", {} waiting for approval", c.waiting);
   return text;
 }
@@ -61,6 +63,9 @@ boost::json::object iterations_to_json(const iteration_counts& c) {
   o["failed"] = c.failed;
   o["skipped"] = c.skipped;
   if (c.waiting > 0) o["waiting"] = c.waiting;
+  // Only when there are any: the older shape {total, completed, failed, skipped} stays.
+  if (c.cancelled > 0) o["cancelled"] = c.cancelled;
+  if (c.not_run > 0) o["not_run"] = c.not_run;
   return o;
 }
 
@@ -130,6 +135,9 @@ std::string result_to_text(const run_result& r) {
       prompt.remove_prefix(std::min(prompt.size(), line.size() + 1));
     }
   }
+  // What was recorded stays; a resume runs what failed fatally, was cancelled or never ran.
+  if ((r.status == run_status::failed || r.status == run_status::cancelled) && !r.session_id.empty())
+    text += fmt::format("resume with: arun resume {}\n", r.session_id);
   if (r.waiting.size() > 1)
     text += fmt::format("decide each with: arun approve {0} --step INSTANCE (or --all), then: arun resume {0}\n",
                         r.session_id);

@@ -96,6 +96,25 @@ TEST_CASE("the run object has error null when empty and waiting_approval only wh
   CHECK(o.at("waiting_approvals").at(1).at("step") == "fan[1]/review");
 }
 
+TEST_CASE("loop counts tell cancelled and never-started iterations from skipped ones") {
+  auto loop = loop_step();
+  loop.iterations->skipped = 2;
+  loop.iterations->cancelled = 8;
+  loop.iterations->not_run = 952;
+  CHECK(step_to_json(loop).at("iterations") ==
+        boost::json::parse(R"({"total":1000,"completed":37,"failed":1,"skipped":2,"cancelled":8,"not_run":952})"));
+  auto run = sample_run();
+  run.duration = {};
+  run.status = run_status::cancelled;
+  run.step_results = {loop};
+  CHECK(result_to_text(run) == "demo: cancelled in 0.00s (session S1)\n"
+                               "  completed fan (0.00s) iterations 37/1000 completed, 1 failed, 2 skipped, 8 cancelled, "
+                               "952 not run\n"
+                               "resume with: arun resume S1\n");
+  run.status = run_status::completed;  // nothing to resume
+  CHECK(result_to_text(run).find("resume with") == std::string::npos);
+}
+
 TEST_CASE("every JSON document starts with format_version and arun_version; times are RFC 3339 UTC") {
   auto run = sample_run();
   run.started_at = std::chrono::system_clock::time_point{} + 1'764'000'000'123ms;
@@ -128,7 +147,8 @@ TEST_CASE("the text result indents children and shows loop iteration counts") {
         "    completed prepare (0.00s)\n"
         "    failed    nested (0.00s) exit code 1\n"
         "      failed    deep (0.00s) exit code 1\n"
-        "error: step call failed\n");
+        "error: step call failed\n"
+        "resume with: arun resume S1\n");
 }
 
 TEST_CASE("the text result of a run waiting for approval shows the gate and the whole prompt") {

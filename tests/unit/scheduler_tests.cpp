@@ -220,7 +220,8 @@ TEST_CASE("a fatal foreach iteration stops the loop and the run") {
   CHECK(result.status == run_status::failed);
   CHECK(result.step_results[0].status == step_status::failed);
   CHECK(result.step_results[0].iterations->failed == 1);
-  CHECK(result.step_results[0].iterations->skipped == 2);
+  CHECK(result.step_results[0].iterations->skipped == 0);
+  CHECK(result.step_results[0].iterations->not_run == 2);  // never started: not "skipped"
   CHECK(result.step_results[1].status == step_status::not_run);
   CHECK(runner.calls.size() == 1);
 }

@@ -13,6 +13,17 @@
 namespace arun::engine {
 namespace {
 
+// An iteration that did not finish well, by why (iteration_counts).
+void count_unfinished(iteration_counts& c, step_status st) {
+  switch (st) {
+    case step_status::failed: ++c.failed; break;
+    case step_status::cancelled: ++c.cancelled; break;
+    case step_status::not_run: ++c.not_run; break;
+    default: ++c.skipped; break;
+  }
+}
+
+
 // A loop's own result: counts, the collected list as output, collect/output variables.
 // A failed loop (status failed) still continues the run when its on_error says so (`end`).
 instance_outcome loop_outcome(const step& s, iteration_counts counts, boost::json::array collected, step_status status,
@@ -87,10 +98,8 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     if (finished_well(st)) {
       ++loop.counts.completed;
       loop.collected[i] = std::move(o.result.output);
-    } else if (st == step_status::failed) {
-      ++loop.counts.failed;
     } else {
-      ++loop.counts.skipped;
+      count_unfinished(loop.counts, st);
     }
     if (o.next == flow::fatal && loop.end != flow::fatal) {
       loop.end = flow::fatal;
@@ -139,8 +148,9 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   for (std::size_t w = 0; w < workers; ++w) tasks.spawn(foreach_worker(s, sc, instance, loop));
   co_await tasks.join();
 
-  const auto finished = loop.counts.completed + loop.counts.failed + loop.counts.skipped + loop.counts.waiting;
-  loop.counts.skipped += n - finished;  // never started: the loop ended early
+  const auto& c = loop.counts;
+  const auto finished = c.completed + c.failed + c.skipped + c.waiting + c.cancelled + c.not_run;
+  loop.counts.not_run += n - finished;  // never started: the loop ended early
   if (loop.end == flow::next && stop.stop_requested()) loop.end = flow::cancelled;
   if (!loop.waiting.empty()) loop.end = worse(loop.end, flow::suspend);
   const auto status = loop.end == flow::fatal       ? step_status::failed
@@ -237,8 +247,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     const auto st = o.result.status;
     collected.push_back(finished_well(st) ? o.result.output : nullptr);
     if (finished_well(st)) ++counts.completed;
-    else if (st == step_status::failed) ++counts.failed;
-    else ++counts.skipped;
+    else count_unfinished(counts, st);
     if (o.next == flow::fatal || o.next == flow::cancelled) {
       end = o.next;
       failed = o.next == flow::fatal;

@@ -73,7 +73,8 @@ step_result step_from_json(const json::object& o) {
   if (const auto* t = o.if_contains("truncated"); t && t->is_bool()) r.truncated = t->get_bool();
   if (const auto* it = o.if_contains("iterations"); it && it->is_object()) {
     const auto& i = it->get_object();
-    r.iterations = iteration_counts{count(i, "total"), count(i, "completed"), count(i, "failed"), count(i, "skipped")};
+    r.iterations = iteration_counts{count(i, "total"),   count(i, "completed"), count(i, "failed"), count(i, "skipped"),
+                                    count(i, "waiting"), count(i, "cancelled"), count(i, "not_run")};
   }
   if (const auto* children = o.if_contains("children"); children && children->is_array())
     for (const auto& c : children->get_array())
