@@ -114,6 +114,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   limits.sources = o.sources;
   auto loaded = io::load_recipe_chain(path, discovery, limits);
   std::vector<diagnostic> diagnostics = std::move(loaded.diagnostics);
+  io::source_files files(o.sources);  // each file read once: the schema check, then the rendering
   validation_options vo;
   vo.lenient = o.lenient;
   std::vector<set_assignment> sets;
@@ -147,28 +148,24 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
         diagnostics.insert(diagnostics.end(), more.begin(), more.end());
       }
     }
+    // The recipe and every sub-recipe it names: what the checks below look at.
+    std::vector<const recipe*> recipes = {&*loaded.value};
+    for (const auto& child : children.children) recipes.push_back(&child);
     if (o.check_agent_cli) {
-      std::vector<const recipe*> recipes = {&*loaded.value};
-      for (const auto& child : children.children) recipes.push_back(&child);
       if (auto missing = io::check_agent_cli(recipes, *o.check_agent_cli, io::current_environment(), severity::warning))
         diagnostics.push_back(std::move(*missing));
     }
     // `bash -n` on every bash script, for `validate` only: a run's first step should not wait
     // for a bash process per step of a large recipe (the run reports a syntax error anyway).
     if (o.check_shell && !has_errors(diagnostics)) {
-      std::vector<const recipe*> recipes = {&*loaded.value};
-      for (const auto& child : children.children) recipes.push_back(&child);
       more = io::check_shell_syntax(recipes);
       diagnostics.insert(diagnostics.end(), more.begin(), more.end());
     }
     // The editor schema and arun must agree: checked last, so what arun refuses is explained
     // by arun's own messages, and a refusal of the schema alone shows where they differ.
     if (o.check_schema && !has_errors(diagnostics)) {
-      io::source_files texts(o.sources);
-      std::vector<const recipe*> files = {&*loaded.value};
-      for (const auto& child : children.children) files.push_back(&child);
-      for (const auto* r : files)
-        if (const auto* text = texts.text(r->source_path)) {
+      for (const auto* r : recipes)
+        if (const auto* text = files.text(r->source_path)) {
           more = io::schema_diagnostics(*text, r->source_path);
           diagnostics.insert(diagnostics.end(), more.begin(), more.end());
         }
@@ -183,7 +180,6 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
     for (auto& d : diagnostics) d.level = severity::error;  // --strict: warnings fail too
   for (const auto& d : diagnostics) (d.level == severity::warning ? in.warnings : in.errors)++;
   const bool failed = !loaded.value || has_errors(diagnostics);
-  io::source_files files(o.sources);
   if (o.diagnostics_json)
     in.diagnostics = io::diagnostics_to_json(std::move(diagnostics), files);
   else

@@ -52,6 +52,26 @@ run_result run(step_runner& runner, event_listener& events, const recipe& r, run
   return test::run_sync(eng.run(r, std::move(o)));
 }
 
+// Runs `r` and has its caller cancel it (`how`) after `after`: what an interrupt does. The run
+// never ends in an exception.
+std::optional<run_result> run_interrupted(step_runner& runner, event_listener& events, const recipe& r, run_options o,
+                                          std::chrono::milliseconds after,
+                                          boost::asio::cancellation_type how = boost::asio::cancellation_type::terminal) {
+  boost::asio::io_context ctx;
+  boost::asio::cancellation_signal stop;
+  boost::asio::steady_timer soon(ctx, after);
+  soon.async_wait([&](auto) { stop.emit(how); });
+  recipe_engine eng(runner, events);
+  std::optional<run_result> result;
+  eng.async_run(ctx.get_executor(), r, std::move(o),
+                boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e, run_result v) {
+                  CHECK_FALSE(e);
+                  result = std::move(v);
+                }));
+  ctx.run();
+  return result;
+}
+
 step grouped(step s, const std::string& group) {
   s.parallel_group = group;
   return s;
@@ -575,19 +595,8 @@ TEST_CASE("an interrupt in the middle of a fan-out cancels running children and 
   boost::json::array items;
   for (int i = 0; i < 100; ++i) items.push_back(i);
   r.context["items"] = items;
-  boost::asio::io_context ctx;
-  boost::asio::cancellation_signal stop;
-  boost::asio::steady_timer soon(ctx, std::chrono::milliseconds(50));
-  soon.async_wait([&](auto) { stop.emit(boost::asio::cancellation_type::terminal); });
-  recipe_engine eng(runner, events);
-  std::optional<run_result> result;
-  eng.async_run(ctx.get_executor(), r, opts(8),
-                boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e, run_result v) {
-                  CHECK_FALSE(e);
-                  result = std::move(v);
-                }));
   const auto t0 = std::chrono::steady_clock::now();
-  ctx.run();
+  const auto result = run_interrupted(runner, events, r, opts(8), std::chrono::milliseconds(50));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
   REQUIRE(result);
   CHECK(result->status == run_status::cancelled);
@@ -604,15 +613,7 @@ TEST_CASE("a child that dies of a signal while the run is being interrupted is c
   s.on_error = on_error_policy::continue_run;  // a failed iteration would stay failed on resume
   auto r = make({s});
   r.context["items"] = boost::json::array{1, 2, 3, 4};
-  boost::asio::io_context ctx;
-  boost::asio::cancellation_signal stop;
-  boost::asio::steady_timer soon(ctx, std::chrono::milliseconds(50));
-  soon.async_wait([&](auto) { stop.emit(boost::asio::cancellation_type::terminal); });
-  recipe_engine eng(runner, events);
-  std::optional<run_result> result;
-  eng.async_run(ctx.get_executor(), r, opts(8),
-                boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr, run_result v) { result = std::move(v); }));
-  ctx.run();
+  const auto result = run_interrupted(runner, events, r, opts(8), std::chrono::milliseconds(50));
   REQUIRE(result);
   CHECK(result->status == run_status::cancelled);
   const auto& fan = result->step_results[0];
@@ -923,16 +924,9 @@ TEST_CASE("an arun fault inside a run reaches the caller instead of hanging the 
 TEST_CASE("a partial cancellation of the caller stops the run too") {
   fake_runner runner;
   recorder events;
-  boost::asio::io_context ctx;
-  boost::asio::cancellation_signal stop;
-  boost::asio::steady_timer soon(ctx, std::chrono::milliseconds(30));
-  soon.async_wait([&](auto) { stop.emit(boost::asio::cancellation_type::partial); });
-  recipe_engine eng(runner, events);
-  std::optional<run_result> result;
   const auto r = make({bash("long", "sleep:5000")});  // the recipe must outlive the run
-  eng.async_run(ctx.get_executor(), r, opts(),
-                boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr, run_result v) { result = std::move(v); }));
-  ctx.run();
+  const auto result = run_interrupted(runner, events, r, opts(), std::chrono::milliseconds(30),
+                                      boost::asio::cancellation_type::partial);
   REQUIRE(result);
   CHECK(result->status == run_status::cancelled);
 }
