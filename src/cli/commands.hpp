@@ -93,6 +93,17 @@ int sessions_list_command(const sessions_settings& s);
 int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);
 
+/// `arun logs ID [INSTANCE-GLOB] [--stream out|err] [-f]`.
+struct logs_settings {
+  std::string session_dir;
+  std::string session_id;
+  std::string instance_glob;  ///< empty: every instance
+  std::string stream;         ///< "out", "err", or empty: both
+  bool follow = false;
+};
+void add_logs_options(CLI::App& app, logs_settings& s);
+int logs_command(const logs_settings& s);
+
 // `format` is --output-format: "text" or "json" (one document on stdout).
 int validate_command(const recipe_options& o, const std::string& format, const agent_settings& agents);
 int explain_command(const recipe_options& o, const std::string& format);

@@ -1,5 +1,5 @@
 // Command-line dispatch: `arun [run] RECIPE`, validate, explain, graph, list, agents list,
-// resume, approve, deny, sessions list|show|clean, `--version`.
+// resume, logs, approve, deny, sessions list|show|clean, `--version`.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "agent_setup.hpp"
@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
   resume_settings resume_options;
   auto* resume = app.add_subcommand("resume", "Continue a session: finished steps are not run again");
   add_resume_options(*resume, resume_options);
+  logs_settings logs_options;
+  auto* logs = app.add_subcommand("logs", "Print (or follow with -f) the output of a session's step instances");
+  add_logs_options(*logs, logs_options);
   sessions_settings sessions_options;
   decision_settings decision;
   auto* approve = app.add_subcommand("approve", "Approve gates a session waits at; then arun resume ID");
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   if (list->parsed()) return list_command(list_options, output_format);
   if (agents_list->parsed()) return agents_list_command(agents_options, output_format);
   if (resume->parsed()) return resume_command(resume_options);
+  if (logs->parsed()) return logs_command(logs_options);
   decision.approve = approve->parsed();
   if (approve->parsed() || deny->parsed()) return decide_command(sessions_options, decision);
   if (sessions_list->parsed()) return sessions_list_command(sessions_options);

@@ -17,6 +17,7 @@
 #include "process_step_runner.hpp"
 #include "progress_printer.hpp"
 #include "recipe_library.hpp"
+#include "session/instance_logs.hpp"
 #include "session/session_outputs.hpp"
 #include "session/session_store.hpp"
 #include "step_environment.hpp"
@@ -78,6 +79,7 @@ run_options engine_options(const run_settings& s, const std::string& base_dir) {
 // the thread that writes the files (and the session's journal) off the event loop.
 struct event_sinks {
   std::shared_ptr<io::background_writer> writer = std::make_shared<io::background_writer>();
+  std::unique_ptr<io::instance_logs> logs;  ///< the session's logs/, when there is a session
   std::unique_ptr<io::progress_printer> progress;
   std::vector<std::unique_ptr<io::jsonl_event_sink>> files;
   io::listener_fanout fanout;
@@ -85,6 +87,7 @@ struct event_sinks {
   void warn_failed_files() const {
     for (const auto& f : files)
       if (f->failed()) std::fprintf(stderr, "arun: warning: %s\n", f->error().c_str());
+    if (logs && !logs->error().empty()) std::fprintf(stderr, "arun: warning: %s\n", logs->error().c_str());
   }
 };
 
@@ -92,10 +95,16 @@ struct event_sinks {
 std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, const std::string& session_id,
                                       io::session_store* store, event_sinks& sinks) {
   const bool tty = ::isatty(STDERR_FILENO) == 1;
+  // First: a failure line printed by the progress names the log its lines went to.
+  if (store) {
+    sinks.logs = std::make_unique<io::instance_logs>(store->dir() + "/logs", s.max_output, sinks.writer);
+    sinks.fanout.add(sinks.logs.get());
+  }
   if (!s.quiet && s.progress != "off") {
     io::progress_options po;
     po.mode = s.progress == "plain" || !tty ? io::progress_mode::plain : io::progress_mode::live;
     po.verbose = s.verbose;
+    if (sinks.logs) po.log_files = [logs = sinks.logs.get()](std::string_view id) { return logs->files_of(id); };
     sinks.progress = std::make_unique<io::progress_printer>(stderr, po);
     sinks.fanout.add(sinks.progress.get());
   }
@@ -391,6 +400,18 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     syncer.expires_after(std::chrono::seconds(1));
     syncer.async_wait(on_tick);
   }
+  // Buffered log lines reach the files a few times a second, for `arun logs -f`.
+  asio::steady_timer log_flusher(ctx);
+  std::function<void(const boost::system::error_code&)> on_flush = [&](const boost::system::error_code& ec) {
+    if (ec) return;
+    sinks.logs->flush();
+    log_flusher.expires_after(std::chrono::milliseconds(250));
+    log_flusher.async_wait(on_flush);
+  };
+  if (sinks.logs) {
+    log_flusher.expires_after(std::chrono::milliseconds(250));
+    log_flusher.async_wait(on_flush);
+  }
 
   std::optional<run_result> result;
   std::exception_ptr failure;
@@ -400,9 +421,11 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
                   result = std::move(r);
                   signals.cancel();
                   syncer.cancel();
+                  log_flusher.cancel();
                 }));
   ctx.run();
   if (failure) std::rethrow_exception(failure);
+  if (sinks.logs) sinks.logs->flush();
   sinks.writer->drain();
   sinks.warn_failed_files();
   if (store && !store->failure().empty()) return finish_after_store_failure(*store, *result, s.output_format);

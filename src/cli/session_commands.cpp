@@ -91,15 +91,6 @@ void inherit_agent_settings(const json::object& state, agent_settings& a) {
   if (a.rate_limit_fallback_model.empty()) a.rate_limit_fallback_model = text_of(o, "rate_limit_fallback_model");
 }
 
-// A live arun holds the session's lock (SPEC §12).
-bool held_by_live_process(const std::string& dir) {
-  const int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
-  ::close(fd);
-  return held;
-}
-
 struct listed_session {
   std::string id, dir;
   json::object state;
@@ -279,7 +270,7 @@ int sessions_show_command(const sessions_settings& s) {
     return exit_success;
   }
   std::printf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n", s.session_id.c_str(),
-              text_of(st, "status").c_str(), held_by_live_process(dir) ? " (held by a running arun)" : "",
+              text_of(st, "status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
               text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
               text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
   if (const auto error = text_of(st, "error"); !error.empty()) std::printf("error    %s\n", error.c_str());

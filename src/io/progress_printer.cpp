@@ -156,7 +156,11 @@ void progress_printer::on_step_end(const event& e) {
   if (e.result == nullptr) return;
   const bool bad = is_bad(e.result->status);
   // The instance's own line first, then the loop summary it may complete.
-  if (!detail::inside_iteration(e.step) || bad || options_.verbose) add_line(step_end_line(e, *e.result));
+  if (!detail::inside_iteration(e.step) || bad || options_.verbose) {
+    add_line(step_end_line(e, *e.result));
+    if (bad && options_.log_files)
+      if (const auto files = options_.log_files(e.step); !files.empty()) add_line(fmt::format("     log: {}", files.front()));
+  }
   if (detail::is_iteration(e.step)) {
     end_iteration(e, bad);
   } else if (loops_.end_loop(e.step)) {

@@ -13,6 +13,8 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
+#include <string_view>
 
 namespace arun::io {
 
@@ -29,6 +31,9 @@ struct progress_options {
   /// Columns the live status line may use; 0: ask the terminal of `out` on each redraw
   /// (80 when it cannot tell).
   std::size_t width = 0;
+  /// The log files holding an instance's output (stderr's first), named under its failure
+  /// line; null: none are named.
+  std::function<std::vector<std::string>(std::string_view instance)> log_files;
   /// The time used to throttle live redraws; null: std::chrono::steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };

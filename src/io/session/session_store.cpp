@@ -84,6 +84,14 @@ bool valid_session_id(std::string_view id) {
   });
 }
 
+bool session_is_live(const std::string& dir) {
+  const int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);
+  return held;
+}
+
 std::string session_root(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("ARUN_SESSION_DIR"); env && *env) return env;

@@ -37,6 +37,10 @@ inline constexpr int session_format = 1;
 /// Whether `id` can name a session directory (letters, digits, `-`, `_`; no path).
 bool valid_session_id(std::string_view id);
 
+/// Whether a running arun holds the session in `dir` (its `lock`, SPEC §12). Probes the lock,
+/// so a resume starting at that very instant may be refused once.
+bool session_is_live(const std::string& dir);
+
 /// Where sessions live: `flag` (--session-dir), else $ARUN_SESSION_DIR, else
 /// $XDG_STATE_HOME/arun/sessions, else ~/.local/state/arun/sessions.
 std::string session_root(const std::string& flag);
