@@ -46,7 +46,9 @@ struct event {
   int attempt = 0;      ///< step_start / step_retry: the attempt that starts or failed (1-based)
   std::chrono::nanoseconds elapsed{};  ///< step_heartbeat: how long the instance has run
   std::chrono::nanoseconds delay{};    ///< step_retry: the wait before the next attempt
-  std::optional<std::size_t> items;    ///< step_start of a foreach step: its number of items
+  /// step_start of a foreach step: its number of items; recipe_start: the recipe's number of
+  /// top-level steps (those of its stages included)
+  std::optional<std::size_t> items;
 };
 
 /// Receives events synchronously on the engine's thread. Must not throw.

@@ -102,7 +102,12 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
   }
   if (!s.quiet && s.progress != "off") {
     io::progress_options po;
-    po.mode = s.progress == "plain" || !tty ? io::progress_mode::plain : io::progress_mode::live;
+    // A status line redrawn in place needs a terminal that understands it; `live` insists.
+    const char* term = std::getenv("TERM");
+    const bool dumb = term && std::string_view(term) == "dumb";
+    const bool live = s.progress == "live" || (s.progress == "auto" && tty && !dumb);
+    po.mode = live ? io::progress_mode::live : io::progress_mode::plain;
+    po.color = stderr_color(s.recipe.color);
     po.verbose = s.verbose;
     if (sinks.logs) po.log_files = [logs = sinks.logs.get()](std::string_view id) { return logs->files_of(id); };
     sinks.progress = std::make_unique<io::progress_printer>(stderr, po);
@@ -400,18 +405,18 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     syncer.expires_after(std::chrono::seconds(1));
     syncer.async_wait(on_tick);
   }
-  // Buffered log lines reach the files a few times a second, for `arun logs -f`.
-  asio::steady_timer log_flusher(ctx);
-  std::function<void(const boost::system::error_code&)> on_flush = [&](const boost::system::error_code& ec) {
+  // Ten times a second: buffered log lines reach the files (for `arun logs -f`), and the
+  // status line is brought up to date.
+  asio::steady_timer ticker(ctx);
+  std::function<void(const boost::system::error_code&)> on_tick_progress = [&](const boost::system::error_code& ec) {
     if (ec) return;
-    sinks.logs->flush();
-    log_flusher.expires_after(std::chrono::milliseconds(250));
-    log_flusher.async_wait(on_flush);
+    if (sinks.logs) sinks.logs->flush();
+    if (sinks.progress) sinks.progress->tick();
+    ticker.expires_after(std::chrono::milliseconds(100));
+    ticker.async_wait(on_tick_progress);
   };
-  if (sinks.logs) {
-    log_flusher.expires_after(std::chrono::milliseconds(250));
-    log_flusher.async_wait(on_flush);
-  }
+  ticker.expires_after(std::chrono::milliseconds(100));
+  ticker.async_wait(on_tick_progress);
 
   std::optional<run_result> result;
   std::exception_ptr failure;
@@ -421,7 +426,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
                   result = std::move(r);
                   signals.cancel();
                   syncer.cancel();
-                  log_flusher.cancel();
+                  ticker.cancel();
                 }));
   ctx.run();
   if (failure) std::rethrow_exception(failure);
@@ -484,8 +489,10 @@ void add_execution_options(CLI::App& app, run_settings& s) {
   app.add_option("--audit-dir", s.audit_dir, "Also write the events to DIR/<recipe>-<session>.jsonl")
       ->type_name("DIR")
       ->group(output);
-  app.add_option("--progress", s.progress, "Progress on stderr: auto (live on a terminal), plain or off")
-      ->check(CLI::IsMember({"auto", "plain", "off"}))
+  app.add_option("--progress", s.progress,
+                 "Progress on stderr: auto (a live status line on a terminal), live (also through a pipe, e.g. "
+                 "tee), plain or off")
+      ->check(CLI::IsMember({"auto", "live", "plain", "off"}))
       ->type_name("MODE")
       ->group(output);
   auto* quiet_flag = app.add_flag("-q,--quiet", s.quiet, "No progress on stderr")->group(output);

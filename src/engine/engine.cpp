@@ -52,6 +52,9 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   result.started_at = std::chrono::system_clock::now();
   auto start = rs.make_event(event_kind::recipe_start);
   start.recipe_name = r.name;
+  std::size_t top_level = r.steps.size();
+  for (const auto& st : r.stages) top_level += st.steps.size();
+  start.items = top_level;  // for a progress "[3/7]"
   rs.emit(start);
 
   const auto mode = rs.options.templates == template_mode::strict ? engine::undefined_mode::strict

@@ -72,7 +72,10 @@ bool is_step_event(const event& e) {
 
 void add_kind_fields(boost::json::object& o, const event& e) {
   switch (e.kind) {
-    case event_kind::recipe_start: o["recipe"] = e.recipe_name; break;
+    case event_kind::recipe_start:
+      o["recipe"] = e.recipe_name;
+      if (e.items) o["steps"] = *e.items;
+      break;
     case event_kind::recipe_end:
       o["recipe"] = e.recipe_name;
       if (e.run) add_recipe_end(o, *e.run);

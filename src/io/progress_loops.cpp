@@ -1,7 +1,5 @@
 #include "progress_loops.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -86,22 +84,12 @@ loop_progress* loop_tracker::retry(std::string_view id) {
   return loop;
 }
 
-std::string loop_tracker::status_line() const {
+std::vector<const loop_progress*> loop_tracker::in_start_order() const {
   std::vector<const loop_progress*> order;
   order.reserve(loops_.size());
   for (const auto& kv : loops_) order.push_back(&kv.second);
   std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->order < b->order; });
-  std::string line;
-  for (const auto* l : order) {
-    if (!line.empty()) line += " | ";
-    if (l->items)
-      line += fmt::format("foreach {} {}/{}", l->id, l->done, *l->items);
-    else
-      line += fmt::format("while {} {} done", l->id, l->done);
-    line += fmt::format(" · {} running · {} failed", l->running.size(), l->failed);
-    if (l->retries > 0) line += fmt::format(" · {} retries", l->retries);
-  }
-  return line;
+  return order;
 }
 
 }  // namespace arun::io::detail

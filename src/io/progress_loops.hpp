@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace arun::io::detail {
 
@@ -54,10 +55,8 @@ public:
   /// An instance inside an iteration is retried; null when its loop is unknown.
   loop_progress* retry(std::string_view id);
 
-  /// `foreach fan 37/1000 · 8 running · 1 failed`, one part per running loop in start order,
-  /// joined by ` | `; `while poll 12 done · ...` for loops without items; ` · N retries` when
-  /// there were any; empty when no loop runs.
-  std::string status_line() const;
+  /// The running loops, in the order they started.
+  std::vector<const loop_progress*> in_start_order() const;
 
   bool empty() const noexcept { return loops_.empty(); }
   bool running(std::string_view id) const { return loops_.find(id) != loops_.end(); }

@@ -5,10 +5,13 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 namespace arun::io {
 namespace {
 
 constexpr auto redraw_interval = std::chrono::milliseconds(100);
+constexpr auto plain_status_interval = std::chrono::seconds(30);
 constexpr std::size_t fallback_width = 80;
 constexpr const char* erase_line = "\r\x1b[K";
 
@@ -29,13 +32,16 @@ std::string short_duration(std::chrono::nanoseconds d) {
 
 bool is_bad(step_status s) { return s == step_status::failed || s == step_status::cancelled; }
 
-std::string_view status_mark(step_status s) {
-  if (s == step_status::completed) return "ok";
-  return is_bad(s) ? "!!" : "--";
+std::string status_mark(step_status s, bool color) {
+  const std::string_view mark = s == step_status::completed ? "ok" : is_bad(s) ? "!!" : "--";
+  if (!color) return std::string(mark);
+  // Green, red, dim: the three outcomes a reader scans for.
+  const std::string_view code = s == step_status::completed ? "32" : is_bad(s) ? "31" : "2";
+  return fmt::format("\x1b[{}m{}\x1b[0m", code, mark);
 }
 
-std::string step_end_line(const event& e, const step_result& r) {
-  std::string line = fmt::format("  {} {} {} ({:.2f}s)", status_mark(r.status), e.step, to_string(r.status),
+std::string step_end_line(const event& e, const step_result& r, bool color) {
+  std::string line = fmt::format("  {} {} {} ({:.2f}s)", status_mark(r.status, color), e.step, to_string(r.status),
                                  seconds(r.duration));
   if (r.iterations) {
     line += fmt::format(" {}/{} iterations completed", r.iterations->completed, r.iterations->total);
@@ -76,19 +82,6 @@ std::string summary_line(const detail::loop_progress& l) {
   return line;
 }
 
-// Cut to `columns` characters (UTF-8 code points; the status line holds ids and `·`).
-std::string cut_to_columns(std::string text, std::size_t columns) {
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
-    if (count++ == columns) {
-      text.resize(i);
-      break;
-    }
-  }
-  return text;
-}
-
 }  // namespace
 
 progress_printer::progress_printer(std::FILE* out, progress_options options)
@@ -111,10 +104,34 @@ void progress_printer::clear_status() noexcept {
   std::fputs(erase_line, out_);
   std::fflush(out_);
   status_shown_.clear();
-  loops_changed_ = true;  // the next event draws it again
+  force_redraw_ = true;  // the next event or tick draws it again
+}
+
+void progress_printer::tick() noexcept {
+  try {
+    if (options_.mode == progress_mode::live) {
+      redraw(std::exchange(force_redraw_, false));
+      std::fflush(out_);
+      return;
+    }
+    const auto t = now();
+    if (!board_.active() || (last_line_ && t - *last_line_ < plain_status_interval)) return;
+    if (!last_line_) {
+      last_line_ = t;  // the first tick: the clock starts
+      return;
+    }
+    const auto status = board_.render(loops_, 160, t, false);
+    if (!status.empty()) {
+      add_line("  .. " + status);
+      flush_pending();
+    }
+  } catch (...) {
+    pending_.clear();
+  }
 }
 
 void progress_printer::handle(const event& e) {
+  board_.on_event(e, now());
   switch (e.kind) {
     case event_kind::recipe_start:
       // A sub-recipe's run may report its own start and end; only the outermost is shown.
@@ -138,13 +155,10 @@ void progress_printer::handle(const event& e) {
 
 void progress_printer::on_step_start(const event& e) {
   // Iteration first: an iteration holding body steps may be reported with type "loop" too.
-  if (detail::is_iteration(e.step)) {
+  if (detail::is_iteration(e.step))
     loops_.start_iteration(e.step);
-    loops_changed_ = true;
-  } else if (e.step_type == "loop" || e.items) {
+  else if (e.step_type == "loop" || e.items)
     loops_.start_loop(e.step, e.items);
-    loops_changed_ = true;
-  }
   if (detail::inside_iteration(e.step) && !options_.verbose) return;
   std::string line = fmt::format("  -> {}", e.step);
   if (e.items) line += fmt::format(" ({} items)", *e.items);
@@ -157,29 +171,26 @@ void progress_printer::on_step_end(const event& e) {
   const bool bad = is_bad(e.result->status);
   // The instance's own line first, then the loop summary it may complete.
   if (!detail::inside_iteration(e.step) || bad || options_.verbose) {
-    add_line(step_end_line(e, *e.result));
+    add_line(step_end_line(e, *e.result, options_.color));
     if (bad && options_.log_files)
       if (const auto files = options_.log_files(e.step); !files.empty()) add_line(fmt::format("     log: {}", files.front()));
   }
-  if (detail::is_iteration(e.step)) {
+  if (detail::is_iteration(e.step))
     end_iteration(e, bad);
-  } else if (loops_.end_loop(e.step)) {
-    loops_changed_ = true;
+  else if (loops_.end_loop(e.step))
     force_redraw_ = true;
-  }
 }
 
 void progress_printer::end_iteration(const event& e, bool failed) {
   const auto* loop = loops_.end_iteration(e.step, failed);
   if (loop == nullptr) return;
-  loops_changed_ = true;
   // Live mode shows the counts in the status line; nested loops are summarised by the outer.
   if (options_.mode == progress_mode::plain && !loop->nested() && summary_due(*loop)) add_line(summary_line(*loop));
 }
 
 void progress_printer::on_retry(const event& e) {
   if (detail::inside_iteration(e.step)) {
-    if (loops_.retry(e.step)) loops_changed_ = true;
+    loops_.retry(e.step);
     return;
   }
   const auto why = first_line(e.message);
@@ -199,7 +210,7 @@ void progress_printer::on_recipe_end(const event& e) {
   if (recipe_depth_ > 0) --recipe_depth_;
   if (recipe_depth_ > 0) return;
   loops_.clear();
-  loops_changed_ = true;
+  force_redraw_ = true;
   if (warnings_repeated_ > 0)
     add_line(fmt::format("  ({} repeated warnings not shown)", std::exchange(warnings_repeated_, 0)));
   if (e.run == nullptr) {
@@ -218,31 +229,33 @@ void progress_printer::flush_pending() {
     if (live) clear_status();
     std::fputs(pending_.c_str(), out_);
     pending_.clear();
+    last_line_ = now();
     // Repaint right away: a status line missing until the next event (maybe minutes away
     // when iterations are long) would look like a stalled run.
     force_redraw_ = true;
   }
-  if (live) redraw();
+  // Otherwise the tick draws the change: drawn at the first event after the throttle, the
+  // line would mostly show the moment a step ended, never one running.
+  if (live && force_redraw_) redraw(std::exchange(force_redraw_, false));
   std::fflush(out_);
 }
 
-void progress_printer::redraw() {
-  if (!loops_changed_ && !force_redraw_) return;
+void progress_printer::redraw(bool force) {
   const auto t = now();
-  if (!force_redraw_ && last_draw_ && t - *last_draw_ < redraw_interval) return;  // loops_changed_ stays set
-  loops_changed_ = force_redraw_ = false;
+  if (!force && last_draw_ && t - *last_draw_ < redraw_interval) return;
   const std::size_t columns = width();
-  std::string line = cut_to_columns(loops_.status_line(), columns > 1 ? columns - 1 : columns);
+  // One column short of the width: a line as wide as the terminal wraps on some of them.
+  std::string line = board_.render(loops_, columns > 1 ? columns - 1 : columns, t, options_.color);
+  last_draw_ = t;
   if (line == status_shown_) return;
   if (line.empty()) {
     clear_status();
-    loops_changed_ = false;
+    force_redraw_ = false;
     return;
   }
   std::fputs(erase_line, out_);
   std::fputs(line.c_str(), out_);
   status_shown_ = std::move(line);
-  last_draw_ = t;
 }
 
 std::chrono::steady_clock::time_point progress_printer::now() const {
@@ -253,6 +266,12 @@ std::size_t progress_printer::width() const {
   if (options_.width > 0) return options_.width;
   winsize size{};
   if (::ioctl(::fileno(out_), TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  // Not a terminal (`--progress live` through tee): $COLUMNS, as the shell exports it.
+  if (const char* columns = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long n = std::strtol(columns, &end, 10);
+    if (end != columns && *end == '\0' && n > 0 && n < 10000) return static_cast<std::size_t>(n);
+  }
   return fallback_width;
 }
 

@@ -4,6 +4,7 @@
 #include <arun/events.hpp>
 
 #include "progress_loops.hpp"
+#include "status_board.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -18,8 +19,9 @@
 
 namespace arun::io {
 
-/// plain: transition lines only (logs, pipes, CI). live: the same lines plus a status line
-/// with the counts of every running loop, redrawn in place (for a terminal).
+/// plain: transition lines, and a status line after 30 s without any (logs, pipes, CI).
+/// live: the same lines plus the status line (status_board.hpp) redrawn in place at the bottom
+/// of a terminal.
 enum class progress_mode { plain, live };
 
 struct progress_options {
@@ -29,8 +31,10 @@ struct progress_options {
   /// its output lines (prefixed with its instance id, like `parallel --tag`).
   bool verbose = false;
   /// Columns the live status line may use; 0: ask the terminal of `out` on each redraw
-  /// (80 when it cannot tell).
+  /// ($COLUMNS, else 80, when it is not a terminal).
   std::size_t width = 0;
+  /// ANSI colour: `ok` green, failures red, skipped dim, in lines and the status line.
+  bool color = false;
   /// The log files holding an instance's output (stderr's first), named under its failure
   /// line; null: none are named.
   std::function<std::vector<std::string>(std::string_view instance)> log_files;
@@ -43,9 +47,9 @@ struct progress_options {
 /// plus, for each outermost loop, a summary every 10% of its items (every 10 iterations of a
 /// while loop); their output lines and retries are not echoed. A warning repeated with the same
 /// message by the same step (iteration indices ignored) prints once; recipe_end reports how
-/// many were held back. Live mode redraws the status line at most every 100 ms, always when a
-/// loop ends, after printing ordinary lines; it is cleared before every ordinary line, at the
-/// end of the run and on destruction.
+/// many were held back. Live mode draws the status line on `tick()` (at most every 100 ms) and
+/// right after printing ordinary lines; it is cleared before every ordinary line, at the end
+/// of the run and on destruction.
 class progress_printer final : public event_listener {
 public:
   explicit progress_printer(std::FILE* out = stderr, progress_options options = {});
@@ -60,6 +64,10 @@ public:
   /// before writing to the same terminal yourself (an approval question, a diagnostic).
   void clear_status() noexcept;
 
+  /// Call ten times a second: live, the status line is brought up to date; plain, the status
+  /// is printed as a line after 30 s without any line.
+  void tick() noexcept;
+
 private:
   void handle(const event& e);
   void on_step_start(const event& e);
@@ -70,21 +78,22 @@ private:
   void end_iteration(const event& e, bool failed);
   void add_line(std::string line) { pending_ += std::move(line) + '\n'; }
   void flush_pending();
-  void redraw();
+  void redraw(bool force);
   std::chrono::steady_clock::time_point now() const;
   std::size_t width() const;
 
   std::FILE* out_;
   progress_options options_;
   detail::loop_tracker loops_;
+  status_board board_;
   std::set<std::pair<std::string, std::string>, std::less<>> warnings_seen_;
   std::size_t warnings_repeated_ = 0;
   int recipe_depth_ = 0;
   std::string pending_;          ///< ordinary lines of the current event
-  bool loops_changed_ = false;   ///< live: the status line is out of date
   bool force_redraw_ = false;    ///< live: redraw now, whatever the throttle says
   std::string status_shown_;     ///< live: what the terminal shows, empty when nothing
   std::optional<std::chrono::steady_clock::time_point> last_draw_;  ///< live: when the status was drawn
+  std::optional<std::chrono::steady_clock::time_point> last_line_;  ///< plain: when a line was printed
 };
 
 }  // namespace arun::io

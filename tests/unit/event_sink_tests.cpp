@@ -86,6 +86,8 @@ TEST_CASE("every event object has ts, event and session_id") {
   CHECK(o.at("event") == "recipe_start");
   CHECK(o.at("session_id") == "20261121-134501-3f9a2c");
   CHECK(o.at("recipe") == "demo");
+  e.items = 7;  // its top-level steps, for "[3/7]"
+  CHECK(event_to_json(e).at("steps") == 7);
 }
 
 TEST_CASE("recipe_end carries the run's status, success, duration and error") {

@@ -35,6 +35,11 @@ struct fixture {
   }
 
   void send(const event& e) { printer.on_event(e); }
+  static event recipe_start(std::size_t steps) {
+    auto e = test::make_event(event_kind::recipe_start);
+    e.items = steps;
+    return e;
+  }
   void start(const std::string& id) { send(test::step_start(id)); }
   void end(const std::string& id, step_status status = step_status::completed, std::string error = {}) {
     const auto r = test::finished(id, status, std::move(error));
@@ -234,49 +239,113 @@ TEST_CASE("a warning repeated by every iteration prints once and is counted at t
                                           "  (999 repeated warnings not shown)", "arun: 'demo' completed in 0.00s"});
 }
 
-TEST_CASE("live status redraws are throttled to one per 100 ms by the clock") {
+TEST_CASE("the live status line is drawn on ticks, at most every 100 ms, and at once after lines") {
   fixture f(progress_mode::live);
+  f.send(f.recipe_start(3));
   f.send(test::loop_start("fan", 100));
-  CHECK(f.file.text() == std::string("  -> fan (100 items)\n") + erase + "foreach fan 0/100 · 0 running · 0 failed");
+  // The loop's start line was printed: the status follows it at once.
+  CHECK(f.file.text() == std::string("arun: running 'demo' (session 20261121-134501-3f9a2c)\n") + erase +
+                             "[0/3] 0 running · 0:00" + erase + "  -> fan (100 items)\n" + erase +
+                             "[1/3] fan 0/100 · 0 running · 0:00");
   f.start("fan[0]");
-  f.now += 50ms;
   f.start("fan[1]");
-  CHECK(count_of(f.file.text(), "foreach fan") == 1);
+  CHECK(count_of(f.file.text(), "fan 0/100") == 1);  // events alone do not draw
+  f.now += 50ms;
+  f.printer.tick();
+  CHECK(count_of(f.file.text(), erase) == 3);  // throttled: 50 ms since the last draw
   f.now += 60ms;
   f.end("fan[0]");
-  CHECK(count_of(f.file.text(), "foreach fan") == 2);
-  CHECK(visible_status(f.file.text()) == "foreach fan 1/100 · 1 running · 0 failed");
+  f.printer.tick();
+  CHECK(visible_status(f.file.text()) == "[1/3] fan 1/100 · 1 running · 0:00 · ETA 0:10");
   for (int i = 2; i < 50; ++i) f.iteration("fan[" + std::to_string(i) + "]");
-  CHECK(count_of(f.file.text(), "foreach fan") == 2);
   f.now += 100ms;
   f.start("fan[50]");
-  CHECK(visible_status(f.file.text()) == "foreach fan 49/100 · 2 running · 0 failed");
+  f.printer.tick();
+  CHECK(visible_status(f.file.text()) == "[1/3] fan 49/100 · 2 running · 0:00 · ETA 0:00");
+  f.now += 2min;
+  f.printer.tick();
+  CHECK(visible_status(f.file.text()) == "[1/3] fan 49/100 · 2 running · 2:00 · ETA 2:05");
   CHECK(f.file.text().find("iterations done") == std::string::npos);  // no plain summaries
 }
 
 TEST_CASE("the live status line is cleared before ordinary lines and redrawn after them") {
   fixture f(progress_mode::live);
+  f.send(f.recipe_start(1));
   f.send(test::loop_start("fan", 10));
   f.start("fan[3]");
   f.end("fan[3]", step_status::failed, "boom");
   const auto text = f.file.text();
-  CHECK(text.find(std::string("0 failed") + erase + "  !! fan[3] failed (0.00s): boom\n") != std::string::npos);
-  CHECK(visible_status(text) == "foreach fan 1/10 · 0 running · 1 failed");
+  CHECK(text.find(std::string("0:00") + erase + "  !! fan[3] failed (0.00s): boom\n") != std::string::npos);
+  CHECK(visible_status(text) == "[1/1] fan 1/10 · 0 running · 1 failed · 0:00 · ETA 0:00");
 
   f.end("fan");
-  CHECK(f.file.text().substr(text.size()) == std::string(erase) + "  ok fan completed (0.00s)\n");
-  CHECK(visible_status(f.file.text()).empty());
+  CHECK(f.file.text().substr(text.size()) == std::string(erase) + "  ok fan completed (0.00s)\n" + erase +
+                                                 "[1/1] 0 running · 1 failed · 0:00");
 }
 
-TEST_CASE("the live status line shows every running loop, cut to the width") {
-  fixture f(progress_mode::live, 60);
-  f.send(test::loop_start("a", 3));
-  f.send(test::loop_start("b", std::nullopt));
-  f.now += 100ms;
-  f.start("b[0]");
-  const auto status = visible_status(f.file.text());
-  CHECK(status == "foreach a 0/3 · 0 running · 0 failed | while b 0 done · 1 r");
-  CHECK(status.size() == 59 + 3);  // 59 columns; each `·` is two bytes
+TEST_CASE("the live status line fits the width: names are shortened first, then labels made terse") {
+  auto status_at = [](std::size_t width) {
+    fixture f(progress_mode::live, width);
+    f.send(f.recipe_start(7));
+    f.start("build-the-documentation-site");
+    f.send(test::loop_start("fan", 2000));
+    for (int i = 0; i < 1233; ++i) f.iteration("fan[" + std::to_string(i) + "]");
+    f.iteration("fan[1233]", step_status::failed);
+    f.start("fan[1234]");
+    f.now += 31s;
+    f.printer.tick();
+    return visible_status(f.file.text());
+  };
+  CHECK(status_at(121) == "[2/7] fan 1234/2000 · 2 running · 1 failed · 0:31 · ETA 0:19 · build-the-documentation-site 31s");
+  // One column is kept free: a line as wide as the terminal wraps on some.
+  CHECK(status_at(80) == "[2/7] fan 1234/2000 · 2 running · 1 failed · 0:31 · ETA 0:19 · build-the-docum…");
+  CHECK(status_at(63) == "[2/7] fan 1234/2000 · 2 running · 1 failed · 0:31 · ETA 0:19");
+  CHECK(status_at(60) == "[2/7] 1234/2000 · 2 run · 1 fail · 0:31 · ~0:19 · build-th…");
+  CHECK(status_at(50) == "[2/7] 1234/2000 · 2 run · 1 fail · 0:31 · ~0:19");
+  CHECK(status_at(40) == "[2/7] 1234/2000 2 run 1 fail 0:31 ~0:19");
+  CHECK(status_at(20) == "[2/7] 1234/2000 2 …");
+  for (const std::size_t width : {20u, 40u, 50u, 60u, 63u, 80u, 121u}) {
+    const auto status = status_at(width);
+    CHECK(std::count_if(status.begin(), status.end(), [](char c) { return (c & 0xC0) != 0x80; }) <= long(width - 1));
+  }
+}
+
+TEST_CASE("colour: the status marks and the failure count, only when asked") {
+  test::captured_file file;
+  progress_options o;
+  o.mode = progress_mode::live;
+  o.width = 100;
+  o.color = true;
+  progress_printer printer(file.get(), o);
+  auto start = test::make_event(event_kind::recipe_start);
+  start.items = 2;
+  printer.on_event(start);
+  const auto ok = test::finished("a", step_status::completed);
+  printer.on_event(test::step_end(ok));
+  const auto bad = test::finished("b", step_status::failed, "boom");
+  printer.on_event(test::step_end(bad));
+  const auto text = file.text();
+  CHECK(text.find("  \x1b[32mok\x1b[0m a completed") != std::string::npos);
+  CHECK(text.find("  \x1b[31m!!\x1b[0m b failed") != std::string::npos);
+  CHECK(text.find("\x1b[31m1 failed\x1b[0m") != std::string::npos);
+}
+
+TEST_CASE("plain progress prints the status as a line after 30 s without any other line") {
+  fixture f(progress_mode::plain);
+  f.send(f.recipe_start(2));
+  f.start("slow");
+  f.printer.tick();  // starts the clock
+  const auto before = f.file.text();
+  f.now += 29s;
+  f.printer.tick();
+  CHECK(f.file.text() == before);
+  f.now += 2s;
+  f.printer.tick();
+  CHECK(f.file.text().substr(before.size()) == "  .. [1/2] 1 running · 0:31 · slow 31s\n");
+  f.now += 10s;
+  f.printer.tick();
+  CHECK(count_of(f.file.text(), "  .. [1/2]") == 1);  // bounded: one per 30 s
+  CHECK(f.file.text().find('\x1b') == std::string::npos);
 }
 
 TEST_CASE("the live status line is gone at the end of the run and when the printer goes") {
@@ -287,6 +356,7 @@ TEST_CASE("the live status line is gone at the end of the run and when the print
     o.mode = progress_mode::live;
     o.width = 100;
     progress_printer printer(file.get(), o);
+    printer.on_event(test::make_event(event_kind::recipe_start));
     printer.on_event(test::loop_start("fan", 4));
     run_result run;
     auto end = test::make_event(event_kind::recipe_end);
@@ -295,6 +365,7 @@ TEST_CASE("the live status line is gone at the end of the run and when the print
     after_end = file.text();
     CHECK(after_end.find(std::string(erase) + "arun: 'demo' completed") != std::string::npos);
     CHECK(visible_status(after_end).empty());
+    printer.on_event(test::make_event(event_kind::recipe_start));  // a second run
     printer.on_event(test::loop_start("again", 2));
     CHECK_FALSE(visible_status(file.text()).empty());
   }

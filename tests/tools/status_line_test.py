@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""The live status line on a real pseudo-terminal, during a 2,000-item fan-out.
+
+At 40 and 120 columns: the status is drawn (more than a few times), every draw fits the width
+(one column to spare) and carries the counters ([step/total], done/2000, the elapsed time), no
+draw holds a newline (never more than one status line), ordinary lines always come after an
+erase, and the status is gone at the end. Piped, or with TERM=dumb, stderr holds no escape
+code at all; `--progress live` draws it through a pipe too. No child outlives its run.
+"""
+import argparse
+import fcntl
+import json
+import os
+import pty
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+
+ERASE = "\r\x1b[K"
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run_on_pty(arun, args, cols, cwd, env=None):
+    """Runs arun with stdin/stdout/stderr on a pty of `cols` columns; returns (exit, output)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(cwd)
+        if env:
+            os.environ.update(env)
+        os.execv(arun, [arun] + args)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
+
+
+def visible_columns(text):
+    return len(re.sub(r"\x1b\[[0-9;]*m", "", text))
+
+
+def check_live(output, cols, label, with_result=True):
+    # The pty turns "\n" into "\r\n"; the status line never holds either.
+    text = output.replace("\r\n", "\n")
+    pieces = text.split(ERASE)
+    # Piece 0 precedes the first erase: ordinary lines only.
+    check(pieces[0] == "" or pieces[0].endswith("\n"), f"{label}: text before the first status ends a line")
+    statuses = []
+    for piece in pieces[1:]:
+        lines, _, status = piece.rpartition("\n")
+        # After an erase: ordinary lines (each ended), or a status, never both on one row.
+        check(lines == "" or status == "", f"{label}: a status and lines share an erase: {piece!r}")
+        if status:
+            statuses.append(status)
+    fan = [s for s in statuses if "/2000" in s]
+    check(len(fan) >= 5, f"{label}: the fan-out's status was drawn {len(fan)} times")
+    for s in statuses:
+        check("\n" not in s and "\r" not in s, f"{label}: a status holds a line break: {s!r}")
+        check(visible_columns(s) <= cols - 1, f"{label}: status wider than {cols - 1} columns: {s!r}")
+        check(re.match(r"\[\d/3\] ", s) is not None, f"{label}: no [step/total] counter in {s!r}")
+        check(re.search(r"\b\d+:\d\d\b", s) is not None, f"{label}: no elapsed time in {s!r}")
+    for s in fan:
+        check(re.search(r"\b\d+/2000\b", s) and re.search(r"\d+ run", s), f"{label}: fan counters missing in {s!r}")
+    if cols >= 120:
+        check(any("fan " in s and "ETA " in s for s in fan), f"{label}: the wide status names the loop and its ETA")
+    # The run ended: the last thing written is a finished line, not a status.
+    check(text.endswith("\n") or text.endswith(ERASE), f"{label}: a status line is left at the end")
+    if with_result:  # on the terminal, stdout's result comes after the progress
+        check("fan-status: completed" in text, f"{label}: the run's result is missing")
+
+
+def leftover_children(marker):
+    left = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    left.append(pid)
+        except OSError:
+            pass
+    return left
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--arun", required=True)
+    args = parser.parse_args()
+    args.arun = os.path.abspath(args.arun)
+    work = tempfile.mkdtemp(prefix="arun-status-")
+    marker = f"status-test-{os.getpid()}"
+    try:
+        recipe = os.path.join(work, "fan.yaml")
+        with open(recipe, "w") as f:
+            f.write("name: fan-status\nsteps:\n"
+                    "  - id: prepare\n    command: sleep 0.3\n"
+                    f"  - id: fan\n    foreach: '{json.dumps(list(range(2000)))}'\n    as: n\n    parallel: true\n"
+                    f"    command: \": {marker}; [ $(( {{{{n}}}} % 7 )) -ne 0 ] || sleep 0.01\"\n"
+                    "  - id: finish\n    command: echo done\n")
+        sessions = os.path.join(work, "sessions")
+        base = [recipe, "--session-dir", sessions, "-j8"]
+        for cols in (40, 120):
+            code, out = run_on_pty(args.arun, base + ["--color", "always"], cols, work)
+            check(code == 0, f"{cols} columns: exit {code}")
+            check_live(out, cols, f"{cols} columns")
+        # TERM=dumb on a terminal: plain lines, no escape code.
+        code, out = run_on_pty(args.arun, base, 80, work, {"TERM": "dumb"})
+        check(code == 0 and "\x1b" not in out, "TERM=dumb: escape codes on the terminal")
+        check(".. fan " in out, "TERM=dumb: no plain loop summaries")
+        # Piped: plain and bounded; --progress live insists on the status line.
+        piped = subprocess.run([args.arun] + base, cwd=work, capture_output=True, text=True)
+        check(piped.returncode == 0 and "\x1b" not in piped.stderr, "piped: escape codes in stderr")
+        check(len(piped.stderr.splitlines()) < 40, f"piped: {len(piped.stderr.splitlines())} lines for 2,000 items")
+        # Bytes: text mode would turn the status line's "\r" into a newline.
+        forced = subprocess.run([args.arun] + base + ["--progress", "live"], cwd=work, capture_output=True,
+                                env=dict(os.environ, COLUMNS="100"))
+        check(forced.returncode == 0 and ERASE.encode() in forced.stderr, "--progress live through a pipe: no status line")
+        check_live(forced.stderr.decode(), 100, "--progress live through a pipe", with_result=False)
+        left = leftover_children(marker)
+        check(not left, f"processes left behind: {left}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failure(s)", file=sys.stderr)
+        return 1
+    print("status line: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
