@@ -198,6 +198,10 @@ struct recipe {
   /// `env` for every step and hook of this recipe, before the step's own (which wins).
   std::vector<std::pair<std::string, std::string>> env;
   source_location env_where;
+  /// `secrets`: context variables whose values come from arun's environment (an unset one is
+  /// an error when the recipe runs) and are masked as `***` wherever arun shows or keeps text.
+  std::vector<std::string> secrets;
+  source_location secrets_where;
   std::vector<step> steps;    ///< exactly one of steps and stages is non-empty
   std::vector<stage> stages;
   recursion_limits recursion;

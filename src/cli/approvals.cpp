@@ -113,7 +113,8 @@ asio::awaitable<approval_reply> session_approvals::ask(const approval_request& r
     bool& flag;
     ~done_asking() { flag = false; }
   } release{asking_};
-  std::fprintf(stderr, "\narun: approval needed at %s:\n  %s\napprove? [y/N]%s ", request.step.c_str(), request.prompt.c_str(),
+  std::fprintf(stderr, "\narun: approval needed at %s:\n  %s\napprove? [y/N]%s ", request.step.c_str(),
+               store_.masked(request.prompt).c_str(),
                request.timeout ? (" (" + std::to_string(static_cast<long long>(*request.timeout)) + " s, then " +
                                   (request.default_decision == approval_decision::approve ? "approve" : "deny") + ")")
                                      .c_str()

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -50,6 +51,88 @@ void add_recipe_options(CLI::App& app, recipe_options& o) {
       ->type_name("WHEN")
       ->group("Output");
 }
+
+void add_secret_options(CLI::App& app, recipe_options& o) {
+  app.add_option("--secret", o.secrets,
+                 "A context variable that is a secret: KEY=VALUE (a string). Steps see it; arun prints and keeps "
+                 "*** in its place, and a resume needs it again")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false)
+      ->group("Recipe");
+  app.add_option("--secret-env", o.secret_envs,
+                 "A secret context variable KEY whose value is $KEY from arun's environment (read again on resume)")
+      ->type_name("KEY")
+      ->allow_extra_args(false)
+      ->group("Recipe");
+}
+
+namespace {
+
+bool variable_name(std::string_view name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+diagnostic secret_problem(std::string file, std::string message, std::string hint = {}) {
+  diagnostic d;
+  d.where.file = std::move(file);
+  d.message = std::move(message);
+  d.hint = std::move(hint);
+  d.code = "secret";
+  return d;
+}
+
+// --secret, --secret-env and the recipe's `secrets:`, each name once (a flag wins over the
+// environment); problems are diagnostics.
+std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* r, std::vector<diagnostic>& problems) {
+  std::vector<secret_value> out;
+  auto known = [&](std::string_view name) {
+    return std::any_of(out.begin(), out.end(), [&](const secret_value& s) { return s.name == name; });
+  };
+  for (const auto& text : o.secrets) {
+    const auto eq = text.find('=');
+    const auto name = text.substr(0, eq);
+    if (eq == std::string::npos || !variable_name(name)) {
+      problems.push_back(secret_problem("--secret", "'--secret " + name + (eq == std::string::npos ? "" : "=…") +
+                                                        "' must be KEY=VALUE with KEY a variable name",
+                                        "letters, digits and '_', not first a digit"));
+      continue;
+    }
+    if (!known(name)) out.push_back({name, text.substr(eq + 1), "flag"});
+  }
+  for (const auto& name : o.secret_envs) {
+    if (!variable_name(name)) {
+      problems.push_back(secret_problem("--secret-env", "'--secret-env " + name + "' must name an environment variable"));
+      continue;
+    }
+    const char* value = std::getenv(name.c_str());
+    if (!value) {
+      problems.push_back(secret_problem("--secret-env", "--secret-env " + name + ": $" + name + " is not set in arun's environment",
+                                        "export " + name + "=… before running arun"));
+      continue;
+    }
+    if (!known(name)) out.push_back({name, value, "env"});
+  }
+  if (r)
+    for (const auto& name : r->secrets) {
+      if (known(name)) continue;
+      if (const char* value = std::getenv(name.c_str())) {
+        out.push_back({name, value, "env"});
+      } else if (o.resolve_secrets) {
+        auto d = secret_problem(r->secrets_where.file, "secret '" + name + "' is not set: the recipe takes it from $" + name,
+                                "export " + name + "=… or pass --secret " + name + "=VALUE");
+        d.where = r->secrets_where;
+        d.key = "secrets";
+        d.snippet = name;  // the caret goes under the name in the list
+        problems.push_back(std::move(d));
+      }
+    }
+  return out;
+}
+
+}  // namespace
 
 bool stderr_color(const std::string& choice) {
   if (choice == "always") return true;
@@ -131,8 +214,11 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
       diagnostics.push_back(std::move(d));
     }
   }
+  in.secrets = gather_secrets(o, loaded.value ? &*loaded.value : nullptr, diagnostics);
+  for (const auto& s : in.secrets) vo.set_keys.insert(s.name);
   if (loaded.value) {
     for (const auto& a : sets) apply_set(loaded.value->context, a);
+    for (const auto& s : in.secrets) loaded.value->context[s.name] = s.value;  // after --set: a secret wins
     auto children = io::scan_sub_recipes(*loaded.value, discovery, limits, &vo);
     diagnostics.insert(diagnostics.end(), children.diagnostics.begin(), children.diagnostics.end());
     vo.sub_recipe_names = std::move(children.declared);

@@ -22,6 +22,10 @@ struct recipe_options {
   std::vector<std::string> recipe_dirs;  ///< -R
   std::string working_dir;               ///< -C
   std::vector<std::string> sets;  ///< --set KEY=VALUE, in order
+  std::vector<std::string> secrets;      ///< --secret KEY=VALUE
+  std::vector<std::string> secret_envs;  ///< --secret-env KEY: the value of $KEY
+  /// run, resume: a secret the recipe names (`secrets:`) must have a value
+  bool resolve_secrets = false;
   bool strict = false;
   bool lenient = false;
   std::size_t max_recipe_bytes = 1u << 20;  ///< SPEC §1: larger recipe files are refused
@@ -45,8 +49,17 @@ bool stderr_color(const std::string& choice);
 /// Adds RECIPE, -R, -C, --set, --strict and --lenient to a command.
 void add_recipe_options(CLI::App& app, recipe_options& o);
 
+/// Adds --secret and --secret-env (run, resume).
+void add_secret_options(CLI::App& app, recipe_options& o);
+
 /// Adds --agent-dir and --allow-missing-agents, and turns on the agent check (SPEC §11.2).
 void add_agent_options(CLI::App& app, recipe_options& o);
+
+/// A secret's value and where it came from: "flag" (--secret), "env" (--secret-env or the
+/// recipe's `secrets:`). The session keeps the name and the source, never the value.
+struct secret_value {
+  std::string name, value, source;
+};
 
 struct recipe_input {
   std::optional<recipe> value;  ///< set when loading and validation found no error
@@ -55,6 +68,7 @@ struct recipe_input {
   std::string path;                ///< the recipe file RECIPE named; empty when none was found
   std::size_t errors = 0, warnings = 0;
   boost::json::array diagnostics;  ///< with recipe_options::diagnostics_json: every diagnostic
+  std::vector<secret_value> secrets;  ///< in the recipe's context; to be masked everywhere
 };
 
 /// Loads, applies --set, validates (agent references too when `o.check_agents`). With `for_run`, features the engine cannot run yet are

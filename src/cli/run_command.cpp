@@ -93,11 +93,12 @@ struct event_sinks {
 
 // Builds the sinks; a file that cannot be opened is a usage error (nothing ran yet).
 std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, const std::string& session_id,
-                                      io::session_store* store, event_sinks& sinks) {
+                                      io::session_store* store, const io::secret_masker& masker, event_sinks& sinks) {
+  const io::line_filter mask = masker.empty() ? io::line_filter{} : [&masker](std::string_view text) { return masker.mask(text); };
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   // First: a failure line printed by the progress names the log its lines went to.
   if (store) {
-    sinks.logs = std::make_unique<io::instance_logs>(store->dir() + "/logs", s.max_output, sinks.writer);
+    sinks.logs = std::make_unique<io::instance_logs>(store->dir() + "/logs", s.max_output, sinks.writer, mask);
     sinks.fanout.add(sinks.logs.get());
   }
   if (!s.quiet && s.progress != "off") {
@@ -109,12 +110,14 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
     po.mode = live ? io::progress_mode::live : io::progress_mode::plain;
     po.color = stderr_color(s.recipe.color);
     po.verbose = s.verbose;
+    po.filter = mask;
     if (sinks.logs) po.log_files = [logs = sinks.logs.get()](std::string_view id) { return logs->files_of(id); };
     sinks.progress = std::make_unique<io::progress_printer>(stderr, po);
     sinks.fanout.add(sinks.progress.get());
   }
   auto add_file = [&](io::jsonl_open_result opened) -> std::optional<std::string> {
     if (!opened.sink) return opened.error;
+    opened.sink->mask_with(&masker);
     sinks.fanout.add(opened.sink.get());
     sinks.files.push_back(std::move(opened.sink));
     return std::nullopt;
@@ -166,11 +169,12 @@ void save_final_state(io::session_store& store, const run_result& r, bool after_
 
 // The session store failed during the run: the run failed, and says where and why, and how
 // to go on once the disk has room.
-int finish_after_store_failure(io::session_store& store, run_result& r, const std::string& format) {
+int finish_after_store_failure(io::session_store& store, run_result& r, const std::string& format,
+                               const io::secret_masker& masker) {
   r.status = run_status::failed;
   r.error = "the session store " + store.dir() + " failed: " + store.failure();
   save_final_state(store, r, true);
-  (void)print_result(r, format);  // the store's failure is the one to report
+  (void)print_result(r, format, &masker);  // the store's failure is the one to report
   std::fprintf(stderr,
                "arun: the run stopped because its session could not be written; the %zu steps recorded before are "
                "kept. Free space, then: arun resume %s\n",
@@ -206,6 +210,7 @@ int run_command(const run_settings& s) {
   io::session_sources sources;  // copies of every recipe file read, for the session
   run_settings settings = s;
   settings.recipe.sources = &sources;
+  settings.recipe.resolve_secrets = !s.dry_run;
   auto input = load_recipe_input(settings.recipe, true);
   if (!input.value) return input.exit_code;
   if (s.keep_going) io::apply_keep_going(*input.value);
@@ -251,6 +256,10 @@ int run_command(const run_settings& s) {
       {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())},
       {"rate_limit_fallback_model", a.rate_limit_fallback_model}};
   state["invocation"].as_object()["keep_going"] = s.keep_going;
+  // Where each secret came from, never its value: a resume asks the same sources again.
+  boost::json::array secrets;
+  for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});
+  state["invocation"].as_object()["secrets"] = std::move(secrets);
   return execute_run(settings, input, *base_dir, session_id, &store);
 }
 
@@ -280,6 +289,10 @@ void warn_unknown_tags(const run_settings& s, const std::vector<const recipe*>& 
 int execute_run(const run_settings& s, const recipe_input& input, const std::string& base_dir,
                 const std::string& session_id, io::session_store* store) {
   const recipe& loaded = *input.value;
+  // Secrets reach the steps; what arun prints or keeps has `***` in their place.
+  io::secret_masker masker;
+  for (const auto& secret : input.secrets) masker.add(secret.value);
+  if (store) store->mask_with(&masker);
   // SPEC §2 context_validation: a pre-flight, before anything runs.
   if (const auto problems = io::check_context(loaded, base_dir); !problems.empty()) {
     for (const auto& p : problems) std::fprintf(stderr, "%s: error: %s\n", loaded.source_path.c_str(), p.c_str());
@@ -297,7 +310,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     return finish_unstarted(store, *error, exit_usage);
   }
   if (s.dry_run) {
-    return print_plan(plan_run(loaded, options), loaded, s.output_format) ? exit_success : exit_output_failed;
+    return print_plan(plan_run(loaded, options), loaded, s.output_format, &masker) ? exit_success : exit_output_failed;
   }
   // An agent CLI that is not there is said before the first step, not only at the first agent
   // step after an hour of work. A warning: the agent steps may all be skipped (tags, conditions)
@@ -313,7 +326,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   }
 
   event_sinks sinks;
-  if (auto error = open_sinks(s, loaded, options.session_id, store, sinks)) {
+  if (auto error = open_sinks(s, loaded, options.session_id, store, masker, sinks)) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());
     return finish_unstarted(store, *error, exit_usage);
   }
@@ -324,6 +337,20 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   io::recipe_library library(io::discovery_from_environment(s.recipe.recipe_dirs, base_dir), loaded.source_path,
                              limits);
   library.keep_going(s.keep_going);
+  // A sub-recipe's own `secrets:` come from the run's secrets, else arun's environment.
+  library.provide_secrets([&input, &masker](recipe& child) -> std::string {
+    for (const auto& name : child.secrets) {
+      const auto given = std::find_if(input.secrets.begin(), input.secrets.end(),
+                                      [&](const secret_value& secret) { return secret.name == name; });
+      const char* from_env = std::getenv(name.c_str());
+      if (given == input.secrets.end() && !from_env)
+        return "secret '" + name + "' is not set: export " + name + "=… or pass --secret " + name + "=VALUE";
+      const std::string value = given != input.secrets.end() ? given->value : std::string(from_env);
+      masker.add(value);
+      child.context[name] = value;
+    }
+    return {};
+  });
   options.recipes = &library;
   options.journal = store;
   std::optional<session_approvals> approvals;
@@ -433,9 +460,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   if (sinks.logs) sinks.logs->flush();
   sinks.writer->drain();
   sinks.warn_failed_files();
-  if (store && !store->failure().empty()) return finish_after_store_failure(*store, *result, s.output_format);
+  if (store && !store->failure().empty()) return finish_after_store_failure(*store, *result, s.output_format, masker);
   if (store) save_final_state(*store, *result);
-  if (!print_result(*result, s.output_format)) {
+  if (!print_result(*result, s.output_format, &masker)) {
     // The result is not lost: the session holds it.
     if (store) std::fprintf(stderr, "arun: the run %s; its session keeps the result: arun sessions show %s\n",
                             std::string(to_string(result->status)).c_str(), store->id().c_str());
@@ -448,6 +475,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
 
 void add_run_options(CLI::App& app, run_settings& s) {
   add_recipe_options(app, s.recipe);
+  add_secret_options(app, s.recipe);
   add_execution_options(app, s);
   app.add_flag("--dry-run", s.dry_run, "Run nothing: print the plan with conditions evaluated where possible")
       ->group("Running");

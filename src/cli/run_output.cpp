@@ -3,6 +3,7 @@
 #include "json_text.hpp"
 #include "plan_format.hpp"
 #include "result_format.hpp"
+#include "secret_masker.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -25,14 +26,23 @@ bool write_json_stdout(const boost::json::value& document) {
   return write_stdout(io::to_json_text(document) + "\n");
 }
 
-bool print_result(const run_result& result, const std::string& format) {
-  if (format == "json") return write_json_stdout(io::result_to_json(result));
-  return write_stdout(io::result_to_text(result));
+bool print_result(const run_result& result, const std::string& format, const io::secret_masker* masker) {
+  if (format == "json") {
+    boost::json::value document = io::result_to_json(result);
+    if (masker) masker->mask_json(document);
+    return write_json_stdout(document);
+  }
+  return write_stdout(masker ? masker->mask(io::result_to_text(result)) : io::result_to_text(result));
 }
 
-bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format) {
-  if (format == "json") return write_json_stdout(io::plan_to_json(r, plan));
-  return write_stdout(io::plan_to_text(r, plan));
+bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format,
+                const io::secret_masker* masker) {
+  if (format == "json") {
+    boost::json::value document = io::plan_to_json(r, plan);
+    if (masker) masker->mask_json(document);
+    return write_json_stdout(document);
+  }
+  return write_stdout(masker ? masker->mask(io::plan_to_text(r, plan)) : io::plan_to_text(r, plan));
 }
 
 }  // namespace arun::cli

@@ -11,6 +11,10 @@
 #include <string_view>
 #include <vector>
 
+namespace arun::io {
+class secret_masker;
+}
+
 namespace arun::cli {
 
 /// Writes and flushes `text`; on failure says why on stderr and returns false. A closed pipe
@@ -19,7 +23,10 @@ namespace arun::cli {
 /// A JSON document (arun's JSON text: valid UTF-8 always) and a newline.
 [[nodiscard]] bool write_json_stdout(const boost::json::value& document);
 
-[[nodiscard]] bool print_result(const run_result& result, const std::string& format);
-[[nodiscard]] bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format);
+/// With `masker`, the result's secrets are masked.
+[[nodiscard]] bool print_result(const run_result& result, const std::string& format,
+                                const io::secret_masker* masker = nullptr);
+[[nodiscard]] bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format,
+                              const io::secret_masker* masker = nullptr);
 
 }  // namespace arun::cli

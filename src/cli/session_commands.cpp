@@ -140,6 +140,7 @@ void add_resume_options(CLI::App& app, resume_settings& r) {
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
   app.add_flag("--retry-failed", r.retry_failed, "Run again the instances that failed without stopping the run");
+  add_secret_options(app, r.run.recipe);
   add_execution_options(app, r.run);
   add_agent_run_options(app, r.run.agents);
 }
@@ -166,6 +167,31 @@ int resume_command(const resume_settings& r) {
   auto& sources = *std::get<std::unique_ptr<io::session_sources>>(loaded_sources);
   run_settings s = r.run;
   s.recipe = recipe_options_of(store.state(), r.sets);
+  // Secrets are never kept: those of --secret-env are read again, those of --secret must be
+  // given again (the recipe's own `secrets:` come from the environment as before).
+  s.recipe.secrets = r.run.recipe.secrets;
+  s.recipe.secret_envs = r.run.recipe.secret_envs;
+  s.recipe.resolve_secrets = true;
+  if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
+    if (const auto* listed = inv->get_object().if_contains("secrets"); listed && listed->is_array())
+      for (const auto& entry : listed->get_array()) {
+        if (!entry.is_object()) continue;
+        const auto name = text_of(entry.get_object(), "name");
+        const auto given = [&](const std::vector<std::string>& list, bool with_value) {
+          return std::any_of(list.begin(), list.end(), [&](const std::string& x) {
+            return with_value ? x.starts_with(name + "=") : x == name;
+          });
+        };
+        if (name.empty() || given(s.recipe.secrets, true) || given(s.recipe.secret_envs, false)) continue;
+        if (text_of(entry.get_object(), "source") == "flag") {
+          std::fprintf(stderr,
+                       "arun: cannot resume: session %s was run with --secret %s, which is never stored; give it "
+                       "again: arun resume %s --secret %s=VALUE\n",
+                       r.session_id.c_str(), name.c_str(), r.session_id.c_str(), name.c_str());
+          return exit_usage;
+        }
+        s.recipe.secret_envs.push_back(name);
+      }
   inherit_agent_settings(store.state(), s.agents);
   if (s.recipe.recipe.empty()) {
     std::fprintf(stderr, "arun: cannot resume: the session's state.json names no recipe\n");
@@ -193,6 +219,11 @@ int resume_command(const resume_settings& r) {
   // A later resume keeps this one's --set values too.
   if (auto* inv = state.if_contains("invocation"); inv && inv->is_object())
     inv->get_object()["sets"] = json::array(s.recipe.sets.begin(), s.recipe.sets.end());
+  if (auto* inv = state.if_contains("invocation"); inv && inv->is_object()) {
+    json::array secrets;
+    for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});
+    inv->get_object()["secrets"] = std::move(secrets);
+  }
   const auto* resumes = state.if_contains("resumes");
   state["resumes"] = (resumes && resumes->is_int64() ? resumes->get_int64() : 0) + 1;
   if (!s.quiet)

@@ -451,6 +451,7 @@ void check_references(const recipe& r, const validation_options& options, std::v
 std::set<std::string, std::less<>> declared_names(const recipe& r, const validation_options& options) {
   name_set names = builtin_names;
   for (const auto& kv : r.context) names.emplace(kv.key());
+  names.insert(r.secrets.begin(), r.secrets.end());
   // A variable context_validation checks is one the caller or --set provides.
   for (const auto& [name, check] : r.context_validation) names.insert(name);
   for (const auto& k : options.set_keys) names.emplace(k.substr(0, k.find('.')));

@@ -108,7 +108,9 @@ void jsonl_event_sink::report_omitted(const event& end) {
 void jsonl_event_sink::write_event(const event& e) noexcept {
   if (failed_) return;
   try {
-    std::string line = to_compact_json(event_to_json(e));
+    boost::json::value object = event_to_json(e);
+    if (masker_) masker_->mask_json(object);
+    std::string line = to_compact_json(object);
     line += '\n';
     if (!writer_) return write_line(line);
     const auto size = line.size();

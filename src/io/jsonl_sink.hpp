@@ -2,6 +2,7 @@
 // Events as JSON lines (SPEC §9): `--events FILE` and `--audit-dir DIR`.
 
 #include "background_writer.hpp"
+#include "secret_masker.hpp"
 
 #include <arun/events.hpp>
 
@@ -59,6 +60,9 @@ public:
   /// followed by more lines would corrupt the file) and remembers the error.
   void on_event(const event& e) noexcept override;
 
+  /// From now on every line has the secrets of `masker` masked (null: none).
+  void mask_with(const secret_masker* masker) noexcept { masker_ = masker; }
+
   const std::string& path() const noexcept { return path_; }
   /// True once a write failed; nothing is written after that.
   bool failed() const noexcept { return failed_; }
@@ -90,6 +94,7 @@ private:
   std::atomic<std::size_t> lines_{0};
   event_output_limits limits_;
   std::shared_ptr<background_writer> writer_;
+  const secret_masker* masker_ = nullptr;
   std::unordered_map<std::string, output_usage> output_;  ///< per running instance
 };
 

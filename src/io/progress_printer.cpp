@@ -227,6 +227,7 @@ void progress_printer::flush_pending() {
   const bool live = options_.mode == progress_mode::live;
   if (!pending_.empty()) {
     if (live) clear_status();
+    if (options_.filter) pending_ = options_.filter(pending_);
     std::fputs(pending_.c_str(), out_);
     pending_.clear();
     last_line_ = now();

@@ -33,6 +33,8 @@ struct progress_options {
   /// Columns the live status line may use; 0: ask the terminal of `out` on each redraw
   /// ($COLUMNS, else 80, when it is not a terminal).
   std::size_t width = 0;
+  /// What every printed line passes through (secrets masked); null: printed as is.
+  std::function<std::string(std::string_view)> filter;
   /// ANSI colour: `ok` green, failures red, skipped dim, in lines and the status line.
   bool color = false;
   /// The log files holding an instance's output (stderr's first), named under its failure

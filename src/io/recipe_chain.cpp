@@ -110,6 +110,10 @@ recipe merge_extended(recipe parent, recipe child) {
     else env.emplace_back(std::move(entry));
   }
   merged.env = std::move(env);
+  for (auto& name : parent.secrets)  // the parent's secrets stay secrets
+    if (std::find(merged.secrets.begin(), merged.secrets.end(), name) == merged.secrets.end())
+      merged.secrets.push_back(std::move(name));
+  if (merged.secrets_where.line == 0) merged.secrets_where = parent.secrets_where;
   merge_steps(parent.steps, std::move(merged.steps));
   merged.steps = std::move(parent.steps);
   if (merged.stages.empty()) merged.stages = std::move(parent.stages);

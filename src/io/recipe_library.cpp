@@ -59,6 +59,8 @@ loaded_recipe recipe_library::load(std::string_view reference, const recipe& cal
     if (d.level == severity::error) errors += (errors.empty() ? " " : "\n  ") + format_diagnostic(d);
   if (!loaded.value || !errors.empty()) {
     out.error = "sub-recipe '" + ref + "' is not valid:" + errors;
+  } else if (auto why = provide_secrets_ ? provide_secrets_(*loaded.value) : std::string(); !why.empty()) {
+    out.error = "sub-recipe '" + ref + "': " + why;
   } else {
     if (keep_going_) apply_keep_going(*loaded.value);
     out.value = std::make_shared<const recipe>(std::move(*loaded.value));

@@ -8,6 +8,7 @@
 
 #include <arun/run_services.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,9 +29,13 @@ public:
 
   /// --keep-going: sub-recipes loaded from now on get apply_keep_going.
   void keep_going(bool on) { keep_going_ = on; }
+  /// Fills a loaded sub-recipe's `secrets:` into its context; returns why it cannot (then
+  /// the sub-recipe does not load), or empty.
+  void provide_secrets(std::function<std::string(recipe&)> provide) { provide_secrets_ = std::move(provide); }
 
 private:
   bool keep_going_ = false;
+  std::function<std::string(recipe&)> provide_secrets_;
   discovery_options discovery_;
   std::vector<std::string> roots_;
   load_limits limits_;

@@ -20,7 +20,8 @@ namespace {
 const std::vector<std::string_view> top_level_keys = {
     "name", "description", "version", "author", "created", "updated", "tags", "context", "steps", "stages",
     "recursion", "hooks", "extends", "context_validation", "rate_limiting", "execution", "default_step_timeout",
-    "output", "inputs", "parameters", "metadata", "lenient_templates", "env", "orchestrator"};
+    "output", "inputs", "parameters", "metadata", "lenient_templates", "env", "orchestrator",
+    "secrets"};
 
 constexpr std::size_t max_nesting = 64;  // SPEC §1
 
@@ -182,6 +183,7 @@ public:
     if (auto ctx = f_.object("context")) r_.context = std::move(*ctx);
     r_.env = read_env_map(f_, "env");
     r_.env_where = sink_.at(f_.mark("env"));
+    read_secrets();
     // The Python dialect's pacing of calls inside amplifier's own agent sessions: an agent
     // CLI paces itself, so nothing here can honour it. Say so rather than drop it.
     if (f_.has("orchestrator"))
@@ -313,6 +315,20 @@ private:
     for (auto [key, field] : {std::pair{"pre_step", &r_.hooks.pre_step}, {"post_step", &r_.hooks.post_step},
                               {"on_error", &r_.hooks.on_error}})
       if (auto v = h.text(key)) *field = *v;
+  }
+
+  void read_secrets() {
+    const auto names = f_.string_list("secrets");
+    if (!names) return;
+    r_.secrets_where = sink_.at(f_.mark("secrets"));
+    static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
+    for (const auto& name : *names) {
+      if (!std::regex_match(name, identifier))
+        f_.error("secrets", "secret name '" + name + "' must be a variable name (letters, digits, '_'; not first a digit)",
+                 "the value comes from the environment variable of that name");
+      else if (std::find(r_.secrets.begin(), r_.secrets.end(), name) == r_.secrets.end())
+        r_.secrets.push_back(name);
+    }
   }
 
   void read_context_validation() {

@@ -11,6 +11,7 @@
 // few times a second), so `arun logs -f` sees a running step's output promptly.
 
 #include "background_writer.hpp"
+#include "secret_masker.hpp"
 
 #include <arun/events.hpp>
 
@@ -41,9 +42,6 @@ struct instance_log_name {
 std::string instance_log_path(std::string_view instance, output_stream stream, bool hooks = false);
 /// The reverse of instance_log_path, with `.1` for rotated files; nullopt for another file.
 std::optional<instance_log_name> parse_instance_log_path(std::string_view relative);
-
-/// Turns each output line into what is stored (secrets masked); identity when null.
-using line_filter = std::function<std::string(std::string_view)>;
 
 class instance_logs final : public event_listener {
 public:

@@ -37,6 +37,7 @@ session_outputs::session_outputs(session_store& store, std::size_t threshold)
 session_outputs::~session_outputs() { store_.flush(); }
 
 std::optional<std::string> session_outputs::store(std::string_view instance, std::string text) {
+  text = store_.masked(text);  // secrets are never kept in the session
   auto path = dir_ + "/" + std::to_string(++next_) + "-" + file_name_part(instance.substr(0, 80)) + ".txt";
   auto* writer = store_.writer();
   if (writer == nullptr) {

@@ -104,8 +104,10 @@ std::optional<std::pair<std::string, std::string_view>> split_checksum(std::stri
 
 }  // namespace
 
-std::string journal_line(const step_result& result, const json::object& context_delta) {
-  auto text = to_json_text(journal_record(result, context_delta));
+std::string journal_line(const step_result& result, const json::object& context_delta, const secret_masker* masker) {
+  json::value record = journal_record(result, context_delta);
+  if (masker) masker->mask_json(record);
+  auto text = to_json_text(record);
   const auto crc = crc_hex(text);
   text.pop_back();  // the closing brace: the checksum goes last
   return text + std::string(crc_member) + crc + "\"}\n";

@@ -2,6 +2,8 @@
 // One line of a session's journal (SPEC §12): a finished step instance — its result and the
 // context delta it wrote — as JSON, and back.
 
+#include "secret_masker.hpp"
+
 #include <arun/run_services.hpp>
 
 #include <boost/json/object.hpp>
@@ -20,7 +22,9 @@ boost::json::object journal_record(const step_result& result, const boost::json:
 /// The journal line of a record, newline included: journal_record's compact JSON with a
 /// `"crc"` member last — the CRC-32 of the line without that member, as 8 hex digits — so a
 /// damaged line is told from a whole one.
-std::string journal_line(const step_result& result, const boost::json::object& context_delta);
+/// With `masker`, the record's secrets are masked before the checksum is taken.
+std::string journal_line(const step_result& result, const boost::json::object& context_delta,
+                         const secret_masker* masker = nullptr);
 
 /// The instance a journal line describes; none when the line is not a whole record (a torn
 /// last line after a crash, or garbage). Invalid UTF-8 inside strings is accepted. A line

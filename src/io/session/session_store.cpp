@@ -506,9 +506,16 @@ std::string session_store::save_state() {
   }
   state_["updated"] = now_rfc3339();
   state_["records"] = records_.load();
-  auto error = write_file_atomically(dir_ + "/state.json", to_json_text(state_) + "\n");
+  auto error = write_file_atomically(dir_ + "/state.json", state_text());
   if (!error.empty()) fail(error);
   return error;
+}
+
+std::string session_store::state_text() const {
+  if (!masker_ || masker_->empty()) return to_json_text(state_) + "\n";
+  json::value copy = state_;
+  masker_->mask_json(copy);
+  return to_json_text(copy) + "\n";
 }
 
 void session_store::save_state_soon() {
@@ -518,7 +525,7 @@ void session_store::save_state_soon() {
   }
   state_["updated"] = now_rfc3339();
   state_["records"] = queued_records_;  // all written by the time this is
-  auto text = to_json_text(state_) + "\n";
+  auto text = state_text();
   const auto size = text.size();
   writer_->post(size, [this, text = std::move(text)] {
     if (auto error = write_file_atomically(dir_ + "/state.json", text); !error.empty()) fail(error);
@@ -547,7 +554,7 @@ void session_store::sync_now() noexcept {
 void session_store::record(const step_result& result, const json::object& context_delta) noexcept {
   if (journal_failed()) return;  // a partial line followed by more lines would corrupt it
   try {
-    auto line = journal_line(result, context_delta);
+    auto line = journal_line(result, context_delta, masker_);
     ++queued_records_;
     if (writer_) {
       const auto size = line.size();

@@ -11,6 +11,7 @@
 // event loop; the snapshots at the start and the end are written in place, after the queue.
 
 #include "background_writer.hpp"
+#include "secret_masker.hpp"
 #include "recipe_loader.hpp"
 
 #include <arun/run_services.hpp>
@@ -90,6 +91,11 @@ public:
   const std::string& dir() const noexcept { return dir_; }
   boost::json::object& state() noexcept { return state_; }
 
+  /// From now on every record, snapshot and stored output has the secrets of `masker` masked.
+  void mask_with(const secret_masker* masker) noexcept { masker_ = masker; }
+  /// `text` as the session may keep it: its secrets masked.
+  std::string masked(std::string_view text) const { return masker_ ? masker_->mask(text) : std::string(text); }
+
   /// From now on journal records, fsyncs and save_state_soon run on `writer`'s thread.
   void write_in_background(std::shared_ptr<background_writer> writer) { writer_ = std::move(writer); }
   /// The writer of write_in_background, or null.
@@ -146,6 +152,7 @@ private:
   void fail(std::string why) noexcept;
   void report_damage(const std::string& path, const std::vector<std::size_t>& damaged);
   void make_reserve() noexcept;
+  std::string state_text() const;  ///< state.json's text, secrets masked
   void drop_reserve() noexcept;
 
   std::string id_, dir_;
@@ -164,6 +171,7 @@ private:
   std::vector<std::string> notices_;
   bool origin_written_ = false;
   std::shared_ptr<background_writer> writer_;
+  const secret_masker* masker_ = nullptr;
 };
 
 /// Writes `text` to `path` atomically: a temp file next to it, fsync, rename, fsync of the
