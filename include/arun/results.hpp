@@ -73,7 +73,9 @@ struct run_result {
   boost::json::value output;  ///< the recipe's final output (SPEC §2 `output`)
   boost::json::object context;
   std::vector<step_result> step_results;  ///< one per declared top-level step, in order
-  std::string error;                      ///< why the run failed, when not a step's failure
+  /// Why the run failed: its own reason, or the first line of the error of the step whose
+  /// failure ended it; empty otherwise.
+  std::string error;
   /// Every gate the run stopped at, in instance order (status waiting_approval): a fan-out
   /// can leave several, each decided on its own (`arun approve ID --step INSTANCE`).
   std::vector<pending_approval> waiting;

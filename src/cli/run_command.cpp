@@ -148,6 +148,7 @@ void save_final_state(io::session_store& store, const run_result& r, bool after_
   state["status"] = to_string(r.status);
   state["context"] = r.context;
   state["error"] = r.error;
+  state["output"] = r.output;
   state["duration"] = std::chrono::duration<double>(r.duration).count();
   if (!r.waiting.empty()) {
     boost::json::array gates;
@@ -462,7 +463,11 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   sinks.warn_failed_files();
   if (store && !store->failure().empty()) return finish_after_store_failure(*store, *result, s.output_format, masker);
   if (store) save_final_state(*store, *result);
-  if (!print_result(*result, s.output_format, &masker)) {
+  const io::log_locator logs = [&sinks](std::string_view instance) {
+    const auto files = sinks.logs ? sinks.logs->files_of(instance) : std::vector<std::string>{};
+    return files.empty() ? std::string() : files.front();
+  };
+  if (!print_result(*result, s.output_format, &masker, logs)) {
     // The result is not lost: the session holds it.
     if (store) std::fprintf(stderr, "arun: the run %s; its session keeps the result: arun sessions show %s\n",
                             std::string(to_string(result->status)).c_str(), store->id().c_str());

@@ -26,13 +26,15 @@ bool write_json_stdout(const boost::json::value& document) {
   return write_stdout(io::to_json_text(document) + "\n");
 }
 
-bool print_result(const run_result& result, const std::string& format, const io::secret_masker* masker) {
+bool print_result(const run_result& result, const std::string& format, const io::secret_masker* masker,
+                  const io::log_locator& logs) {
   if (format == "json") {
-    boost::json::value document = io::result_to_json(result);
+    boost::json::value document = io::result_to_json(result, logs);
     if (masker) masker->mask_json(document);
     return write_json_stdout(document);
   }
-  return write_stdout(masker ? masker->mask(io::result_to_text(result)) : io::result_to_text(result));
+  const auto text = io::result_to_text(result, logs);
+  return write_stdout(masker ? masker->mask(text) : text);
 }
 
 bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format,

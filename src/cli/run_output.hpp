@@ -2,6 +2,8 @@
 // What commands print on stdout (SPEC §13): only the final result, a plan, a document. A
 // write that fails (a full disk, a closed pipe) is an error, never a silent success.
 
+#include "result_format.hpp"
+
 #include <arun/plan.hpp>
 #include <arun/results.hpp>
 
@@ -23,9 +25,9 @@ namespace arun::cli {
 /// A JSON document (arun's JSON text: valid UTF-8 always) and a newline.
 [[nodiscard]] bool write_json_stdout(const boost::json::value& document);
 
-/// With `masker`, the result's secrets are masked.
+/// With `masker`, the result's secrets are masked; with `logs`, failures name their logs.
 [[nodiscard]] bool print_result(const run_result& result, const std::string& format,
-                                const io::secret_masker* masker = nullptr);
+                                const io::secret_masker* masker = nullptr, const io::log_locator& logs = {});
 [[nodiscard]] bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format,
                               const io::secret_masker* masker = nullptr);
 

@@ -8,6 +8,7 @@
 #include "json_text.hpp"
 #include "recipe_library.hpp"
 #include "session/session_store.hpp"
+#include "value_summary.hpp"
 
 #include <arun/value_format.hpp>
 
@@ -304,7 +305,12 @@ int sessions_show_command(const sessions_settings& s) {
               text_of(st, "status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
               text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
               text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
-  if (const auto error = text_of(st, "error"); !error.empty()) std::printf("error    %s\n", error.c_str());
+  if (const auto* output = st.if_contains("output"); output && !output->is_null())
+    std::printf("output   %s\n", io::value_line(*output, 200).c_str());
+  if (const auto error = text_of(st, "error"); !error.empty())
+    std::printf("error    %s\n", std::string(error.substr(0, error.find('\n'))).c_str());
+  if (std::error_code ec; fs::is_directory(dir + "/logs", ec))
+    std::printf("logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
   for (const auto& gate : waiting_gates(st))
     std::printf("waiting  approval at %s: %s\n", gate.step.c_str(), gate.prompt.c_str());
   // The last events, one line each.
@@ -320,8 +326,16 @@ int sessions_show_command(const sessions_settings& s) {
     auto v = json::parse(line, ec);
     if (ec || !v.is_object()) continue;
     const auto& e = v.get_object();
+    // What each event says: an output line's text, an end's status and error, a warning.
+    std::string what = text_of(e, "status");
+    if (text_of(e, "event") == "step_output")
+      what = "| " + io::shortened_line(text_of(e, "line"), 160);
+    else if (const auto error = text_of(e, "error"); !error.empty())
+      what += ": " + io::shortened_line(error.substr(0, error.find('\n')), 160);
+    else if (const auto message = text_of(e, "message"); !message.empty())
+      what = io::shortened_line(message, 160);
     std::printf("  %s %-14s %s %s\n", text_of(e, "ts").c_str(), text_of(e, "event").c_str(),
-                text_of(e, "step").c_str(), text_of(e, "status").c_str());
+                text_of(e, "step").c_str(), what.c_str());
   }
   return exit_success;
 }

@@ -12,6 +12,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <ctime>
 
 namespace arun {
@@ -77,6 +78,16 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   result.step_results = std::move(seq.results);
   result.status = status_of(seq.end);
   result.error = std::move(seq.error);
+  // A run ended by a step's failure says which (the first line of its error: "step 'fan[3]':
+  // exit code 1"), so a reader of the result or of state.json need not search the steps.
+  if (result.status == run_status::failed && result.error.empty()) {
+    const auto failed = [](const step_result& s) { return s.status == step_status::failed; };
+    auto it = std::find_if(result.step_results.begin(), result.step_results.end(),
+                           [&](const step_result& s) { return failed(s) && s.fatal; });
+    if (it == result.step_results.end()) it = std::find_if(result.step_results.begin(), result.step_results.end(), failed);
+    if (it != result.step_results.end())
+      result.error = it->error.empty() ? "step '" + it->step_id + "' failed" : it->error.substr(0, it->error.find('\n'));
+  }
   // Gates waited at only matter when the run stops to wait for them (a failure or a stop
   // elsewhere ends the run as that instead).
   if (result.status == run_status::waiting_approval) result.waiting = std::move(seq.waiting);

@@ -1,5 +1,7 @@
 #include "progress_printer.hpp"
 
+#include "value_summary.hpp"
+
 #include <fmt/format.h>
 
 #include <sys/ioctl.h>
@@ -12,6 +14,8 @@ namespace {
 
 constexpr auto redraw_interval = std::chrono::milliseconds(100);
 constexpr auto plain_status_interval = std::chrono::seconds(30);
+constexpr std::size_t echoed_lines = 20;     // per instance, without -v
+constexpr std::size_t echoed_columns = 200;  // a longer line is shortened
 constexpr std::size_t fallback_width = 80;
 constexpr const char* erase_line = "\r\x1b[K";
 
@@ -135,13 +139,13 @@ void progress_printer::handle(const event& e) {
   switch (e.kind) {
     case event_kind::recipe_start:
       // A sub-recipe's run may report its own start and end; only the outermost is shown.
-      if (recipe_depth_++ == 0) add_line(fmt::format("arun: running '{}' (session {})", e.recipe_name, e.session_id));
+      if (recipe_depth_++ == 0) {
+        session_id_ = e.session_id;
+        add_line(fmt::format("arun: running '{}' (session {})", e.recipe_name, e.session_id));
+      }
       break;
     case event_kind::step_start: on_step_start(e); break;
-    case event_kind::step_output:
-      if (options_.show_output && (options_.verbose || !detail::inside_iteration(e.step)))
-        add_line(fmt::format("     {} | {}{}", e.step, e.line, e.line_truncated ? " [line cut]" : ""));
-      break;
+    case event_kind::step_output: on_output(e); break;
     case event_kind::step_heartbeat:
       add_line(fmt::format("  .. {} still running ({})", e.step, short_duration(e.elapsed)));
       break;
@@ -166,7 +170,23 @@ void progress_printer::on_step_start(const event& e) {
   add_line(std::move(line));
 }
 
+void progress_printer::on_output(const event& e) {
+  if (!options_.show_output || (!options_.verbose && detail::inside_iteration(e.step))) return;
+  if (options_.verbose) {  // -v: every line, whole
+    add_line(fmt::format("     {} | {}{}", e.step, e.line, e.line_truncated ? " [line cut]" : ""));
+    return;
+  }
+  if (++echoed_[e.step] > echoed_lines) return;
+  add_line(fmt::format("     {} | {}{}", e.step, shortened_line(e.line, echoed_columns), e.line_truncated ? " [line cut]" : ""));
+}
+
 void progress_printer::on_step_end(const event& e) {
+  if (const auto it = echoed_.find(e.step); it != echoed_.end()) {
+    if (it->second > echoed_lines)
+      add_line(fmt::format("     {} | … {} more lines: arun logs {} '{}'", e.step, thousands(it->second - echoed_lines),
+                           session_id_, e.step));
+    echoed_.erase(it);
+  }
   if (e.result == nullptr) return;
   const bool bad = is_bad(e.result->status);
   // The instance's own line first, then the loop summary it may complete.

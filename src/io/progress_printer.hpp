@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +27,10 @@ enum class progress_mode { plain, live };
 
 struct progress_options {
   progress_mode mode = progress_mode::plain;
-  bool show_output = true;  ///< echo output lines of steps outside loops, as `     ID | line`
+  /// Echo output lines of steps outside loops, as `     ID | line`: the first 20 of each
+  /// instance, each shortened to 200 columns (value_summary.hpp); the step's end line then
+  /// says how many more its log has.
+  bool show_output = true;
   /// -v: every instance, loop iterations and their bodies too, gets its start and end line and
   /// its output lines (prefixed with its instance id, like `parallel --tag`).
   bool verbose = false;
@@ -74,6 +78,7 @@ private:
   void handle(const event& e);
   void on_step_start(const event& e);
   void on_step_end(const event& e);
+  void on_output(const event& e);
   void on_retry(const event& e);
   void on_warning(const event& e);
   void on_recipe_end(const event& e);
@@ -91,6 +96,8 @@ private:
   std::set<std::pair<std::string, std::string>, std::less<>> warnings_seen_;
   std::size_t warnings_repeated_ = 0;
   int recipe_depth_ = 0;
+  std::string session_id_;
+  std::unordered_map<std::string, std::size_t> echoed_;  ///< output lines seen per running instance
   std::string pending_;          ///< ordinary lines of the current event
   bool force_redraw_ = false;    ///< live: redraw now, whatever the throttle says
   std::string status_shown_;     ///< live: what the terminal shows, empty when nothing

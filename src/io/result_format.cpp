@@ -1,11 +1,14 @@
 #include "result_format.hpp"
 
 #include "event_json.hpp"
+#include "value_summary.hpp"
 
 #include <boost/json/array.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 
 namespace arun::io {
 namespace {
@@ -41,13 +44,89 @@ std::string iterations_text(const iteration_counts& c) {
   return text;
 }
 
-void append_step_text(std::string& text, const step_result& s, int depth) {
+constexpr std::size_t excerpt_columns = 200;
+
+bool looks_like_error(std::string_view line) {
+  std::string lower(line);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* word : {"error", "fatal", "exception", "traceback", "panic", "failed", "denied", "not found"})
+    if (lower.find(word) != std::string::npos) return true;
+  return false;
+}
+
+void append_step_text(std::string& text, const step_result& s, int depth, const log_locator& logs) {
   const std::string indent(static_cast<std::size_t>(2 + 2 * depth), ' ');
   text += fmt::format("{}{:<9} {} ({:.2f}s)", indent, to_string(s.status), s.step_id, seconds(s.duration));
   if (s.iterations) text += iterations_text(*s.iterations);
   if (!s.error.empty()) text += fmt::format(" {}", first_line(s.error));
   text += "\n";
-  for (const auto& child : s.children) append_step_text(text, child, depth + 1);
+  // A failure's own lines, under the step it ended (a sub-recipe step's come with its child).
+  if (s.status == step_status::failed && s.children.empty()) {
+    const std::string detail(indent.size() + 10, ' ');
+    for (const auto& line : failure_excerpt(s.error)) text += fmt::format("{}| {}\n", detail, line);
+    if (logs)
+      if (const auto log = logs(failure_origin(s.error)); !log.empty()) text += fmt::format("{}log: {}\n", detail, log);
+  }
+  for (const auto& child : s.children) append_step_text(text, child, depth + 1, logs);
+}
+
+// `2 steps: 1 completed, 1 failed · 3 iterations: 1 completed, 1 failed, 1 not run`.
+std::string summary_text(const run_result& r) {
+  std::map<step_status, std::size_t> steps;
+  iteration_counts loops;
+  bool any_loop = false;
+  for (const auto& s : r.step_results) {
+    ++steps[s.status];
+    if (!s.iterations) continue;
+    any_loop = true;
+    const auto& c = *s.iterations;
+    loops.total += c.total, loops.completed += c.completed, loops.failed += c.failed, loops.skipped += c.skipped;
+    loops.cancelled += c.cancelled, loops.not_run += c.not_run, loops.waiting += c.waiting;
+  }
+  std::string text = fmt::format("{} step{}:", thousands(r.step_results.size()), r.step_results.size() == 1 ? "" : "s");
+  const char* separator = " ";
+  for (const auto status : {step_status::completed, step_status::degraded, step_status::failed, step_status::cancelled,
+                            step_status::skipped, step_status::not_run})
+    if (steps[status] > 0) {
+      text += fmt::format("{}{} {}", separator, thousands(steps[status]), to_string(status));
+      separator = ", ";
+    }
+  if (any_loop) {
+    text += fmt::format(" · {} iteration{}: {} completed", thousands(loops.total), loops.total == 1 ? "" : "s",
+                        thousands(loops.completed));
+    for (const auto& [count, what] : {std::pair{loops.failed, "failed"}, {loops.skipped, "skipped"},
+                                      {loops.cancelled, "cancelled"}, {loops.not_run, "not run"},
+                                      {loops.waiting, "waiting for approval"}})
+      if (count > 0) text += fmt::format(", {} {}", thousands(count), what);
+  }
+  return text;
+}
+
+// The recipe's output: short text whole, a longer value as one line.
+std::string output_text(const boost::json::value& output) {
+  if (const auto* s = output.if_string()) {
+    const std::string_view text = *s;
+    const auto lines = std::count(text.begin(), text.end(), '\n');
+    if (text.size() <= 4096 && lines < 20 && text.find('\n') != std::string_view::npos) {
+      std::string out = "output:\n";
+      std::string_view rest = text;
+      while (!rest.empty()) {
+        const auto line = first_line(rest);
+        out += fmt::format("  {}\n", line);
+        rest.remove_prefix(std::min(rest.size(), line.size() + 1));
+      }
+      return out;
+    }
+  }
+  return fmt::format("output: {}\n", value_line(output, excerpt_columns));
+}
+
+void add_logs(boost::json::object& entry, const step_result& s, const log_locator& logs) {
+  if (s.status == step_status::failed && s.children.empty())
+    if (const auto log = logs(failure_origin(s.error)); !log.empty()) entry["log"] = log;
+  if (auto* children = entry.if_contains("children"); children && children->is_array())
+    for (std::size_t i = 0; i < s.children.size() && i < children->get_array().size(); ++i)
+      add_logs(children->get_array()[i].as_object(), s.children[i], logs);
 }
 
 }  // namespace
@@ -92,7 +171,49 @@ boost::json::object step_to_json(const step_result& s) {
   return o;
 }
 
-boost::json::object result_to_json(const run_result& r) {
+std::string failure_origin(std::string_view error) {
+  constexpr std::string_view prefix = "step '";
+  if (!error.starts_with(prefix)) return {};
+  const auto end = error.find("': ", prefix.size());
+  const auto line_end = error.find('\n');
+  if (end == std::string_view::npos || (line_end != std::string_view::npos && end > line_end)) return {};
+  return std::string(error.substr(prefix.size(), end - prefix.size()));
+}
+
+std::vector<std::string> failure_excerpt(std::string_view error) {
+  const auto newline = error.find('\n');
+  if (newline == std::string_view::npos) return {};
+  auto rest = error.substr(newline + 1);
+  // stderr's tail comes first, then stdout's after a marker (process_step_runner).
+  constexpr std::string_view stdout_marker = "--- stdout ---\n";
+  std::string_view err = rest, out;
+  if (const auto at = rest.find(stdout_marker); at != std::string_view::npos) {
+    err = rest.substr(0, at);
+    out = rest.substr(at + stdout_marker.size());
+  }
+  std::vector<std::string_view> lines;
+  for (auto source : {err, out}) {
+    while (!source.empty()) {
+      const auto line = first_line(source);
+      if (line.find_first_not_of(" \t\r") != std::string_view::npos) lines.push_back(line);
+      source.remove_prefix(std::min(source.size(), line.size() + 1));
+    }
+    if (!lines.empty()) break;  // stdout only when stderr said nothing
+  }
+  const std::size_t last = lines.size() > 3 ? lines.size() - 3 : 0;
+  std::vector<std::string> excerpt;
+  const auto first_error = std::find_if(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(last), looks_like_error);
+  if (first_error != lines.begin() + static_cast<std::ptrdiff_t>(last)) {
+    excerpt.push_back(shortened_line(*first_error, excerpt_columns));
+    if (first_error + 1 != lines.begin() + static_cast<std::ptrdiff_t>(last)) excerpt.emplace_back("…");
+  } else if (last > 0) {
+    excerpt.emplace_back("…");
+  }
+  for (auto i = last; i < lines.size(); ++i) excerpt.push_back(shortened_line(lines[i], excerpt_columns));
+  return excerpt;
+}
+
+boost::json::object result_to_json(const run_result& r, const log_locator& logs) {
   boost::json::object o = document_header();
   o["recipe_name"] = r.recipe_name;
   o["success"] = r.success();
@@ -104,7 +225,11 @@ boost::json::object result_to_json(const run_result& r) {
   o["output"] = r.output;
   o["context"] = r.context;
   boost::json::array steps;
-  for (const auto& s : r.step_results) steps.push_back(step_to_json(s));
+  for (const auto& s : r.step_results) {
+    auto entry = step_to_json(s);
+    if (logs) add_logs(entry, s, logs);
+    steps.push_back(std::move(entry));
+  }
   o["step_results"] = std::move(steps);
   o["error"] = text_or_null(r.error);
   if (!r.waiting.empty()) {
@@ -120,11 +245,13 @@ boost::json::object result_to_json(const run_result& r) {
   return o;
 }
 
-std::string result_to_text(const run_result& r) {
+std::string result_to_text(const run_result& r, const log_locator& logs) {
   std::string text = fmt::format("{}: {} in {:.2f}s (session {})\n", r.recipe_name, to_string(r.status),
                                  seconds(r.duration), r.session_id);
-  for (const auto& s : r.step_results) append_step_text(text, s, 0);
+  for (const auto& s : r.step_results) append_step_text(text, s, 0, logs);
+  if (!r.output.is_null()) text += output_text(r.output);
   if (!r.error.empty()) text += fmt::format("error: {}\n", first_line(r.error));
+  if (!r.step_results.empty()) text += summary_text(r) + "\n";
   for (const auto& w : r.waiting) {
     text += fmt::format("waiting for approval at {}:\n", w.step);
     std::string_view prompt = w.prompt;

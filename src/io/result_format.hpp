@@ -5,7 +5,10 @@
 
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace arun::io {
 
@@ -25,15 +28,30 @@ boost::json::object iterations_to_json(const iteration_counts& c);
 /// it ran a sub-recipe (`s.children` not empty); neither key appears on other steps.
 boost::json::object step_to_json(const step_result& s);
 
+/// The log file that holds a failed instance's stderr (else its stdout); empty when none.
+using log_locator = std::function<std::string(std::string_view instance)>;
+
+/// The instance a failure comes from, from its error's `step 'ID': ` prefix; empty when the
+/// error has none.
+std::string failure_origin(std::string_view error);
+
+/// The lines of a failure worth reading: from the child's stderr in `error` (after its first
+/// line; its stdout when stderr was empty), the first line that looks like an error and the
+/// last three, in order, with `…` for lines left out between them.
+std::vector<std::string> failure_excerpt(std::string_view error);
+
 /// The SPEC §13 result object: the document header, `recipe_name`, `success`, `status`,
 /// `session_id`, `duration`, `started_at`, `ended_at`, `output`, `context`, `step_results`,
 /// `error` (null when empty) and, only when the run stopped at a gate,
 /// `waiting_approval: {step_id, step, prompt}` and `waiting_approvals` (every gate). Serialize it with
-/// arun::to_compact_json so doubles never print as `1E0`.
-boost::json::object result_to_json(const run_result& r);
+/// arun::to_compact_json so doubles never print as `1E0`. With `logs`, each failed step's
+/// entry names the log of the instance its failure came from (`log`).
+boost::json::object result_to_json(const run_result& r, const log_locator& logs = {});
 
 /// One line for the run, then one line per step (children indented under their sub-recipe
-/// step, loops with their iteration counts), then the run's error or pending gate if any.
-std::string result_to_text(const run_result& r);
+/// step, loops with their iteration counts) and under each failure its excerpt
+/// (failure_excerpt) and log; then the recipe's output, the run's error or pending gate, a
+/// one-line summary of the counts, and how to resume.
+std::string result_to_text(const run_result& r, const log_locator& logs = {});
 
 }  // namespace arun::io

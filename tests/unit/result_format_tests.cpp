@@ -110,6 +110,8 @@ TEST_CASE("loop counts tell cancelled and never-started iterations from skipped 
   CHECK(result_to_text(run) == "demo: cancelled in 0.00s (session S1)\n"
                                "  completed fan (0.00s) iterations 37/1000 completed, 1 failed, 2 skipped, 8 cancelled, "
                                "952 not run\n"
+                               "1 step: 1 completed · 1,000 iterations: 37 completed, 1 failed, 2 skipped, 8 "
+                               "cancelled, 952 not run\n"
                                "resume with: arun resume S1\n");
   run.status = run_status::completed;  // nothing to resume
   CHECK(result_to_text(run).find("resume with") == std::string::npos);
@@ -148,7 +150,74 @@ TEST_CASE("the text result indents children and shows loop iteration counts") {
         "    failed    nested (0.00s) exit code 1\n"
         "      failed    deep (0.00s) exit code 1\n"
         "error: step call failed\n"
+        "3 steps: 2 completed, 1 failed · 1,000 iterations: 37 completed, 1 failed, 962 skipped\n"
         "resume with: arun resume S1\n");
+}
+
+TEST_CASE("a failure in the text result shows its relevant lines and its log; JSON names the log") {
+  auto run = sample_run();
+  run.step_results.resize(1);
+  step_result failed;
+  failed.step_id = "fan";
+  failed.status = step_status::failed;
+  failed.error = "step 'fan[3]': exit code 2\nwarning: slow disk\nError: item 3 is broken\nat a\nat b\nat c\n\n"
+                 "--- stdout ---\nprocessing 3\n";
+  run.step_results.push_back(failed);
+  run.error = "step 'fan[3]': exit code 2";
+  run.output = "two\nlines";
+  const log_locator logs = [](std::string_view instance) {
+    return instance == "fan[3]" ? std::string("/s/logs/fan[3].err") : std::string();
+  };
+  CHECK(result_to_text(run, logs) ==
+        "demo: failed in 1.00s (session S1)\n"
+        "  completed plain (0.00s)\n"
+        "  failed    fan (0.00s) step 'fan[3]': exit code 2\n"
+        "            | Error: item 3 is broken\n"
+        "            | at a\n"
+        "            | at b\n"
+        "            | at c\n"
+        "            log: /s/logs/fan[3].err\n"
+        "output:\n"
+        "  two\n"
+        "  lines\n"
+        "error: step 'fan[3]': exit code 2\n"
+        "2 steps: 1 completed, 1 failed\n"
+        "resume with: arun resume S1\n");
+  const auto o = result_to_json(run, logs);
+  CHECK(o.at("step_results").at(1).at("log") == "/s/logs/fan[3].err");
+  CHECK_FALSE(o.at("step_results").at(0).as_object().contains("log"));
+  CHECK(o.at("error") == "step 'fan[3]': exit code 2");
+}
+
+TEST_CASE("failure excerpts: the first error-looking line and the last three, stdout only when stderr is empty") {
+  CHECK(failure_origin("step 'call/fan[2]/x': exit code 1\nmore") == "call/fan[2]/x");
+  CHECK(failure_origin("exit code 1").empty());
+  CHECK(failure_origin("step 'a' failed\nstep 'b': x").empty());
+  CHECK(failure_excerpt("step 'a': exit code 1").empty());
+  CHECK(failure_excerpt("step 'a': exit code 1\none\ntwo") == std::vector<std::string>{"one", "two"});
+  CHECK(failure_excerpt("step 'a': x\n1\nFATAL: disk\n2\n3\n4\n5") ==
+        std::vector<std::string>{"FATAL: disk", "…", "3", "4", "5"});
+  CHECK(failure_excerpt("step 'a': x\n1\n2\n3\n4") == std::vector<std::string>{"…", "2", "3", "4"});
+  CHECK(failure_excerpt("step 'a': x\n\n--- stdout ---\nonly stdout\n") == std::vector<std::string>{"only stdout"});
+  const auto long_line = failure_excerpt("step 'a': x\n" + std::string(500, 'z'));
+  REQUIRE(long_line.size() == 1);
+  CHECK(long_line[0] == std::string(200, 'z') + "… (500 bytes)");
+}
+
+TEST_CASE("the recipe's output: short text whole, a long value as one line with its size") {
+  auto run = sample_run();
+  run.step_results.clear();
+  run.status = run_status::completed;
+  run.output = "done";
+  CHECK(result_to_text(run).find("\noutput: done\n") != std::string::npos);
+  boost::json::array items;
+  for (int i = 0; i < 2000; ++i) items.push_back(i);
+  run.output = items;
+  const auto text = result_to_text(run);
+  CHECK(text.find("\noutput: [0,1,2,3,") != std::string::npos);
+  CHECK(text.find("… (2,000 items, 8.7 KB)\n") != std::string::npos);
+  run.output = nullptr;
+  CHECK(result_to_text(run).find("output") == std::string::npos);
 }
 
 TEST_CASE("the text result of a run waiting for approval shows the gate and the whole prompt") {
