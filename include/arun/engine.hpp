@@ -46,6 +46,9 @@ struct run_options {
   std::chrono::nanoseconds hook_timeout = std::chrono::seconds(30);
   recipe_source* recipes = nullptr;     ///< sub-recipe steps fail without one
   run_journal* journal = nullptr;       ///< optional
+  /// The recipe was edited since the journal was written (`resume --reload`): a recorded
+  /// instance is taken only when its content key matches; containers are always entered.
+  bool reload = false;
   output_store* outputs = nullptr;      ///< optional: without one every output stays in memory
   approval_handler* approvals = nullptr;  ///< none: every gate suspends the run
   unsigned random_seed = 0;  ///< retry jitter; 0: from std::random_device

@@ -111,6 +111,9 @@ struct step {
     return where;
   }
   std::string name, description;  ///< documentation only
+  /// A fingerprint of the step as written (its whole mapping), set by the loader: with the
+  /// values its templates read it makes the content key a `resume --reload` compares.
+  std::string definition_hash;
 
   // Common fields (SPEC §3.1)
   std::string condition;                       ///< empty: always

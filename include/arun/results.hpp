@@ -52,6 +52,11 @@ struct step_result {
   std::optional<iteration_counts> iterations;  ///< loop steps only
   std::vector<step_result> children;           ///< sub-recipe steps: the child's top-level steps
   bool fatal = false;  ///< this failure ended the run (on_error: fail)
+  /// What the instance ran from (leaf instances: bash, agent, gate): its step's definition and
+  /// the values its templates and condition read. A `resume --reload` reuses a recorded
+  /// instance only when its key is unchanged. Empty for containers (loops, iterations with a
+  /// body, sub-recipe calls).
+  std::string content_key;
   /// This instance skipped the rest of its sequence (on_error: skip_remaining, or a body that
   /// did): a resume that replays it from the journal skips the rest again.
   bool skipped_rest = false;
@@ -76,6 +81,9 @@ struct run_result {
   /// Why the run failed: its own reason, or the first line of the error of the step whose
   /// failure ended it; empty otherwise.
   std::string error;
+  /// A `resume --reload`: the recorded instances taken as they were (their content key
+  /// unchanged), and those run again because their step or inputs changed.
+  std::vector<std::string> reused, changed;
   /// Every gate the run stopped at, in instance order (status waiting_approval): a fan-out
   /// can leave several, each decided on its own (`arun approve ID --step INSTANCE`).
   std::vector<pending_approval> waiting;

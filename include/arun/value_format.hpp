@@ -5,6 +5,7 @@
 #include <boost/json/value.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace arun {
 
@@ -14,5 +15,9 @@ std::string format_number(double d);
 
 /// Compact JSON (no spaces) using format_number for doubles.
 std::string to_compact_json(const boost::json::value& v);
+
+/// A stable fingerprint of `text` (64-bit FNV-1a, 16 hex digits): the same in every run and
+/// on every machine, for content keys kept in sessions.
+std::string content_hash(std::string_view text);
 
 }  // namespace arun

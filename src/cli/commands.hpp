@@ -41,6 +41,7 @@ struct run_settings {
   int max_concurrent = 8;
   bool dry_run = false;
   bool keep_going = false;  ///< -k: a failing step that says nothing about failing continues the run
+  bool reload = false;      ///< resume --reload: the edited recipe files, recorded work reused by content key
   std::vector<std::string> include_tags, exclude_tags;
   std::string events_file;
   std::string audit_dir;
@@ -68,6 +69,7 @@ boost::json::object invocation_to_json(const recipe_options& o, const std::strin
 struct resume_settings {
   std::string session_id;
   bool retry_failed = false;
+  bool reload = false;            ///< --reload: run the recipe files as they are now
   std::vector<std::string> sets;  ///< --set: added to the original ones
   run_settings run;               ///< how to execute (its recipe options come from the session)
 };

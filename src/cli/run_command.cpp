@@ -72,6 +72,7 @@ run_options engine_options(const run_settings& s, const std::string& base_dir) {
   options.include_tags = s.include_tags;
   options.exclude_tags = s.exclude_tags;
   options.heartbeat = to_ns(s.heartbeat);
+  options.reload = s.reload;
   return options;
 }
 

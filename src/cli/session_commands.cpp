@@ -141,6 +141,9 @@ void add_resume_options(CLI::App& app, resume_settings& r) {
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
   app.add_flag("--retry-failed", r.retry_failed, "Run again the instances that failed without stopping the run");
+  app.add_flag("--reload", r.reload,
+               "Run the recipe files as they are now, not the session's copies: a finished instance is kept only "
+               "when its step and the values it reads are unchanged");
   add_secret_options(app, r.run.recipe);
   add_execution_options(app, r.run);
   add_agent_run_options(app, r.run.agents);
@@ -156,8 +159,9 @@ int resume_command(const resume_settings& r) {
   auto& store = *std::get<std::unique_ptr<io::session_store>>(opened);
   for (const auto& notice : store.notices()) std::fprintf(stderr, "arun: warning: %s\n", notice.c_str());
   const auto status = text_of(store.state(), "status");
-  if (status == "completed") {
-    std::fprintf(stderr, "arun: session %s has completed; there is nothing to resume\n", r.session_id.c_str());
+  if (status == "completed" && !r.reload) {
+    std::fprintf(stderr, "arun: session %s has completed; there is nothing to resume (after editing its recipe: arun resume %s --reload)\n",
+                 r.session_id.c_str(), r.session_id.c_str());
     return exit_success;
   }
   auto loaded_sources = io::session_sources::load(store.dir());
@@ -165,8 +169,24 @@ int resume_command(const resume_settings& r) {
     std::fprintf(stderr, "arun: cannot resume: %s\n", error->c_str());
     return exit_usage;
   }
-  auto& sources = *std::get<std::unique_ptr<io::session_sources>>(loaded_sources);
+  auto& copies = *std::get<std::unique_ptr<io::session_sources>>(loaded_sources);
+  // An edited recipe is said before anything runs: without --reload the copies run.
+  const auto changed = copies.changed_on_disk();
+  if (!changed.empty() && !r.reload) {
+    std::string files;
+    for (const auto& f : changed) files += "\n  " + f;
+    std::fprintf(stderr,
+                 "arun: warning: %zu recipe file%s changed since session %s started:%s\n"
+                 "arun: resuming with the session's copies; to run the edited files: arun resume %s --reload\n",
+                 changed.size(), changed.size() == 1 ? "" : "s", r.session_id.c_str(), files.c_str(),
+                 r.session_id.c_str());
+  }
+  // --reload reads the files anew and keeps the new copies in the session.
+  io::session_sources fresh;
+  auto& sources = r.reload ? fresh : copies;
+  if (r.reload) fresh.attach(store.dir());
   run_settings s = r.run;
+  s.reload = r.reload;
   s.recipe = recipe_options_of(store.state(), r.sets);
   // Secrets are never kept: those of --secret-env are read again, those of --secret must be
   // given again (the recipe's own `secrets:` come from the environment as before).
@@ -199,7 +219,7 @@ int resume_command(const resume_settings& r) {
     return exit_usage;
   }
   // The recipe as it was when the session started: recipe.yaml, under its original path.
-  if (!sources.saved(s.recipe.recipe)) {
+  if (!r.reload && !sources.saved(s.recipe.recipe)) {
     std::ifstream in(store.dir() + "/recipe.yaml", std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     sources.read(s.recipe.recipe, text);
@@ -207,6 +227,10 @@ int resume_command(const resume_settings& r) {
   s.recipe.sources = &sources;
   auto input = load_recipe_input(s.recipe, true);
   if (!input.value) return input.exit_code;
+  if (r.reload)
+    if (const auto copy = fresh.copy_of(s.recipe.recipe))
+      if (const auto error = io::write_file_atomically(store.dir() + "/recipe.yaml", *copy); !error.empty())
+        std::fprintf(stderr, "arun: warning: cannot keep the edited recipe in the session: %s\n", error.c_str());
   // -k given to the run holds for its resumes.
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
     s.keep_going = s.keep_going || flag_of(inv->get_object(), "keep_going");
@@ -227,7 +251,12 @@ int resume_command(const resume_settings& r) {
   }
   const auto* resumes = state.if_contains("resumes");
   state["resumes"] = (resumes && resumes->is_int64() ? resumes->get_int64() : 0) + 1;
-  if (!s.quiet)
+  if (!s.quiet && r.reload)
+    std::fprintf(stderr,
+                 "arun: resuming session %s with the recipe files as they are now (%zu changed); each of the %zu "
+                 "finished instances is kept only if its step and inputs are unchanged\n",
+                 r.session_id.c_str(), changed.size(), store.resumed_records());
+  else if (!s.quiet)
     std::fprintf(stderr, "arun: resuming session %s (%zu finished instances kept)\n", r.session_id.c_str(),
                  store.resumed_records());
   return execute_run(s, input, s.recipe.working_dir, r.session_id, &store);

@@ -93,6 +93,8 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   if (result.status == run_status::waiting_approval) result.waiting = std::move(seq.waiting);
   // A stop that arrived while the last step was finishing still ends the run as cancelled.
   if (result.status == run_status::completed && rs.interrupt.stop_requested()) result.status = run_status::cancelled;
+  result.reused = std::move(rs.reused);
+  result.changed = std::move(rs.changed);
   if (r.output) {  // SPEC §2: the named variable is the recipe's final output
     const auto* named = result.context.if_contains(*r.output);
     result.output = named ? *named : boost::json::value(nullptr);

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <arun/value_format.hpp>
 
 #include <boost/json/serialize.hpp>
@@ -71,6 +72,18 @@ std::string format_number(double d) {
 std::string to_compact_json(const boost::json::value& v) {
   std::string out;
   append_json(out, v);
+  return out;
+}
+
+std::string content_hash(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = digits[h & 0xF];
   return out;
 }
 

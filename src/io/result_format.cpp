@@ -88,7 +88,7 @@ std::string summary_text(const run_result& r) {
   for (const auto status : {step_status::completed, step_status::degraded, step_status::failed, step_status::cancelled,
                             step_status::skipped, step_status::not_run})
     if (steps[status] > 0) {
-      text += fmt::format("{}{} {}", separator, thousands(steps[status]), to_string(status));
+      text += fmt::format("{}{} {}", separator, thousands(steps[status]), status == step_status::not_run ? "not run" : to_string(status));
       separator = ", ";
     }
   if (any_loop) {
@@ -232,6 +232,9 @@ boost::json::object result_to_json(const run_result& r, const log_locator& logs)
   }
   o["step_results"] = std::move(steps);
   o["error"] = text_or_null(r.error);
+  if (!r.reused.empty() || !r.changed.empty())
+    o["reload"] = {{"reused", boost::json::array(r.reused.begin(), r.reused.end())},
+                   {"changed", boost::json::array(r.changed.begin(), r.changed.end())}};
   if (!r.waiting.empty()) {
     // `waiting_approval` is the first gate (one gate is the common case, and what scripts
     // read); `waiting_approvals` lists every gate a fan-out left waiting.
@@ -252,6 +255,19 @@ std::string result_to_text(const run_result& r, const log_locator& logs) {
   if (!r.output.is_null()) text += output_text(r.output);
   if (!r.error.empty()) text += fmt::format("error: {}\n", first_line(r.error));
   if (!r.step_results.empty()) text += summary_text(r) + "\n";
+  if (!r.reused.empty() || !r.changed.empty()) {
+    auto listed = [](const std::vector<std::string>& ids) {
+      std::string out;
+      for (std::size_t i = 0; i < ids.size() && i < 10; ++i) out += (i ? ", " : "") + ids[i];
+      if (ids.size() > 10) out += fmt::format(", … ({} in all)", thousands(ids.size()));
+      return out;
+    };
+    text += fmt::format("reload: {} kept as recorded (unchanged){}{}", thousands(r.reused.size()),
+                        r.reused.empty() ? "" : ": ", listed(r.reused));
+    if (!r.changed.empty())
+      text += fmt::format("; {} run again (step or inputs changed): {}", thousands(r.changed.size()), listed(r.changed));
+    text += "\n";
+  }
   for (const auto& w : r.waiting) {
     text += fmt::format("waiting for approval at {}:\n", w.step);
     std::string_view prompt = w.prompt;

@@ -109,20 +109,33 @@ instance_outcome step_executor::finish_instance(const step& s, const std::string
   return std::move(o);
 }
 
+instance_outcome step_executor::replay(const step& s, const std::string& instance, bool iteration,
+                                       const finished_instance& done) {
+  instance_outcome o;  // resume: taken as it was recorded, never re-run
+  o.result = done.result;
+  if (o.result.skipped_rest) o.next = flow::skip_remaining;  // as it ended the first time
+  restore_children(*rs_.options.journal, o.result.children);
+  o.updates = done.context_delta;
+  auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
+  e.result = &o.result;
+  rs_.emit(e);
+  return o;
+}
+
 std::optional<instance_outcome> step_executor::settle_before_start(const step& s, scope sc,
                                                                    const std::string& instance,
-                                                                   const std::stop_token& stop, bool iteration) {
+                                                                   const std::stop_token& stop, bool iteration,
+                                                                   const std::string& key) {
   if (rs_.options.journal) {
     if (const auto* done = rs_.options.journal->find(instance)) {
-      instance_outcome o;  // resume: taken as it was recorded, never re-run
-      o.result = done->result;
-      if (o.result.skipped_rest) o.next = flow::skip_remaining;  // as it ended the first time
-      restore_children(*rs_.options.journal, o.result.children);
-      o.updates = done->context_delta;
-      auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
-      e.result = &o.result;
-      rs_.emit(e);
-      return o;
+      if (!rs_.options.reload) return replay(s, instance, iteration, *done);
+      // --reload: a leaf is taken only as the same work on the same inputs; a container is
+      // entered, so that each instance inside it is judged on its own.
+      if (!key.empty() && done->result.content_key == key) {
+        rs_.reused.push_back(instance);
+        return replay(s, instance, iteration, *done);
+      }
+      if (!key.empty()) rs_.changed.push_back(instance);
     }
   }
   if (stop.stop_requested()) {
@@ -134,6 +147,7 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
   auto skipped = [&] {
     instance_outcome o;
     o.result = unstarted(instance, step_status::skipped);
+    o.result.content_key = key;
     return finish_instance(s, instance, iteration, std::move(o));
   };
   if (!iteration) {  // an iteration's tags and condition were the loop's
@@ -141,8 +155,11 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
     const auto builtins = step_builtins(s, instance);
     const auto verdict = check_condition(s, view(sc, builtins));
     warn(s, instance, verdict.warnings);
-    if (!verdict.error.empty())
-      return finish_instance(s, instance, iteration, failed_before_start(s, instance, verdict.error));
+    if (!verdict.error.empty()) {
+      auto failed = failed_before_start(s, instance, verdict.error);
+      failed.result.content_key = key;
+      return finish_instance(s, instance, iteration, std::move(failed));
+    }
     if (!verdict.run) return skipped();
   }
   // Loops and loop-body iterations are containers: what counts is the work inside them.
@@ -160,7 +177,10 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
 
 boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step& s, scope sc, std::string instance,
                                                                      std::stop_token stop, bool iteration) {
-  if (auto settled = settle_before_start(s, sc, instance, stop, iteration)) co_return std::move(*settled);
+  // Containers have no key of their own: what counts is the work inside them.
+  const bool container = (is_loop(s) && !iteration) || (iteration && !s.steps.empty()) || s.type == step_type::recipe;
+  const auto key = container ? std::string() : content_key(s, sc);
+  if (auto settled = settle_before_start(s, sc, instance, stop, iteration, key)) co_return std::move(*settled);
   const bool hooks = runs_hooks(s, iteration);
   const auto& on = frame_.r.hooks;
   if (hooks && !stop.stop_requested() && !on.pre_step.empty()) co_await run_hook(on.pre_step, s, instance, nullptr, sc);
@@ -168,6 +188,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
   const auto started_at = std::chrono::system_clock::now();
   auto o = co_await run_body(s, sc, instance, stop, iteration);
   o.result.step_id = instance;
+  o.result.content_key = key;
   o.result.duration = steady::now() - started;
   if (o.result.status != step_status::not_run) {  // a gate left waiting has not run yet
     o.result.started_at = started_at;

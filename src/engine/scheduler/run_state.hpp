@@ -46,6 +46,8 @@ public:
   const recursion_limits limits;  ///< the top-level recipe's, for the whole run (SPEC §2)
   int instances_started = 0;      ///< counted against limits.max_total_steps
   bool budget_exhausted = false;  ///< max_total_steps was reached: every failure is fatal now
+  /// options.reload: recorded instances taken (key unchanged) and run again (key changed).
+  std::vector<std::string> reused, changed;
 
   event make_event(event_kind kind, std::string_view instance = {}, std::string_view type = {}) const;
   void emit(const event& e) noexcept { listener_.on_event(e); }

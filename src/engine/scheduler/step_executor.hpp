@@ -173,7 +173,14 @@ private:
   /// The outcome of an instance that ends before it starts (recorded by a resumed session,
   /// stopped, filtered by tags, its condition false or failing, over the step budget).
   std::optional<instance_outcome> settle_before_start(const step& s, scope sc, const std::string& instance,
-                                                      const std::stop_token& stop, bool iteration);
+                                                      const std::stop_token& stop, bool iteration,
+                                                      const std::string& key);
+  /// The content key of a leaf instance of `s` in `sc` (step_result::content_key): the step's
+  /// definition, the recipe's env, the loop locals, and the value of every name its
+  /// templates and condition read (built-ins left out: they change from run to run).
+  std::string content_key(const step& s, scope sc) const;
+  /// A recorded instance, as the journal has it: step_end, and the outcome to go on with.
+  instance_outcome replay(const step& s, const std::string& instance, bool iteration, const finished_instance& done);
   /// step_end (and the journal, when skipped) for a step the sequence never started.
   void report_unstarted(const step& s, const step_result& r);
   /// Warning events for an instance of `s`, typed like its other events.

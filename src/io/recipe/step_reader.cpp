@@ -2,6 +2,8 @@
 
 #include "yaml_json.hpp"
 
+#include <arun/value_format.hpp>
+
 #include <algorithm>
 #include <regex>
 #include <set>
@@ -280,6 +282,12 @@ std::optional<step> read_step(const YAML::Node& node, diagnostic_sink& sink) {
   }
   step s;
   s.where = sink.at(node.Mark());
+  try {  // the step as written, for content keys (resume --reload)
+    std::size_t budget = 1u << 20;
+    s.definition_hash = content_hash(to_compact_json(yaml_to_json(node, budget)));
+  } catch (const std::exception&) {
+    // Too large to fingerprint: no key, so a reload always runs it again.
+  }
   // Values, not keys: cross-field diagnostics (ids, depends_on, references) are about values.
   for (const auto& kv : node) s.key_where.emplace_back(kv.first.Scalar(), sink.at(kv.second.Mark()));
   if (auto id = field_reader(node, sink, "every step").text("id", true)) s.id = *id;

@@ -51,6 +51,7 @@ json::object journal_record(const step_result& result, const json::object& conte
   if (auto* children = o["result"].as_object().if_contains("children"))
     for (auto& child : children->as_array()) child.as_object().erase("children");
   o["delta"] = context_delta;
+  if (!result.content_key.empty()) o["key"] = result.content_key;  // resume --reload compares it
   return o;
 }
 
@@ -133,6 +134,7 @@ std::optional<finished_instance> parse_journal_line(std::string_view line) {
   if (const auto* fatal = o.if_contains("fatal"); fatal && fatal->is_bool()) f.result.fatal = fatal->get_bool();
   if (const auto* skip = o.if_contains("skip_remaining"); skip && skip->is_bool()) f.result.skipped_rest = skip->get_bool();
   if (const auto* delta = o.if_contains("delta"); delta && delta->is_object()) f.context_delta = delta->get_object();
+  if (const auto* key = o.if_contains("key"); key && key->is_string()) f.result.content_key = key->get_string();
   return f;
 }
 

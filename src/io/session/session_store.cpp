@@ -164,6 +164,16 @@ void session_sources::attach(const std::string& dir) {
   write_manifest();
 }
 
+std::vector<std::string> session_sources::changed_on_disk() const {
+  std::vector<std::string> out;
+  for (const auto& [path, text] : files_) {
+    const auto now = read_whole(path);
+    if (!now) out.push_back(path + " (deleted)");
+    else if (*now != text) out.push_back(path);
+  }
+  return out;
+}
+
 void session_sources::write_manifest() {
   json::object manifest;
   for (const auto& [k, name] : names_) manifest[k] = name;

@@ -56,6 +56,9 @@ public:
   std::optional<std::string> copy_of(const std::string& path) const;
   /// From now on every copy (earlier ones included) goes to `dir`/sources.
   void attach(const std::string& dir);
+  /// The recipe files whose text on disk is no longer the copy's (`PATH`, or `PATH
+  /// (deleted)`), in path order: what a resume without --reload warns about.
+  std::vector<std::string> changed_on_disk() const;
   /// Loads the copies of a session for a resume: `saved` answers from them.
   static std::variant<std::unique_ptr<session_sources>, std::string> load(const std::string& dir);
 

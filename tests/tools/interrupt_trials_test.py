@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Ctrl-C on a terminal during a fan-out, many times: an interrupt is never a failure.
+
+Each trial runs a 40-item fan-out (-j8) on a pseudo-terminal, whose children trap nothing,
+ignore SIGTERM or exit 130 on it, presses Ctrl-C at a random moment, and checks: arun exits
+130 (or 0 when the run finished first), no journal record and no step result says `failed`,
+every instance that did not finish is `cancelled` or not recorded (so resume runs it again),
+and no child outlives arun. Then one resume of the last interrupted session completes it.
+"""
+import argparse
+import json
+import os
+import pty
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run_on_pty(arun, args, cwd, press_after):
+    """Runs arun on a pty, presses Ctrl-C after `press_after` seconds; returns (exit, output)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(cwd)
+        os.execv(arun, [arun] + args)
+    out = bytearray()
+    start = time.monotonic()
+    pressed = False
+    while True:
+        if not pressed and time.monotonic() - start >= press_after:
+            os.write(fd, b"\x03")  # the terminal sends SIGINT to the foreground group
+            pressed = True
+        try:
+            import select
+            ready, _, _ = select.select([fd], [], [], 0.01)
+            if ready:
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                out += data
+        except OSError:
+            break
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            try:
+                while True:
+                    data = os.read(fd, 65536)
+                    if not data:
+                        break
+                    out += data
+            except OSError:
+                pass
+            os.close(fd)
+            return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
+        if time.monotonic() - start > 60:
+            os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
+
+
+def leftover(marker):
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(pid)
+            except OSError:
+                pass
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--arun", required=True)
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=14)
+    args = parser.parse_args()
+    arun = os.path.abspath(args.arun)
+    rng = random.Random(args.seed)
+    work = tempfile.mkdtemp(prefix="arun-interrupts-")
+    marker = f"interrupt-trial-{os.getpid()}"
+    try:
+        recipe = os.path.join(work, "fan.yaml")
+        # Three kinds of child: plain, one that exits 130 on SIGTERM as a shell does after
+        # Ctrl-C, one that ignores SIGTERM (killed after the grace).
+        with open(recipe, "w") as f:
+            f.write("name: interrupted\nsteps:\n"
+                    "  - id: fan\n    foreach: '" + json.dumps(list(range(40))) + "'\n    as: n\n    parallel: 8\n"
+                    "    command: |\n"
+                    f"      : {marker}\n"
+                    "      case $(( {{n}} % 3 )) in\n"
+                    "        1) trap 'exit 130' TERM ;;\n"
+                    "        2) trap '' TERM ;;\n"
+                    "      esac\n"
+                    "      sleep 0.$(( {{n}} % 4 + 1 )) & wait\n"
+                    "  - id: after\n    command: echo after\n")
+        sessions = os.path.join(work, "sessions")
+        interrupted = 0
+        last_interrupted = None
+        for trial in range(args.trials):
+            session_dir = os.path.join(sessions, str(trial))
+            code, out = run_on_pty(arun, [recipe, "--session-dir", session_dir, "--kill-grace", "0.2", "--progress",
+                                          "plain"], work, rng.uniform(0.05, 1.2))
+            check(code in (0, 130), f"trial {trial}: exit {code}\n{out[-2000:]}")
+            ids = os.listdir(session_dir)
+            if len(ids) != 1:
+                check(False, f"trial {trial}: {len(ids)} sessions")
+                continue
+            session = os.path.join(session_dir, ids[0])
+            with open(os.path.join(session, "journal.jsonl")) as f:
+                records = [json.loads(line) for line in f if line.strip()]
+            bad = [(r["instance"], r["result"].get("error")) for r in records if r["status"] == "failed"]
+            check(not bad, f"trial {trial}: recorded failed: {bad}")
+            with open(os.path.join(session, "state.json")) as f:
+                state = json.load(f)
+            if code == 130:
+                interrupted += 1
+                last_interrupted = ids[0], session_dir
+                check(state["status"] == "cancelled", f"trial {trial}: state {state['status']}")
+            left = leftover(marker)
+            if left:
+                time.sleep(0.5)  # a child killed this instant may still be reaped
+                left = leftover(marker)
+            check(not left, f"trial {trial}: processes left: {left}")
+        check(interrupted >= args.trials // 2, f"only {interrupted} of {args.trials} trials were interrupted")
+        if last_interrupted:
+            sid, session_dir = last_interrupted
+            resumed = subprocess.run([arun, "resume", sid, "--session-dir", session_dir, "-q", "--output-format", "json"],
+                                     cwd=work, capture_output=True, text=True, timeout=120)
+            check(resumed.returncode == 0, f"resume of {sid}: exit {resumed.returncode}: {resumed.stderr[-2000:]}")
+            if resumed.returncode == 0:
+                result = json.loads(resumed.stdout)
+                check(result["step_results"][0]["iterations"]["completed"] == 40, "the resume did not finish the fan-out")
+        print(f"interrupt trials: {args.trials} trials, {interrupted} interrupted, {len(failures)} failures")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
