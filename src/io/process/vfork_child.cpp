@@ -95,6 +95,17 @@ ARUN_CHILD_CODE int child_main(void* arg) {
     if (sig != SIGKILL && sig != SIGSTOP)
       raw(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, sizeof dfl.mask);
   if (raw(SYS_setpgid, 0, 0) != 0) fail(plan, child_stage::setup);  // leads its own group
+  // A Ctrl-C typed between the clone and the setpgid reached this child too, as a member of
+  // arun's foreground group; blocked, it would kill the step right after exec, and arun would
+  // see a step "killed by SIGINT" before its own handler stopped the run. The keyboard's
+  // signals are arun's to handle: ignoring a pending signal discards it (POSIX), then the
+  // default comes back for the program.
+  kernel_sigaction ign{};
+  ign.handler = SIG_IGN;
+  for (const long sig : {SIGINT, SIGQUIT, SIGTSTP}) {
+    raw(SYS_rt_sigaction, sig, reinterpret_cast<long>(&ign), 0, sizeof ign.mask);
+    raw(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, sizeof dfl.mask);
+  }
   int in = plan.stdin_fd;
   if (in < 0) in = static_cast<int>(raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDONLY | O_CLOEXEC));
   if (in < 0 || !place(in, 0) || !place(plan.stdout_fd, 1) || !place(plan.stderr_fd, 2))
