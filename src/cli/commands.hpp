@@ -9,6 +9,7 @@
 #include <boost/json/object.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct run_settings {
   bool dry_run = false;
   bool keep_going = false;  ///< -k: a failing step that says nothing about failing continues the run
   bool reload = false;      ///< resume --reload: the edited recipe files, recorded work reused by content key
+  std::string log_level;    ///< --log-level; empty: $ARUN_LOG, else info
+  int retention_days = 30;        ///< sessions older are pruned when a run starts (0: never)
+  int retention_sessions = 200;   ///< sessions beyond the newest this many are pruned (0: no limit)
+  bool log_stderr = false;  ///< --log-stderr: arun's log on stderr too
   std::vector<std::string> include_tags, exclude_tags;
   std::string events_file;
   std::string audit_dir;
@@ -80,6 +85,7 @@ struct sessions_settings {
   std::string session_dir;
   std::string session_id;   ///< show
   double older_than_days = -1;  ///< clean
+  bool dry_run = false;         ///< clean --dry-run: say what would go
   std::string output_format = "text";
 };
 /// `arun approve|deny ID`: which gates, and what to say.
@@ -94,6 +100,24 @@ int decide_command(const sessions_settings& s, const decision_settings& d);
 int sessions_list_command(const sessions_settings& s);
 int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);
+
+/// Which sessions housekeeping removes: older than `older_than_days` (0: no age limit), or
+/// beyond the newest `keep_newest` (none: no count limit); never one waiting for approval or
+/// held by a running arun.
+struct prune_rule {
+  double older_than_days = 0;
+  std::optional<std::size_t> keep_newest;
+  bool dry_run = false;
+};
+struct prune_report {
+  std::vector<std::string> removed;  ///< (or, dry run, that would be)
+  std::size_t kept = 0;              ///< matched but kept: waiting or live
+};
+/// `verbose`: says on stderr which matching sessions are kept and why.
+prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose);
+
+/// `arun config [--output-format json]`: every setting, its value and where it came from.
+int config_command(const std::string& format);
 
 /// `arun logs ID [INSTANCE-GLOB] [--stream out|err] [-f]`.
 struct logs_settings {

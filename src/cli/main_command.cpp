@@ -4,6 +4,7 @@
 #include "exit_codes.hpp"
 #include "agent_setup.hpp"
 #include "usage_hints.hpp"
+#include "user_config.hpp"
 
 #include <cstdio>
 
@@ -99,6 +100,38 @@ int main(int argc, char** argv) {
   sessions_clean->add_option("--older-than", sessions_options.older_than_days, "Age in days")
       ->required()
       ->check(quiet(CLI::Range(0.0, 100000.0)));
+  sessions_clean->add_flag("--dry-run", sessions_options.dry_run, "Only say which sessions would be removed");
+  std::string config_format = "text";
+  auto* config_cmd = app.add_subcommand("config", "Show the effective defaults and where each comes from");
+  config_cmd->add_option("--output-format", config_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  // Defaults from the config files and ARUN_* (user_config.hpp); options given win over them.
+  const auto config = load_user_config();
+  const bool showing_config = argc > 1 && std::string_view(argv[1]) == "config";
+  if (!showing_config) {
+    for (const auto& w : config.warnings) std::fprintf(stderr, "%s\n", w.c_str());
+    if (!config.errors.empty()) {
+      for (const auto& e : config.errors) std::fprintf(stderr, "%s\n", e.c_str());
+      return exit_usage;
+    }
+  }
+  if (config.errors.empty()) {
+    for (auto* run_like : {&settings, &resume_options.run}) {
+      run_like->max_concurrent = config.integer("max_concurrent");
+      run_like->recipe.color = config.value("color");
+      run_like->retention_days = config.integer("retention_days");
+      run_like->retention_sessions = config.integer("retention_sessions");
+      if (!config.from_default("log_level")) run_like->log_level = config.value("log_level");
+    }
+    validate_options.color = config.value("color");
+    // A config file's agent CLI (the environment's is read where it is used); a resume keeps
+    // the session's own.
+    if (!config.from_default("agent_cli") && !config.entries.at("agent_cli").source.starts_with("$"))
+      settings.agents.cli = validate_agents.cli = config.value("agent_cli");
+    if (!config.from_default("session_dir"))
+      for (auto* dir : {&settings.session_dir, &resume_options.run.session_dir, &sessions_options.session_dir,
+                        &logs_options.session_dir})
+        *dir = config.value("session_dir");
+  }
   if (const auto typo = mistyped_subcommand(argc, argv, app); !typo.empty()) {
     std::fprintf(stderr, "arun: %s\n", typo.c_str());
     return exit_usage;
@@ -126,6 +159,7 @@ int main(int argc, char** argv) {
   if (sessions_list->parsed()) return sessions_list_command(sessions_options);
   if (sessions_show->parsed()) return sessions_show_command(sessions_options);
   if (sessions_clean->parsed()) return sessions_clean_command(sessions_options);
+  if (config_cmd->parsed()) return config_command(config_format);
   return run_command(settings);
 }
 

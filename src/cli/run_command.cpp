@@ -7,6 +7,7 @@
 #include "usage_hints.hpp"
 #include "diagnostic_render.hpp"
 #include "agent_checks.hpp"
+#include "arun_log.hpp"
 #include "run_output.hpp"
 
 #include "context_checks.hpp"
@@ -225,6 +226,17 @@ int run_command(const run_settings& s) {
   }
   const auto session_id = make_session_id(std::chrono::system_clock::now(), std::random_device{}());
   if (s.dry_run) return execute_run(settings, input, *base_dir, session_id, nullptr);
+  // Housekeeping first (arun config: retention_days, retention_sessions).
+  if (s.retention_days > 0 || s.retention_sessions > 0) {
+    prune_rule rule;
+    rule.older_than_days = s.retention_days;
+    if (s.retention_sessions > 0)  // the run's own session makes one more
+      rule.keep_newest = static_cast<std::size_t>(s.retention_sessions) - 1;
+    const auto report = prune_sessions(io::session_root(s.session_dir), rule, false);
+    if (!report.removed.empty() && !s.quiet)
+      std::fprintf(stderr, "arun: removed %zu old session%s (retention: %d days, %d sessions; arun config)\n",
+                   report.removed.size(), report.removed.size() == 1 ? "" : "s", s.retention_days, s.retention_sessions);
+  }
   // SPEC §12: every run has a session; it exists before any step runs.
   auto created = io::session_store::create(io::session_root(s.session_dir), session_id);
   if (auto* error = std::get_if<std::string>(&created)) {
@@ -327,6 +339,33 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     }
   }
 
+  // arun's own log, in the session: what a bug report or a soak test looks at.
+  struct log_closer {
+    ~log_closer() { io::close_arun_log(); }
+  } const close_log;
+  {
+    std::string level_text = s.log_level;
+    if (level_text.empty())
+      if (const char* env = std::getenv("ARUN_LOG")) level_text = env;
+    auto level = io::parse_log_level(level_text.empty() ? "info" : level_text);
+    if (!level) {
+      std::fprintf(stderr, "arun: warning: ARUN_LOG=%s is not a log level (off, error, warn, info, debug, trace); "
+                           "using info\n", level_text.c_str());
+      level = spdlog::level::info;
+    }
+    io::arun_log_options lo;
+    lo.level = *level;
+    lo.file = store ? store->dir() + "/arun.log" : std::string();
+    lo.to_stderr = s.log_stderr;
+    if (auto error = io::open_arun_log(lo); !error.empty()) std::fprintf(stderr, "arun: warning: %s\n", error.c_str());
+    auto& log = io::arun_log();
+    log.info("arun {} (pid {}) runs '{}' from {} in {}: session {}, -j {}{}", ARUN_VERSION, ::getpid(), loaded.name,
+             loaded.source_path, base_dir, options.session_id, s.max_concurrent, s.reload ? ", --reload" : "");
+    if (store && store->resumed()) {
+      log.info("resume: {} finished instances recorded before", store->resumed_records());
+      for (const auto& notice : store->notices()) log.warn("resume: {}", notice);
+    }
+  }
   event_sinks sinks;
   if (auto error = open_sinks(s, loaded, options.session_id, store, masker, sinks)) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());
@@ -385,6 +424,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
       [&](const boost::system::error_code& ec, int sig) {
         if (ec) return;
         const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        io::arun_log().warn("{} received{}", name, stop_signal == 0 ? ": stopping running steps" : " again: killing every step");
         if (sinks.progress) sinks.progress->clear_status();  // not onto the live status line
         if (stop_signal == 0) {
           stop_signal = sig;
@@ -409,6 +449,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   if (store)
     store->on_failure([&](const std::string& why) {
       asio::post(ctx, [&, why] {
+        io::arun_log().error("{}: stopping the run", why);
         if (sinks.progress) sinks.progress->clear_status();
         std::fprintf(stderr, "arun: %s: stopping the run\n", why.c_str());
         cancel.emit(asio::cancellation_type::terminal);
@@ -459,6 +500,16 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
                 }));
   ctx.run();
   if (failure) std::rethrow_exception(failure);
+  {
+    auto& log = io::arun_log();
+    log.info("run {} in {:.3f} s{}{}", to_string(result->status), std::chrono::duration<double>(result->duration).count(),
+             result->error.empty() ? "" : ": ", masker.mask(result->error.substr(0, result->error.find('\n'))));
+    if (s.reload) {
+      log.info("reload: {} recorded instances kept (unchanged), {} run again (changed)", result->reused.size(),
+               result->changed.size());
+      for (const auto& id : result->changed) log.debug("reload: {} changed", id);
+    }
+  }
   if (sinks.logs) sinks.logs->flush();
   sinks.writer->drain();
   sinks.warn_failed_files();
@@ -535,6 +586,13 @@ void add_execution_options(CLI::App& app, run_settings& s) {
                "prefixed with its instance id")
       ->excludes(quiet_flag)
       ->group(output);
+  app.add_option("--log-level", s.log_level,
+                 "arun's own log in the session (arun.log): off, error, warn, info (default, or $ARUN_LOG), debug "
+                 "(every child spawned and ended), trace")
+      ->check(CLI::IsMember({"off", "error", "warn", "info", "debug", "trace"}))
+      ->type_name("LEVEL")
+      ->group(output);
+  app.add_flag("--log-stderr", s.log_stderr, "arun's own log on stderr too")->group(output);
   app.add_option("--heartbeat", s.heartbeat, "Seconds between heartbeat events of a long step (0: none)")
       ->check(quiet(CLI::Range(0.0, 86400.0)))
       ->type_name("SECONDS")

@@ -369,40 +369,53 @@ int sessions_show_command(const sessions_settings& s) {
   return exit_success;
 }
 
-int sessions_clean_command(const sessions_settings& s) {
-  const auto root = io::session_root(s.session_dir);
+prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose) {
+  prune_report report;
   const auto now = fs::file_time_type::clock::now();
-  const auto limit = std::chrono::duration_cast<fs::file_time_type::duration>(std::chrono::duration<double>(s.older_than_days * 86400.0));
-  int removed = 0, kept = 0;
-  for (const auto& x : list_sessions(root)) {
+  const auto limit = std::chrono::duration_cast<fs::file_time_type::duration>(
+      std::chrono::duration<double>(rule.older_than_days * 86400.0));
+  std::size_t index = 0;
+  for (const auto& x : list_sessions(root)) {  // newest first
+    const bool beyond_count = rule.keep_newest && index++ >= *rule.keep_newest;
     std::error_code ec;
     // Age: the last time the session changed (state.json, else the directory).
     auto changed = fs::last_write_time(x.dir + "/state.json", ec);
     if (ec) changed = fs::last_write_time(x.dir, ec);
-    if (ec || now - changed < limit) continue;
+    if (ec) continue;
+    const bool too_old = rule.older_than_days > 0 && now - changed >= limit;
+    if (!too_old && !beyond_count) continue;
     if (text_of(x.state, "status") == "waiting_approval") {
-      ++kept;
-      std::fprintf(stderr, "arun: keeping %s (waiting for approval)\n", x.id.c_str());
+      ++report.kept;
+      if (verbose) std::fprintf(stderr, "arun: keeping %s (waiting for approval)\n", x.id.c_str());
       continue;
     }
     // Removed under its lock, so a resume cannot start on it meanwhile.
     const int lock = ::open((x.dir + "/lock").c_str(), O_RDWR | O_CLOEXEC);
     if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
       ::close(lock);
-      ++kept;
-      std::fprintf(stderr, "arun: keeping %s (held by a running arun)\n", x.id.c_str());
+      ++report.kept;
+      if (verbose) std::fprintf(stderr, "arun: keeping %s (held by a running arun)\n", x.id.c_str());
       continue;
     }
-    fs::remove_all(x.dir, ec);
+    if (!rule.dry_run) fs::remove_all(x.dir, ec);
     if (lock >= 0) ::close(lock);
     if (ec) {
       std::fprintf(stderr, "arun: cannot remove %s: %s\n", x.dir.c_str(), ec.message().c_str());
       continue;
     }
-    ++removed;
-    std::printf("removed %s\n", x.id.c_str());
+    report.removed.push_back(x.id);
   }
-  std::fprintf(stderr, "arun: %d session(s) removed, %d kept\n", removed, kept);
+  return report;
+}
+
+int sessions_clean_command(const sessions_settings& s) {
+  prune_rule rule;
+  rule.older_than_days = s.older_than_days;
+  rule.dry_run = s.dry_run;
+  const auto report = prune_sessions(io::session_root(s.session_dir), rule, true);
+  for (const auto& id : report.removed) std::printf("%s %s\n", s.dry_run ? "would remove" : "removed", id.c_str());
+  std::fprintf(stderr, "arun: %zu session(s) %s, %zu kept\n", report.removed.size(),
+               s.dry_run ? "would be removed (--dry-run: nothing was)" : "removed", report.kept);
   return exit_success;
 }
 

@@ -148,6 +148,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   spec.kill_grace = options_.kill_grace;
   spec.limits = options_.limits;
   spec.on_line = forward_lines(inv.on_line);
+  spec.label = inv.instance_id;
 
   auto r = co_await run_process(std::move(spec));
   co_return to_leaf_outcome(std::move(r), inv.timeout);
@@ -215,6 +216,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   spec.kill_grace = options_.kill_grace;
   spec.limits = options_.limits;
   spec.on_line = forward_lines(inv.on_line);
+  spec.label = inv.instance_id;
   const std::string program = spec.launch.argv.front();
   auto r = co_await run_process(std::move(spec));
   if (!r.launched() && r.launch_error.find("not installed or not on PATH") != std::string::npos)

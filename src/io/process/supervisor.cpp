@@ -1,5 +1,7 @@
 #include "process/supervisor.hpp"
 
+#include "arun_log.hpp"
+
 #include "process/process_group_guard.hpp"
 #include "process/process_table.hpp"
 #include "process/step_containment.hpp"
@@ -39,6 +41,8 @@ constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
 constexpr auto poll_interval = std::chrono::milliseconds(10);
 // After the group is dead, output still in the pipes is read until EOF; a process that left
 // the group (setsid) could hold the pipes forever, so stop after this long without progress.
+double ms(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
 constexpr auto drain_idle_limit = std::chrono::seconds(2);
 // ... and a process that keeps writing into them cannot hold the step for longer than this.
 constexpr auto drain_total_limit = std::chrono::seconds(10);
@@ -201,10 +205,16 @@ asio::awaitable<void> escalate(child_run& c) {
   if (c.deadline && !c.cancel_requested) c.result.term_latency = term_at - *c.deadline;
   c.signal_group(SIGTERM);
   c.signal_group(SIGCONT);  // a stopped member (SIGTTIN on a tty read) must be able to act on it
+  arun_log().info("pid {}: SIGTERM to its group ({})", c.pid, c.cancel_requested ? "cancelled" : "timed out");
   c.grace_timer.expires_at(term_at + c.spec.kill_grace);
   auto graced = co_await (wait_leader_exit(c) || c.grace_timer.async_wait(use_nothrow));
-  if (graced.index() == 0 && std::get<0>(graced)) co_return;
+  if (graced.index() == 0 && std::get<0>(graced)) {
+    arun_log().debug("pid {}: exited {:.1f} ms after SIGTERM", c.pid, ms(clock::now() - term_at));
+    co_return;
+  }
   c.result.kill_latency = clock::now() - (term_at + c.spec.kill_grace);
+  arun_log().warn("pid {}: still running {:.3f} s after SIGTERM: SIGKILL to its group ({:.1f} ms past the grace)", c.pid,
+                  std::chrono::duration<double>(c.spec.kill_grace).count(), ms(*c.result.kill_latency));
   c.signal_group(SIGKILL);
   co_await wait_leader_exit(c);
 }
@@ -277,7 +287,11 @@ asio::awaitable<void> drain(child_run& c) {
     if (now_seen == seen || clock::now() >= give_up) break;
     seen = now_seen;
   }
-  if (c.open_pumps > 0) c.abandon_output();
+  if (c.open_pumps > 0) {
+    arun_log().warn("pid {}: its output pipes are still held open after it exited (by a process outside its step); "
+                    "output after this is not read", c.pid);
+    c.abandon_output();
+  }
 }
 
 asio::awaitable<void> watch(child_run& c) {
@@ -307,6 +321,10 @@ process_result finish(child_run& c) {
   r.out = c.out_capture.take();
   r.err = c.err_capture.take();
   r.duration = clock::now() - c.started;
+  arun_log().debug("pid {} ended: {} after {:.1f} ms ({} bytes out, {} err)", c.pid,
+                   r.signal ? "signal " + std::to_string(*r.signal)
+                            : "exit " + (r.exit_code ? std::to_string(*r.exit_code) : std::string("?")),
+                   ms(r.duration), r.out.total_bytes, r.err.total_bytes);
   return r;
 }
 
@@ -332,6 +350,7 @@ struct run_initiation {
       if (held.reaped && launched.child) held.reaped->started(launched.child->pid);
     }
     if (!launched.child) {
+      arun_log().warn("cannot start {}: {}", spec.launch.argv.empty() ? "" : spec.launch.argv.front(), launched.error);
       process_result r;
       r.launch_error = std::move(launched.error);
       asio::post(ex, [h = std::forward<Handler>(handler), r = std::move(r)]() mutable {
@@ -339,6 +358,9 @@ struct run_initiation {
       });
       return;
     }
+    arun_log().debug("spawned pid {} for {}: {} in {} ({})", launched.child->pid, spec.label, spec.launch.argv.front(),
+                     spec.launch.working_dir.empty() ? "." : spec.launch.working_dir,
+                     held.cgroup ? "cgroup" : held.reaped ? "subreaper" : "process group");
     auto run = std::make_shared<child_run>(ex, *launched.child, std::move(spec), std::move(held));
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) {

@@ -25,6 +25,7 @@ struct process_spec {
   capture_limits limits;
   /// Every output line as it arrives (newline removed, partial last line included).
   std::function<void(stream_id, std::string_view line, bool cut)> on_line;
+  std::string label;  ///< what arun's log calls the child (the step instance id)
 };
 
 struct process_result {

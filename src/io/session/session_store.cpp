@@ -2,6 +2,7 @@
 
 #include "session/session_record.hpp"
 
+#include "arun_log.hpp"
 #include "fd_write.hpp"
 #include "json_text.hpp"
 #include "private_files.hpp"
@@ -553,8 +554,18 @@ void session_store::sync() noexcept {
 }
 
 void session_store::sync_now() noexcept {
-  if (journal_fd_ >= 0 && dirty_ && ::fsync(journal_fd_) != 0) {
-    std::string error = "cannot sync " + dir_ + "/journal.jsonl to disk: " + why(errno);
+  if (journal_fd_ < 0 || !dirty_) return;
+  const auto start = std::chrono::steady_clock::now();
+  const bool synced = ::fsync(journal_fd_) == 0;
+  const int err = errno;
+  const double took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  try {  // a slow disk shows here first
+    if (took > 200) arun_log().warn("journal fsync took {:.1f} ms ({} records)", took, records_.load());
+    else arun_log().debug("journal fsync {:.1f} ms ({} records)", took, records_.load());
+  } catch (...) {
+  }
+  if (!synced) {
+    std::string error = "cannot sync " + dir_ + "/journal.jsonl to disk: " + why(err);
     set_journal_error(error);
     fail(std::move(error));
   }
