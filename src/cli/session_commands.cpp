@@ -374,14 +374,20 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
   const auto now = fs::file_time_type::clock::now();
   const auto limit = std::chrono::duration_cast<fs::file_time_type::duration>(
       std::chrono::duration<double>(rule.older_than_days * 86400.0));
-  std::size_t index = 0;
-  for (const auto& x : list_sessions(root)) {  // newest first
-    const bool beyond_count = rule.keep_newest && index++ >= *rule.keep_newest;
+  // Age: the last time the session changed (state.json, else the directory); the count keeps
+  // the most recently changed (ids order by the second a session started only).
+  std::vector<std::pair<fs::file_time_type, listed_session>> sessions;
+  for (auto& x : list_sessions(root)) {
     std::error_code ec;
-    // Age: the last time the session changed (state.json, else the directory).
     auto changed = fs::last_write_time(x.dir + "/state.json", ec);
     if (ec) changed = fs::last_write_time(x.dir, ec);
-    if (ec) continue;
+    if (!ec) sessions.emplace_back(changed, std::move(x));
+  }
+  std::stable_sort(sessions.begin(), sessions.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::size_t index = 0;
+  for (const auto& [changed, x] : sessions) {
+    const bool beyond_count = rule.keep_newest && index++ >= *rule.keep_newest;
+    std::error_code ec;
     const bool too_old = rule.older_than_days > 0 && now - changed >= limit;
     if (!too_old && !beyond_count) continue;
     if (text_of(x.state, "status") == "waiting_approval") {
