@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct run_options {
   /// The recipe was edited since the journal was written (`resume --reload`): a recorded
   /// instance is taken only when its content key matches; containers are always entered.
   bool reload = false;
+  /// Context variables that hold secrets (--secret, --secret-env; a recipe's `secrets:` are
+  /// known from the recipe): content keys cover their names, never their values.
+  std::set<std::string, std::less<>> secret_names;
   output_store* outputs = nullptr;      ///< optional: without one every output stays in memory
   approval_handler* approvals = nullptr;  ///< none: every gate suspends the run
   unsigned random_seed = 0;  ///< retry jitter; 0: from std::random_device

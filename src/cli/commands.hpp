@@ -101,11 +101,11 @@ int sessions_list_command(const sessions_settings& s);
 int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);
 
-/// Which sessions housekeeping removes: older than `older_than_days` (0: no age limit), or
+/// Which sessions housekeeping removes: older than `older_than_days` (none: no age limit), or
 /// beyond the newest `keep_newest` (none: no count limit); never one waiting for approval or
 /// held by a running arun.
 struct prune_rule {
-  double older_than_days = 0;
+  std::optional<double> older_than_days;  ///< none: no age limit
   std::optional<std::size_t> keep_newest;
   bool dry_run = false;
 };

@@ -48,7 +48,8 @@ bool natural_less(std::string_view a, std::string_view b) {
     ++i;
     ++j;
   }
-  return a.size() - i < b.size() - j;
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;  // `x01` and `x1`: equal as numbers, still two ids
 }
 
 // One stream of one instance: its file and, when it was rotated, the file before it.

@@ -95,8 +95,10 @@ std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* 
     const auto eq = text.find('=');
     const auto name = text.substr(0, eq);
     if (eq == std::string::npos || !variable_name(name)) {
-      problems.push_back(secret_problem("--secret", "'--secret " + name + (eq == std::string::npos ? "" : "=…") +
-                                                        "' must be KEY=VALUE with KEY a variable name",
+      // Without '=' the text may be the value itself: it is never repeated.
+      problems.push_back(secret_problem("--secret", eq == std::string::npos
+                                                        ? "a --secret value has no '=': it must be KEY=VALUE"
+                                                        : "'--secret " + name + "=…' must be KEY=VALUE with KEY a variable name",
                                         "letters, digits and '_', not first a digit"));
       continue;
     }
@@ -129,6 +131,18 @@ std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* 
         problems.push_back(std::move(d));
       }
     }
+  // A value of one to three characters would mask those characters in every text arun keeps
+  // (ids, numbers, words) and protect nothing.
+  for (auto it = out.begin(); it != out.end();) {
+    if (!it->value.empty() && it->value.size() < 4) {
+      problems.push_back(secret_problem(it->source == "flag" ? "--secret" : "$" + it->name,
+                                        "secret '" + it->name + "' is shorter than 4 characters: too short to mask",
+                                        "a real secret is longer; pass a short value with --set"));
+      it = out.erase(it);
+    } else {
+      ++it;
+    }
+  }
   return out;
 }
 

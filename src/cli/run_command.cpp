@@ -96,7 +96,8 @@ struct event_sinks {
 // Builds the sinks; a file that cannot be opened is a usage error (nothing ran yet).
 std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, const std::string& session_id,
                                       io::session_store* store, const io::secret_masker& masker, event_sinks& sinks) {
-  const io::line_filter mask = masker.empty() ? io::line_filter{} : [&masker](std::string_view text) { return masker.mask(text); };
+  // Always: a sub-recipe's `secrets:` join the masker while the run goes on.
+  const io::line_filter mask = [&masker](std::string_view text) { return masker.mask(text); };
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   // First: a failure line printed by the progress names the log its lines went to.
   if (store) {
@@ -229,7 +230,7 @@ int run_command(const run_settings& s) {
   // Housekeeping first (arun config: retention_days, retention_sessions).
   if (s.retention_days > 0 || s.retention_sessions > 0) {
     prune_rule rule;
-    rule.older_than_days = s.retention_days;
+    if (s.retention_days > 0) rule.older_than_days = s.retention_days;
     if (s.retention_sessions > 0)  // the run's own session makes one more
       rule.keep_newest = static_cast<std::size_t>(s.retention_sessions) - 1;
     const auto report = prune_sessions(io::session_root(s.session_dir), rule, false);
@@ -307,12 +308,20 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   io::secret_masker masker;
   for (const auto& secret : input.secrets) masker.add(secret.value);
   if (store) store->mask_with(&masker);
+  struct forget_masker {  // the store outlives this function; the masker does not
+    io::session_store* store;
+    ~forget_masker() {
+      if (store) store->mask_with(nullptr);
+    }
+  } const forget_masker_at_end{store};
   // SPEC §2 context_validation: a pre-flight, before anything runs.
   if (const auto problems = io::check_context(loaded, base_dir); !problems.empty()) {
-    for (const auto& p : problems) std::fprintf(stderr, "%s: error: %s\n", loaded.source_path.c_str(), p.c_str());
+    for (const auto& p : problems)
+      std::fprintf(stderr, "%s: error: %s\n", loaded.source_path.c_str(), masker.mask(p).c_str());
     return finish_unstarted(store, "context_validation failed", exit_usage);
   }
   auto options = engine_options(s, base_dir);
+  for (const auto& secret : input.secrets) options.secret_names.insert(secret.name);
   options.session_id = session_id;
   io::runner_options ro;
   ro.base_dir = base_dir;

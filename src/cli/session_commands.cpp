@@ -184,7 +184,6 @@ int resume_command(const resume_settings& r) {
   // --reload reads the files anew and keeps the new copies in the session.
   io::session_sources fresh;
   auto& sources = r.reload ? fresh : copies;
-  if (r.reload) fresh.attach(store.dir());
   run_settings s = r.run;
   s.reload = r.reload;
   s.recipe = recipe_options_of(store.state(), r.sets);
@@ -227,6 +226,8 @@ int resume_command(const resume_settings& r) {
   s.recipe.sources = &sources;
   auto input = load_recipe_input(s.recipe, true);
   if (!input.value) return input.exit_code;
+  // Only now that the edited files loaded do they become the session's copies.
+  if (r.reload) fresh.attach(store.dir());
   if (r.reload)
     if (const auto copy = fresh.copy_of(s.recipe.recipe))
       if (const auto error = io::write_file_atomically(store.dir() + "/recipe.yaml", *copy); !error.empty())
@@ -373,12 +374,19 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
   prune_report report;
   const auto now = fs::file_time_type::clock::now();
   const auto limit = std::chrono::duration_cast<fs::file_time_type::duration>(
-      std::chrono::duration<double>(rule.older_than_days * 86400.0));
+      std::chrono::duration<double>(rule.older_than_days.value_or(0) * 86400.0));
   // Age: the last time the session changed (state.json, else the directory); the count keeps
   // the most recently changed (ids order by the second a session started only).
   std::vector<std::pair<fs::file_time_type, listed_session>> sessions;
   for (auto& x : list_sessions(root)) {
     std::error_code ec;
+    // Only what is surely a session: an id arun makes, a lock, a readable state (a damaged
+    // one can be rebuilt, and may wait for approval). Anything else under the root stays.
+    if (!io::valid_session_id(x.id) || !x.problem.empty() || !fs::exists(x.dir + "/lock", ec)) {
+      if (verbose) std::fprintf(stderr, "arun: leaving %s alone (%s)\n", x.dir.c_str(),
+                                x.problem.empty() ? "not a session" : x.problem.c_str());
+      continue;
+    }
     auto changed = fs::last_write_time(x.dir + "/state.json", ec);
     if (ec) changed = fs::last_write_time(x.dir, ec);
     if (!ec) sessions.emplace_back(changed, std::move(x));
@@ -388,7 +396,7 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
   for (const auto& [changed, x] : sessions) {
     const bool beyond_count = rule.keep_newest && index++ >= *rule.keep_newest;
     std::error_code ec;
-    const bool too_old = rule.older_than_days > 0 && now - changed >= limit;
+    const bool too_old = rule.older_than_days && now - changed >= limit;
     if (!too_old && !beyond_count) continue;
     if (text_of(x.state, "status") == "waiting_approval") {
       ++report.kept;

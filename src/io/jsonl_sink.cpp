@@ -56,6 +56,14 @@ void jsonl_event_sink::on_event(const event& e) noexcept {
   if (failed_) return;
   try {
     if (e.kind == event_kind::step_output) {
+      // Masked before it is cut (a cut through a secret would leave its beginning).
+      if (masker_ && !masker_->clean(e.line)) {
+        const auto masked = masker_->mask(e.line);
+        auto copy = e;
+        copy.line = masked;
+        if (const auto kept = bounded_output(copy)) write_event(*kept);
+        return;
+      }
       if (const auto kept = bounded_output(e)) write_event(*kept);
       return;
     }

@@ -177,7 +177,9 @@ void progress_printer::on_output(const event& e) {
     return;
   }
   if (++echoed_[e.step] > echoed_lines) return;
-  add_line(fmt::format("     {} | {}{}", e.step, shortened_line(e.line, echoed_columns), e.line_truncated ? " [line cut]" : ""));
+  // Masked before it is shortened: a cut through a secret would leave its beginning.
+  const auto line = options_.filter ? options_.filter(e.line) : std::string(e.line);
+  add_line(fmt::format("     {} | {}{}", e.step, shortened_line(line, echoed_columns), e.line_truncated ? " [line cut]" : ""));
 }
 
 void progress_printer::on_step_end(const event& e) {

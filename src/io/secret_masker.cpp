@@ -63,15 +63,9 @@ void secret_masker::mask_json(boost::json::value& v) const {
   } else if (auto* a = v.if_array()) {
     for (auto& item : *a) mask_json(item);
   } else if (auto* o = v.if_object()) {
-    boost::json::object masked;
-    bool keys_changed = false;
-    for (auto& kv : *o) {
-      mask_json(kv.value());
-      keys_changed = keys_changed || !clean(kv.key());
-    }
-    if (!keys_changed) return;
-    for (auto& kv : *o) masked[mask(kv.key())] = std::move(kv.value());
-    *o = std::move(masked);
+    // Values only: keys are names (of variables, of arun's own fields), and a document whose
+    // keys were rewritten could no longer be read back.
+    for (auto& kv : *o) mask_json(kv.value());
   }
 }
 

@@ -30,7 +30,8 @@ public:
   /// `text` with every secret replaced by `***`; longer secrets first, so one that contains
   /// another is masked whole.
   std::string mask(std::string_view text) const;
-  /// Masks every string of `v` (keys too) in place: for JSON documents, which stay valid.
+  /// Masks every string value of `v` in place (keys are names and stay): for JSON documents,
+  /// which stay valid and readable.
   void mask_json(boost::json::value& v) const;
   /// True when `text` holds no secret (no copy made).
   bool clean(std::string_view text) const;

@@ -122,19 +122,25 @@ TEST_CASE("config: retention prunes old sessions when a run starts, never one wa
     fs::last_write_time(e.path() / "state.json", old);
     fs::last_write_time(e.path(), old);
   }
+  // What is not surely a session is never removed: another directory, an id without a lock.
+  p.dir.write("sessions/notes/keep.txt", "mine");
+  p.dir.write("sessions/20200101-000000-abcdef/state.json", "{}");
+  for (const auto* other : {"notes", "20200101-000000-abcdef"}) fs::last_write_time(p.sessions / other, old);
   const auto dry = p.arun({"sessions", "clean", "--older-than", "30", "--dry-run", "--session-dir", p.sessions.string()});
   CHECK(dry.exit_code == 0);
   CHECK(dry.out.find("would remove ") != std::string::npos);
   CHECK(dry.err.find("2 session(s) would be removed (--dry-run: nothing was), 1 kept") != std::string::npos);
-  CHECK(sessions_in(p.sessions) == 3);
+  CHECK(sessions_in(p.sessions) == 5);
   // A new run prunes the two old finished ones (default: 30 days) and keeps the waiting one.
   const auto run = p.arun({"r.yaml", "--session-dir", p.sessions.string()});
   CHECK(run.exit_code == 0);
   CHECK(run.err.find("arun: removed 2 old sessions (retention: 30 days, 200 sessions; arun config)") != std::string::npos);
-  CHECK(sessions_in(p.sessions) == 2);
+  CHECK(sessions_in(p.sessions) == 4);
+  CHECK(fs::exists(p.sessions / "notes" / "keep.txt"));
+  CHECK(fs::exists(p.sessions / "20200101-000000-abcdef"));
   // A count limit: the newest N stay (this run's included).
   REQUIRE(p.arun(with({"r.yaml"})).exit_code == 0);
   REQUIRE(p.arun(with({"r.yaml"}), {"ARUN_RETENTION_SESSIONS=2"}).exit_code == 0);
-  CHECK(sessions_in(p.sessions) == 3);  // the newest two, and the waiting one
+  CHECK(sessions_in(p.sessions) == 5);  // the newest two, the waiting one, and the two that are not sessions
   CHECK(arun::test::leftover_processes().empty());
 }

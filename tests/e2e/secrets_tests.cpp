@@ -25,6 +25,7 @@ namespace {
 const std::string flag_secret = "hunter2-FLAG-8812";
 const std::string env_secret = "tok\"en\\ENV-5521";
 const std::string recipe_secret_line = "MIIE-recipe-secret-line-0042";
+const std::string sub_secret = "sub-recipe-SECRET-7781";  // known only once the sub-recipe loads
 const std::string recipe_secret = "-----BEGIN KEY-----\n" + recipe_secret_line + "\n-----END KEY-----";
 
 // The first 16 hex digits of sha256(value), for a step to check what it was given without
@@ -46,7 +47,7 @@ std::string check_step(const std::string& id, const std::string& expression, con
 
 std::vector<std::string> hits(const std::string& text) {
   std::vector<std::string> found;
-  for (const auto* secret : {&flag_secret, &env_secret, &recipe_secret_line})
+  for (const auto* secret : {&flag_secret, &env_secret, &recipe_secret_line, &sub_secret})
     if (text.find(*secret) != std::string::npos) found.push_back(*secret);
   return found;
 }
@@ -70,13 +71,16 @@ TEST_CASE("secrets: steps see them, and no file of the session, no event and no 
       "  - id: flaky\n    command: \"echo retry {{token}} >&2; exit 3\"\n    retry: {max_attempts: 2, initial_delay: 0.01}\n"
       "    on_error: continue\n"
       "  - id: gate\n    requires_approval: true\n    approval_prompt: \"ship {{token}}?\"\n"
-      "  - id: last\n    command: \"echo {{big}} | tail -c 30\"\n";
+      "  - id: last\n    command: \"echo {{big}} | tail -c 30\"\n"
+      "  - id: call\n    recipe: sub.yaml\n";
+  dir.write("sub.yaml", "name: sub\nsecrets: [SUB_TOKEN]\nsteps:\n  - id: inner\n    command: |\n"
+                        "      echo \"sub {{SUB_TOKEN}}\"\n      echo \"$SUB_TOKEN\" >&2\n");
   const auto recipe = dir.write("secrets.yaml", recipe_text);
   const auto r = run_arun({recipe, "--session-dir", sessions.string(), "--secret", "token=" + flag_secret,
                            "--secret-env", "ENV_TOKEN", "--events", events.string(), "--audit-dir", audit.string(),
                            "--spill-outputs-over", "1000", "-y", "-v", "--output-format", "json"},
                           dir.root.string(), std::chrono::seconds(90),
-                          {"ENV_TOKEN=" + env_secret, "PEM_KEY=" + recipe_secret});
+                          {"ENV_TOKEN=" + env_secret, "PEM_KEY=" + recipe_secret, "SUB_TOKEN=" + sub_secret});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   const auto result = arun::test::result_json(r);
@@ -88,6 +92,7 @@ TEST_CASE("secrets: steps see them, and no file of the session, no event and no 
   CHECK(hits(r.out).empty());
   CHECK(hits(r.err).empty());
   CHECK(r.err.find("out *** ***") != std::string::npos);  // masked, not dropped
+  CHECK(r.err.find("call/inner | sub ***") != std::string::npos);
   std::size_t files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(dir.root)) {
     if (entry.path().filename() == "secrets.yaml") continue;  // the user's own recipe: no values in it
@@ -162,4 +167,15 @@ TEST_CASE("secrets: an unset recipe secret stops the run before anything runs; v
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("'--secret 9bad=…' must be KEY=VALUE with KEY a variable name") != std::string::npos);
   CHECK(bad.err.find("9bad=x") == std::string::npos);
+  // A --secret without '=' may be the value itself: never repeated.
+  const auto no_key = run_arun({recipe, "--secret", "just-the-value-1234", "--session-dir", (dir.root / "s").string()},
+                               dir.root.string(), std::chrono::seconds(60), {"DEPLOY_TOKEN=x", "OTHER=set"});
+  CHECK(no_key.exit_code == 2);
+  CHECK(no_key.err.find("a --secret value has no '=': it must be KEY=VALUE") != std::string::npos);
+  CHECK(no_key.err.find("just-the-value-1234") == std::string::npos);
+  // One to three characters would mask those characters everywhere.
+  const auto short_secret = run_arun({recipe, "--secret", "pin=123", "--session-dir", (dir.root / "s").string()},
+                                     dir.root.string(), std::chrono::seconds(60), {"DEPLOY_TOKEN=long-enough", "OTHER=set"});
+  CHECK(short_secret.exit_code == 2);
+  CHECK(short_secret.err.find("secret 'pin' is shorter than 4 characters: too short to mask") != std::string::npos);
 }

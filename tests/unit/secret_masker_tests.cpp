@@ -39,11 +39,11 @@ TEST_CASE("a secret is masked as JSON text escapes it, and line by line when it 
   CHECK(m.mask("-----BEGIN KEY-----\nMIIEabc123\n-----END KEY-----\n") == "***");
 }
 
-TEST_CASE("JSON documents are masked in their strings and keys and stay valid", "[secrets]") {
+TEST_CASE("JSON documents are masked in their string values and stay valid and readable", "[secrets]") {
   secret_masker m;
   m.add("s3cr3t");
   m.add("a\",\"b");  // raw, it would match across JSON structure; masked per string it cannot
   auto v = boost::json::parse(R"({"list":["a","b","x s3cr3t y"],"s3cr3t":{"n":1,"t":"a\",\"b"}})");
   m.mask_json(v);
-  CHECK(boost::json::serialize(v) == R"({"list":["a","b","x *** y"],"***":{"n":1,"t":"***"}})");
+  CHECK(boost::json::serialize(v) == R"({"list":["a","b","x *** y"],"s3cr3t":{"n":1,"t":"***"}})");
 }

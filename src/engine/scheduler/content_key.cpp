@@ -5,10 +5,13 @@
 #include "scheduler/step_executor.hpp"
 
 #include "condition/condition.hpp"
+#include "shell/context_export.hpp"
 #include "template/reference.hpp"
 
 #include <arun/value_format.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <variant>
 
@@ -22,6 +25,8 @@ std::string step_executor::content_key(const step& s, scope sc) const {
   };
   read(s.command);
   read(s.agent.prompt);
+  read(s.agent.agent);
+  read(s.agent.mode);
   read(s.agent.model);
   read(s.working_dir);
   read(s.approval.prompt);
@@ -39,7 +44,30 @@ std::string step_executor::content_key(const step& s, scope sc) const {
   // The loop's own values (the item, its index) always: a list edited under the same index
   // is other work, whether or not the command names the variable.
   if (sc.locals) text += "\nlocals " + to_compact_json(*sc.locals);
+  // A bash script may read a variable through arun's context export without a template:
+  // `$RECIPE_VAR_NAME`, or the name's upper-case alias (SPEC §5.4).
+  if (s.type == step_type::bash && sc.context) {
+    const auto upper = [](std::string_view key) {
+      std::string out;
+      for (const char c : key) out += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+      return out;
+    };
+    for (const auto& kv : *sc.context) {
+      // A name found inside a longer word counts too: a step run again needlessly is cheaper
+      // than a stale result kept.
+      if (s.command.find(upper(kv.key())) != std::string::npos ||
+          s.command.find("RECIPE_VAR_" + shell_name_part(kv.key())) != std::string::npos)
+        names.emplace(kv.key());
+    }
+  }
   for (const auto& name : names) {
+    // A secret counts by its name: its value must not be guessable from a key in the journal.
+    const bool secret = rs_.options.secret_names.contains(name) ||
+                        std::find(frame_.r.secrets.begin(), frame_.r.secrets.end(), name) != frame_.r.secrets.end();
+    if (secret) {
+      text += "\n" + name + " secret";
+      continue;
+    }
     const boost::json::value* value = nullptr;
     if (sc.locals) value = sc.locals->if_contains(name);
     if (!value && sc.context) value = sc.context->if_contains(name);

@@ -133,7 +133,12 @@ struct instance_logs::log_file {
 
   int write(std::string_view data) {
     if (fd < 0) {
-      if (replace) ::unlink((path + ".1").c_str());
+      if (replace) {
+        // A new file, not a truncated one: `arun logs -f` sees a new inode and reads it from
+        // the start, as after a rotation.
+        ::unlink((path + ".1").c_str());
+        ::unlink(path.c_str());
+      }
       if (const int err = open_file(std::exchange(replace, false))) return err;
     }
     // Past the bound only the newest `max_bytes`, from a line start where there is one.

@@ -37,7 +37,9 @@ session_outputs::session_outputs(session_store& store, std::size_t threshold)
 session_outputs::~session_outputs() { store_.flush(); }
 
 std::optional<std::string> session_outputs::store(std::string_view instance, std::string text) {
-  text = store_.masked(text);  // secrets are never kept in the session
+  // Secrets are never kept in the session; masked, the value would change for the steps that
+  // read it back. Such an output stays in memory.
+  if (store_.masked(text) != text) return std::nullopt;
   auto path = dir_ + "/" + std::to_string(++next_) + "-" + file_name_part(instance.substr(0, 80)) + ".txt";
   auto* writer = store_.writer();
   if (writer == nullptr) {
