@@ -13,8 +13,10 @@
 
 #include <chrono>
 #include <optional>
+#include <functional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace arun {
@@ -53,6 +55,10 @@ struct run_options {
   /// Context variables that hold secrets (--secret, --secret-env; a recipe's `secrets:` are
   /// known from the recipe): content keys cover their names, never their values.
   std::set<std::string, std::less<>> secret_names;
+  /// Called when a child waited for its slots (the run's max_concurrent, an agent limit, the
+  /// agent spacing) before it started, with how long: for the host's own log. Not an event:
+  /// a 10,000-item fan-out would make 10,000 of them.
+  std::function<void(std::string_view instance, std::chrono::nanoseconds waited)> on_slot_wait;
   output_store* outputs = nullptr;      ///< optional: without one every output stays in memory
   approval_handler* approvals = nullptr;  ///< none: every gate suspends the run
   unsigned random_seed = 0;  ///< retry jitter; 0: from std::random_device

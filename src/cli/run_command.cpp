@@ -322,6 +322,10 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   }
   auto options = engine_options(s, base_dir);
   for (const auto& secret : input.secrets) options.secret_names.insert(secret.name);
+  options.on_slot_wait = [](std::string_view instance, std::chrono::nanoseconds waited) {
+    io::arun_log().debug("{} waited {:.1f} ms for a slot (max_concurrent or an agent limit)", instance,
+                         std::chrono::duration<double, std::milli>(waited).count());
+  };
   options.session_id = session_id;
   io::runner_options ro;
   ro.base_dir = base_dir;

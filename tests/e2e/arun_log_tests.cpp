@@ -59,6 +59,17 @@ TEST_CASE("arun log: spawns, signals, fsyncs and the end go to the session's aru
   CHECK((st.st_mode & 0777) == 0600);
   CHECK(r.err.find("spawned pid") == std::string::npos);  // not on stderr unless asked
 
+  SECTION("a child that waits for a slot says how long") {
+    const auto fan = dir.write("fan.yaml", "name: fan\nsteps:\n  - id: fan\n    foreach: '[1,2,3]'\n    as: n\n"
+                                           "    parallel: true\n    command: sleep 0.2\n");
+    fs::remove_all(sessions);
+    REQUIRE(run_arun({fan, "--session-dir", sessions.string(), "-q", "-j", "1", "--log-level", "debug"},
+                     dir.root.string()).exit_code == 0);
+    const auto text = read_text(only_session(sessions) / "arun.log");
+    CHECK(text.find("fan[2] waited ") != std::string::npos);
+    CHECK(text.find(" ms for a slot (max_concurrent or an agent limit)") != std::string::npos);
+  }
+
   SECTION("$ARUN_LOG sets the level; --log-stderr copies the log to stderr") {
     fs::remove_all(sessions);
     const auto warn = run_arun({recipe, "--session-dir", sessions.string(), "-q", "--kill-grace", "0.2", "--log-stderr"},

@@ -181,6 +181,7 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   // An agent waits for its max_concurrent_llm slot first, so it never holds a global slot
   // while it does; the min_delay_ms spacing is awaited last (holding both slots).
   std::optional<slot_lease> agent_lease;
+  const auto asked = steady::now();
   bool may_start = true;
   if (agent) may_start = co_await await_agent_slot(agent_lease, stop);
   bool got_slot = false;
@@ -203,6 +204,9 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
     co_return o;
   }
   slot_lease lease(rs_.limiter);
+  if (rs_.options.on_slot_wait)
+    if (const auto waited = steady::now() - asked; waited >= std::chrono::milliseconds(1))
+      rs_.options.on_slot_wait(instance, waited);
   if (type != "hook") {  // a hook belongs to its step's instance, which has its own start
     auto start = rs_.make_event(event_kind::step_start, instance, type);
     start.attempt = attempt;
