@@ -60,13 +60,17 @@ TEST_CASE("arun log: spawns, signals, fsyncs and the end go to the session's aru
   CHECK(r.err.find("spawned pid") == std::string::npos);  // not on stderr unless asked
 
   SECTION("a child that waits for a slot says how long") {
-    const auto fan = dir.write("fan.yaml", "name: fan\nsteps:\n  - id: fan\n    foreach: '[1,2,3]'\n    as: n\n"
-                                           "    parallel: true\n    command: sleep 0.2\n");
+    // Three members of a parallel group under -j 1: two wait for the slot.
+    std::string group = "name: group\nsteps:\n";
+    for (const char* id : {"a", "b", "c"})
+      group += std::string("  - id: ") + id + "\n    parallel_group: g\n    command: sleep 0.2\n";
+    const auto fan = dir.write("group.yaml", group);
     fs::remove_all(sessions);
     REQUIRE(run_arun({fan, "--session-dir", sessions.string(), "-q", "-j", "1", "--log-level", "debug"},
                      dir.root.string()).exit_code == 0);
     const auto text = read_text(only_session(sessions) / "arun.log");
-    CHECK(text.find("fan[2] waited ") != std::string::npos);
+    INFO(text);
+    CHECK(text.find("] c waited ") != std::string::npos);
     CHECK(text.find(" ms for a slot (max_concurrent or an agent limit)") != std::string::npos);
   }
 
