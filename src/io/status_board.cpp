@@ -1,5 +1,7 @@
 #include "status_board.hpp"
 
+#include "value_summary.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,24 +17,11 @@ constexpr std::size_t min_name_room = 8; // columns worth giving to names at all
 bool top_level(std::string_view id) { return id.find_first_of("/[") == std::string_view::npos; }
 bool child_type(std::string_view type) { return type == "bash" || type == "agent"; }
 
-// Columns of `text`: UTF-8 code points (ids are ASCII; `·` and `…` are one column each).
-std::size_t columns_of(std::string_view text) {
-  return static_cast<std::size_t>(
-      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
 // The first `columns` columns of `text`, with `…` as the last one when it was cut.
 std::string shortened(std::string_view text, std::size_t columns) {
-  if (columns_of(text) <= columns) return std::string(text);
+  if (display_columns(text) <= columns) return std::string(text);
   if (columns == 0) return {};
-  std::string out;
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const bool starts = (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
-    if (starts && ++count == columns) break;
-    out += text[i];
-  }
-  return out + "…";
+  return std::string(first_columns(text, columns - 1)) + "…";
 }
 
 // `31s`, `2m05s`, `1h02m`: the age of a running step.
@@ -153,7 +142,7 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
   // The most verbose counters that fit; then the names in the room left.
   for (int level = 0; level <= 2; ++level) {
     const auto core = join(parts, level, false, counter);
-    const auto width = columns_of(core);
+    const auto width = display_columns(core);
     if (width > columns) continue;
     std::string line = join(parts, level, color, counter);
     const std::size_t separator = level >= 2 ? 1 : 3;

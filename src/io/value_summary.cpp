@@ -8,9 +8,6 @@
 #include <algorithm>
 
 namespace arun::io {
-namespace {
-
-// The first `columns` characters (UTF-8 code points) of `text`.
 std::string_view first_columns(std::string_view text, std::size_t columns) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -20,12 +17,10 @@ std::string_view first_columns(std::string_view text, std::size_t columns) {
   return text;
 }
 
-std::size_t columns_of(std::string_view text) {
+std::size_t display_columns(std::string_view text) {
   return static_cast<std::size_t>(
       std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
-
-}  // namespace
 
 std::string byte_size(std::size_t bytes) {
   if (bytes < 1024) return fmt::format("{} bytes", bytes);
@@ -41,7 +36,7 @@ std::string thousands(std::size_t n) {
 }
 
 std::string shortened_line(std::string_view line, std::size_t columns) {
-  if (columns_of(line) <= columns) return std::string(line);
+  if (display_columns(line) <= columns) return std::string(line);
   std::string what = byte_size(line.size());
   const auto start = line.find_first_not_of(" \t");
   if (start != std::string_view::npos && (line[start] == '[' || line[start] == '{')) {

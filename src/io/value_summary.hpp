@@ -11,6 +11,11 @@
 
 namespace arun::io {
 
+/// Columns `text` takes: its UTF-8 code points (ids are ASCII; `·` and `…` are one each).
+std::size_t display_columns(std::string_view text);
+/// The first `columns` columns of `text`.
+std::string_view first_columns(std::string_view text, std::size_t columns);
+
 /// `512 bytes`, `9.1 KB`, `12 MB` (1024-based).
 std::string byte_size(std::size_t bytes);
 /// `2,000`.

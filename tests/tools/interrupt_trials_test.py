@@ -17,6 +17,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+
+from leftovers import processes_with
 import time
 
 failures = []
@@ -70,18 +72,6 @@ def run_on_pty(arun, args, cwd, press_after):
     return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
 
 
-def leftover(marker):
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(pid)
-            except OSError:
-                pass
-    return found
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
@@ -131,10 +121,10 @@ def main():
                 interrupted += 1
                 last_interrupted = ids[0], session_dir
                 check(state["status"] == "cancelled", f"trial {trial}: state {state['status']}")
-            left = leftover(marker)
+            left = processes_with(marker)
             if left:
                 time.sleep(0.5)  # a child killed this instant may still be reaped
-                left = leftover(marker)
+                left = processes_with(marker)
             check(not left, f"trial {trial}: processes left: {left}")
         check(interrupted >= args.trials // 2, f"only {interrupted} of {args.trials} trials were interrupted")
         if last_interrupted:

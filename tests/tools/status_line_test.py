@@ -20,6 +20,8 @@ import sys
 import tempfile
 import termios
 
+from leftovers import processes_with
+
 ERASE = "\r\x1b[K"
 failures = []
 
@@ -87,19 +89,6 @@ def check_live(output, cols, label, with_result=True):
         check("fan-status: completed" in text, f"{label}: the run's result is missing")
 
 
-def leftover_children(marker):
-    left = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    left.append(pid)
-        except OSError:
-            pass
-    return left
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
@@ -135,7 +124,7 @@ def main():
                                 env=dict(os.environ, COLUMNS="100"))
         check(forced.returncode == 0 and ERASE.encode() in forced.stderr, "--progress live through a pipe: no status line")
         check_live(forced.stderr.decode(), 100, "--progress live through a pipe", with_result=False)
-        left = leftover_children(marker)
+        left = processes_with(marker)
         check(not left, f"processes left behind: {left}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

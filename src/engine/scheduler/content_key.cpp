@@ -11,7 +11,6 @@
 #include <arun/value_format.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <variant>
 
@@ -47,15 +46,10 @@ std::string step_executor::content_key(const step& s, scope sc) const {
   // A bash script may read a variable through arun's context export without a template:
   // `$RECIPE_VAR_NAME`, or the name's upper-case alias (SPEC §5.4).
   if (s.type == step_type::bash && sc.context) {
-    const auto upper = [](std::string_view key) {
-      std::string out;
-      for (const char c : key) out += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-      return out;
-    };
     for (const auto& kv : *sc.context) {
       // A name found inside a longer word counts too: a step run again needlessly is cheaper
       // than a stale result kept.
-      if (s.command.find(upper(kv.key())) != std::string::npos ||
+      if (s.command.find(shell_alias(kv.key())) != std::string::npos ||
           s.command.find("RECIPE_VAR_" + shell_name_part(kv.key())) != std::string::npos)
         names.emplace(kv.key());
     }

@@ -33,11 +33,6 @@ void collect(const boost::json::object& obj, const std::string& name_prefix, con
   }
 }
 
-std::string upper(std::string s) {
-  for (auto& c : s)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  return s;
-}
 
 // Every name with the key that wins it, sorted by name. Keys of `locals` (loop variables)
 // hide the context's keys of the same name, as they do in templates.
@@ -53,7 +48,7 @@ std::vector<candidate> candidates(const boost::json::object& context, const boos
       if (const auto* child = kv.value().if_object(); child && !is_spilled(kv.value()))
         collect(*child, name + "__", std::string(kv.key()), 1, all);
       if (kv.value().is_object() || kv.value().is_array()) continue;
-      auto alias = upper(shell_name_part(kv.key()));
+      auto alias = shell_alias(kv.key());
       if (!alias.empty() && !(alias[0] >= '0' && alias[0] <= '9') && alias_allowed(alias))
         all.push_back({std::move(alias), std::string(kv.key()), 0, &kv.value()});
     }
@@ -139,6 +134,13 @@ void add_context(context_export& out, const boost::json::object& context, const 
 }
 
 }  // namespace
+
+std::string shell_alias(std::string_view key) {
+  auto s = shell_name_part(key);
+  for (auto& c : s)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return s;
+}
 
 std::string shell_name_part(std::string_view key) {
   std::string part;

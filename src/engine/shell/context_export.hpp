@@ -38,6 +38,10 @@ struct context_export {
 /// `[A-Za-z0-9_]` → `_`; case is kept.
 std::string shell_name_part(std::string_view key);
 
+/// The upper-case alias a context key is exported under (before alias_allowed decides):
+/// shell_name_part in upper case, `repo-url` → `REPO_URL`.
+std::string shell_alias(std::string_view key);
+
 /// Whether an upper-case alias may take this name (protected_names.cpp): false for every
 /// variable that configures a program (GIT_*, SSH_*, LD_*, PYTHON*, NODE_*, proxies, cloud and
 /// agent-provider settings, ...), bash's own variables, and the hardened step environment
