@@ -5,11 +5,12 @@
 #include "agent_cli.hpp"
 #include "agent_resolution.hpp"
 #include "amplihack_preset.hpp"
+#include "install_layout.hpp"
+
+#include <fmt/format.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <system_error>
 #include <variant>
 
 namespace arun::cli {
@@ -65,9 +66,16 @@ std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& 
     std::string name = a.cli;
     const char* from_env = std::getenv("ARUN_AGENT_CLI");
     if (name.empty()) name = from_env && *from_env ? from_env : "claude";
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    chosen = io::parse_agent_cli(name, io::locate_fake_agent(ec ? std::string() : exe.string()));
+    std::string fake_program;
+    if (name == "fake") {
+      const auto fake = io::locate_fake_agent(io::running_binary());
+      if (fake.path.empty())
+        return "the fake agent (--agent-cli fake) was not found; looked in " + fmt::format("{}", fmt::join(fake.looked_in, ", ")) +
+               ". Set ARUN_FAKE_AGENT to the path of fake-agent (tools/fake-agent in arun's sources, "
+               "share/arun/fake-agent in an install)";
+      fake_program = fake.path;
+    }
+    chosen = io::parse_agent_cli(name, fake_program);
     if (a.cli.empty() && from_env && *from_env && std::holds_alternative<std::string>(chosen))
       chosen = "$ARUN_AGENT_CLI: " + std::get<std::string>(chosen);
   }

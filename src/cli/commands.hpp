@@ -142,4 +142,19 @@ int agents_list_command(const recipe_options& o, const std::string& format);
 /// Parses argv and runs the chosen command; returns the process exit code.
 int main(int argc, char** argv);
 
+/// `arun init [NAME] [--force]`: a commented starter recipe NAME.yaml (default recipe.yaml).
+struct init_settings {
+  std::string name;
+  bool force = false;
+};
+int init_command(const init_settings& s);
+
+/// `arun completions bash|zsh|fish`: a completion script generated from `app`'s model.
+int completions_command(CLI::App& app, const std::string& shell);
+/// `arun __complete -- WORDS…` (the words after `arun` up to the cursor, the last one being
+/// typed): what may come next, one "value<TAB>description" per line, then `:files`, `:dirs`
+/// or `:yaml` when the shell should add its own file names. `arun __complete --commands`:
+/// every command path with its description (the man pages are made from it).
+int complete_command(CLI::App& app, const std::vector<std::string>& args);
+
 }  // namespace arun::cli

@@ -1,5 +1,5 @@
 // Command-line dispatch: `arun [run] RECIPE`, validate, explain, graph, list, agents list,
-// resume, logs, approve, deny, sessions list|show|clean, `--version`.
+// resume, logs, approve, deny, sessions list|show|clean, config, init, completions, `--version`.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "agent_setup.hpp"
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   }
   approve->add_option("-m,--message", decision.message, "A message for the recipe: {{_approval_message}}");
   deny->add_option("-r,--reason", decision.message, "Why (shown in the step's error)");
-  auto* sessions = app.add_subcommand("sessions", "Sessions: list, show, clean (docs/sessions.md)");
+  auto* sessions = app.add_subcommand("sessions", "Sessions: list, show, clean");
   sessions->require_subcommand(1, 1);
   auto add_root = [&](CLI::App* cmd) {
     cmd->add_option("--session-dir", sessions_options.session_dir, "Where sessions live")->type_name("DIR");
@@ -101,9 +101,22 @@ int main(int argc, char** argv) {
       ->required()
       ->check(quiet(CLI::Range(0.0, 100000.0)));
   sessions_clean->add_flag("--dry-run", sessions_options.dry_run, "Only say which sessions would be removed");
+  init_settings init_options;
+  auto* init = app.add_subcommand("init", "Write a commented starter recipe, NAME.yaml (default recipe.yaml)");
+  init->add_option("name", init_options.name, "The recipe's name or file (NAME.yaml)");
+  init->add_flag("--force", init_options.force, "Overwrite the file if it exists");
+  std::string completion_shell;
+  auto* completions = app.add_subcommand("completions", "Print the shell completion script for bash, zsh or fish");
+  completions->add_option("shell", completion_shell, "bash, zsh or fish")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
   std::string config_format = "text";
   auto* config_cmd = app.add_subcommand("config", "Show the effective defaults and where each comes from");
   config_cmd->add_option("--output-format", config_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  // What the completion scripts ask on TAB: answered from the model above, before anything
+  // that could print (config warnings) or fail.
+  if (argc > 1 && std::string_view(argv[1]) == "__complete")
+    return complete_command(app, std::vector<std::string>(argv + 2, argv + argc));
   // Defaults from the config files and ARUN_* (user_config.hpp); options given win over them.
   const auto config = load_user_config();
   const bool showing_config = argc > 1 && std::string_view(argv[1]) == "config";
@@ -160,6 +173,8 @@ int main(int argc, char** argv) {
   if (sessions_show->parsed()) return sessions_show_command(sessions_options);
   if (sessions_clean->parsed()) return sessions_clean_command(sessions_options);
   if (config_cmd->parsed()) return config_command(config_format);
+  if (init->parsed()) return init_command(init_options);
+  if (completions->parsed()) return completions_command(app, completion_shell);
   return run_command(settings);
 }
 

@@ -61,8 +61,10 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
               (program.find('/') != std::string::npos ? program : "PATH=" + path.value_or("<unset>")) + ")";
   d.key = "agent";
   d.code = "agent-cli-not-found";
-  d.hint = "install it, or choose another with --agent-cli or --agent-command (--agent-cli fake rehearses the recipe "
-           "without one)";
+  d.hint = cli.kind == agent_cli_kind::fake
+               ? "set ARUN_FAKE_AGENT to the path of the fake agent (tools/fake-agent in arun's sources)"
+               : "install it, or choose another with --agent-cli or --agent-command (--agent-cli fake rehearses the "
+                 "recipe without one)";
   return d;
 }
 

@@ -258,20 +258,4 @@ model_choice choose_model(const agent_cli& cli, const std::string& step_model, c
   return out;
 }
 
-std::string locate_fake_agent(const std::string& exe) {
-  if (const char* env = std::getenv("ARUN_FAKE_AGENT"); env && *env) return env;
-  std::error_code ec;
-  auto usable = [&](const fs::path& p) { return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0; };
-  if (!exe.empty()) {
-    const fs::path dir = fs::path(exe).parent_path();
-    for (const auto& candidate : {dir / "fake-agent", dir / ".." / "share" / "arun" / "fake-agent"})
-      if (usable(candidate)) return candidate.lexically_normal().string();
-    // A build tree inside the checkout: build/release/src/cli/arun -> tools/fake-agent.
-    fs::path up = dir;
-    for (int i = 0; i < 6 && up.has_relative_path(); ++i, up = up.parent_path())
-      if (usable(up / "tools" / "fake-agent")) return (up / "tools" / "fake-agent").lexically_normal().string();
-  }
-  return "fake-agent";
-}
-
 }  // namespace arun::io

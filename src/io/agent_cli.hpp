@@ -96,9 +96,4 @@ struct model_choice {
 model_choice choose_model(const agent_cli& cli, const std::string& step_model, const std::string& provider,
                           const boost::json::value& preferences, const std::string& agent_model);
 
-/// The fake agent's program: $ARUN_FAKE_AGENT; else `fake-agent` next to `exe`, in
-/// `exe`'s ../share/arun, or in a `tools` folder of an ancestor of `exe` (a build tree of the
-/// checkout); else "fake-agent" (searched on PATH when it runs).
-std::string locate_fake_agent(const std::string& exe);
-
 }  // namespace arun::io

@@ -1,4 +1,5 @@
 #include "discovery.hpp"
+#include "install_layout.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,7 @@ discovery_options discovery_from_environment(std::vector<std::string> recipe_dir
   if (const char* home = std::getenv("HOME")) o.home = home;
   if (const char* path = std::getenv("ARUN_RECIPE_PATH")) o.recipe_path_env = path;
   if (const char* dir = std::getenv("AMPLIHACK_PACKAGE_RECIPE_DIR")) o.package_recipe_dir = dir;
+  o.shipped_dirs = shipped_recipe_dirs(running_binary());
   return o;
 }
 
@@ -50,6 +52,7 @@ std::vector<std::string> search_dirs(const discovery_options& o, const std::stri
   }
   if (!o.package_recipe_dir.empty()) dirs.push_back(o.package_recipe_dir);
   if (!o.home.empty()) dirs.push_back((fs::path(o.home) / ".amplihack/.claude/recipes").string());
+  dirs.insert(dirs.end(), o.shipped_dirs.begin(), o.shipped_dirs.end());
   return dirs;
 }
 

@@ -13,16 +13,17 @@ struct discovery_options {
   std::string home;                      ///< $HOME
   std::string recipe_path_env;           ///< $ARUN_RECIPE_PATH, colon-separated
   std::string package_recipe_dir;        ///< $AMPLIHACK_PACKAGE_RECIPE_DIR (amplihack's installed recipes)
+  std::vector<std::string> shipped_dirs; ///< arun's own example recipes (install_layout.hpp), searched last
 };
 
-/// The options from the environment ($HOME, $ARUN_RECIPE_PATH, $AMPLIHACK_PACKAGE_RECIPE_DIR)
-/// plus the given ones.
+/// The options from the environment ($HOME, $ARUN_RECIPE_PATH, $AMPLIHACK_PACKAGE_RECIPE_DIR,
+/// the example recipes shipped with the running binary) plus the given ones.
 discovery_options discovery_from_environment(std::vector<std::string> recipe_dirs, std::string working_dir);
 
 /// SPEC §10 search order: -R dirs, $ARUN_RECIPE_PATH, the calling recipe's directory (when
 /// given), ./recipes, ./.claude/recipes, ./amplifier-bundle/recipes, then (as amplihack looks)
 /// amplifier-bundle/recipes in each directory above `.` up to its git work tree's root,
-/// $AMPLIHACK_PACKAGE_RECIPE_DIR, and ~/.amplihack/.claude/recipes.
+/// $AMPLIHACK_PACKAGE_RECIPE_DIR, ~/.amplihack/.claude/recipes, and arun's shipped examples.
 std::vector<std::string> search_dirs(const discovery_options& o, const std::string& caller_dir = {});
 
 /// Why `name` cannot be a recipe name (contains '/', '..', starts with '.', empty), or empty.

@@ -220,9 +220,12 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   const std::string program = spec.launch.argv.front();
   auto r = co_await run_process(std::move(spec));
   if (!r.launched() && r.launch_error.find("not installed or not on PATH") != std::string::npos)
-    r.launch_error = fmt::format("the agent CLI '{}' ({}) is not installed or not on PATH; choose another with "
-                                 "--agent-cli or --agent-command (--agent-cli fake rehearses the recipe without one)",
-                                 program, describe(options_.agent));
+    r.launch_error = options_.agent.kind == agent_cli_kind::fake
+                         ? fmt::format("the fake agent '{}' is not installed; set ARUN_FAKE_AGENT to its path", program)
+                         : fmt::format("the agent CLI '{}' ({}) is not installed or not on PATH; choose another with "
+                                       "--agent-cli or --agent-command (--agent-cli fake rehearses the recipe "
+                                       "without one)",
+                                       program, describe(options_.agent));
   auto o = to_leaf_outcome(std::move(r), inv.timeout);
   o.warnings = std::move(failed.warnings);
   co_return o;

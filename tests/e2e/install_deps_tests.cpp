@@ -32,9 +32,10 @@ struct fake_system {
     fs::permissions(dir / name, fs::perms::owner_all);
   }
 
-  arun::io::process_result run() const {
+  arun::io::process_result run(const std::vector<std::string>& args = {}) const {
     arun::io::process_spec spec;
     spec.launch.argv = {"/bin/bash", ARUN_SOURCE_DIR "/tools/install-deps"};
+    spec.launch.argv.insert(spec.launch.argv.end(), args.begin(), args.end());
     spec.launch.env = arun::io::build_step_environment(arun::io::current_environment(),
                                                        {{"PATH", dir.string() + ":/usr/bin:/bin"}});
     return arun::test::run_sync(arun::io::run_process(std::move(spec)));
@@ -52,7 +53,7 @@ TEST_CASE("install-deps does nothing when every package is present") {
   fake_system sys("", 0);
   const auto r = sys.run();
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err.text, Catch::Contains("all 20 packages present"));
+  CHECK_THAT(r.err.text, Catch::Contains("all 24 packages present"));
   CHECK(sys.apt_calls().empty());
   CHECK(arun::test::leftover_processes().empty());
 }
@@ -72,5 +73,17 @@ TEST_CASE("install-deps names the missing packages and asks for root when not ro
   CHECK_THAT(r.err.text, Catch::Contains("missing packages: catch2"));
   CHECK_THAT(r.err.text, Catch::Contains("run as root"));
   CHECK(sys.apt_calls().empty());
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps --build asks only for what building arun needs") {
+  fake_system sys("catch2", 1000);
+  auto r = sys.run({"--build"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err.text, Catch::Contains("all 10 packages present"));
+  fake_system sys2("libcli11-dev", 1000);
+  r = sys2.run({"--build"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err.text, Catch::Contains("missing packages: libcli11-dev"));
   CHECK(arun::test::leftover_processes().empty());
 }

@@ -554,16 +554,19 @@ TEST_CASE("every tutorial recipe runs successfully") {
   for (const auto& entry : fs::directory_iterator(fs::path(ARUN_SOURCE_DIR) / "recipes" / "tutorials")) {
     if (entry.path().extension() != ".yaml") continue;
     INFO(entry.path().string());
-    const auto r = run_arun({entry.path().string(), "--output-format", "json", "-q"});
+    // The agent tutorial rehearses with the fake agent; the approval tutorial's gate is approved.
+    const auto r = run_arun({entry.path().string(), "--output-format", "json", "-q", "--agent-cli", "fake", "--yes"});
     CHECK(r.exit_code == 0);
     CHECK(boost::json::parse(r.out).at("status") == "completed");
     ++ran;
   }
-  CHECK(ran >= 2);
-  const auto r = run_arun({"recipes/tutorials/02-templates-and-conditions.yaml", "--output-format", "json", "-q"});
+  CHECK(ran >= 12);
+  const auto r = run_arun({"recipes/tutorials/02-variables.yaml", "--set", "who=O'Brien & \"friends\" $(rm -rf ~)",
+                           "--set", "rounds=1", "--output-format", "json", "-q"});
   const auto steps = boost::json::parse(r.out).at("step_results").as_array();
-  CHECK(steps[0].at("output") == "Hello, O'Brien & \"friends\" $(rm -rf ~)!");
-  CHECK(steps[3].at("status") == "skipped");
+  CHECK(steps[1].at("output") == "Hello, O'Brien & \"friends\" $(rm -rf ~)! (1 of 1)");
+  const auto c = run_arun({"recipes/tutorials/03-conditions.yaml", "--output-format", "json", "-q"});
+  CHECK(boost::json::parse(c.out).at("step_results").as_array()[1].at("status") == "skipped");
   CHECK(arun::test::leftover_processes().empty());
 }
 

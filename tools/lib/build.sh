@@ -1,5 +1,8 @@
-# Shared by tools/run, tools/test, tools/soak: configure and build one build directory.
-# Usage (sourced): arun_build release|asan   -> builds into build/<kind>, output on stderr.
+# Shared by tools/run, tools/test, tools/soak, tools/bench: configure and build one build directory.
+# Usage (sourced):
+#   arun_build release|asan         everything: the command, tests, tools, man pages, completions
+#   arun_build_command release      only the arun command (tools/run: a first run builds little)
+# Output goes to stderr.
 ARUN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # ccache shares objects between checkouts and build dirs (TOOLCHAIN.md §10).
@@ -7,11 +10,13 @@ export CCACHE_BASEDIR="$ARUN_ROOT"
 export CCACHE_NOHASHDIR=1
 
 arun_install_deps() {
-  "$ARUN_ROOT/tools/install-deps" >&2
+  "$ARUN_ROOT/tools/install-deps" "$@" >&2
 }
 
-arun_build() {
-  local kind=$1 dir="$ARUN_ROOT/build/$1"
+# arun_configure KIND ON|OFF: configures build/KIND with the tests and tools on or off,
+# running cmake again only when the directory is new or was configured the other way.
+arun_configure() {
+  local kind=$1 everything=$2 dir="$ARUN_ROOT/build/$1"
   local -a config
   case "$kind" in
     release) config=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++) ;;
@@ -20,8 +25,23 @@ arun_build() {
                   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g") ;;
     *) echo "arun_build: unknown build kind '$kind'" >&2; return 2 ;;
   esac
-  if [[ ! -f "$dir/build.ninja" ]]; then
-    cmake -S "$ARUN_ROOT" -B "$dir" -G Ninja "${config[@]}" >&2 || return 1
+  if [[ -f "$dir/build.ninja" ]] && grep -q "^ARUN_BUILD_TESTS:BOOL=$everything\$" "$dir/CMakeCache.txt"; then
+    return 0
   fi
-  cmake --build "$dir" >&2
+  cmake -S "$ARUN_ROOT" -B "$dir" -G Ninja "${config[@]}" \
+    -DARUN_BUILD_TESTS="$everything" -DARUN_BUILD_TOOLS="$everything" >&2
+}
+
+arun_build() {
+  arun_configure "$1" ON || return 1
+  cmake --build "$ARUN_ROOT/build/$1" >&2
+}
+
+# A directory configured with everything builds only the command too; a new one is configured
+# without tests and tools, so it needs only the build packages (tools/install-deps --build).
+arun_build_command() {
+  if [[ ! -f "$ARUN_ROOT/build/$1/build.ninja" ]]; then
+    arun_configure "$1" OFF || return 1
+  fi
+  cmake --build "$ARUN_ROOT/build/$1" --target arun >&2
 }

@@ -1,0 +1,97 @@
+// `arun init [NAME]`: writes a commented starter recipe that validates and runs as it is.
+#include "commands.hpp"
+#include "exit_codes.hpp"
+
+#include "install_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+namespace arun::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The starter: one of each thing a new recipe usually needs, each line saying what it does.
+// {schema_line} points editors at arun's JSON Schema (completion and checks as you type).
+constexpr const char* starter_template = R"({schema_line}# {name}: a recipe for arun. Run it:       arun {file}
+#                                 check it:     arun validate {file}
+#                                 see the plan: arun explain {file}
+# Steps run one after the other; each `command` runs with bash in the directory arun was
+# started in (-C DIR changes it). The manual: `man arun`, and docs/ in arun's sources.
+name: {name}
+description: What this recipe does, in one line.
+version: "1.0.0"
+
+# Values the steps can use as {{{{name}}}}; override any of them with --set who=Ada.
+context:
+  who: world
+  files: [a.txt, b.txt]
+
+steps:
+  - id: greet
+    # A value reaches bash as an exported variable, never pasted into the command text, so
+    # quotes or $(...) in it are printed, not run.
+    command: echo "Hello, {{{{who}}}}!"
+
+  - id: count
+    # What a step prints on stdout (trimmed) is its output; `output:` keeps it in the context
+    # under that name, typed when it reads as JSON (here a number).
+    command: ls | wc -l
+    output: entry_count
+
+  - id: report
+    # A step with a condition runs only when it is true (docs: the condition language).
+    condition: "entry_count > 0"
+    command: echo "this directory has {{{{entry_count}}}} entries"
+
+  - id: each-file
+    # foreach runs the step once per item, up to --max-concurrent at a time; the item is
+    # {{{{file}}}}. Failing items do not stop the others here.
+    foreach: "{{{{files}}}}"
+    as: file
+    command: echo "would process {{{{file}}}}"
+    continue_on_error: true
+)";
+
+std::string recipe_file_name(const std::string& name) {
+  if (name.ends_with(".yaml") || name.ends_with(".yml")) return name;
+  return name + ".yaml";
+}
+
+}  // namespace
+
+int init_command(const init_settings& s) {
+  const fs::path file = recipe_file_name(s.name.empty() ? "recipe" : s.name);
+  std::string recipe_name = file.stem().string();
+  std::error_code ec;
+  if (fs::exists(file, ec) && !s.force) {
+    std::fprintf(stderr, "arun: %s already exists; choose another NAME, or --force to overwrite it\n",
+                 file.c_str());
+    return exit_usage;
+  }
+  const auto schema = io::locate_recipe_schema(io::running_binary());
+  const std::string schema_line =
+      schema.path.empty() ? std::string() : "# yaml-language-server: $schema=" + schema.path + "\n";
+  const auto text = fmt::format(fmt::runtime(starter_template), fmt::arg("schema_line", schema_line),
+                                fmt::arg("name", recipe_name), fmt::arg("file", file.string()));
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "arun: cannot write %s\n", file.c_str());
+    return exit_output_failed;
+  }
+  std::fprintf(stderr, "arun: wrote %s; run it with: arun %s\n", file.c_str(), file.c_str());
+  if (schema.path.empty())
+    std::fprintf(stderr, "arun: note: arun's JSON Schema was not found beside the binary (looked in %s); "
+                         "editors will not check the recipe as you type\n",
+                 fmt::format("{}", fmt::join(schema.looked_in, ", ")).c_str());
+  return exit_success;
+}
+
+}  // namespace arun::cli

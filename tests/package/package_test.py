@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""What a user installs works: `cmake --install` into a prefix, and the Debian packages.
+
+1. `cmake --install BUILD --prefix P`: P/bin/arun runs a tutorial and a pattern recipe with
+   `--agent-cli fake` (found in P/share/arun, ARUN_FAKE_AGENT unset), `arun list` finds the
+   shipped examples, the man pages render, the completion scripts are where the shells look,
+   and docs/embedding.md's example configures against P with find_package(arun CONFIG).
+2. `cpack -G DEB` builds arun and libarun-dev with the project's version and the runtime
+   Depends dpkg-shlibdeps finds; `dpkg -i` installs both (the test removes them again), and
+   then /usr/bin/arun runs the tutorial and the fake agent, `man arun` works, and the
+   embedding example, taken from docs/embedding.md exactly as written, builds against the
+   installed package and runs a recipe. Phase 2 needs root and no arun package already
+   installed; without them it fails, unless --skip-deb says to leave it out.
+
+Usage: package_test.py --build BUILD_DIR --repo REPO [--skip-deb]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+from leftovers import processes_with  # noqa: E402
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def run(argv, env=None, cwd=None, timeout=300):
+    r = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+def user_env(home):
+    """A user's environment with a fresh home: sessions and config land in the temp dir."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARUN_", "XDG_", "FAKE_AGENT"))}
+    env.update(HOME=home, XDG_STATE_HOME=os.path.join(home, "state"), NO_COLOR="1",
+               XDG_CONFIG_HOME=os.path.join(home, "config"))
+    return env
+
+
+def embedding_example(repo):
+    """The CMakeLists.txt and host.cpp of docs/embedding.md: its first cmake and cpp blocks."""
+    text = open(os.path.join(repo, "docs", "embedding.md")).read()
+    blocks = re.findall(r"```(\w+)\n(.*?)```", text, re.S)
+    cmake = next(body for lang, body in blocks if lang == "cmake")
+    cpp = next(body for lang, body in blocks if lang == "cpp")
+    return cmake, cpp
+
+
+def check_installed_arun(arun, share, home, where):
+    """The installed command runs a tutorial, the fake agent, and finds the shipped examples."""
+    env = user_env(home)
+    hello = os.path.join(share, "recipes", "tutorials", "01-hello.yaml")
+    code, out, err = run([arun, hello], env=env, cwd=home)
+    check(code == 0 and "completed" in out, f"{where}: arun runs the hello tutorial (exit {code}) {err[-300:]}")
+    patterns = os.path.join(share, "recipes", "patterns")
+    code, out, err = run([arun, os.path.join(patterns, "consensus.yaml"), "--agent-cli", "fake",
+                          "--agent-dir", os.path.join(patterns, "agents"), "-q"], env=env, cwd=home)
+    check(code == 0 and '"decision":"yes"' in out,
+          f"{where}: --agent-cli fake finds the installed fake agent (exit {code}) {err[-300:]}")
+    code, out, err = run([arun, "list"], env=env, cwd=home)
+    check(code == 0 and "01-hello" in out and os.path.join(share, "recipes") in out,
+          f"{where}: arun list shows the shipped example recipes")
+    code, out, err = run([arun, "completions", "bash"], env=env, cwd=home)
+    check(code == 0 and "complete -F _arun arun" in out, f"{where}: arun completions bash prints the script")
+
+
+def check_prefix_install(build, repo, tmp):
+    prefix = os.path.join(tmp, "prefix")
+    code, out, err = run(["cmake", "--install", build, "--prefix", prefix])
+    if not check(code == 0, f"cmake --install into a prefix (exit {code}) {err[-500:]}"):
+        return
+    share = os.path.join(prefix, "share", "arun")
+    expected = ["bin/arun", "share/arun/fake-agent", "share/arun/schema/recipe.schema.json",
+                "share/arun/recipes/tutorials/01-hello.yaml", "share/man/man1/arun.1.gz",
+                "share/man/man1/arun-validate.1.gz", "share/man/man1/arun-sessions-list.1.gz",
+                "share/bash-completion/completions/arun", "share/zsh/vendor-completions/_arun",
+                "share/fish/vendor_completions.d/arun.fish", "include/arun/engine.hpp",
+                "include/arun/io/process_step_runner.hpp", "include/arun/io/process/spawn.hpp",
+                "lib/libarun-engine.a", "lib/libarun-io.a", "lib/cmake/arun/arunConfig.cmake",
+                "lib/cmake/arun/arunConfigVersion.cmake", "lib/cmake/arun/arunTargets.cmake"]
+    for rel in expected:
+        check(os.path.exists(os.path.join(prefix, rel)), f"prefix: {rel} installed")
+    check(os.access(os.path.join(share, "fake-agent"), os.X_OK), "prefix: the fake agent is executable")
+    home = os.path.join(tmp, "home-prefix")
+    os.makedirs(home)
+    check_installed_arun(os.path.join(prefix, "bin", "arun"), share, home, "prefix")
+    code, out, err = run(["man", "-l", os.path.join(prefix, "share/man/man1/arun-validate.1.gz")],
+                         env=dict(user_env(home), MANPAGER="cat", MANWIDTH="100"))
+    check(code == 0 and "arun validate" in out and "--output-format" in out,
+          f"prefix: man -l arun-validate.1.gz renders the subcommand's options (exit {code})")
+    # find_package(arun) from the prefix: the embedding example configures.
+    src = os.path.join(tmp, "embed-prefix")
+    os.makedirs(src)
+    cmake, cpp = embedding_example(repo)
+    open(os.path.join(src, "CMakeLists.txt"), "w").write(cmake)
+    open(os.path.join(src, "host.cpp"), "w").write(cpp)
+    code, out, err = run(["cmake", "-S", src, "-B", os.path.join(src, "build"), "-G", "Ninja",
+                          f"-DCMAKE_PREFIX_PATH={prefix}"])
+    check(code == 0, f"prefix: find_package(arun CONFIG REQUIRED) finds the install (exit {code}) {err[-800:]}")
+
+
+def installed_packages():
+    code, out, _ = run(["dpkg-query", "-W", "-f", "${Package} ${Status}\n", "arun", "libarun-dev"])
+    return [line.split()[0] for line in out.splitlines() if "install ok installed" in line]
+
+
+def check_debian_packages(build, repo, tmp):
+    if not check(os.geteuid() == 0, "deb: running as root (dpkg -i needs it)"):
+        return
+    if not check(not installed_packages(), "deb: no arun package installed before the test"):
+        return
+    out_dir = os.path.join(tmp, "debs")
+    code, out, err = run(["cpack", "-G", "DEB", "-B", out_dir, "--config", os.path.join(build, "CPackConfig.cmake")],
+                         timeout=600)
+    if not check(code == 0, f"deb: cpack -G DEB (exit {code}) {(out + err)[-800:]}"):
+        return
+    debs = sorted(f for f in os.listdir(out_dir) if f.endswith(".deb"))
+    runtime = next((f for f in debs if f.startswith("arun_")), None)
+    dev = next((f for f in debs if f.startswith("libarun-dev_")), None)
+    if not check(runtime and dev, f"deb: arun and libarun-dev packages built ({debs})"):
+        return
+    _, version, _ = run([os.path.join(build, "src", "cli", "arun"), "--version"])
+    version = version.split()[-1]
+    fields = {}
+    for deb in (runtime, dev):
+        _, out, _ = run(["dpkg-deb", "-f", os.path.join(out_dir, deb), "Version", "Depends"])
+        fields[deb] = out
+    check(f"Version: {version}" in fields[runtime], f"deb: the version is the project's ({version})")
+    for lib in ("libyaml-cpp0.7", "libspdlog1", "libboost-json1.81.0", "libstdc++6", "libc6"):
+        check(lib in fields[runtime], f"deb: arun Depends on {lib} (dpkg-shlibdeps)")
+    check("libboost-json1.81-dev" in fields[dev] and "libyaml-cpp-dev" in fields[dev],
+          "deb: libarun-dev Depends on the -dev packages its headers need")
+    try:
+        code, out, err = run(["dpkg", "-i", os.path.join(out_dir, runtime), os.path.join(out_dir, dev)], timeout=600)
+        if not check(code == 0, f"deb: dpkg -i installs both packages (exit {code}) {err[-800:]}"):
+            return
+        home = os.path.join(tmp, "home-deb")
+        os.makedirs(home)
+        check_installed_arun("/usr/bin/arun", "/usr/share/arun", home, "deb")
+        code, out, err = run(["man", "arun"], env=dict(user_env(home), MANPAGER="cat", MANWIDTH="100"))
+        check(code == 0 and "arun" in out and "--max-concurrent" in out, f"deb: man arun (exit {code})")
+        # docs/embedding.md's example as written, against the installed package.
+        src = os.path.join(tmp, "embed-deb")
+        os.makedirs(src)
+        cmake, cpp = embedding_example(repo)
+        open(os.path.join(src, "CMakeLists.txt"), "w").write(cmake)
+        open(os.path.join(src, "host.cpp"), "w").write(cpp)
+        code, out, err = run(["cmake", "-S", src, "-B", os.path.join(src, "build"), "-G", "Ninja"])
+        if check(code == 0, f"deb: the embedding example configures (exit {code}) {err[-800:]}"):
+            code, out, err = run(["cmake", "--build", os.path.join(src, "build")], timeout=600)
+            if check(code == 0, f"deb: the embedding example builds (exit {code}) {(out + err)[-1500:]}"):
+                code, out, err = run([os.path.join(src, "build", "my_host"),
+                                      "/usr/share/arun/recipes/tutorials/01-hello.yaml"],
+                                     env=user_env(home), cwd=home)
+                check(code == 0 and "hello completed" in out and "meanwhile" in out,
+                      f"deb: the embedded engine runs the tutorial next to the host's timer (exit {code}) "
+                      f"{out[-500:]} {err[-500:]}")
+    finally:
+        code, _, err = run(["dpkg", "-r", "libarun-dev", "arun"], timeout=600)
+        check(code == 0 and not installed_packages(), f"deb: dpkg -r removes both packages {err[-300:]}")
+        check(not os.path.exists("/usr/bin/arun"), "deb: /usr/bin/arun is gone after removal")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", required=True)
+    p.add_argument("--repo", required=True)
+    p.add_argument("--skip-deb", action="store_true")
+    a = p.parse_args()
+    tmp = tempfile.mkdtemp(prefix="arun-package-")
+    try:
+        check_prefix_install(a.build, a.repo, tmp)
+        if not a.skip_deb:
+            check_debian_packages(a.build, a.repo, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    left = processes_with(tmp)
+    check(not left, f"no process left behind ({left})")
+    print(f"{len(failures)} failed" if failures else "package test passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

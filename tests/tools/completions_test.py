@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""The completion scripts of `arun completions bash|zsh|fish` work in each shell.
+
+Each shell sources the script arun prints and completes a set of command lines; the answers
+come from `arun __complete` (the CLI11 model, discovery, the session directory), so the
+checks cover subcommands, nested subcommands, options, option choices, recipe names and
+session ids. bash goes through `complete -F` with COMP_WORDS; fish through `complete -C`;
+zsh through the script's function with compsys's _describe and _files replaced by stubs
+that print what they are given (zsh cannot complete without a terminal otherwise).
+
+Usage: completions_test.py --arun BINARY
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from leftovers import processes_with  # noqa: E402
+
+failures = []
+
+
+def check(ok, what, detail=""):
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f"\n     {detail}"), flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def shell(argv, env, stdin=None, cwd=None):
+    r = subprocess.run(argv, env=env, input=stdin, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    return r.stdout.decode(), r.stderr.decode()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--arun", required=True)
+    a = p.parse_args()
+    tmp = tempfile.mkdtemp(prefix="arun-completions-")
+    try:
+        bin_dir = os.path.join(tmp, "bin")
+        os.makedirs(bin_dir)
+        os.symlink(os.path.abspath(a.arun), os.path.join(bin_dir, "arun"))
+        work = os.path.join(tmp, "work")
+        os.makedirs(os.path.join(work, "recipes"))
+        with open(os.path.join(work, "recipes", "nightly-build.yaml"), "w") as f:
+            f.write("name: nightly-build\nsteps:\n  - id: a\n    command: 'true'\n")
+        with open(os.path.join(work, "local.yaml"), "w") as f:
+            f.write("name: local\nsteps:\n  - id: a\n    command: 'true'\n")
+        env = {"PATH": bin_dir + ":/usr/bin:/bin", "HOME": tmp, "ARUN_SESSION_DIR": os.path.join(tmp, "sessions"),
+               "XDG_CONFIG_HOME": os.path.join(tmp, "config"), "LANG": "C.UTF-8"}
+        r = subprocess.run(["arun", "local.yaml", "-q"], cwd=work, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        sessions = os.listdir(env["ARUN_SESSION_DIR"]) if r.returncode == 0 else []
+        check(len(sessions) == 1, "a session to complete exists", r.stderr.decode())
+        session = sessions[0] if sessions else "none"
+        scripts = {}
+        for sh in ("bash", "zsh", "fish"):
+            out, err = shell(["arun", "completions", sh], env)
+            path = os.path.join(tmp, f"arun.{sh}")
+            open(path, "w").write(out)
+            scripts[sh] = path
+            check(out.strip() != "", f"arun completions {sh} prints a script", err)
+
+        # (typed words after `arun`, the last one being completed) -> what must be offered
+        cases = [
+            (["sess"], ["sessions"], []),
+            (["sessions", ""], ["list", "show", "clean"], ["validate"]),
+            (["validate", "--out"], ["--output-format"], []),
+            (["--color", ""], ["auto", "always", "never"], []),
+            (["resume", ""], [session], []),
+            (["logs", session[:9]], [session], []),
+            (["nigh"], ["nightly-build"], []),
+            (["completions", ""], ["bash", "zsh", "fish"], []),
+        ]
+
+        def bash_complete(words):
+            line = " ".join(["arun", *words])
+            script = (f"source {scripts['bash']}\n"
+                      "COMP_WORDS=(arun " + " ".join(f"'{w}'" for w in words) + ")\n"
+                      f"COMP_CWORD={len(words)}\nCOMP_LINE='{line}'\n_arun\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
+            out, err = shell(["bash", "--norc", "--noprofile"], env, script.encode(), cwd=work)
+            return out.split("\n"), err
+
+        def fish_complete(words):
+            line = " ".join(["arun", *words])
+            out, err = shell(["fish", "--no-config", "-c", f"source {scripts['fish']}; complete -C '{line}'"], env,
+                             cwd=work)
+            return [l.split("\t")[0] for l in out.split("\n")], err
+
+        def zsh_complete(words):
+            script = (f"_describe() {{ print -rl -- \"${{(@P)${{@[-1]}}}}\" }}\n_files() {{ print -r -- FILES $* }}\n"
+                      f"source {scripts['zsh']} 2>/dev/null\n"
+                      "words=(arun " + " ".join(f"'{w}'" for w in words) + f")\nCURRENT={len(words) + 1}\n_arun\n")
+            out, err = shell(["zsh", "-f"], env, script.encode(), cwd=work)
+            return [l.split(":")[0].replace("\\", "") for l in out.split("\n")], err
+
+        for sh, complete in (("bash", bash_complete), ("fish", fish_complete), ("zsh", zsh_complete)):
+            for words, wanted, unwanted in cases:
+                got, err = complete(words)
+                missing = [w for w in wanted if w not in got]
+                extra = [w for w in unwanted if w in got]
+                check(not missing and not extra, f"{sh}: arun {' '.join(words)}<TAB> offers {wanted}",
+                      f"got {got[:20]} missing {missing} unexpected {extra} {err[-300:]}")
+        # Files: a recipe argument offers YAML files as well as names.
+        got, err = bash_complete(["loc"])
+        check("local.yaml" in got, "bash: arun loc<TAB> offers local.yaml", f"got {got} {err}")
+        out, err = shell(["zsh", "-n", scripts["zsh"]], env)
+        check(err == "", "zsh -n accepts the zsh script", err)
+        out, err = shell(["bash", "-n", scripts["bash"]], env)
+        check(err == "", "bash -n accepts the bash script", err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    left = processes_with(tmp)
+    check(not left, "no process left behind", str(left))
+    print(f"{len(failures)} failed" if failures else "completions test passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
