@@ -463,7 +463,7 @@ class Schemas:
         if not check(name in self.validators, f"no schema/{name}.schema.json"):
             return False
         self.seen.setdefault(name, []).append(doc)
-        errors = sorted(self.validators[name].iter_errors(doc), key=lambda e: list(e.absolute_path))
+        errors = sorted(self.validators[name].iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
         for e in errors[:5]:
             where = "/".join(str(p) for p in e.absolute_path) or "(top)"
             check(False, f"{label}: {name}.schema.json at {where}: {e.message[:300]}")
@@ -572,11 +572,9 @@ def run_all(opts, schemas, vocab, root):
               f"gate.yaml: waiting_approval is {gated.get('waiting_approval')}")
         show_state(arun, schemas, sid, "gate-1")
         arun.run("approve", sid, expect=0)
-        run_recipe_resume = lambda label, *extra, expect: resume(arun, schemas, root, results, events, sid, label,
-                                                                 *extra, expect=expect)
-        run_recipe_resume("gate-2", "--no-input", expect=5)
+        resume(arun, schemas, root, results, events, sid, "gate-2", "--no-input", expect=5)
         arun.run("deny", sid, "--reason", "not today", expect=0)
-        run_recipe_resume("gate-3", "--no-input", expect=1)
+        resume(arun, schemas, root, results, events, sid, "gate-3", "--no-input", expect=1)
         state = show_state(arun, schemas, sid, "gate-3")
         if state:
             check(state.get("approvals", {}).get("review", {}).get("decision") == "denied",

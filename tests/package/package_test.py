@@ -111,6 +111,28 @@ def check_prefix_install(build, repo, tmp):
     check(code == 0, f"prefix: find_package(arun CONFIG REQUIRED) finds the install (exit {code}) {err[-800:]}")
 
 
+def check_add_subdirectory(repo, tmp):
+    """A project that adds arun's sources gets the two libraries and nothing else: no command,
+    tests or tools, so CLI11, Catch2 and Google Benchmark are not needed."""
+    src = os.path.join(tmp, "subproject")
+    os.makedirs(src)
+    open(os.path.join(src, "CMakeLists.txt"), "w").write(
+        "cmake_minimum_required(VERSION 3.25)\nproject(host LANGUAGES CXX)\nset(CMAKE_CXX_STANDARD 20)\n"
+        f"add_subdirectory({repo} arun)\nadd_executable(host host.cpp)\ntarget_link_libraries(host PRIVATE arun::io)\n")
+    open(os.path.join(src, "host.cpp"), "w").write("int main() { return 0; }\n")
+    build = os.path.join(src, "build")
+    code, out, err = run(["cmake", "-S", src, "-B", build, "-G", "Ninja"])
+    if not check(code == 0, f"add_subdirectory: configures (exit {code}) {err[-800:]}"):
+        return
+    cache = open(os.path.join(build, "CMakeCache.txt")).read()
+    check("CLI11_DIR" not in cache and "Catch2_DIR" not in cache and "benchmark_DIR" not in cache,
+          "add_subdirectory: CLI11, Catch2 and Google Benchmark are not looked for")
+    _, targets, _ = run(["ninja", "-C", build, "-t", "targets", "all"])
+    names = {line.split(":")[0] for line in targets.splitlines()}
+    check("arun/src/cli/arun" not in names and not any("unit_tests" in n or "arun-soak" in n for n in names),
+          "add_subdirectory: only the libraries are built (no command, tests or tools)")
+
+
 def installed_packages():
     code, out, _ = run(["dpkg-query", "-W", "-f", "${Package} ${Status}\n", "arun", "libarun-dev"])
     return [line.split()[0] for line in out.splitlines() if "install ok installed" in line]
@@ -182,6 +204,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="arun-package-")
     try:
         check_prefix_install(a.build, a.repo, tmp)
+        check_add_subdirectory(os.path.realpath(a.repo), tmp)
         if not a.skip_deb:
             check_debian_packages(a.build, a.repo, tmp)
     finally:

@@ -1,0 +1,133 @@
+// What arun finds beside itself (src/io/install_layout.*) and the commands built on it:
+// `arun init`, the shipped example recipes in discovery, and the fake agent of
+// `--agent-cli fake` wherever the binary is. (tests/package/package_test.py checks the same
+// from a real install and from the .deb packages.)
+#include <catch2/catch.hpp>
+
+#include "arun_cli.hpp"
+#include "process_checks.hpp"
+#include "temp_dir.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using arun::test::run_arun;
+using arun::test::temp_dir;
+
+namespace {
+
+// `binary ARGS...` in `dir`, with ARUN_FAKE_AGENT removed from the environment.
+arun::test::arun_run run_binary(const std::string& binary, std::vector<std::string> args, const std::string& dir) {
+  arun::io::process_spec spec;
+  spec.launch.argv = {binary};
+  spec.launch.argv.insert(spec.launch.argv.end(), args.begin(), args.end());
+  spec.launch.env = arun::io::current_environment();
+  std::erase_if(spec.launch.env, [](const std::string& e) { return e.starts_with("ARUN_FAKE_AGENT="); });
+  spec.launch.working_dir = dir;
+  spec.timeout = std::chrono::seconds(60);
+  auto r = arun::test::run_sync(arun::io::run_process(std::move(spec)));
+  REQUIRE(r.launched());
+  return {r.exit_code.value_or(-1), r.out.text, r.err.text, {}};
+}
+
+const std::string hello_recipe = "name: hi\nsteps:\n  - id: ask\n    prompt: say hi\n";
+
+}  // namespace
+
+TEST_CASE("arun init writes a commented starter recipe that validates and runs, and keeps an existing file") {
+  temp_dir dir("arun-e2e-init");
+  const auto root = dir.root.string();
+  auto r = run_arun({"init"}, root);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto file = dir.root / "recipe.yaml";
+  REQUIRE(fs::exists(file));
+  std::ifstream in(file);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  // The schema modeline points at this checkout's schema (the build tree's arun finds it).
+  CHECK(text.starts_with("# yaml-language-server: $schema=" + std::string(ARUN_SOURCE_DIR) + "/schema/recipe.schema.json\n"));
+  CHECK(text.find("name: recipe\n") != std::string::npos);
+  CHECK(run_arun({"validate", "--strict", "recipe.yaml"}, root).exit_code == 0);
+  r = run_arun({"recipe.yaml", "-q", "--output-format", "json"}, root);
+  CHECK(r.exit_code == 0);
+  CHECK(arun::test::result_json(r).at("output") ==
+        boost::json::parse(R"(["would process a.txt","would process b.txt"])"));
+
+  SECTION("an existing file is kept unless --force") {
+    std::ofstream(file) << "mine\n";
+    r = run_arun({"init"}, root);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("recipe.yaml already exists") && Catch::Contains("--force"));
+    std::ifstream again(file);
+    CHECK(std::string(std::istreambuf_iterator<char>(again), {}) == "mine\n");
+    CHECK(run_arun({"init", "--force"}, root).exit_code == 0);
+    CHECK(run_arun({"validate", "recipe.yaml"}, root).exit_code == 0);
+  }
+  SECTION("NAME names the recipe and its file") {
+    CHECK(run_arun({"init", "nightly"}, root).exit_code == 0);
+    CHECK(run_arun({"validate", "nightly.yaml"}, root).exit_code == 0);
+    CHECK(run_arun({"init", "weekly.yml"}, root).exit_code == 0);
+    CHECK(fs::exists(dir.root / "weekly.yml"));
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("arun list and discovery find the shipped tutorials and patterns after the user's own recipes") {
+  temp_dir dir("arun-e2e-shipped");
+  // From the repository root (its recipes/ holds only folders) and from anywhere else.
+  for (const std::string where : {std::string(ARUN_SOURCE_DIR), dir.root.string()}) {
+    INFO(where);
+    const auto r = run_arun({"list"}, where);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains(std::string(ARUN_SOURCE_DIR) + "/recipes/tutorials/01-hello.yaml"));
+    CHECK_THAT(r.out, Catch::Contains(std::string(ARUN_SOURCE_DIR) + "/recipes/patterns/consensus.yaml"));
+  }
+  // A recipe of the user's with a shipped name wins: the shipped one is listed as shadowed.
+  dir.write("recipes/01-hello.yaml", "name: my-hello\nsteps:\n  - id: a\n    command: echo mine\n");
+  auto r = run_arun({"list"}, dir.root.string());
+  CHECK_THAT(r.out, Catch::Contains("[shadowed]"));
+  r = run_arun({"01-hello", "-q", "--output-format", "json"}, dir.root.string());
+  CHECK(arun::test::result_json(r).at("output") == boost::json::value("mine"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("--agent-cli fake finds the fake agent beside a copied binary, and otherwise says where it looked") {
+  temp_dir dir("arun-e2e-fake-agent");
+  const auto copy = dir.root / "bin" / "arun";
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(ARUN_BINARY, copy);
+  dir.write("hi.yaml", hello_recipe);
+  const auto root = dir.root.string();
+
+  auto r = run_binary(copy.string(), {"hi.yaml", "--agent-cli", "fake", "-q"}, root);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("the fake agent (--agent-cli fake) was not found"));
+  CHECK_THAT(r.err, Catch::Contains((dir.root / "bin" / "fake-agent").string()));
+  CHECK_THAT(r.err, Catch::Contains((dir.root / "share" / "arun" / "fake-agent").string()));
+  CHECK_THAT(r.err, Catch::Contains("ARUN_FAKE_AGENT"));
+  // Never the advice that just failed.
+  CHECK_THAT(r.err, !Catch::Contains("rehearses"));
+
+  SECTION("in ../share/arun, as an install lays it out") {
+    fs::create_directories(dir.root / "share" / "arun");
+    fs::copy_file(std::string(ARUN_SOURCE_DIR) + "/tools/fake-agent", dir.root / "share" / "arun" / "fake-agent");
+    r = run_binary(copy.string(), {"hi.yaml", "--agent-cli", "fake", "-q", "--output-format", "json"}, root);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+  }
+  SECTION("next to the binary") {
+    fs::copy_file(std::string(ARUN_SOURCE_DIR) + "/tools/fake-agent", dir.root / "bin" / "fake-agent");
+    r = run_binary(copy.string(), {"hi.yaml", "--agent-cli", "fake", "-q", "--output-format", "json"}, root);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+  }
+  SECTION("$ARUN_FAKE_AGENT naming nothing runnable is named in the error") {
+    r = run_arun({"hi.yaml", "--agent-cli", "fake", "-q"}, root, std::chrono::seconds(60),
+                 {"ARUN_FAKE_AGENT=" + root + "/missing-fake"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(root + "/missing-fake ($ARUN_FAKE_AGENT)"));
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
