@@ -18,12 +18,13 @@ if(ARUN_BUILD_CLI)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/recipes/ DESTINATION ${ARUN_DATADIR}/recipes COMPONENT runtime)
   install(DIRECTORY ${PROJECT_BINARY_DIR}/share/man/ DESTINATION ${CMAKE_INSTALL_MANDIR} COMPONENT runtime
           OPTIONAL FILES_MATCHING PATTERN "*.1.gz")
-  # The places Debian's bash-completion, zsh and fish read.
-  install(FILES ${PROJECT_BINARY_DIR}/share/completions/arun
+  # The places Debian's bash-completion, zsh and fish read. (Made by the `all` build; a tree
+  # where only `--target arun` was built installs without them.)
+  install(FILES ${PROJECT_BINARY_DIR}/share/completions/arun OPTIONAL
           DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT runtime)
-  install(FILES ${PROJECT_BINARY_DIR}/share/completions/_arun
+  install(FILES ${PROJECT_BINARY_DIR}/share/completions/_arun OPTIONAL
           DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT runtime)
-  install(FILES ${PROJECT_BINARY_DIR}/share/completions/arun.fish
+  install(FILES ${PROJECT_BINARY_DIR}/share/completions/arun.fish OPTIONAL
           DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d COMPONENT runtime)
   install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
           DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
@@ -33,7 +34,9 @@ endif()
 # The libraries and their headers: include/arun (the engine's API) and include/arun/io (the
 # process step runner, recipe loader, session store; they include each other by their path
 # below that folder, which arun::io puts on the include path).
-install(TARGETS arun_engine arun_io arun_options EXPORT arunTargets
+# (arun_options, the warning and sanitizer flags, is linked as a BUILD_INTERFACE only: a host
+# never inherits arun's -Werror or sanitizers.)
+install(TARGETS arun_engine arun_io EXPORT arunTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/arun DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
@@ -47,7 +50,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/arunConfigVersion.cmake C
 install(FILES ${PROJECT_BINARY_DIR}/arunConfig.cmake ${PROJECT_BINARY_DIR}/arunConfigVersion.cmake
         DESTINATION ${ARUN_CMAKEDIR} COMPONENT development)
 
-# Debian packages: `cpack -G DEB` in the build directory (tools/package does it). Runtime
+# Debian packages: `cpack -G DEB` in the build directory. Runtime
 # dependencies come from dpkg-shlibdeps; the -dev package depends on the -dev packages of
 # what arun's headers and static libraries need.
 set(CPACK_PACKAGE_NAME arun)
@@ -62,7 +65,7 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime development)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME arun)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)

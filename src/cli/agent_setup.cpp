@@ -1,4 +1,5 @@
 #include "agent_setup.hpp"
+#include "recipe_input.hpp"
 
 #include "usage_hints.hpp"
 
@@ -6,8 +7,6 @@
 #include "agent_resolution.hpp"
 #include "amplihack_preset.hpp"
 #include "install_layout.hpp"
-
-#include <fmt/format.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -66,16 +65,15 @@ std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& 
     std::string name = a.cli;
     const char* from_env = std::getenv("ARUN_AGENT_CLI");
     if (name.empty()) name = from_env && *from_env ? from_env : "claude";
-    std::string fake_program;
-    if (name == "fake") {
-      const auto fake = io::locate_fake_agent(io::running_binary());
-      if (fake.path.empty())
-        return "the fake agent (--agent-cli fake) was not found; looked in " + fmt::format("{}", fmt::join(fake.looked_in, ", ")) +
-               ". Set ARUN_FAKE_AGENT to the path of fake-agent (tools/fake-agent in arun's sources, "
-               "share/arun/fake-agent in an install)";
-      fake_program = fake.path;
-    }
-    chosen = io::parse_agent_cli(name, fake_program);
+    // Found or not, a recipe without agent steps runs; one with them gets check_agent_cli's
+    // error, which names the places looked in.
+    const auto fake = name == "fake" ? io::locate_fake_agent(io::running_binary()) : io::shipped_file{};
+    // Not found: $ARUN_FAKE_AGENT as given when set (so the error names it), else PATH's.
+    const char* fake_env = std::getenv("ARUN_FAKE_AGENT");
+    const std::string fallback = fake_env && *fake_env ? fake_env : "fake-agent";
+    chosen = io::parse_agent_cli(name, fake.path.empty() ? fallback : fake.path);
+    if (auto* cli = std::get_if<io::agent_cli>(&chosen); cli && name == "fake" && fake.path.empty())
+      cli->fake_looked_in = fake.looked_in;
     if (a.cli.empty() && from_env && *from_env && std::holds_alternative<std::string>(chosen))
       chosen = "$ARUN_AGENT_CLI: " + std::get<std::string>(chosen);
   }
@@ -83,7 +81,8 @@ std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& 
 }
 
 std::optional<std::string> configure_agents(const run_settings& s, const std::string& base_dir,
-                                            io::runner_options& runner, run_options& engine) {
+                                            const std::string& recipe_path, io::runner_options& runner,
+                                            run_options& engine) {
   const auto& a = s.agents;
   auto chosen = choose_agent_cli(a);
   if (const auto* error = std::get_if<std::string>(&chosen)) return *error;
@@ -97,6 +96,7 @@ std::optional<std::string> configure_agents(const run_settings& s, const std::st
     runner.agent.allow_all_tools = amplihack->allow_all_tools;
   }
   runner.agents = io::agent_search_from_environment(s.recipe.agent_dirs, base_dir);
+  runner.agents.recipe_dir = recipe_directory(recipe_path);
   runner.allow_missing_agents = s.recipe.allow_missing_agents;
   auto& opts = engine.agents;
   // The command line wins over amplihack's settings, which win over the recipe's.

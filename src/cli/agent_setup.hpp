@@ -26,7 +26,9 @@ std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& 
 
 /// Fills the runner's agent CLI and search, and the engine's agent options, from the settings
 /// and $ARUN_AGENT_CLI. An error message (a usage error) when the CLI choice is invalid.
+/// `recipe_path`: the recipe run, whose agents/ folder is searched last.
 std::optional<std::string> configure_agents(const run_settings& s, const std::string& base_dir,
-                                            io::runner_options& runner, run_options& engine);
+                                            const std::string& recipe_path, io::runner_options& runner,
+                                            run_options& engine);
 
 }  // namespace arun::cli

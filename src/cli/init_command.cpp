@@ -2,14 +2,20 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 
+#include "fd_write.hpp"
 #include "install_layout.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <system_error>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace arun::cli {
 namespace fs = std::filesystem;
@@ -67,11 +73,15 @@ std::string recipe_file_name(const std::string& name) {
 
 int init_command(const init_settings& s) {
   const fs::path file = recipe_file_name(s.name.empty() ? "recipe" : s.name);
-  std::string recipe_name = file.stem().string();
-  std::error_code ec;
-  if (fs::exists(file, ec) && !s.force) {
-    std::fprintf(stderr, "arun: %s already exists; choose another NAME, or --force to overwrite it\n",
-                 file.c_str());
+  const std::string recipe_name = file.stem().string();
+  // The file's stem becomes the recipe's name, so it must be one discovery can find by name.
+  const bool usable = !recipe_name.empty() && recipe_name.front() != '.' &&
+                      std::all_of(recipe_name.begin(), recipe_name.end(), [](unsigned char c) {
+                        return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+                      });
+  if (!usable) {
+    std::fprintf(stderr, "arun: '%s' cannot name a recipe: use letters, digits, '-', '_' and '.' (not first)\n",
+                 recipe_name.c_str());
     return exit_usage;
   }
   const auto schema = io::locate_recipe_schema(io::running_binary());
@@ -79,11 +89,17 @@ int init_command(const init_settings& s) {
       schema.path.empty() ? std::string() : "# yaml-language-server: $schema=" + schema.path + "\n";
   const auto text = fmt::format(fmt::runtime(starter_template), fmt::arg("schema_line", schema_line),
                                 fmt::arg("name", recipe_name), fmt::arg("file", file.string()));
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "arun: cannot write %s\n", file.c_str());
+  // Never through a symbolic link, and never over an existing file unless --force.
+  const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (s.force ? O_TRUNC : O_EXCL);
+  const int fd = ::open(file.c_str(), flags, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    std::fprintf(stderr, "arun: %s already exists; choose another NAME, or --force to overwrite it\n", file.c_str());
+    return exit_usage;
+  }
+  int error = fd < 0 ? errno : io::write_all(fd, text);
+  if (fd >= 0 && ::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) {
+    std::fprintf(stderr, "arun: cannot write %s: %s\n", file.c_str(), std::strerror(error));
     return exit_output_failed;
   }
   std::fprintf(stderr, "arun: wrote %s; run it with: arun %s\n", file.c_str(), file.c_str());

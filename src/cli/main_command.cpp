@@ -120,7 +120,12 @@ int main(int argc, char** argv) {
   // Defaults from the config files and ARUN_* (user_config.hpp); options given win over them.
   const auto config = load_user_config();
   const bool showing_config = argc > 1 && std::string_view(argv[1]) == "config";
-  if (!showing_config) {
+  // Help, the version and the completion scripts read no setting: a broken config file must
+  // not keep them (nor the man pages and completions made from them at build time) from working.
+  bool informational = argc > 1 && std::string_view(argv[1]) == "completions";
+  for (int i = 1; i < argc; ++i)
+    for (const std::string_view flag : {"-h", "--help", "--version"}) informational = informational || argv[i] == flag;
+  if (!showing_config && !informational) {
     for (const auto& w : config.warnings) std::fprintf(stderr, "%s\n", w.c_str());
     if (!config.errors.empty()) {
       for (const auto& e : config.errors) std::fprintf(stderr, "%s\n", e.c_str());

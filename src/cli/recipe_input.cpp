@@ -186,7 +186,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   };
   if (o.recipe.empty())
     return refuse("no-recipe", "no recipe given (usage: arun [run] RECIPE; see arun --help)", exit_no_recipe);
-  const auto discovery = io::discovery_from_environment(o.recipe_dirs, o.working_dir);
+  const auto discovery = io::command_line_discovery(o.recipe_dirs, o.working_dir);
   std::string path = o.recipe;
   if (!io::looks_like_path(o.recipe)) {
     const auto found = io::find_recipe(o.recipe, discovery);
@@ -209,7 +209,11 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   io::load_limits limits;
   limits.max_bytes = o.max_recipe_bytes;
   limits.sources = o.sources;
-  auto loaded = io::load_recipe_chain(path, discovery, limits);
+  // Only the recipe named on the command line may be one of arun's examples, not a parent it
+  // extends by name.
+  auto chain_discovery = discovery;
+  chain_discovery.shipped_dirs.clear();
+  auto loaded = io::load_recipe_chain(path, chain_discovery, limits);
   std::vector<diagnostic> diagnostics = std::move(loaded.diagnostics);
   io::source_files files(o.sources);  // each file read once: the schema check, then the rendering
   validation_options vo;
@@ -233,14 +237,15 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   if (loaded.value) {
     for (const auto& a : sets) apply_set(loaded.value->context, a);
     for (const auto& s : in.secrets) loaded.value->context[s.name] = s.value;  // after --set: a secret wins
-    auto children = io::scan_sub_recipes(*loaded.value, discovery, limits, &vo);
+    auto children = io::scan_sub_recipes(*loaded.value, chain_discovery, limits, &vo);
     diagnostics.insert(diagnostics.end(), children.diagnostics.begin(), children.diagnostics.end());
     vo.sub_recipe_names = std::move(children.declared);
     vo.dynamic_sub_recipes = children.dynamic_calls;
     auto more = validate_recipe(*loaded.value, vo);
     diagnostics.insert(diagnostics.end(), more.begin(), more.end());
     if (o.check_agents) {
-      const auto search = io::agent_search_from_environment(o.agent_dirs, o.working_dir);
+      auto search = io::agent_search_from_environment(o.agent_dirs, o.working_dir);
+      search.recipe_dir = recipe_directory(path);
       more = io::check_agent_references(*loaded.value, search, o.allow_missing_agents);
       diagnostics.insert(diagnostics.end(), more.begin(), more.end());
       for (const auto& child : children.children) {  // agents named in sub-recipes, at their lines
@@ -290,6 +295,13 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   }
   in.value = std::move(loaded.value);
   return in;
+}
+
+std::string recipe_directory(const std::string& path) {
+  if (path.empty()) return {};
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(path, ec);
+  return ec ? std::string() : absolute.lexically_normal().parent_path().string();
 }
 
 }  // namespace arun::cli

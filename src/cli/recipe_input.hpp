@@ -75,4 +75,7 @@ struct recipe_input {
 /// errors too.
 recipe_input load_recipe_input(const recipe_options& o, bool for_run);
 
+/// The absolute directory of a recipe file (where its agents/ folder is looked for).
+std::string recipe_directory(const std::string& path);
+
 }  // namespace arun::cli

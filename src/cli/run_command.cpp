@@ -58,7 +58,11 @@ std::optional<std::string> absolute_dir(const std::string& dir, std::string& pro
     problem = "working directory '" + dir + "' does not exist or is not a directory";
     return std::nullopt;
   }
-  return path.lexically_normal().string();
+  // "/a/b/." normalises to "/a/b/": drop the slash, or {{session.project}} would be empty
+  // and paths built from {{session.working_dir}} would hold "//".
+  path = path.lexically_normal();
+  if (!path.has_filename() && path.has_relative_path()) path = path.parent_path();
+  return path.string();
 }
 
 std::chrono::nanoseconds to_ns(double seconds) {
@@ -332,7 +336,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   ro.kill_grace = to_ns(s.kill_grace);
   ro.limits.max_bytes = s.max_output;
   ro.inherited_env = io::current_environment();
-  if (auto error = configure_agents(s, base_dir, ro, options)) {
+  if (auto error = configure_agents(s, base_dir, input.path, ro, options)) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());
     return finish_unstarted(store, *error, exit_usage);
   }

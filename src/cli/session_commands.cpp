@@ -4,6 +4,7 @@
 #include "exit_codes.hpp"
 #include "agent_setup.hpp"
 #include "approvals.hpp"
+#include "run_output.hpp"
 
 #include "json_text.hpp"
 #include "recipe_library.hpp"
@@ -288,6 +289,9 @@ int decide_command(const sessions_settings& s, const decision_settings& d) {
   return exit_success;
 }
 
+// exit_success once everything printed reached stdout, else exit_output_failed (said on stderr).
+static int stdout_written() { return write_stdout({}) ? exit_success : exit_output_failed; }
+
 int sessions_list_command(const sessions_settings& s) {
   const auto root = io::session_root(s.session_dir);
   const auto sessions = list_sessions(root);
@@ -300,7 +304,7 @@ int sessions_list_command(const sessions_settings& s) {
                                  {"updated", text_of(x.state, "updated")},
                                  {"progress", x.problem.empty() ? progress_of(x.state) : x.problem}});
     std::printf("%s\n", io::to_json_text(out).c_str());
-    return exit_success;
+    return stdout_written();
   }
   if (sessions.empty()) std::fprintf(stderr, "arun: no sessions in %s\n", root.c_str());
   for (const auto& x : sessions) {
@@ -312,7 +316,7 @@ int sessions_list_command(const sessions_settings& s) {
                 text_of(x.state, "recipe_name").c_str(), progress_of(x.state).c_str(),
                 text_of(x.state, "updated", text_of(x.state, "created")).c_str());
   }
-  return exit_success;
+  return stdout_written();
 }
 
 int sessions_show_command(const sessions_settings& s) {
@@ -329,7 +333,7 @@ int sessions_show_command(const sessions_settings& s) {
   const auto& st = std::get<json::object>(state);
   if (s.output_format == "json") {
     std::printf("%s\n", io::to_json_text(st).c_str());
-    return exit_success;
+    return stdout_written();
   }
   std::printf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n", s.session_id.c_str(),
               text_of(st, "status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
@@ -367,7 +371,7 @@ int sessions_show_command(const sessions_settings& s) {
     std::printf("  %s %-14s %s %s\n", text_of(e, "ts").c_str(), text_of(e, "event").c_str(),
                 text_of(e, "step").c_str(), what.c_str());
   }
-  return exit_success;
+  return stdout_written();
 }
 
 prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose) {

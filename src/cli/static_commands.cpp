@@ -51,7 +51,7 @@ struct listed_recipe {
 // Every recipe file in the recipe search path, in discovery order.
 std::vector<listed_recipe> discover_recipes(const recipe_options& o) {
   namespace fs = std::filesystem;
-  const auto discovery = io::discovery_from_environment(o.recipe_dirs, o.working_dir);
+  const auto discovery = io::command_line_discovery(o.recipe_dirs, o.working_dir);
   std::set<std::string> seen_names;
   std::vector<listed_recipe> out;
   for (const auto& dir : io::search_dirs(discovery)) {

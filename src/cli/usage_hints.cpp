@@ -55,7 +55,7 @@ std::string mistyped_subcommand(int argc, char** argv, const CLI::App& app) {
   if (hint.empty()) return {};
   // A recipe of that name runs, as `arun NAME` always does.
   const auto dirs = values_of(argc, argv, "-C", "--working-dir");
-  const auto discovery = io::discovery_from_environment(values_of(argc, argv, "-R", "--recipe-dir"), dirs.empty() ? "" : dirs.back());
+  const auto discovery = io::command_line_discovery(values_of(argc, argv, "-R", "--recipe-dir"), dirs.empty() ? "" : dirs.back());
   if (!io::find_recipe(word, discovery).path.empty()) return {};
   return "unknown command '" + word + "' (" + hint + " To run a recipe named " + word + ": arun run " + word + ")";
 }

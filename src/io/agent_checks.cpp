@@ -56,13 +56,22 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
   diagnostic d;
   d.level = level;
   d.where = first->at(first->type == step_type::agent ? "prompt" : "recovery_on_failure");
-  d.message = "the agent CLI '" + program + "' (" + describe(cli) + ") is not installed or not on PATH, and step '" +
-              first->id + "' needs it (looked in " +
-              (program.find('/') != std::string::npos ? program : "PATH=" + path.value_or("<unset>")) + ")";
+  const std::string where =
+      program.find('/') != std::string::npos ? program : "PATH=" + path.value_or("<unset>");
+  if (cli.kind == agent_cli_kind::fake) {
+    std::string looked;
+    for (const auto& place : cli.fake_looked_in) looked += place + ", ";
+    d.message = "the fake agent (--agent-cli fake) was not found, and step '" + first->id + "' needs it (looked in " +
+                looked + where + ")";
+  } else {
+    d.message = "the agent CLI '" + program + "' (" + describe(cli) + ") is not installed or not on PATH, and step '" +
+                first->id + "' needs it (looked in " + where + ")";
+  }
   d.key = "agent";
   d.code = "agent-cli-not-found";
   d.hint = cli.kind == agent_cli_kind::fake
-               ? "set ARUN_FAKE_AGENT to the path of the fake agent (tools/fake-agent in arun's sources)"
+               ? "set ARUN_FAKE_AGENT to the path of fake-agent (tools/fake-agent in arun's sources, "
+                 "share/arun/fake-agent in an install)"
                : "install it, or choose another with --agent-cli or --agent-command (--agent-cli fake rehearses the "
                  "recipe without one)";
   return d;

@@ -27,6 +27,9 @@ struct agent_cli {
   /// Appended to every persona, after a blank line (amplihack: its no-re-entry guard).
   std::string system_prompt_suffix;
   bool allow_all_tools = true;  ///< copilot's --allow-all-tools (AMPLIHACK_NO_ALLOW_ALL_TOOLS clears it)
+  /// fake, when no fake agent was found beside arun: where arun looked, for the error a
+  /// recipe with agent steps gets (`program` is then "fake-agent", searched on PATH).
+  std::vector<std::string> fake_looked_in;
 };
 
 /// `claude`, `copilot`, `codex`, `amplihack` (= `amplihack:claude`), `amplihack:copilot`,

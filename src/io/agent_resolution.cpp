@@ -126,6 +126,7 @@ std::vector<agent_dir> agent_search_dirs(const agent_search& s) {
   if (!s.home.empty())
     for (const char* sub : {".amplifier/agents", ".amplihack/.claude/agents"})
       dirs.push_back(agent_dir{(fs::path(s.home) / sub).string(), std::string("~/") + sub});
+  if (!s.recipe_dir.empty()) dirs.push_back(agent_dir{(fs::path(s.recipe_dir) / "agents").string(), "agents/ beside the recipe"});
   return dirs;
 }
 

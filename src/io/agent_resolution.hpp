@@ -17,6 +17,9 @@ struct agent_search {
   std::vector<std::string> agent_dirs;  ///< --agent-dir, in order
   std::string working_dir;              ///< -C (the fixed project places are relative to it)
   std::string home;                     ///< $HOME; empty: the home places are skipped
+  /// The directory of the recipe being run or checked; its agents/ folder is searched last,
+  /// so a recipe that ships its personas beside it (recipes/patterns) runs from anywhere.
+  std::string recipe_dir;
   /// Reads an environment variable (ARUN_AGENT_*, AMPLIFIER_AGENT_*); injectable for tests.
   std::function<const char*(const char*)> getenv = [](const char* name) -> const char* { return ::getenv(name); };
 };

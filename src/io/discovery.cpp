@@ -17,6 +17,11 @@ discovery_options discovery_from_environment(std::vector<std::string> recipe_dir
   if (const char* home = std::getenv("HOME")) o.home = home;
   if (const char* path = std::getenv("ARUN_RECIPE_PATH")) o.recipe_path_env = path;
   if (const char* dir = std::getenv("AMPLIHACK_PACKAGE_RECIPE_DIR")) o.package_recipe_dir = dir;
+  return o;
+}
+
+discovery_options command_line_discovery(std::vector<std::string> recipe_dirs, std::string working_dir) {
+  auto o = discovery_from_environment(std::move(recipe_dirs), std::move(working_dir));
   o.shipped_dirs = shipped_recipe_dirs(running_binary());
   return o;
 }

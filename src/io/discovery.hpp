@@ -13,12 +13,17 @@ struct discovery_options {
   std::string home;                      ///< $HOME
   std::string recipe_path_env;           ///< $ARUN_RECIPE_PATH, colon-separated
   std::string package_recipe_dir;        ///< $AMPLIHACK_PACKAGE_RECIPE_DIR (amplihack's installed recipes)
-  std::vector<std::string> shipped_dirs; ///< arun's own example recipes (install_layout.hpp), searched last
+  std::vector<std::string> shipped_dirs; ///< arun's own examples (command_line_discovery), searched last
 };
 
-/// The options from the environment ($HOME, $ARUN_RECIPE_PATH, $AMPLIHACK_PACKAGE_RECIPE_DIR,
-/// the example recipes shipped with the running binary) plus the given ones.
+/// The options from the environment ($HOME, $ARUN_RECIPE_PATH, $AMPLIHACK_PACKAGE_RECIPE_DIR)
+/// plus the given ones.
 discovery_options discovery_from_environment(std::vector<std::string> recipe_dirs, std::string working_dir);
+
+/// The same, plus the example recipes shipped with the running arun (install_layout.hpp):
+/// for a recipe named on the command line and for `arun list`, never for a sub-recipe (a
+/// missing sub-recipe must not quietly become one of arun's examples).
+discovery_options command_line_discovery(std::vector<std::string> recipe_dirs, std::string working_dir);
 
 /// SPEC §10 search order: -R dirs, $ARUN_RECIPE_PATH, the calling recipe's directory (when
 /// given), ./recipes, ./.claude/recipes, ./amplifier-bundle/recipes, then (as amplihack looks)

@@ -501,6 +501,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = ap.parse_args()
     opts.arun = os.path.abspath(opts.arun)
+    opts.repo = os.path.abspath(opts.repo)
     started = time.monotonic()
 
     schemas = Schemas(opts.repo)

@@ -65,6 +65,18 @@ TEST_CASE("arun init writes a commented starter recipe that validates and runs, 
     CHECK(run_arun({"init", "--force"}, root).exit_code == 0);
     CHECK(run_arun({"validate", "recipe.yaml"}, root).exit_code == 0);
   }
+  SECTION("a NAME that cannot name a recipe, or a place that cannot be written, is refused with the reason") {
+    r = run_arun({"init", "my recipe"}, root);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("'my recipe' cannot name a recipe"));
+    CHECK(run_arun({"init", ".hidden"}, root).exit_code == 2);
+    r = run_arun({"init", "no/such/dir/x"}, root);
+    CHECK(r.exit_code == 74);
+    CHECK_THAT(r.err, Catch::Contains("cannot write no/such/dir/x.yaml: No such file or directory"));
+    fs::create_symlink(dir.root / "elsewhere.yaml", dir.root / "linked.yaml");
+    CHECK(run_arun({"init", "linked", "--force"}, root).exit_code == 74);  // never through a link
+    CHECK_FALSE(fs::exists(dir.root / "elsewhere.yaml"));
+  }
   SECTION("NAME names the recipe and its file") {
     CHECK(run_arun({"init", "nightly"}, root).exit_code == 0);
     CHECK(run_arun({"validate", "nightly.yaml"}, root).exit_code == 0);
@@ -77,7 +89,7 @@ TEST_CASE("arun init writes a commented starter recipe that validates and runs, 
 TEST_CASE("arun list and discovery find the shipped tutorials and patterns after the user's own recipes") {
   temp_dir dir("arun-e2e-shipped");
   // From the repository root (its recipes/ holds only folders) and from anywhere else.
-  for (const std::string where : {std::string(ARUN_SOURCE_DIR), dir.root.string()}) {
+  for (const std::string& where : {std::string(ARUN_SOURCE_DIR), dir.root.string()}) {
     INFO(where);
     const auto r = run_arun({"list"}, where);
     CHECK(r.exit_code == 0);
@@ -90,10 +102,16 @@ TEST_CASE("arun list and discovery find the shipped tutorials and patterns after
   CHECK_THAT(r.out, Catch::Contains("[shadowed]"));
   r = run_arun({"01-hello", "-q", "--output-format", "json"}, dir.root.string());
   CHECK(arun::test::result_json(r).at("output") == boost::json::value("mine"));
+  // A shipped pattern runs by name from anywhere: its personas are in agents/ beside it.
+  r = run_arun({"consensus", "--agent-cli", "fake", "-q", "--output-format", "json"}, dir.root.string(),
+               std::chrono::seconds(90), {"ARUN_FAKE_AGENT=" + std::string(ARUN_SOURCE_DIR) + "/tools/fake-agent"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(arun::test::result_json(r).at("output").as_object().at("decision") == boost::json::value("yes"));
   CHECK(arun::test::leftover_processes().empty());
 }
 
-TEST_CASE("--agent-cli fake finds the fake agent beside a copied binary, and otherwise says where it looked") {
+TEST_CASE("the fake agent of --agent-cli fake is found beside a copied binary, and otherwise the error says where arun looked") {
   temp_dir dir("arun-e2e-fake-agent");
   const auto copy = dir.root / "bin" / "arun";
   fs::create_directories(copy.parent_path());
@@ -101,14 +119,19 @@ TEST_CASE("--agent-cli fake finds the fake agent beside a copied binary, and oth
   dir.write("hi.yaml", hello_recipe);
   const auto root = dir.root.string();
 
+  // Like any agent CLI that is not there: a warning naming where arun looked, then the agent
+  // step fails (the run exits 1).
   auto r = run_binary(copy.string(), {"hi.yaml", "--agent-cli", "fake", "-q"}, root);
-  CHECK(r.exit_code == 2);
+  CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("the fake agent (--agent-cli fake) was not found"));
   CHECK_THAT(r.err, Catch::Contains((dir.root / "bin" / "fake-agent").string()));
   CHECK_THAT(r.err, Catch::Contains((dir.root / "share" / "arun" / "fake-agent").string()));
   CHECK_THAT(r.err, Catch::Contains("ARUN_FAKE_AGENT"));
   // Never the advice that just failed.
   CHECK_THAT(r.err, !Catch::Contains("rehearses"));
+  // A recipe without agent steps does not need it.
+  dir.write("plain.yaml", "name: plain\nsteps:\n  - id: a\n    command: echo plain\n");
+  CHECK(run_binary(copy.string(), {"plain.yaml", "--agent-cli", "fake", "-q"}, root).exit_code == 0);
 
   SECTION("in ../share/arun, as an install lays it out") {
     fs::create_directories(dir.root / "share" / "arun");
@@ -126,8 +149,15 @@ TEST_CASE("--agent-cli fake finds the fake agent beside a copied binary, and oth
   SECTION("$ARUN_FAKE_AGENT naming nothing runnable is named in the error") {
     r = run_arun({"hi.yaml", "--agent-cli", "fake", "-q"}, root, std::chrono::seconds(60),
                  {"ARUN_FAKE_AGENT=" + root + "/missing-fake"});
-    CHECK(r.exit_code == 2);
+    CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains(root + "/missing-fake ($ARUN_FAKE_AGENT)"));
+  }
+  SECTION("a sub-recipe named like a shipped example is not one: it is not found") {
+    dir.write("caller.yaml", "name: caller\nsteps:\n  - id: call\n    recipe: consensus\n");
+    r = run_arun({"validate", "caller.yaml"}, root);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("consensus"));
+    CHECK_THAT(r.err, !Catch::Contains("recipes/patterns"));
   }
   CHECK(arun::test::leftover_processes().empty());
 }

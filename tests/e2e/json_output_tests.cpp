@@ -231,7 +231,8 @@ TEST_CASE("a stdout that cannot be written is exit 74 with the reason; the sessi
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{file, "--dry-run"}, {file, "--output-format", "json", "-q", "--session-dir", sessions},
         {"validate", file}, {"validate", file, "--output-format", "json"}, {"explain", file}, {"graph", file},
-        {"list", "-R", dir.root.string()}, {"agents", "list", "--output-format", "json"}}) {
+        {"list", "-R", dir.root.string()}, {"agents", "list", "--output-format", "json"},
+        {"sessions", "list", "--session-dir", sessions}, {"sessions", "list", "--session-dir", sessions, "--output-format", "json"}}) {
     INFO(args.at(0) << " " << args.at(1));
     r = run_into_full_disk(args);
     CHECK(r.exit_code == 74);

@@ -74,18 +74,34 @@ def main():
             (["logs", session[:9]], [session], []),
             (["nigh"], ["nightly-build"], []),
             (["completions", ""], ["bash", "zsh", "fish"], []),
+            (["--color=al"], ["--color=always"], ["--color=auto"]),
+            (["--output-format="], ["--output-format=text", "--output-format=json"], []),
+            (["resume", '"' + session[:9]], [session], []),
         ]
 
         def bash_complete(words):
-            line = " ".join(["arun", *words])
+            # COMP_WORDS as bash splits the line: `--color=al` is `--color`, `=`, `al`
+            # (COMP_WORDBREAKS), and bash replaces only the part after the `=`.
+            tokens = []
+            for w in words:
+                if w.startswith("-") and "=" in w:
+                    name, _, value = w.partition("=")
+                    tokens += [name, "="] + ([value] if value else [])
+                else:
+                    tokens.append(w)
+            quoted = " ".join("'" + t.replace("'", "'\\''") + "'" for t in tokens)
             script = (f"source {scripts['bash']}\n"
-                      "COMP_WORDS=(arun " + " ".join(f"'{w}'" for w in words) + ")\n"
-                      f"COMP_CWORD={len(words)}\nCOMP_LINE='{line}'\n_arun\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
+                      f"COMP_WORDS=(arun {quoted})\n"
+                      f"COMP_CWORD={len(tokens)}\n_arun\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
             out, err = shell(["bash", "--norc", "--noprofile"], env, script.encode(), cwd=work)
-            return out.split("\n"), err
+            got = out.split("\n")
+            # What bash shows is the line with the part after `=` replaced.
+            head = words[-1].rpartition("=")[0] + "=" if words and words[-1].startswith("-") and "=" in words[-1] else ""
+            return [head + g if g else g for g in got], err
 
         def fish_complete(words):
             line = " ".join(["arun", *words])
+            line = line.replace("'", "\\'")
             out, err = shell(["fish", "--no-config", "-c", f"source {scripts['fish']}; complete -C '{line}'"], env,
                              cwd=work)
             return [l.split("\t")[0] for l in out.split("\n")], err
@@ -93,7 +109,8 @@ def main():
         def zsh_complete(words):
             script = (f"_describe() {{ print -rl -- \"${{(@P)${{@[-1]}}}}\" }}\n_files() {{ print -r -- FILES $* }}\n"
                       f"source {scripts['zsh']} 2>/dev/null\n"
-                      "words=(arun " + " ".join(f"'{w}'" for w in words) + f")\nCURRENT={len(words) + 1}\n_arun\n")
+                      "words=(arun " + " ".join("'" + w.replace("'", "'\\''") + "'" for w in words) +
+                      f")\nCURRENT={len(words) + 1}\n_arun\n")
             out, err = shell(["zsh", "-f"], env, script.encode(), cwd=work)
             return [l.split(":")[0].replace("\\", "") for l in out.split("\n")], err
 

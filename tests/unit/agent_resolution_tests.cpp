@@ -23,6 +23,7 @@ struct agent_tree : arun::test::temp_dir {
     s.agent_dirs = std::move(dirs);
     s.working_dir = (root / "wd").string();
     s.home = (root / "home").string();
+    s.recipe_dir = (root / "recipes").string();
     s.getenv = [this](const char* name) -> const char* {
       const auto it = env.find(name);
       return it == env.end() ? nullptr : it->second.c_str();
@@ -45,7 +46,7 @@ TEST_CASE("each agent place beats the later ones") {
   agent_tree t;
   const std::vector<std::string> places = {"extra", "wd/.amplifier/agents", "wd/.claude/agents",
                                            "wd/amplifier-bundle/agents", "home/.amplifier/agents",
-                                           "home/.amplihack/.claude/agents"};
+                                           "home/.amplihack/.claude/agents", "recipes/agents"};
   for (const auto& p : places) t.write(p + "/who.md", p);
   const auto s = t.search({(t.root / "extra").string()});
   for (const auto& p : places) {
@@ -66,6 +67,8 @@ TEST_CASE("the sources name where an agent was found") {
   CHECK(std::get<resolved_agent>(resolve_agent("a", s)).source == ".claude/agents");
   CHECK(std::get<resolved_agent>(resolve_agent("b", s)).source == "~/.amplihack/.claude/agents");
   CHECK(std::get<resolved_agent>(resolve_agent("c", s)).source == "--agent-dir " + extra);
+  t.write("recipes/agents/d.md", "x");
+  CHECK(std::get<resolved_agent>(resolve_agent("d", s)).source == "agents/ beside the recipe");
 }
 
 TEST_CASE("ARUN_AGENT_ and then AMPLIFIER_AGENT_ override every directory") {
