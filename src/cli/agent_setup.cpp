@@ -14,49 +14,6 @@
 
 namespace arun::cli {
 
-void add_agent_cli_options(CLI::App& app, agent_settings& a) {
-  auto* cli = app.add_option("--agent-cli", a.cli,
-                             "Agent CLI for agent steps: claude (default), copilot, codex, amplihack[:claude|copilot|codex] "
-                             "or fake (default from $ARUN_AGENT_CLI)")
-                  ->type_name("NAME")
-      ->group("Agents and rate limits");
-  app.add_option("--agent-command", a.command,
-                 "Agent command template instead of a preset, e.g. 'mycli --model {model} --file {prompt_file}' "
-                 "(placeholders {prompt_file} {system_prompt_file} {model} {working_dir}; the prompt is also on stdin)")
-      ->type_name("TEMPLATE")
-      ->excludes(cli)
-      ->group("Agents and rate limits");
-}
-
-void add_agent_run_options(CLI::App& app, agent_settings& a) {
-  add_agent_cli_options(app, a);
-  app.add_flag("--auto-stage", a.auto_stage, "Run 'git add -A' in the step's directory after every agent step")
-      ->group("Agents and rate limits");
-  app.add_option("--rate-limit-retries", a.rate_limit_retries,
-                 "Retries of an agent step that hit a rate limit (default: rate_limiting.backoff, else 5)")
-      ->check(quiet(CLI::Range(0, 1000)))
-      ->type_name("N")
-      ->group("Agents and rate limits");
-  app.add_option("--rate-limit-delay", a.rate_limit_delay,
-                 "Seconds before the first rate-limit retry, doubling after each (default 60)")
-      ->check(quiet(CLI::Range(0.0, 86400.0)))
-      ->type_name("SECONDS")
-      ->group("Agents and rate limits");
-  app.add_option("--rate-limit-max-delay", a.rate_limit_max_delay, "Longest wait between rate-limit retries (default 600)")
-      ->check(quiet(CLI::Range(0.0, 86400.0)))
-      ->type_name("SECONDS")
-      ->group("Agents and rate limits");
-  app.add_option("--rate-limit-fallback-model", a.rate_limit_fallback_model,
-                 "Model of an agent step's last rate-limit retry (e.g. auto; default: the step's own)")
-      ->type_name("MODEL")
-      ->group("Agents and rate limits");
-  app.add_option("--rate-limit-pattern", a.rate_limit_patterns,
-                 "Extra text (case-insensitive) marking a failed agent reply as rate limited (repeatable)")
-      ->allow_extra_args(false)
-      ->type_name("TEXT")
-      ->group("Agents and rate limits");
-}
-
 std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& a) {
   std::variant<io::agent_cli, std::string> chosen;
   if (!a.command.empty()) {

@@ -14,12 +14,6 @@
 
 namespace arun::cli {
 
-/// Adds --agent-cli and --agent-command (run, resume, validate).
-void add_agent_cli_options(CLI::App& app, agent_settings& a);
-
-/// Adds --agent-cli, --agent-command, --auto-stage and the --rate-limit-* options.
-void add_agent_run_options(CLI::App& app, agent_settings& a);
-
 /// The agent CLI --agent-cli, --agent-command or $ARUN_AGENT_CLI chooses (claude when none
 /// does); a message when the choice is invalid.
 std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& a);

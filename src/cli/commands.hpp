@@ -5,13 +5,16 @@
 
 #include <arun/recipe.hpp>
 
-#include <CLI/CLI.hpp>
 #include <boost/json/object.hpp>
 
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace arun::io {
 class session_store;
@@ -58,10 +61,6 @@ struct run_settings {
   bool no_input = false;    ///< --no-input: never ask on the terminal
 };
 
-/// RECIPE and every option of `run`.
-void add_run_options(CLI::App& app, run_settings& s);
-/// The options of how a run executes and reports (shared by `run` and `resume`).
-void add_execution_options(CLI::App& app, run_settings& s);
 int run_command(const run_settings& s);
 /// Runs a loaded recipe on one io_context with the real runner, recording into `store` (null:
 /// no session, only for --dry-run); prints the result; returns SPEC §13's exit code.
@@ -78,7 +77,6 @@ struct resume_settings {
   std::vector<std::string> sets;  ///< --set: added to the original ones
   run_settings run;               ///< how to execute (its recipe options come from the session)
 };
-void add_resume_options(CLI::App& app, resume_settings& r);
 int resume_command(const resume_settings& r);
 
 struct sessions_settings {
@@ -127,7 +125,6 @@ struct logs_settings {
   std::string stream;         ///< "out", "err", or empty: both
   bool follow = false;
 };
-void add_logs_options(CLI::App& app, logs_settings& s);
 int logs_command(const logs_settings& s);
 
 // `format` is --output-format: "text" or "json" (one document on stdout).

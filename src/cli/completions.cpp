@@ -10,6 +10,8 @@
 #include "discovery.hpp"
 #include "session/session_store.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>

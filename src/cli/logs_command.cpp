@@ -185,15 +185,6 @@ private:
 
 }  // namespace
 
-void add_logs_options(CLI::App& app, logs_settings& s) {
-  app.add_option("session", s.session_id, "The session id (arun sessions list)")->required();
-  app.add_option("instance", s.instance_glob,
-                 "Only these instances: an instance id or a glob ('fan[*]/review', 'build*'); default: all");
-  app.add_option("--stream", s.stream, "Only stdout (out) or stderr (err)")->check(CLI::IsMember({"out", "err"}));
-  app.add_flag("-f,--follow", s.follow, "Keep printing new output while the session runs; ends when the run ends");
-  app.add_option("--session-dir", s.session_dir, "Where sessions live")->type_name("DIR");
-}
-
 int logs_command(const logs_settings& s) {
   if (!io::valid_session_id(s.session_id)) {
     std::fprintf(stderr, "arun: '%s' is not a session id (like 20261121-134501-3f9a2c)\n", s.session_id.c_str());

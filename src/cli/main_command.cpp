@@ -1,5 +1,6 @@
 // Command-line dispatch: `arun [run] RECIPE`, validate, explain, graph, list, agents list,
 // resume, logs, approve, deny, sessions list|show|clean, config, init, completions, `--version`.
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "agent_setup.hpp"

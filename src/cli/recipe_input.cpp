@@ -20,51 +20,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string_view>
+#include <system_error>
 
 namespace arun::cli {
-
-void add_recipe_options(CLI::App& app, recipe_options& o) {
-  app.add_option("recipe", o.recipe, "Recipe file, or a recipe name found by discovery");
-  app.add_option("-R,--recipe-dir", o.recipe_dirs, "Directory searched first for recipes by name (repeatable)")
-      ->allow_extra_args(false)
-      ->type_name("DIR")
-      ->group("Recipe");
-  app.add_option("-C,--working-dir", o.working_dir,
-                 "Directory the steps run in and discovery starts from (default: the current one)")
-      ->type_name("DIR")
-      ->group("Recipe");
-  app.add_option("--set", o.sets, "Set a context variable: KEY=VALUE (JSON-typed; a.b=1 sets a key of a)")
-      ->type_name("KEY=VALUE")
-      ->allow_extra_args(false)  // `--set k=v recipe.yaml`: the recipe is not a second value
-      ->group("Recipe");
-  app.add_flag("--strict", o.strict, "Unknown keys are errors; references without a value at run time fail the step")
-      ->group("Recipe");
-  app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning")
-      ->group("Recipe");
-  app.add_option("--max-recipe-bytes", o.max_recipe_bytes, "Largest recipe file accepted (default 1 MiB)")
-      ->check(quiet(CLI::PositiveNumber))
-      ->type_name("BYTES")
-      ->group("Recipe");
-  app.add_option("--color", o.color, "Colour on stderr: auto (a terminal, unless NO_COLOR is set), always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
-      ->type_name("WHEN")
-      ->group("Output");
-}
-
-void add_secret_options(CLI::App& app, recipe_options& o) {
-  app.add_option("--secret", o.secrets,
-                 "A context variable that is a secret: KEY=VALUE (a string). Steps see it; arun prints and keeps "
-                 "*** in its place, and a resume needs it again")
-      ->type_name("KEY=VALUE")
-      ->allow_extra_args(false)
-      ->group("Recipe");
-  app.add_option("--secret-env", o.secret_envs,
-                 "A secret context variable KEY whose value is $KEY from arun's environment (read again on resume)")
-      ->type_name("KEY")
-      ->allow_extra_args(false)
-      ->group("Recipe");
-}
 
 namespace {
 
@@ -154,17 +114,6 @@ bool stderr_color(const std::string& choice) {
   const char* no_color = std::getenv("NO_COLOR");
   const char* term = std::getenv("TERM");
   return ::isatty(STDERR_FILENO) && !(no_color && *no_color) && !(term && std::string_view(term) == "dumb");
-}
-
-void add_agent_options(CLI::App& app, recipe_options& o) {
-  o.check_agents = true;
-  app.add_option("--agent-dir", o.agent_dirs, "Directory searched first for agent files (repeatable)")
-      ->allow_extra_args(false)
-      ->type_name("DIR")
-      ->group("Agents and rate limits");
-  app.add_flag("--allow-missing-agents", o.allow_missing_agents,
-               "An agent reference that does not resolve is a warning instead of an error")
-      ->group("Agents and rate limits");
 }
 
 recipe_input load_recipe_input(const recipe_options& o, bool for_run) {

@@ -7,13 +7,16 @@
 
 #include <arun/recipe.hpp>
 
-#include <CLI/CLI.hpp>
 #include <boost/json/array.hpp>
 
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace arun::cli {
 
@@ -45,15 +48,6 @@ struct recipe_options {
 
 /// Whether stderr gets colour: --color always/never, else a terminal without NO_COLOR or TERM=dumb.
 bool stderr_color(const std::string& choice);
-
-/// Adds RECIPE, -R, -C, --set, --strict and --lenient to a command.
-void add_recipe_options(CLI::App& app, recipe_options& o);
-
-/// Adds --secret and --secret-env (run, resume).
-void add_secret_options(CLI::App& app, recipe_options& o);
-
-/// Adds --agent-dir and --allow-missing-agents, and turns on the agent check (SPEC §11.2).
-void add_agent_options(CLI::App& app, recipe_options& o);
 
 /// A secret's value and where it came from: "flag" (--secret), "env" (--secret-env or the
 /// recipe's `secrets:`). The session keeps the name and the source, never the value.

@@ -136,20 +136,6 @@ std::string progress_of(const json::object& state) {
 
 }  // namespace
 
-void add_resume_options(CLI::App& app, resume_settings& r) {
-  app.add_option("session", r.session_id, "The session id (arun sessions list)")->required();
-  app.add_option("--set", r.sets, "Add or change a context variable: KEY=VALUE (after the original --set values)")
-      ->type_name("KEY=VALUE")
-      ->allow_extra_args(false);
-  app.add_flag("--retry-failed", r.retry_failed, "Run again the instances that failed without stopping the run");
-  app.add_flag("--reload", r.reload,
-               "Run the recipe files as they are now, not the session's copies: a finished instance is kept only "
-               "when its step and the values it reads are unchanged");
-  add_secret_options(app, r.run.recipe);
-  add_execution_options(app, r.run);
-  add_agent_run_options(app, r.run.agents);
-}
-
 int resume_command(const resume_settings& r) {
   const auto root = io::session_root(r.run.session_dir);
   auto opened = io::session_store::open(root, r.session_id, r.retry_failed);
@@ -259,8 +245,8 @@ int resume_command(const resume_settings& r) {
                  "finished instances is kept only if its step and inputs are unchanged\n",
                  r.session_id.c_str(), changed.size(), store.resumed_records());
   else if (!s.quiet)
-    std::fprintf(stderr, "arun: resuming session %s (%zu finished instances kept)\n", r.session_id.c_str(),
-                 store.resumed_records());
+    std::fprintf(stderr, "arun: resuming session %s (%zu finished instance%s kept)\n", r.session_id.c_str(),
+                 store.resumed_records(), store.resumed_records() == 1 ? "" : "s");
   return execute_run(s, input, s.recipe.working_dir, r.session_id, &store);
 }
 
@@ -285,7 +271,11 @@ int decide_command(const sessions_settings& s, const decision_settings& d) {
     std::fprintf(stderr, "arun: %zu more gate%s still wait%s for a decision (arun approve %s --step INSTANCE, or --all)\n",
                  done.undecided.size(), done.undecided.size() == 1 ? "" : "s", done.undecided.size() == 1 ? "s" : "",
                  s.session_id.c_str());
-  std::fprintf(stderr, "arun: continue it with: arun resume %s\n", s.session_id.c_str());
+  if (d.approve)
+    std::fprintf(stderr, "arun: continue it with: arun resume %s\n", s.session_id.c_str());
+  else
+    std::fprintf(stderr, "arun: arun resume %s applies the denial: the gate fails, and its on_error decides what "
+                         "happens next\n", s.session_id.c_str());
   return exit_success;
 }
 

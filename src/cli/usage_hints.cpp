@@ -4,6 +4,8 @@
 
 #include <arun/diagnostics.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <string_view>
 #include <vector>
 

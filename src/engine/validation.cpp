@@ -44,7 +44,10 @@ void collect_strings(std::string_view key, const boost::json::value& v,
 std::vector<std::pair<std::string_view, std::string>> template_fields(const step& s) {
   std::vector<std::pair<std::string_view, std::string>> fields = {
       {"command", s.command}, {"prompt", s.agent.prompt}, {s.has("cwd") ? "cwd" : "working_dir", s.working_dir},
-      {"condition", s.condition}, {"approval_prompt", s.approval.prompt}, {"recipe", s.call.recipe}};
+      {"condition", s.condition}, {"approval_prompt", s.approval.prompt}, {"recipe", s.call.recipe},
+      // An agent step renders these too (step_preparation.cpp), so their references are checked
+      // here rather than failing the step when it starts.
+      {"agent", s.agent.agent}, {"model", s.agent.model}, {"mode", s.agent.mode}};
   for (const auto& [name, value] : s.env) fields.emplace_back("env", value);
   if (s.foreach && s.foreach->items.is_string()) fields.emplace_back("foreach", std::string(s.foreach->items.get_string()));
   if (s.loop_while) {

@@ -95,6 +95,20 @@ TEST_CASE("working directories come from -C") {
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("session.working_dir and session.project name the working directory, without -C or with -C .") {
+  temp_recipe rec("name: wd\nsteps:\n  - id: here\n    command: echo \"{{session.project}}|{{session.working_dir}}\"\n");
+  fs::create_directories(rec.dir / "proj");
+  const auto want = "proj|" + (rec.dir / "proj").string();
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{}, {"-C", "."}}) {
+    std::vector<std::string> args = {rec.file.string(), "--output-format", "json", "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_arun(args, (rec.dir / "proj").string());
+    CHECK(r.exit_code == 0);
+    CHECK(boost::json::parse(r.out).at("output") == boost::json::value(want));  // no "proj/", no empty project
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("an invalid recipe exits 2 with file:line:column on stderr and nothing on stdout") {
   temp_recipe rec("name: bad\nsteps:\n  - id: a\n    comand: echo hi\n");
   const auto r = run_arun({rec.file.string()});

@@ -315,6 +315,10 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {head + "  - id: a\n    command: echo {{ghost}}\n",
        "r.yaml:4:14: error: undefined variable 'ghost' in {{ghost}} of step 'a' (defined: recipe, session, stage, "
        "step) (declare it in context, or pass --set ghost=...)"},
+      // An agent step's model, mode and agent are templates too: checked before the run.
+      {head + "  - id: a\n    prompt: hi\n    model: \"{{nope}}\"\n",
+       "r.yaml:5:12: error: undefined variable 'nope' in {{nope}} of step 'a' (defined: NONINTERACTIVE, recipe, "
+       "session, stage, step, working_directory) (declare it in context, or pass --set nope=...)"},
       {"name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: modee == 'q'\n",
        "r.yaml:7:16: error: undefined name 'modee' in the condition of step 'a': it is null at run time (did you mean "
        "'mode'?)"},
