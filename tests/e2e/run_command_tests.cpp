@@ -359,8 +359,11 @@ TEST_CASE("run without a terminal stops at an approval gate with exit 5 and the 
 }
 
 TEST_CASE("validate reports agents that do not resolve at the agent key") {
+  // c's agent is a template (declared, so validate accepts the reference): it is resolved only
+  // when the step runs, never at validate.
   temp_recipe rec("name: agents\nsteps:\n  - id: a\n    command: echo hi\n  - id: b\n    agent: ns:ghost\n    prompt: hi\n"
-                  "  - id: c\n    agent: \"{{ later }}\"\n    prompt: hi\n    condition: \"false\"\n");
+                  "  - id: c\n    agent: \"{{ later }}\"\n    prompt: hi\n    condition: \"false\"\n"
+                  "context:\n  later: ns:elsewhere\n");
   const auto file = rec.file.string();
   auto r = run_arun({"validate", file});
   CHECK(r.exit_code == 2);
