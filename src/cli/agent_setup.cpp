@@ -23,7 +23,7 @@ std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& 
     const char* from_env = std::getenv("ARUN_AGENT_CLI");
     if (name.empty()) name = from_env && *from_env ? from_env : "claude";
     // Found or not, a recipe without agent steps runs; one with them gets check_agent_cli's
-    // error, which names the places looked in.
+    // warning, which names the places looked in, and its agent steps fail.
     const auto fake = name == "fake" ? io::locate_fake_agent(io::running_binary()) : io::shipped_file{};
     // Not found: $ARUN_FAKE_AGENT as given when set (so the error names it), else PATH's.
     const char* fake_env = std::getenv("ARUN_FAKE_AGENT");

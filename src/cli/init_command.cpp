@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace arun::cli {
@@ -29,7 +30,7 @@ constexpr const char* starter_template = R"({schema_line}# {name}: a recipe for 
 #                                 see the plan: arun explain {file}
 # Steps run one after the other; each `command` runs with bash in the directory arun was
 # started in (-C DIR changes it). The manual: `man arun`, and docs/ in arun's sources.
-name: {name}
+name: "{name}"
 description: What this recipe does, in one line.
 version: "1.0.0"
 
@@ -74,14 +75,18 @@ std::string recipe_file_name(const std::string& name) {
 int init_command(const init_settings& s) {
   const fs::path file = recipe_file_name(s.name.empty() ? "recipe" : s.name);
   const std::string recipe_name = file.stem().string();
-  // The file's stem becomes the recipe's name, so it must be one discovery can find by name.
-  const bool usable = !recipe_name.empty() && recipe_name.front() != '.' &&
+  // The file's stem becomes the recipe's name, so it must be one discovery can find by name and
+  // the schema accepts: letters, digits, '_' and '-', not starting with '-' (an option).
+  constexpr std::size_t longest_name = 100;
+  const bool usable = !recipe_name.empty() && recipe_name.size() <= longest_name && recipe_name.front() != '-' &&
                       std::all_of(recipe_name.begin(), recipe_name.end(), [](unsigned char c) {
-                        return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+                        return std::isalnum(c) || c == '-' || c == '_';
                       });
   if (!usable) {
-    std::fprintf(stderr, "arun: '%s' cannot name a recipe: use letters, digits, '-', '_' and '.' (not first)\n",
-                 recipe_name.c_str());
+    std::fprintf(stderr,
+                 "arun: '%s' cannot name a recipe: use letters, digits, '_' and '-' (not first), at most %zu "
+                 "characters\n",
+                 recipe_name.c_str(), longest_name);
     return exit_usage;
   }
   const auto schema = io::locate_recipe_schema(io::running_binary());
@@ -89,14 +94,22 @@ int init_command(const init_settings& s) {
       schema.path.empty() ? std::string() : "# yaml-language-server: $schema=" + schema.path + "\n";
   const auto text = fmt::format(fmt::runtime(starter_template), fmt::arg("schema_line", schema_line),
                                 fmt::arg("name", recipe_name), fmt::arg("file", file.string()));
-  // Never through a symbolic link, and never over an existing file unless --force.
-  const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (s.force ? O_TRUNC : O_EXCL);
+  // Never through a symbolic link, never over an existing file unless --force, and never into
+  // something that is not a regular file (O_NONBLOCK: a FIFO of that name must not hang us).
+  const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (s.force ? 0 : O_EXCL);
   const int fd = ::open(file.c_str(), flags, 0644);
   if (fd < 0 && errno == EEXIST) {
     std::fprintf(stderr, "arun: %s already exists; choose another NAME, or --force to overwrite it\n", file.c_str());
     return exit_usage;
   }
-  int error = fd < 0 ? errno : io::write_all(fd, text);
+  struct stat st{};
+  // ENXIO: a FIFO nobody reads (O_NONBLOCK refuses to wait for one).
+  if ((fd < 0 && errno == ENXIO) || (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))) {
+    if (fd >= 0) ::close(fd);
+    std::fprintf(stderr, "arun: %s exists and is not a regular file\n", file.c_str());
+    return exit_usage;
+  }
+  int error = fd < 0 ? errno : (::ftruncate(fd, 0) == 0 ? io::write_all(fd, text) : errno);
   if (fd >= 0 && ::close(fd) != 0 && error == 0) error = errno;
   if (error != 0) {
     std::fprintf(stderr, "arun: cannot write %s: %s\n", file.c_str(), std::strerror(error));

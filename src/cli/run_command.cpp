@@ -25,7 +25,6 @@
 
 #include <arun/engine.hpp>
 
-#include <CLI/CLI.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>

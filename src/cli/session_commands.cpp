@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -279,10 +280,29 @@ int decide_command(const sessions_settings& s, const decision_settings& d) {
   return exit_success;
 }
 
-// exit_success once everything printed reached stdout, else exit_output_failed (said on stderr).
-static int stdout_written() { return write_stdout({}) ? exit_success : exit_output_failed; }
+// printf into `text`: the listing is written in one go at the end, so a reader that stops
+// early (`| head`) is told apart from a stdout that cannot be written (write_stdout).
+[[gnu::format(printf, 2, 3)]] static void appendf(std::string& text, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    const auto at = text.size();
+    text.resize(at + static_cast<std::size_t>(n) + 1);
+    std::vsnprintf(text.data() + at, static_cast<std::size_t>(n) + 1, format, again);
+    text.resize(at + static_cast<std::size_t>(n));
+  }
+  va_end(again);
+}
+
+// exit_success once `text` reached stdout, else exit_output_failed (said on stderr).
+static int print_all(const std::string& text) { return write_stdout(text) ? exit_success : exit_output_failed; }
 
 int sessions_list_command(const sessions_settings& s) {
+  std::string text;
   const auto root = io::session_root(s.session_dir);
   const auto sessions = list_sessions(root);
   if (s.output_format == "json") {
@@ -293,23 +313,23 @@ int sessions_list_command(const sessions_settings& s) {
                                  {"recipe", text_of(x.state, "recipe_name")},
                                  {"updated", text_of(x.state, "updated")},
                                  {"progress", x.problem.empty() ? progress_of(x.state) : x.problem}});
-    std::printf("%s\n", io::to_json_text(out).c_str());
-    return stdout_written();
+    return print_all(io::to_json_text(out) + "\n");
   }
   if (sessions.empty()) std::fprintf(stderr, "arun: no sessions in %s\n", root.c_str());
   for (const auto& x : sessions) {
     if (!x.problem.empty()) {
-      std::printf("%-24s %-17s %s\n", x.id.c_str(), "unreadable", x.problem.c_str());
+      appendf(text, "%-24s %-17s %s\n", x.id.c_str(), "unreadable", x.problem.c_str());
       continue;
     }
-    std::printf("%-24s %-17s %-24s %s  %s\n", x.id.c_str(), text_of(x.state, "status").c_str(),
-                text_of(x.state, "recipe_name").c_str(), progress_of(x.state).c_str(),
-                text_of(x.state, "updated", text_of(x.state, "created")).c_str());
+    appendf(text, "%-24s %-17s %-24s %s  %s\n", x.id.c_str(), text_of(x.state, "status").c_str(),
+                  text_of(x.state, "recipe_name").c_str(), progress_of(x.state).c_str(),
+                  text_of(x.state, "updated", text_of(x.state, "created")).c_str());
   }
-  return stdout_written();
+  return print_all(text);
 }
 
 int sessions_show_command(const sessions_settings& s) {
+  std::string text;
   if (!io::valid_session_id(s.session_id)) {
     std::fprintf(stderr, "arun: '%s' is not a session id (like 20261121-134501-3f9a2c)\n", s.session_id.c_str());
     return exit_usage;
@@ -322,21 +342,20 @@ int sessions_show_command(const sessions_settings& s) {
   }
   const auto& st = std::get<json::object>(state);
   if (s.output_format == "json") {
-    std::printf("%s\n", io::to_json_text(st).c_str());
-    return stdout_written();
+    return print_all(io::to_json_text(st) + "\n");
   }
-  std::printf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n", s.session_id.c_str(),
-              text_of(st, "status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
-              text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
-              text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
+  appendf(text, "session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n", s.session_id.c_str(),
+                text_of(st, "status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
+                text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
+                text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
   if (const auto* output = st.if_contains("output"); output && !output->is_null())
-    std::printf("output   %s\n", io::value_line(*output, 200).c_str());
+    appendf(text, "output   %s\n", io::value_line(*output, 200).c_str());
   if (const auto error = text_of(st, "error"); !error.empty())
-    std::printf("error    %s\n", std::string(error.substr(0, error.find('\n'))).c_str());
+    appendf(text, "error    %s\n", std::string(error.substr(0, error.find('\n'))).c_str());
   if (std::error_code ec; fs::is_directory(dir + "/logs", ec))
-    std::printf("logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
+    appendf(text, "logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
   for (const auto& gate : waiting_gates(st))
-    std::printf("waiting  approval at %s: %s\n", gate.step.c_str(), gate.prompt.c_str());
+    appendf(text, "waiting  approval at %s: %s\n", gate.step.c_str(), gate.prompt.c_str());
   // The last events, one line each.
   std::ifstream in(dir + "/events.jsonl");
   std::vector<std::string> lines;
@@ -344,7 +363,7 @@ int sessions_show_command(const sessions_settings& s) {
     lines.push_back(std::move(line));
     if (lines.size() > 10) lines.erase(lines.begin());
   }
-  if (!lines.empty()) std::printf("last events:\n");
+  if (!lines.empty()) appendf(text, "last events:\n");
   for (const auto& line : lines) {
     boost::system::error_code ec;
     auto v = json::parse(line, ec);
@@ -358,10 +377,10 @@ int sessions_show_command(const sessions_settings& s) {
       what += ": " + io::shortened_line(error.substr(0, error.find('\n')), 160);
     else if (const auto message = text_of(e, "message"); !message.empty())
       what = io::shortened_line(message, 160);
-    std::printf("  %s %-14s %s %s\n", text_of(e, "ts").c_str(), text_of(e, "event").c_str(),
-                text_of(e, "step").c_str(), what.c_str());
+    appendf(text, "  %s %-14s %s %s\n", text_of(e, "ts").c_str(), text_of(e, "event").c_str(),
+                  text_of(e, "step").c_str(), what.c_str());
   }
-  return stdout_written();
+  return print_all(text);
 }
 
 prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose) {

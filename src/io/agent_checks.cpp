@@ -59,10 +59,12 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
   const std::string where =
       program.find('/') != std::string::npos ? program : "PATH=" + path.value_or("<unset>");
   if (cli.kind == agent_cli_kind::fake) {
+    // The places beside arun, then PATH (a $ARUN_FAKE_AGENT path is already among the places).
     std::string looked;
-    for (const auto& place : cli.fake_looked_in) looked += place + ", ";
+    for (const auto& place : cli.fake_looked_in) looked += (looked.empty() ? "" : ", ") + place;
+    if (program.find('/') == std::string::npos) looked += (looked.empty() ? "" : ", ") + where;
     d.message = "the fake agent (--agent-cli fake) was not found, and step '" + first->id + "' needs it (looked in " +
-                looked + where + ")";
+                looked + ")";
   } else {
     d.message = "the agent CLI '" + program + "' (" + describe(cli) + ") is not installed or not on PATH, and step '" +
                 first->id + "' needs it (looked in " + where + ")";

@@ -9,6 +9,9 @@
 #include "temp_dir.hpp"
 
 #include <filesystem>
+#include <vector>
+
+#include <sys/stat.h>
 #include <fstream>
 #include <string>
 
@@ -48,7 +51,7 @@ TEST_CASE("arun init writes a commented starter recipe that validates and runs, 
   const std::string text{std::istreambuf_iterator<char>(in), {}};
   // The schema modeline points at this checkout's schema (the build tree's arun finds it).
   CHECK(text.starts_with("# yaml-language-server: $schema=" + std::string(ARUN_SOURCE_DIR) + "/schema/recipe.schema.json\n"));
-  CHECK(text.find("name: recipe\n") != std::string::npos);
+  CHECK(text.find("name: \"recipe\"\n") != std::string::npos);
   CHECK(run_arun({"validate", "--strict", "recipe.yaml"}, root).exit_code == 0);
   r = run_arun({"recipe.yaml", "-q", "--output-format", "json"}, root);
   CHECK(r.exit_code == 0);
@@ -69,7 +72,15 @@ TEST_CASE("arun init writes a commented starter recipe that validates and runs, 
     r = run_arun({"init", "my recipe"}, root);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains("'my recipe' cannot name a recipe"));
-    CHECK(run_arun({"init", ".hidden"}, root).exit_code == 2);
+    for (const std::string& bad : std::vector<std::string>{".hidden", "a.b", "a..b", "null.", std::string(101, 'x')})
+      CHECK(run_arun({"init", bad}, root).exit_code == 2);
+    ::mkfifo((dir.root / "pipe.yaml").c_str(), 0600);  // --force must not hang on it
+    r = run_arun({"init", "pipe", "--force"}, root, std::chrono::seconds(10));
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("not a regular file"));
+    CHECK(run_arun({"init", "--", "-x"}, root).exit_code == 2);  // would read as an option
+    CHECK(run_arun({"init", "null"}, root).exit_code == 0);      // quoted: a name, not YAML's null
+    CHECK(run_arun({"validate", "null.yaml"}, root).exit_code == 0);
     r = run_arun({"init", "no/such/dir/x"}, root);
     CHECK(r.exit_code == 74);
     CHECK_THAT(r.err, Catch::Contains("cannot write no/such/dir/x.yaml: No such file or directory"));

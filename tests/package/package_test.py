@@ -33,8 +33,11 @@ from leftovers import processes_with  # noqa: E402
 
 failures = []
 skipped = []
-LOCK = "/run/lock/arun-package-test.lock"
-MARKER = "/var/lib/arun-package-test/installed"
+# Both in a directory only root can write (a lock in world-writable /run/lock could be a
+# planted symlink to a file root would then truncate).
+STATE_DIR = "/var/lib/arun-package-test"
+LOCK = STATE_DIR + "/lock"
+MARKER = STATE_DIR + "/installed"
 
 
 def check(ok, what):
@@ -161,8 +164,9 @@ def remove_packages():
 def check_debian_packages(build, repo, tmp):
     if os.geteuid() != 0:
         return skip("deb: not root, so dpkg -i cannot run")
-    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
-    with open(LOCK, "w") as lock:
+    os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+    lock = os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.exists(MARKER) and installed_packages():
             code, err = remove_packages()
@@ -175,6 +179,8 @@ def check_debian_packages(build, repo, tmp):
         if os.path.exists("/usr/bin/arun") and code != 0:
             return skip("deb: a /usr/bin/arun that no package owns would be overwritten")
         install_and_use(build, repo, tmp)
+    finally:
+        os.close(lock)  # releases the lock
 
 
 def install_and_use(build, repo, tmp):
@@ -199,7 +205,6 @@ def install_and_use(build, repo, tmp):
         check(lib in fields[runtime], f"deb: arun Depends on {lib} (dpkg-shlibdeps)")
     check("libboost-json1.81-dev" in fields[dev] and "libyaml-cpp-dev" in fields[dev],
           "deb: libarun-dev Depends on the -dev packages its headers need")
-    os.makedirs(os.path.dirname(MARKER), exist_ok=True)
     open(MARKER, "w").write(f"installed by {__file__}, pid {os.getpid()}\n")
     try:
         code, out, err = run(["dpkg", "-i", os.path.join(out_dir, runtime), os.path.join(out_dir, dev)], timeout=600)

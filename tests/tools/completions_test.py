@@ -77,6 +77,9 @@ def main():
             (["--color=al"], ["--color=always"], ["--color=auto"]),
             (["--output-format="], ["--output-format=text", "--output-format=json"], []),
             (["resume", '"' + session[:9]], [session], []),
+            # a word ending in = is not glued to the next one when a blank is between them
+            (["--set", "a=", "nigh"], ["nightly-build"], []),
+            (["resume", '--session-dir="' + env["ARUN_SESSION_DIR"] + '"', ""], [session], []),
         ]
 
         def bash_complete(words):
@@ -84,14 +87,17 @@ def main():
             # (COMP_WORDBREAKS), and bash replaces only the part after the `=`.
             tokens = []
             for w in words:
-                if w.startswith("-") and "=" in w:
+                if "=" in w and not w.startswith(("'", '"')):
                     name, _, value = w.partition("=")
                     tokens += [name, "="] + ([value] if value else [])
                 else:
                     tokens.append(w)
-            quoted = " ".join("'" + t.replace("'", "'\\''") + "'" for t in tokens)
+            # COMP_LINE is the line as typed; COMP_WORDS as bash split it.
+            line = " ".join(["arun", *words])
+            q = lambda t: "'" + t.replace("'", "'\\''") + "'"
+            quoted = " ".join(q(t) for t in tokens)
             script = (f"source {scripts['bash']}\n"
-                      f"COMP_WORDS=(arun {quoted})\n"
+                      f"COMP_WORDS=(arun {quoted})\nCOMP_LINE={q(line)}\nCOMP_POINT={len(line)}\n"
                       f"COMP_CWORD={len(tokens)}\n_arun\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
             out, err = shell(["bash", "--norc", "--noprofile"], env, script.encode(), cwd=work)
             got = out.split("\n")
