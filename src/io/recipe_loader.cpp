@@ -472,10 +472,17 @@ load_result load_recipe_file(const std::string& path, const load_limits& limits)
     if (auto text = limits.sources->saved(path)) return load_recipe_text(*text, path, limits);
   std::ifstream in(path, std::ios::binary);
   if (!in) return file_error("cannot read the recipe file");
-  // Read at most one byte past the limit: enough to refuse an oversized file.
-  std::string text(limits.max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  // Read at most one byte past the limit (enough to refuse an oversized file), in chunks: the
+  // limit may be far larger than the file, and must not become an allocation of its own.
+  std::string text;
+  constexpr std::size_t chunk = 64 * 1024;
+  while (in && text.size() <= limits.max_bytes) {
+    const auto want = std::min(chunk, limits.max_bytes + 1 - text.size());
+    const auto at = text.size();
+    text.resize(at + want);
+    in.read(text.data() + at, static_cast<std::streamsize>(want));
+    text.resize(at + static_cast<std::size_t>(in.gcount()));
+  }
   if (text.size() > limits.max_bytes)
     return file_error("file is larger than " + std::to_string(limits.max_bytes) +
                       " bytes, the recipe limit (--max-recipe-bytes raises it)");

@@ -813,5 +813,14 @@ TEST_CASE("recipes over 1 MiB are refused unless --max-recipe-bytes raises the l
   CHECK_THAT(refused.err, Catch::Contains("--max-recipe-bytes raises it"));
   const auto raised = run_arun({rec.file.string(), "-q", "--max-recipe-bytes", "2000000"});
   CHECK(raised.exit_code == 0);
+  // The limit is only a limit: 100 GB is not a buffer arun allocates (it used to be one).
+  const auto huge = run_arun({rec.file.string(), "-q", "--max-recipe-bytes", "100000000000"});
+  CHECK(huge.exit_code == 0);
+  CHECK(huge.err.empty());
+  // A file of exactly the limit is accepted; one byte more is not.
+  const auto size = std::to_string(fs::file_size(rec.file));
+  CHECK(run_arun({rec.file.string(), "-q", "--max-recipe-bytes", size}).exit_code == 0);
+  const auto smaller = std::to_string(fs::file_size(rec.file) - 1);
+  CHECK(run_arun({rec.file.string(), "-q", "--max-recipe-bytes", smaller}).exit_code == 2);
   CHECK(arun::test::leftover_processes().empty());
 }
