@@ -96,6 +96,9 @@ struct decision_settings {
 /// `arun approve ID [--step INSTANCE]... [--all] [--message M]` / `arun deny ID … [--reason R]`.
 int decide_command(const sessions_settings& s, const decision_settings& d);
 int sessions_list_command(const sessions_settings& s);
+/// The directories under the session root `root`, newest first (ids begin with the UTC time
+/// the session was created); `sessions list` and completion offer them in this order.
+std::vector<std::string> session_ids(const std::string& root);
 int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);
 

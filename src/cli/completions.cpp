@@ -104,18 +104,13 @@ void add_session_ids(candidates& out, std::string session_dir) {
     const auto config = load_user_config();
     if (config.errors.empty() && !config.from_default("session_dir")) session_dir = config.value("session_dir");
   }
-  std::vector<std::pair<fs::file_time_type, std::string>> sessions;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(io::session_root(session_dir), ec)) {
-    const auto id = entry.path().filename().string();
-    if (!io::valid_session_id(id) || !entry.is_directory(ec) || !id.starts_with(out.prefix)) continue;
-    sessions.emplace_back(fs::last_write_time(entry.path(), ec), id);
-  }
-  std::sort(sessions.begin(), sessions.end(), std::greater<>());
-  if (sessions.size() > max_sessions_offered) sessions.resize(max_sessions_offered);
-  for (const auto& [when, id] : sessions) {
+  const auto root = io::session_root(session_dir);
+  std::size_t offered = 0;
+  for (const auto& id : session_ids(root)) {
+    if (!io::valid_session_id(id) || !id.starts_with(out.prefix)) continue;
+    if (offered++ == max_sessions_offered) break;
     std::string description;
-    if (auto state = io::session_store::read_state((io::session_root(session_dir) / fs::path(id)).string());
+    if (auto state = io::session_store::read_state((fs::path(root) / id).string());
         const auto* object = std::get_if<boost::json::object>(&state)) {
       const auto text = [&](const char* key) {
         const auto* v = object->if_contains(key);

@@ -135,10 +135,12 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   };
   if (o.recipe.empty())
     return refuse("no-recipe", "no recipe given (usage: arun [run] RECIPE; see arun --help)", exit_no_recipe);
-  const auto discovery = io::command_line_discovery(o.recipe_dirs, o.working_dir);
+  // Only the recipe named here may be one of arun's shipped examples, never a parent it
+  // extends or a sub-recipe it calls: those use `discovery`.
+  const auto discovery = io::discovery_from_environment(o.recipe_dirs, o.working_dir);
   std::string path = o.recipe;
   if (!io::looks_like_path(o.recipe)) {
-    const auto found = io::find_recipe(o.recipe, discovery);
+    const auto found = io::find_recipe(o.recipe, io::command_line_discovery(o.recipe_dirs, o.working_dir));
     if (found.path.empty()) {
       std::string dirs;
       for (const auto& d : found.looked_in) dirs += "\n  " + d;
@@ -158,11 +160,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   io::load_limits limits;
   limits.max_bytes = o.max_recipe_bytes;
   limits.sources = o.sources;
-  // Only the recipe named on the command line may be one of arun's examples, not a parent it
-  // extends by name.
-  auto chain_discovery = discovery;
-  chain_discovery.shipped_dirs.clear();
-  auto loaded = io::load_recipe_chain(path, chain_discovery, limits);
+  auto loaded = io::load_recipe_chain(path, discovery, limits);
   std::vector<diagnostic> diagnostics = std::move(loaded.diagnostics);
   io::source_files files(o.sources);  // each file read once: the schema check, then the rendering
   validation_options vo;
@@ -186,7 +184,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   if (loaded.value) {
     for (const auto& a : sets) apply_set(loaded.value->context, a);
     for (const auto& s : in.secrets) loaded.value->context[s.name] = s.value;  // after --set: a secret wins
-    auto children = io::scan_sub_recipes(*loaded.value, chain_discovery, limits, &vo);
+    auto children = io::scan_sub_recipes(*loaded.value, discovery, limits, &vo);
     diagnostics.insert(diagnostics.end(), children.diagnostics.begin(), children.diagnostics.end());
     vo.sub_recipe_names = std::move(children.declared);
     vo.dynamic_sub_recipes = children.dynamic_calls;

@@ -20,14 +20,25 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fmt/printf.h>
+
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <variant>
 
 namespace arun::cli {
+
+std::vector<std::string> session_ids(const std::string& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec))
+    if (entry.is_directory(ec)) out.push_back(entry.path().filename().string());
+  std::sort(out.begin(), out.end(), std::greater<>());
+  return out;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -100,15 +111,12 @@ struct listed_session {
   std::string problem;  ///< why the state cannot be read
 };
 
-// Newest first: ids start with the UTC time they were created.
 std::vector<listed_session> list_sessions(const std::string& root) {
   std::vector<listed_session> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (!entry.is_directory(ec)) continue;
+  for (auto& id : session_ids(root)) {
     listed_session s;
-    s.id = entry.path().filename().string();
-    s.dir = entry.path().string();
+    s.dir = (fs::path(root) / id).string();
+    s.id = std::move(id);
     auto state = io::session_store::read_state(s.dir);
     if (auto* problem = std::get_if<std::string>(&state))
       s.problem = *problem;
@@ -116,7 +124,6 @@ std::vector<listed_session> list_sessions(const std::string& root) {
       s.state = std::move(std::get<json::object>(state));
     out.push_back(std::move(s));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
   return out;
 }
 
@@ -280,24 +287,8 @@ int decide_command(const sessions_settings& s, const decision_settings& d) {
   return exit_success;
 }
 
-// printf into `text`: the listing is written in one go at the end, so a reader that stops
+// The listings are built in `text` and written in one go at the end, so a reader that stops
 // early (`| head`) is told apart from a stdout that cannot be written (write_stdout).
-[[gnu::format(printf, 2, 3)]] static void appendf(std::string& text, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list again;
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
-  va_end(args);
-  if (n > 0) {
-    const auto at = text.size();
-    text.resize(at + static_cast<std::size_t>(n) + 1);
-    std::vsnprintf(text.data() + at, static_cast<std::size_t>(n) + 1, format, again);
-    text.resize(at + static_cast<std::size_t>(n));
-  }
-  va_end(again);
-}
-
 // exit_success once `text` reached stdout, else exit_output_failed (said on stderr).
 static int print_all(const std::string& text) { return write_stdout(text) ? exit_success : exit_output_failed; }
 
@@ -318,12 +309,12 @@ int sessions_list_command(const sessions_settings& s) {
   if (sessions.empty()) std::fprintf(stderr, "arun: no sessions in %s\n", root.c_str());
   for (const auto& x : sessions) {
     if (!x.problem.empty()) {
-      appendf(text, "%-24s %-17s %s\n", x.id.c_str(), "unreadable", x.problem.c_str());
+      text += fmt::sprintf("%-24s %-17s %s\n", x.id.c_str(), "unreadable", x.problem.c_str());
       continue;
     }
-    appendf(text, "%-24s %-17s %-24s %s  %s\n", x.id.c_str(), text_of(x.state, "status").c_str(),
-                  text_of(x.state, "recipe_name").c_str(), progress_of(x.state).c_str(),
-                  text_of(x.state, "updated", text_of(x.state, "created")).c_str());
+    text += fmt::sprintf("%-24s %-17s %-24s %s  %s\n", x.id.c_str(), text_of(x.state, "status").c_str(),
+                         text_of(x.state, "recipe_name").c_str(), progress_of(x.state).c_str(),
+                         text_of(x.state, "updated", text_of(x.state, "created")).c_str());
   }
   return print_all(text);
 }
@@ -344,18 +335,18 @@ int sessions_show_command(const sessions_settings& s) {
   if (s.output_format == "json") {
     return print_all(io::to_json_text(st) + "\n");
   }
-  appendf(text, "session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n", s.session_id.c_str(),
-                text_of(st, "status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
-                text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
-                text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
+  text += fmt::sprintf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n",
+                       s.session_id.c_str(), text_of(st, "status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
+                       text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
+                       text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
   if (const auto* output = st.if_contains("output"); output && !output->is_null())
-    appendf(text, "output   %s\n", io::value_line(*output, 200).c_str());
+    text += fmt::sprintf("output   %s\n", io::value_line(*output, 200).c_str());
   if (const auto error = text_of(st, "error"); !error.empty())
-    appendf(text, "error    %s\n", std::string(error.substr(0, error.find('\n'))).c_str());
+    text += fmt::sprintf("error    %s\n", std::string(error.substr(0, error.find('\n'))).c_str());
   if (std::error_code ec; fs::is_directory(dir + "/logs", ec))
-    appendf(text, "logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
+    text += fmt::sprintf("logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
   for (const auto& gate : waiting_gates(st))
-    appendf(text, "waiting  approval at %s: %s\n", gate.step.c_str(), gate.prompt.c_str());
+    text += fmt::sprintf("waiting  approval at %s: %s\n", gate.step.c_str(), gate.prompt.c_str());
   // The last events, one line each.
   std::ifstream in(dir + "/events.jsonl");
   std::vector<std::string> lines;
@@ -363,7 +354,7 @@ int sessions_show_command(const sessions_settings& s) {
     lines.push_back(std::move(line));
     if (lines.size() > 10) lines.erase(lines.begin());
   }
-  if (!lines.empty()) appendf(text, "last events:\n");
+  if (!lines.empty()) text += fmt::sprintf("last events:\n");
   for (const auto& line : lines) {
     boost::system::error_code ec;
     auto v = json::parse(line, ec);
@@ -377,8 +368,8 @@ int sessions_show_command(const sessions_settings& s) {
       what += ": " + io::shortened_line(error.substr(0, error.find('\n')), 160);
     else if (const auto message = text_of(e, "message"); !message.empty())
       what = io::shortened_line(message, 160);
-    appendf(text, "  %s %-14s %s %s\n", text_of(e, "ts").c_str(), text_of(e, "event").c_str(),
-                  text_of(e, "step").c_str(), what.c_str());
+    text += fmt::sprintf("  %s %-14s %s %s\n", text_of(e, "ts").c_str(), text_of(e, "event").c_str(),
+                         text_of(e, "step").c_str(), what.c_str());
   }
   return print_all(text);
 }

@@ -537,12 +537,7 @@ def run_all(opts, schemas, vocab, root):
         ev = root / "events" / f"{label}.jsonl"
         p = arun.run(name, "-q", "--output-format", "json", "--events", str(ev), "--agent-cli", "fake",
                      "--agent-dir", "agents", *extra, expect=expect, label=label, timeout=timeout)
-        doc = arun.document(p, label)
-        if doc is not None:
-            schemas.validate("result", doc, label)
-            results.append(doc)
-        read_events(ev, schemas, f"{label} --events", events)
-        return doc
+        return collect_run(arun, schemas, p, ev, label, results, events)
 
     # Success with a skipped step.
     ok = run_recipe("ok.yaml", expect=0)
@@ -647,16 +642,22 @@ def run_all(opts, schemas, vocab, root):
     check_closed(schemas)
 
 
-def resume(arun, schemas, root, results, events, sid, label, *extra, expect):
-    ev = root / "events" / f"{label}.jsonl"
-    p = arun.run("resume", sid, "-q", "--output-format", "json", "--events", str(ev), *extra,
-                 expect=expect, label=label)
+def collect_run(arun, schemas, p, ev, label, results, events):
+    """A finished run's result document (checked against result.schema.json and kept in
+    `results`) and its --events file (each line checked, kept in `events`); the document."""
     doc = arun.document(p, label)
     if doc is not None:
         schemas.validate("result", doc, label)
         results.append(doc)
     read_events(ev, schemas, f"{label} --events", events)
     return doc
+
+
+def resume(arun, schemas, root, results, events, sid, label, *extra, expect):
+    ev = root / "events" / f"{label}.jsonl"
+    p = arun.run("resume", sid, "-q", "--output-format", "json", "--events", str(ev), *extra,
+                 expect=expect, label=label)
+    return collect_run(arun, schemas, p, ev, label, results, events)
 
 
 def show_state(arun, schemas, sid, label):
