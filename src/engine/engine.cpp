@@ -65,8 +65,9 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   engine::recipe_frame frame{r, declared_names(r), mode, make_builtins(r, rs.options), "", 0, r.recursion.max_depth, {r.name}};
   engine::step_executor top(rs, frame);
   engine::sequence_outcome seq;
+  engine::context_export_cache exports;
   try {
-    seq = co_await top.run_recipe(engine::scope{&result.context, nullptr}, "", rs.interrupt.get_token());
+    seq = co_await top.run_recipe(engine::scope{&result.context, nullptr, &exports}, "", rs.interrupt.get_token());
   } catch (...) {
     // An arun fault: stop the ticker so the run ends and the fault reaches the caller.
     rs.stop_heartbeats();

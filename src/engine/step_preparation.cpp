@@ -65,7 +65,8 @@ std::string render_placement(const step& s, const render_scope& scope, const env
 
 }  // namespace
 
-prepared_bash prepare_bash(const step& s, const render_scope& scope, const env_list& recipe_env) {
+prepared_bash prepare_bash(const step& s, const render_scope& scope, const env_list& recipe_env,
+                           const context_export_table* context_table) {
   prepared_bash p;
   auto& inv = p.invocation;
   inv.instance_id = s.id;
@@ -80,7 +81,7 @@ prepared_bash prepare_bash(const step& s, const render_scope& scope, const env_l
   if (!p.error.empty()) return p;
   export_limits limits;
   if (s.max_env_value_bytes) limits.max_value_bytes = *s.max_env_value_bytes;
-  auto exports = plan_shell_exports(scope.context, shell.variables, limits, scope.locals);
+  auto exports = plan_shell_exports(scope.context, shell.variables, limits, scope.locals, context_table);
   p.warnings.insert(p.warnings.end(), exports.warnings.begin(), exports.warnings.end());
   for (auto& v : exports.variables) inv.exports.push_back({std::move(v.name), std::move(v.value), v.by_file});
   return p;

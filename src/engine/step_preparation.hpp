@@ -3,6 +3,7 @@
 // the condition (SPEC §5.5), the shell rendering of `command` (§5.3), the context export
 // (§5.4), rendered `env` values and `working_dir` (§3.3). Pure: nothing runs here.
 
+#include "shell/context_export.hpp"
 #include "template/render.hpp"
 
 #include <arun/recipe.hpp>
@@ -36,7 +37,9 @@ struct prepared_bash {
 using env_list = std::vector<std::pair<std::string, std::string>>;
 
 /// Renders the step; `invocation.timeout` and `on_line` are left for the caller.
-prepared_bash prepare_bash(const step& s, const render_scope& scope, const env_list& recipe_env = {});
+/// `context_table` is the export table of `scope.context` when the caller keeps one.
+prepared_bash prepare_bash(const step& s, const render_scope& scope, const env_list& recipe_env = {},
+                           const context_export_table* context_table = nullptr);
 
 /// Ends every agent prompt so a nested agent never waits for an answer (SPEC §3.4).
 inline constexpr std::string_view non_interactive_footer = "Proceed autonomously. Do not ask questions.";

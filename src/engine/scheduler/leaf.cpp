@@ -165,7 +165,7 @@ asio::awaitable<instance_outcome> step_executor::run_attempt(const step& s, scop
 asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope sc, const std::string& instance,
                                                           int attempt, std::stop_token stop) {
   const auto builtins = step_builtins(s, instance);
-  auto prepared = prepare_bash(s, view(sc, builtins), frame_.r.env);
+  auto prepared = prepare_bash(s, view(sc, builtins), frame_.r.env, sc.export_table());
   warn(s, instance, prepared.warnings);
   if (!prepared.error.empty()) co_return failed_before_start(s, instance, prepared.error);
   bash_invocation inv = std::move(prepared.invocation);
@@ -243,7 +243,7 @@ asio::awaitable<void> step_executor::run_hook(const std::string& command, const 
   step hook;
   hook.id = s.id;
   hook.command = command;
-  auto prepared = prepare_bash(hook, view(sc, builtins), frame_.r.env);
+  auto prepared = prepare_bash(hook, view(sc, builtins), frame_.r.env, sc.export_table());
   warn(s, instance, prepared.warnings);
   const std::string which = finished == nullptr ? "pre_step" : &command == &frame_.r.hooks.on_error ? "on_error" : "post_step";
   if (!prepared.error.empty()) {

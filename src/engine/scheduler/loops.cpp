@@ -87,7 +87,7 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     locals[as] = loop.items[i];
     locals["_loop_index"] = i;
     locals["_loop_iteration"] = i + 1;
-    auto o = co_await run_instance(s, scope{sc.context, &locals}, instance + "[" + std::to_string(i) + "]",
+    auto o = co_await run_instance(s, scope{sc.context, &locals, sc.exports}, instance + "[" + std::to_string(i) + "]",
                                    loop.stop.get_token(), true);
     if (o.next == flow::suspend) {
       ++loop.counts.waiting;
@@ -204,7 +204,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
   // are what the condition sees next time.
   const boost::json::object before = sc.locals ? *sc.locals : boost::json::object{};
   boost::json::object locals = before;
-  const scope inner{sc.context, &locals};
+  const scope inner{sc.context, &locals, sc.exports};
   boost::json::array collected;
   iteration_counts counts;
   flow end = flow::next;

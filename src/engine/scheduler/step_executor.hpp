@@ -4,6 +4,7 @@
 // hooks. Every path returns an instance_outcome value; exceptions are arun faults only.
 
 #include "scheduler/run_state.hpp"
+#include "shell/context_export.hpp"
 #include "template/render.hpp"
 
 #include <arun/recipe.hpp>
@@ -35,12 +36,34 @@ struct recipe_frame {
   std::unordered_map<const step*, std::size_t> step_index = {};
 };
 
+/// The context export (SPEC §5.4) of one context object, built when a bash step first needs it
+/// and dropped whenever the context may change: steps that run against the same context (the
+/// iterations of a foreach, the members of a parallel group) share one.
+class context_export_cache {
+public:
+  void invalidate() noexcept { table_.reset(); }
+  const context_export_table& table(const boost::json::object& context) {
+    if (!table_) table_ = std::make_unique<context_export_table>(context);
+    return *table_;
+  }
+
+private:
+  std::unique_ptr<context_export_table> table_;
+};
+
 /// Where a step reads and writes variables. Writes go to `locals` when set (a loop iteration
-/// keeps its body's outputs to itself), else to `context`.
+/// keeps its body's outputs to itself), else to `context`; every write goes through target(),
+/// which invalidates the context's export cache.
 struct scope {
   boost::json::object* context = nullptr;
   boost::json::object* locals = nullptr;
-  boost::json::object& target() const { return locals ? *locals : *context; }
+  context_export_cache* exports = nullptr;  ///< `context`'s; none: every step builds its own
+  boost::json::object& target() const {
+    if (locals) return *locals;
+    if (exports) exports->invalidate();
+    return *context;
+  }
+  const context_export_table* export_table() const { return exports ? &exports->table(*context) : nullptr; }
 };
 
 /// What happens after an instance.

@@ -107,7 +107,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   start.attempt = attempt;
   rs_.emit(start);
   step_executor child_run(rs_, child_frame);
-  auto seq = co_await child_run.run_recipe(scope{&context, nullptr}, instance + "/", stop);
+  context_export_cache exports;
+  auto seq = co_await child_run.run_recipe(scope{&context, nullptr, &exports}, instance + "/", stop);
   o.result.step_id = instance;
   o.result.attempts = 1;
   o.result.children = std::move(seq.results);

@@ -7,6 +7,7 @@
 #include <boost/json/object.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,26 @@ std::string shell_alias(std::string_view key);
 /// (ARUN_*, RECIPE_VAR_*, CI, ...). A recipe sets those only explicitly, in a step's `env:`.
 bool alias_allowed(std::string_view name);
 
+/// The context's half of the export, computed once per version of the context: every name
+/// it offers with its key and value text, sorted. A foreach of 100,000 items over a large
+/// context serialises that context once, not once per item. The texts of values that could
+/// never be exported (spilled outputs, NUL bytes, 128 KiB or more) are not kept.
+class context_export_table {
+public:
+  /// `keep_oversized_texts`: keep the texts of values too large for the environment too
+  /// (export_context marks them by file).
+  explicit context_export_table(const boost::json::object& context, bool keep_oversized_texts = false);
+  ~context_export_table();
+  context_export_table(const context_export_table&) = delete;
+  context_export_table& operator=(const context_export_table&) = delete;
+
+  struct entry;
+  const std::vector<entry>& entries() const noexcept { return *entries_; }
+
+private:
+  std::unique_ptr<std::vector<entry>> entries_;
+};
+
 /// SPEC §5.4: every key as `RECIPE_VAR_<key>`, nested objects flattened with `__`, upper-case
 /// aliases of top-level scalar keys; for a name reached from several keys the
 /// lexicographically first key wins. Sorted by name. Values over the limits (checked in name
@@ -59,8 +80,10 @@ context_export export_context(const boost::json::object& context, const export_l
 /// export, where a name the script already has is dropped and values over the limits are left
 /// out of the environment with a warning (SPEC §5.4). `locals` (loop variables, a loop body's
 /// outputs) are exported too and hide context keys of the same name.
+/// `context_table`, when given, is `context`'s table (a cached one); else it is built here.
 context_export plan_shell_exports(const boost::json::object& context,
                                   const std::vector<shell_variable>& script_variables,
-                                  const export_limits& limits = {}, const boost::json::object* locals = nullptr);
+                                  const export_limits& limits = {}, const boost::json::object* locals = nullptr,
+                                  const context_export_table* context_table = nullptr);
 
 }  // namespace arun::engine
