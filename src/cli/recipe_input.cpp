@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string_view>
 #include <system_error>
 
@@ -160,6 +161,8 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   io::load_limits limits;
   limits.max_bytes = o.max_recipe_bytes;
   limits.sources = o.sources;
+  std::map<std::string, boost::json::value> documents;  // the files as JSON, for the schema check
+  if (o.check_schema) limits.documents = &documents;
   auto loaded = io::load_recipe_chain(path, discovery, limits);
   std::vector<diagnostic> diagnostics = std::move(loaded.diagnostics);
   io::source_files files(o.sources);  // each file read once: the schema check, then the rendering
@@ -218,7 +221,9 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
     if (o.check_schema && !has_errors(diagnostics)) {
       for (const auto* r : recipes)
         if (const auto* text = files.text(r->source_path)) {
-          more = io::schema_diagnostics(*text, r->source_path);
+          const auto parsed = documents.find(r->source_path);
+          more = parsed == documents.end() ? io::schema_diagnostics(*text, r->source_path)
+                                           : io::schema_diagnostics(std::move(parsed->second), *text, r->source_path);
           diagnostics.insert(diagnostics.end(), more.begin(), more.end());
         }
     }

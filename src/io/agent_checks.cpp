@@ -3,17 +3,27 @@
 #include "process/spawn.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <variant>
 
 namespace arun::io {
 
 std::vector<diagnostic> check_agent_references(const recipe& r, const agent_search& search, bool allow_missing) {
   std::vector<diagnostic> out;
+  // Each reference is looked up once: a fan-out of 1,000 steps usually names a handful of
+  // agents, and each lookup reads directories and files. The error, or none when it resolves.
+  std::map<std::string, std::optional<std::string>, std::less<>> looked_up;
   auto check = [&](const step& s, const std::string& reference, const char* key, const std::string& owner) {
     if (reference.empty() || reference.find("{{") != std::string::npos) return;
-    auto resolved = resolve_agent(reference, search);
-    const auto* error = std::get_if<std::string>(&resolved);
-    if (error == nullptr) return;
+    auto it = looked_up.find(reference);
+    if (it == looked_up.end()) {
+      auto resolved = resolve_agent(reference, search);
+      const auto* failed = std::get_if<std::string>(&resolved);
+      it = looked_up.emplace(reference, failed ? std::optional<std::string>(*failed) : std::nullopt).first;
+    }
+    const auto& error = it->second;
+    if (!error) return;
     diagnostic d;
     d.level = allow_missing ? severity::warning : severity::error;
     d.where = s.at(key);

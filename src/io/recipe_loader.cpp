@@ -232,6 +232,7 @@ private:
   }
 
   void read_steps(const YAML::Node& list, std::vector<step>& into) {
+    into.reserve(into.size() + list.size());  // growing by doubling would hold 1.5x the steps
     for (const auto& node : list)
       if (auto s = read_step(node, sink_)) into.push_back(std::move(*s));
   }
@@ -450,6 +451,14 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
   std::size_t budget = limits.max_nodes;
   if (!within_limits(root, 0, budget, sink, source)) return finish();
   sink.set_code("invalid-field");
+  if (limits.documents) {
+    std::size_t json_budget = limits.max_nodes;
+    try {
+      (*limits.documents)[file] = yaml_to_json(root, json_budget);
+    } catch (const yaml_too_large&) {
+      // reported below by the reader, which meets the same aliases
+    }
+  }
   try {
     out.value = recipe_reader(root, sink).read();
   } catch (const yaml_too_large& e) {

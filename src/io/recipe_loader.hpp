@@ -6,7 +6,10 @@
 #include <arun/diagnostics.hpp>
 #include <arun/recipe.hpp>
 
+#include <boost/json/value.hpp>
+
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +33,9 @@ struct load_limits {
   std::size_t max_bytes = 1u << 20;      ///< SPEC §1: larger files are refused before parsing
   std::size_t max_nodes = 1'000'000;     ///< nodes visited, aliases expanded
   recipe_sources* sources = nullptr;     ///< a session's copies of the files (none: disk only)
+  /// When set, each file the loader parses is also kept here as JSON (YAML 1.2 typing), by
+  /// file name, so that `validate`'s schema check does not parse it a second time.
+  std::map<std::string, boost::json::value>* documents = nullptr;
 };
 
 struct load_result {

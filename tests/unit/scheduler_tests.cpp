@@ -891,6 +891,51 @@ TEST_CASE("a slot handed over as a sibling fails fast does not start its child")
   CHECK(result.step_results[2].status == step_status::cancelled);
 }
 
+TEST_CASE("a large group prepares its bash members only as slots come free, and starts them in order") {
+  fake_runner runner;
+  recorder events;
+  std::vector<step> steps;
+  // {{later}} is declared (the last step sets it) but unset during the group: rendering a
+  // member warns, which shows when the member was prepared.
+  for (int i = 0; i < 12; ++i) steps.push_back(grouped(bash("m" + std::to_string(i), "sleep:1 out:{{later}}"), "g"));
+  auto last = bash("last", "out:x");
+  last.output = "later";
+  steps.push_back(last);
+  const auto result = run(runner, events, make(steps), opts(2));
+  REQUIRE(result.status == run_status::completed);
+  std::vector<std::string> expected;
+  for (int i = 0; i < 12; ++i) expected.push_back("m" + std::to_string(i));
+  expected.push_back("last");
+  CHECK(runner.started == expected);
+  CHECK(runner.peak == 2);
+  // Two slots, four workers: m11 is prepared only after m0 has finished, not at the start.
+  std::size_t m0_end = 0, m11_warning = 0;
+  for (std::size_t k = 0; k < events.events.size(); ++k) {
+    const auto& e = events.events[k];
+    if (e.kind == event_kind::step_end && e.step == "m0") m0_end = k;
+    if (e.kind == event_kind::warning && e.step == "m11") m11_warning = k;
+  }
+  REQUIRE(m0_end > 0);
+  CHECK(m11_warning > m0_end);
+}
+
+TEST_CASE("members of a group stopped before a worker took them end cancelled, with their step_end") {
+  fake_runner runner;
+  recorder events;
+  std::vector<step> steps = {grouped(bash("a", "sleep:5 fail:1"), "g")};
+  for (int i = 0; i < 8; ++i) steps.push_back(grouped(bash("m" + std::to_string(i), "sleep:5"), "g"));
+  const auto result = run(runner, events, make(steps), opts(1));
+  CHECK(result.status == run_status::failed);
+  REQUIRE(result.step_results.size() == 9);
+  for (std::size_t i = 1; i < 9; ++i) {
+    INFO(result.step_results[i].step_id);
+    CHECK(result.step_results[i].status == step_status::cancelled);
+  }
+  std::set<std::string> ended;
+  for (const auto& e : events.of(event_kind::step_end)) ended.insert(e.step);
+  CHECK(ended.size() == 9);
+}
+
 TEST_CASE("on_error continue cannot swallow the max_total_steps limit") {
   fake_runner runner;
   recorder events;

@@ -4,6 +4,8 @@
 #include "scheduler/task_group.hpp"
 #include "step_preparation.hpp"
 
+#include <algorithm>
+
 namespace arun::engine {
 namespace {
 
@@ -73,6 +75,44 @@ boost::asio::awaitable<void> step_executor::run_member(const step& s, scope sc, 
   if (slot.next == flow::fatal) group.request_stop();
 }
 
+namespace {
+
+// A member that is one bash child at a time: until it holds a slot of the concurrency limit
+// it can do nothing, so it need not exist before a slot may come free. Loops, sub-recipes,
+// agents (which wait for their own limits first) and steps waiting for an approval start at
+// once, as before.
+bool pooled(const step& s) { return s.type == step_type::bash && !is_loop(s) && !s.approval.required; }
+
+}  // namespace
+
+struct step_executor::group_run {
+  const std::vector<const step*>& members;
+  std::vector<std::size_t> queue;  // the pooled members' indexes, in declaration order
+  std::size_t next = 0;            // the first of `queue` no worker has taken
+  std::vector<instance_outcome>& outcomes;
+  std::stop_source& stop;
+  const std::string& prefix;
+};
+
+boost::asio::awaitable<void> step_executor::group_worker(scope sc, group_run& g) {
+  while (g.next < g.queue.size()) {
+    const auto k = g.queue[g.next++];
+    const step& s = *g.members[k];
+    auto instance = g.prefix + s.id;
+    const bool recorded = rs_.options.journal && rs_.options.journal->find(instance);
+    if (g.stop.stop_requested() && !recorded) {
+      // Stopped before a worker took it: it ends as it would have had it waited for a slot
+      // from the start (cancelled, reported and journaled), so a resume runs it again.
+      instance_outcome o;
+      o.result = unstarted(instance, step_status::cancelled, "step '" + instance + "': cancelled before it started");
+      o.next = flow::cancelled;
+      g.outcomes[k] = finish_instance(s, instance, false, std::move(o));
+      continue;
+    }
+    co_await run_member(s, sc, std::move(instance), g.stop, g.outcomes[k]);
+  }
+}
+
 boost::asio::awaitable<std::vector<instance_outcome>> step_executor::run_group(const std::vector<const step*>& members,
                                                                                scope sc, const std::string& prefix,
                                                                                std::stop_token stop) {
@@ -81,9 +121,23 @@ boost::asio::awaitable<std::vector<instance_outcome>> step_executor::run_group(c
   std::stop_callback forward(stop, [&group] { group.request_stop(); });
   // Every member sees the context as it was when the group started: nothing writes to the
   // scope until all have finished (their updates come back in the outcomes).
-  task_group tasks(rs_.executor);
+  group_run g{members, {}, 0, outcomes, group, prefix};
   for (std::size_t k = 0; k < members.size(); ++k)
-    tasks.spawn(run_member(*members[k], sc, prefix + members[k]->id, group, outcomes[k]));
+    if (pooled(*members[k])) g.queue.push_back(k);
+  // Pooled members start through workers, twice as many as the run has slots (a member
+  // waiting to retry holds its worker but no slot): a group of 20,000 keeps a few dozen
+  // members in memory at once, not 20,000 coroutine chains, and they still start in order.
+  const auto workers = std::min(g.queue.size(), 2 * static_cast<std::size_t>(std::max(1, rs_.options.max_concurrent)));
+  task_group tasks(rs_.executor);
+  std::size_t started_workers = 0;
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    if (!pooled(*members[k])) {
+      tasks.spawn(run_member(*members[k], sc, prefix + members[k]->id, group, outcomes[k]));
+    } else if (started_workers < workers) {  // a worker per pooled member up to `workers`, in order
+      ++started_workers;
+      tasks.spawn(group_worker(sc, g));
+    }
+  }
   co_await tasks.join();
   co_return outcomes;
 }

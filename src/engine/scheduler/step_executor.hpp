@@ -112,6 +112,8 @@ private:
                                                         const std::string& prefix, std::stop_token stop);
   boost::asio::awaitable<void> run_member(const step& s, scope sc, std::string instance, std::stop_source& group,
                                          instance_outcome& slot);
+  struct group_run;
+  boost::asio::awaitable<void> group_worker(scope sc, group_run& g);
   boost::asio::awaitable<std::vector<instance_outcome>> run_group(const std::vector<const step*>& members, scope sc,
                                                                   const std::string& prefix, std::stop_token stop);
   // dag.cpp

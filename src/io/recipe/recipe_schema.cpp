@@ -113,12 +113,24 @@ std::vector<diagnostic> schema_diagnostics(std::string_view yaml_text, const std
   } catch (const yaml_too_large&) {
     return {};  // the loader reported it
   }
+  return schema_diagnostics(std::move(document), yaml_text, file);
+}
+
+std::vector<diagnostic> schema_diagnostics(boost::json::value document, std::string_view yaml_text,
+                                           const std::string& file) {
   drop_null_members(document);
+  const auto violations = check_recipe_schema(document);
+  if (violations.empty()) return {};
+  YAML::Node root;  // where the refused values are written
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception&) {
+  }
   std::vector<diagnostic> out;
-  for (const auto& v : check_recipe_schema(document)) {
+  for (const auto& v : violations) {
     std::string where;
     for (const auto& part : v.path) where += all_digits(part) ? "[" + part + "]" : (where.empty() ? "" : ".") + part;
-    const auto mark = mark_at_path(root, v.path);
+    const auto mark = root ? mark_at_path(root, v.path) : YAML::Mark::null_mark();
     diagnostic d;
     d.where = mark.is_null() ? source_location{file, 0, 0} : source_location{file, mark.line + 1, mark.column + 1};
     d.message = "the recipe schema refuses " + (where.empty() ? std::string("the recipe") : where) + ": " + v.message;

@@ -33,4 +33,9 @@ std::vector<schema_violation> check_recipe_schema(const boost::json::value& docu
 /// refusals better, so this runs after them, and only finds where they and the schema differ.
 std::vector<diagnostic> schema_diagnostics(std::string_view yaml_text, const std::string& file);
 
+/// The same for the file's `document` as the loader converted it (load_limits::documents):
+/// the text is parsed again only to place violations, when there are any.
+std::vector<diagnostic> schema_diagnostics(boost::json::value document, std::string_view yaml_text,
+                                           const std::string& file);
+
 }  // namespace arun::io

@@ -33,10 +33,22 @@ field_reader::field_reader(const YAML::Node& map, diagnostic_sink& sink, std::st
   for (const auto& kv : map_) entries_.emplace_back(kv.first.Scalar(), kv.second);
 }
 
+namespace {
+
+// One undefined node for every absent key: constructing one allocates five objects, and a step
+// asks for some ninety keys it does not have (9 million allocations for 20,000 steps). Only
+// read, never assigned to.
+const YAML::Node& undefined_node() {
+  static const YAML::Node undefined(YAML::NodeType::Undefined);
+  return undefined;
+}
+
+}  // namespace
+
 YAML::Node field_reader::node(const char* key) const {
   for (const auto& [k, v] : entries_)
-    if (k == key) return v.IsNull() && v.Tag() != "!" ? YAML::Node(YAML::NodeType::Undefined) : v;
-  return YAML::Node(YAML::NodeType::Undefined);
+    if (k == key) return v.IsNull() && v.Tag() != "!" ? undefined_node() : v;
+  return undefined_node();
 }
 
 void field_reader::check_keys(const std::vector<std::string_view>& known,
