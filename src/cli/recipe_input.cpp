@@ -223,7 +223,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
         if (const auto* text = files.text(r->source_path)) {
           const auto parsed = documents.find(r->source_path);
           more = parsed == documents.end() ? io::schema_diagnostics(*text, r->source_path)
-                                           : io::schema_diagnostics(std::move(parsed->second), *text, r->source_path);
+                                           : io::schema_diagnostics(parsed->second, *text, r->source_path);  // a copy: a recipe may call itself
           diagnostics.insert(diagnostics.end(), more.begin(), more.end());
         }
     }

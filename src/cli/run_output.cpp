@@ -28,11 +28,7 @@ bool write_json_stdout(const boost::json::value& document) {
 
 bool print_result(const run_result& result, const std::string& format, const io::secret_masker* masker,
                   const io::log_locator& logs) {
-  if (format == "json") {
-    boost::json::value document = io::result_to_json(result, logs);
-    if (masker) masker->mask_json(document);
-    return write_json_stdout(document);
-  }
+  if (format == "json") return io::write_result_json(result, logs, masker, write_stdout);
   const auto text = io::result_to_text(result, logs);
   return write_stdout(masker ? masker->mask(text) : text);
 }

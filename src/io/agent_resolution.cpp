@@ -217,14 +217,15 @@ std::variant<resolved_agent, std::string> parse_agent_file(const std::string& te
   const std::string yaml = text.substr(yaml_start, pos - yaml_start);
   line_at(text, pos, next);
   agent.system_prompt = text.substr(next);
-  YAML::Node root;
+  yaml::parsed parsed;
   try {
-    root = YAML::Load(yaml);
+    parsed = yaml::parse(yaml);
   } catch (const YAML::ParserException& e) {
     // The front matter starts on the file's second line; yaml-cpp's marks are 0-based.
     return path + ":" + std::to_string(e.mark.line + 2) + ":" + std::to_string(e.mark.column + 1) +
            ": invalid YAML front matter: " + e.msg;
   }
+  const auto& root = parsed.root;
   if (!root.IsDefined() || root.IsNull()) return agent;
   if (!root.IsMap()) return path + ":2:1: front matter must be a mapping (key: value lines)";
   try {

@@ -122,7 +122,7 @@ bool quote_closes(std::string_view text, std::size_t pos) {
   return false;
 }
 
-bool quotes_closed(const YAML::Node& n, std::string_view text, diagnostic_sink& sink) {
+bool quotes_closed(const yaml::node& n, std::string_view text, diagnostic_sink& sink) {
   if (n.IsScalar() && n.Tag() == "!" && !quote_closes(text, static_cast<std::size_t>(n.Mark().pos))) {
     sink.error(n.Mark(), "invalid YAML: this quoted string is never closed");
     return false;
@@ -133,7 +133,7 @@ bool quotes_closed(const YAML::Node& n, std::string_view text, diagnostic_sink& 
 // A NUL character (`\0`, `\x00`, `\u0000` in a double-quoted string) would end a command,
 // prompt or value where it reaches bash, argv or the environment: `"echo kept\0; touch X"`
 // would run as `echo kept`. Refused wherever it is, pointing at the escape.
-bool free_of_nul(const YAML::Node& n, std::string_view text, diagnostic_sink& sink) {
+bool free_of_nul(const yaml::node& n, std::string_view text, diagnostic_sink& sink) {
   if (!n.IsScalar() || n.Scalar().find('\0') == std::string::npos) return true;
   auto where = n.Mark();
   const auto from = static_cast<std::size_t>(std::max(0, where.pos));
@@ -148,7 +148,7 @@ bool free_of_nul(const YAML::Node& n, std::string_view text, diagnostic_sink& si
 
 // Nesting depth and node count (SPEC §1: 64 levels, 1,000,000 nodes, aliases expanded), and
 // quoted strings that never close.
-bool within_limits(const YAML::Node& n, int depth, std::size_t& budget, diagnostic_sink& sink,
+bool within_limits(const yaml::node& n, int depth, std::size_t& budget, diagnostic_sink& sink,
                    std::string_view text) {
   if (depth > static_cast<int>(max_nesting)) {
     sink.error(n.Mark(), "the document nests deeper than " + std::to_string(max_nesting) + " levels");
@@ -173,7 +173,7 @@ bool within_limits(const YAML::Node& n, int depth, std::size_t& budget, diagnost
 
 class recipe_reader {
 public:
-  recipe_reader(const YAML::Node& root, diagnostic_sink& sink) : f_(root, sink, "the recipe"), sink_(sink) {}
+  recipe_reader(const yaml::node& root, diagnostic_sink& sink) : f_(root, sink, "the recipe"), sink_(sink) {}
 
   recipe read() {
     f_.check_keys(top_level_keys);
@@ -231,7 +231,7 @@ private:
     if (auto tags = f_.string_list("tags")) r_.tags = *tags;
   }
 
-  void read_steps(const YAML::Node& list, std::vector<step>& into) {
+  void read_steps(const yaml::node& list, std::vector<step>& into) {
     into.reserve(into.size() + list.size());  // growing by doubling would hold 1.5x the steps
     for (const auto& node : list)
       if (auto s = read_step(node, sink_)) into.push_back(std::move(*s));
@@ -254,7 +254,7 @@ private:
     for (const auto& node : list) read_stage(node);
   }
 
-  void read_stage(const YAML::Node& node) {
+  void read_stage(const yaml::node& node) {
     if (!node.IsMap()) {
       sink_.error(node.Mark(), "a stage must be a mapping with 'name' and 'steps'");
       return;
@@ -425,9 +425,9 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
     sink.error(mark_at(source, nul), "the file holds a NUL byte: a recipe is text (is this a binary file?)");
     return finish();
   }
-  YAML::Node root;
+  yaml::parsed parsed;  // the document lives until the recipe is read
   try {
-    root = YAML::Load(source);
+    parsed = yaml::parse(source);
     if (const auto second = second_document(source)) {
       sink.error(*second, "a second YAML document starts here; a recipe is exactly one document",
                  {}, "remove this '---' and what follows, or move it into its own file");
@@ -443,6 +443,7 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
     }
     return finish();
   }
+  const auto& root = parsed.root;
   if (!root.IsMap()) {
     sink.set_code("invalid-field");
     sink.error(root.Mark(), "a recipe must be a mapping with 'name' and 'steps'");

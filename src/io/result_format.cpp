@@ -1,6 +1,8 @@
 #include "result_format.hpp"
 
 #include "event_json.hpp"
+#include "json_text.hpp"
+#include "secret_masker.hpp"
 #include "value_summary.hpp"
 
 #include <boost/json/array.hpp>
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <utility>
 
 namespace arun::io {
 namespace {
@@ -213,7 +216,16 @@ std::vector<std::string> failure_excerpt(std::string_view error) {
   return excerpt;
 }
 
-boost::json::object result_to_json(const run_result& r, const log_locator& logs) {
+namespace {
+
+boost::json::object step_entry(const step_result& s, const log_locator& logs) {
+  auto entry = step_to_json(s);
+  if (logs) add_logs(entry, s, logs);
+  return entry;
+}
+
+// result_to_json's members, `step_results` left empty.
+boost::json::object result_fields(const run_result& r) {
   boost::json::object o = document_header();
   o["recipe_name"] = r.recipe_name;
   o["success"] = r.success();
@@ -224,13 +236,7 @@ boost::json::object result_to_json(const run_result& r, const log_locator& logs)
   o["ended_at"] = time_or_null(r.ended_at);
   o["output"] = r.output;
   o["context"] = r.context;
-  boost::json::array steps;
-  for (const auto& s : r.step_results) {
-    auto entry = step_to_json(s);
-    if (logs) add_logs(entry, s, logs);
-    steps.push_back(std::move(entry));
-  }
-  o["step_results"] = std::move(steps);
+  o["step_results"] = boost::json::array();
   o["error"] = text_or_null(r.error);
   if (!r.reused.empty() || !r.changed.empty())
     o["reload"] = {{"reused", boost::json::array(r.reused.begin(), r.reused.end())},
@@ -246,6 +252,46 @@ boost::json::object result_to_json(const run_result& r, const log_locator& logs)
     o["waiting_approvals"] = std::move(gates);
   }
   return o;
+}
+
+}  // namespace
+
+boost::json::object result_to_json(const run_result& r, const log_locator& logs) {
+  auto o = result_fields(r);
+  auto& steps = o["step_results"].as_array();
+  steps.reserve(r.step_results.size());
+  for (const auto& s : r.step_results) steps.push_back(step_entry(s, logs));
+  return o;
+}
+
+bool write_result_json(const run_result& r, const log_locator& logs, const secret_masker* masker,
+                       const std::function<bool(std::string_view)>& write) {
+  constexpr std::size_t piece = 64 * 1024;
+  std::string text = "{";
+  auto add = [&](boost::json::value v) {
+    if (masker) masker->mask_json(v);
+    text += to_json_text(v);
+  };
+  bool first = true;
+  for (auto& kv : result_fields(r)) {
+    if (!first) text += ',';
+    first = false;
+    text += to_json_text(boost::json::string(kv.key()));
+    text += ':';
+    if (kv.key() != "step_results") {
+      add(std::move(kv.value()));
+      continue;
+    }
+    text += '[';
+    for (std::size_t i = 0; i < r.step_results.size(); ++i) {
+      if (i) text += ',';
+      add(step_entry(r.step_results[i], logs));
+      if (text.size() >= piece && !write(std::exchange(text, {}))) return false;
+    }
+    text += ']';
+  }
+  text += "}\n";
+  return write(text);
 }
 
 std::string result_to_text(const run_result& r, const log_locator& logs) {

@@ -48,6 +48,14 @@ std::vector<std::string> failure_excerpt(std::string_view error);
 /// entry names the log of the instance its failure came from (`log`).
 boost::json::object result_to_json(const run_result& r, const log_locator& logs = {});
 
+class secret_masker;
+
+/// The text of result_to_json (masked by `masker` when given) and a newline, handed to `write`
+/// in pieces of about 64 KiB as it is made, a step result at a time: the result of a run of
+/// 20,000 steps is never a whole JSON tree and its text at once. False as soon as `write` is.
+bool write_result_json(const run_result& r, const log_locator& logs, const secret_masker* masker,
+                       const std::function<bool(std::string_view)>& write);
+
 /// One line for the run, then one line per step (children indented under their sub-recipe
 /// step, loops with their iteration counts) and under each failure its excerpt
 /// (failure_excerpt) and log; then the recipe's output, the run's error or pending gate, a

@@ -62,7 +62,10 @@ struct call_edge {
 
 // Every recipe reachable from the top, each file once, with its calls.
 struct call_tree {
-  std::deque<recipe> recipes;  // [0] is the top; a deque: steps stay put while it grows
+  const recipe* top = nullptr;  // recipe 0, not copied: a recipe of 20,000 steps is 25 MiB
+  std::deque<recipe> loaded;    // recipes 1, 2, ...; a deque: steps stay put while it grows
+  const recipe& operator[](std::size_t i) const { return i == 0 ? *top : loaded[i - 1]; }
+  std::size_t size() const noexcept { return loaded.size() + 1; }
   std::vector<std::vector<call_edge>> calls;
   std::vector<bool> dynamic;  // has a `recipe:` chosen at run time
 };
@@ -75,7 +78,7 @@ const name_set& declared_below(const call_tree& tree, std::size_t at, std::vecto
   visiting[at] = true;
   for (const auto& call : tree.calls[at]) {
     if (visiting[call.child]) continue;  // recursion: the names are already being gathered
-    const auto own = declared_names(tree.recipes[call.child]);
+    const auto own = declared_names(tree[call.child]);
     names.insert(own.begin(), own.end());
     const auto& deeper = declared_below(tree, call.child, memo, visiting);
     names.insert(deeper.begin(), deeper.end());
@@ -89,7 +92,7 @@ const name_set& declared_below(const call_tree& tree, std::size_t at, std::vecto
 // caller's names (its own, its callees' and what its caller passed), the step's `context:`
 // overrides and --set keys. Errors name the call chain; each is reported once.
 void check_call_tree(const call_tree& tree, const validation_options& top, std::vector<diagnostic>& out) {
-  const auto n = tree.recipes.size();
+  const auto n = tree.size();
   std::vector<std::optional<name_set>> memo(n);
   std::vector<bool> visiting(n, false);
   // A `recipe:` chosen at run time anywhere may produce names no one can see now: undeclared
@@ -101,19 +104,19 @@ void check_call_tree(const call_tree& tree, const validation_options& top, std::
     std::string chain;
     bool lenient;  // lenient_templates up the chain: the child renders in lenient mode too
   };
-  std::vector<pending> work{{0, {}, tree.recipes[0].name, top.lenient || tree.recipes[0].lenient_templates}};
+  std::vector<pending> work{{0, {}, tree[0].name, top.lenient || tree[0].lenient_templates}};
   std::set<std::pair<std::size_t, const step*>> seen_calls;
   std::set<std::string> reported;
   while (!work.empty()) {
     auto [at, inherited, chain, lenient] = std::move(work.back());
     work.pop_back();
-    const auto& caller = tree.recipes[at];
+    const auto& caller = tree[at];
     name_set caller_names = inherited;
     for (const auto& names : {declared_names(caller, top), declared_below(tree, at, memo, visiting)})
       caller_names.insert(names.begin(), names.end());
     for (const auto& call : tree.calls[at]) {
       if (!seen_calls.emplace(at, call.via).second) continue;
-      const auto& callee = tree.recipes[call.child];
+      const auto& callee = tree[call.child];
       name_set passed = caller_names;
       for (const auto& kv : call.via->call.context) passed.emplace(kv.key());
       validation_options vo = top;
@@ -157,21 +160,21 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
   sub_recipe_scan scan;
   const auto roots = recipe_roots(top.source_path, discovery);
   call_tree tree;
-  tree.recipes.push_back(top);
+  tree.top = &top;
   std::map<std::string, std::size_t> by_path;
-  for (std::size_t at = 0; at < tree.recipes.size(); ++at) {
+  for (std::size_t at = 0; at < tree.size(); ++at) {
     tree.calls.emplace_back();
     tree.dynamic.push_back(false);
     std::vector<call_edge> calls;
     bool dynamic = false;
-    for_each_step(tree.recipes[at], [&](const step& s, int) {
+    for_each_step(tree[at], [&](const step& s, int) {
       if (s.type != step_type::recipe) return;
       if (s.call.recipe.find("{{") != std::string::npos) {
         dynamic = true;
         return;
       }
       std::string error;
-      const auto& caller = tree.recipes[at];
+      const auto& caller = tree[at];
       const auto path = resolve_sub_recipe(s.call.recipe, caller.source_path, discovery, roots, error, limits.sources);
       if (path.empty()) {
         diagnostic d;
@@ -197,20 +200,20 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
         scan.diagnostics.push_back(std::move(d));
         return;
       }
-      by_path.emplace(key, tree.recipes.size());
-      calls.push_back({&s, tree.recipes.size()});
-      tree.recipes.push_back(std::move(*child.value));
+      by_path.emplace(key, tree.size());
+      calls.push_back({&s, tree.size()});
+      tree.loaded.push_back(std::move(*child.value));
     });
     tree.calls[at] = std::move(calls);
     tree.dynamic[at] = dynamic;
   }
   scan.dynamic_calls = std::find(tree.dynamic.begin(), tree.dynamic.end(), true) != tree.dynamic.end();
-  for (std::size_t i = 1; i < tree.recipes.size(); ++i) {
-    const auto names = declared_names(tree.recipes[i]);
+  for (std::size_t i = 1; i < tree.size(); ++i) {
+    const auto names = declared_names(tree[i]);
     scan.declared.insert(names.begin(), names.end());
   }
   if (check) check_call_tree(tree, *check, scan.diagnostics);
-  for (std::size_t i = 1; i < tree.recipes.size(); ++i) scan.children.push_back(std::move(tree.recipes[i]));
+  for (auto& child : tree.loaded) scan.children.push_back(std::move(child));
   return scan;
 }
 

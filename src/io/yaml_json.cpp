@@ -82,7 +82,7 @@ boost::json::value number_or_string(const std::string& s) {
 
 }  // namespace
 
-boost::json::value scalar_to_json(const YAML::Node& scalar) {
+boost::json::value scalar_to_json(const yaml::node& scalar) {
   const std::string& s = scalar.Scalar();
   if (scalar.Tag() == "!") return boost::json::string(s);  // quoted: always a string
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
@@ -92,7 +92,7 @@ boost::json::value scalar_to_json(const YAML::Node& scalar) {
   return number_or_string(s);
 }
 
-boost::json::value yaml_to_json(const YAML::Node& node, std::size_t& budget) {
+boost::json::value yaml_to_json(const yaml::node& node, std::size_t& budget) {
   if (budget == 0) throw yaml_too_large("document expands to too many nodes");
   --budget;
   switch (node.Type()) {

@@ -3,7 +3,7 @@
 // number of nodes visited so alias bombs cannot expand.
 
 #include <boost/json/value.hpp>
-#include <yaml-cpp/yaml.h>
+#include "recipe/yaml_tree.hpp"
 
 #include <cstddef>
 #include <stdexcept>
@@ -17,9 +17,9 @@ struct yaml_too_large : std::runtime_error {
 
 /// Plain scalars: true/false (any case) -> bool, numbers -> number, null/~/empty -> null,
 /// everything else (yes/no/on/off included) -> string. Quoted scalars are always strings.
-boost::json::value scalar_to_json(const YAML::Node& scalar);
+boost::json::value scalar_to_json(const yaml::node& scalar);
 
 /// Converts a whole tree; `budget` is decremented per node visited.
-boost::json::value yaml_to_json(const YAML::Node& node, std::size_t& budget);
+boost::json::value yaml_to_json(const yaml::node& node, std::size_t& budget);
 
 }  // namespace arun::io

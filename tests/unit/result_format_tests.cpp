@@ -4,7 +4,9 @@
 
 #include "event_samples.hpp"
 #include "event_json.hpp"
+#include "json_text.hpp"
 #include "result_format.hpp"
+#include "secret_masker.hpp"
 
 #include <arun/value_format.hpp>
 
@@ -241,4 +243,33 @@ TEST_CASE("the text result of a run waiting for approval shows the gate and the 
         "waiting for approval at fan[0]/review:\n"
         "  Ship a?\n"
         "decide each with: arun approve S1 --step INSTANCE (or --all), then: arun resume S1\n");
+}
+
+TEST_CASE("the JSON result written in pieces is the result document's text, masked alike") {
+  auto run = sample_run();
+  run.context["token"] = "s3cret-value";
+  run.error = "failed with s3cret-value";
+  for (int i = 0; i < 3000; ++i)  // enough entries for several pieces
+    run.step_results.push_back(test::finished("s" + std::to_string(i), step_status::completed, "said s3cret-value"));
+  const log_locator logs = [](std::string_view instance) { return "/logs/" + std::string(instance) + ".log"; };
+  secret_masker masker;
+  masker.add("s3cret-value");
+
+  std::vector<std::string> pieces;
+  const auto collect = [&](std::string_view text) {
+    pieces.emplace_back(text);
+    return true;
+  };
+  REQUIRE(write_result_json(run, logs, &masker, collect));
+  CHECK(pieces.size() > 2);
+  std::string streamed;
+  for (const auto& p : pieces) streamed += p;
+  boost::json::value whole = result_to_json(run, logs);
+  masker.mask_json(whole);
+  CHECK(streamed == to_json_text(whole) + "\n");
+  CHECK(streamed.find("s3cret-value") == std::string::npos);
+
+  int calls = 0;  // a failed write stops the output
+  CHECK_FALSE(write_result_json(run, logs, nullptr, [&](std::string_view) { return ++calls, false; }));
+  CHECK(calls == 1);
 }

@@ -86,7 +86,7 @@ bool all_digits(const std::string& s) {
 
 // Where the value at `path` below `node` starts (as far as the path exists). Recursive, not by
 // assigning nodes: yaml-cpp's Node::operator= writes through to the node assigned to.
-YAML::Mark mark_at_path(const YAML::Node& node, const std::vector<std::string>& path, std::size_t i = 0) {
+YAML::Mark mark_at_path(const yaml::node& node, const std::vector<std::string>& path, std::size_t i = 0) {
   if (i == path.size()) return node.Mark();
   if (node.IsMap()) {
     for (const auto& kv : node)
@@ -100,12 +100,13 @@ YAML::Mark mark_at_path(const YAML::Node& node, const std::vector<std::string>& 
 }  // namespace
 
 std::vector<diagnostic> schema_diagnostics(std::string_view yaml_text, const std::string& file) {
-  YAML::Node root;
+  yaml::parsed parsed;
   try {
-    root = YAML::Load(std::string(yaml_text));
+    parsed = yaml::parse(yaml_text);
   } catch (const YAML::Exception&) {
     return {};  // the loader reported it
   }
+  const auto& root = parsed.root;
   std::size_t budget = 1'000'000;
   boost::json::value document;
   try {
@@ -121,11 +122,12 @@ std::vector<diagnostic> schema_diagnostics(boost::json::value document, std::str
   drop_null_members(document);
   const auto violations = check_recipe_schema(document);
   if (violations.empty()) return {};
-  YAML::Node root;  // where the refused values are written
+  yaml::parsed parsed;  // where the refused values are written
   try {
-    root = YAML::Load(std::string(yaml_text));
+    parsed = yaml::parse(yaml_text);
   } catch (const YAML::Exception&) {
   }
+  const auto& root = parsed.root;
   std::vector<diagnostic> out;
   for (const auto& v : violations) {
     std::string where;

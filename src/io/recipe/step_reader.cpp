@@ -275,7 +275,7 @@ std::optional<retry_policy> read_retry(const field_reader& f) {
   return r;
 }
 
-std::optional<step> read_step(const YAML::Node& node, diagnostic_sink& sink) {
+std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink) {
   if (!node.IsMap()) {
     sink.error(node.Mark(), "a step must be a mapping with an 'id' and a body (command, prompt, agent, recipe or steps)");
     return std::nullopt;

@@ -11,7 +11,7 @@ namespace arun::io {
 
 /// Reads the step at `node`; `std::nullopt` when it is not a mapping. Nested `steps` are read
 /// recursively (depth-limited by the document's own nesting limit).
-std::optional<step> read_step(const YAML::Node& node, diagnostic_sink& sink);
+std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink);
 
 /// Reads a `retry` block (SPEC §7).
 std::optional<retry_policy> read_retry(const field_reader& f);

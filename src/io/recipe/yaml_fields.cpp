@@ -26,29 +26,17 @@ void diagnostic_sink::warning(const YAML::Mark& m, std::string message, std::str
   list_.back().code = code_;
 }
 
-field_reader::field_reader(const YAML::Node& map, diagnostic_sink& sink, std::string where)
+field_reader::field_reader(const yaml::node& map, diagnostic_sink& sink, std::string where)
     : map_(map), sink_(sink), where_(std::move(where)) {
   if (!map_.IsMap()) return;
   entries_.reserve(map_.size());
   for (const auto& kv : map_) entries_.emplace_back(kv.first.Scalar(), kv.second);
 }
 
-namespace {
-
-// One undefined node for every absent key: constructing one allocates five objects, and a step
-// asks for some ninety keys it does not have (9 million allocations for 20,000 steps). Only
-// read, never assigned to.
-const YAML::Node& undefined_node() {
-  static const YAML::Node undefined(YAML::NodeType::Undefined);
-  return undefined;
-}
-
-}  // namespace
-
-YAML::Node field_reader::node(const char* key) const {
+yaml::node field_reader::node(const char* key) const {
   for (const auto& [k, v] : entries_)
-    if (k == key) return v.IsNull() && v.Tag() != "!" ? undefined_node() : v;
-  return undefined_node();
+    if (k == key) return v.IsNull() && v.Tag() != "!" ? yaml::node() : v;
+  return {};
 }
 
 void field_reader::check_keys(const std::vector<std::string_view>& known,
@@ -221,7 +209,7 @@ namespace {
 // Values (context, env, ...) are mappings too: yaml-cpp keeps a duplicate key silently and
 // the JSON conversion would keep the last one, so report them. Depth is bounded by the
 // loader's own nesting check, which runs first.
-void report_duplicate_keys(const YAML::Node& n, diagnostic_sink& sink, const char* field) {
+void report_duplicate_keys(const yaml::node& n, diagnostic_sink& sink, const char* field) {
   if (n.IsSequence())
     for (const auto& item : n) report_duplicate_keys(item, sink, field);
   if (!n.IsMap()) return;

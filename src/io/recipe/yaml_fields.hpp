@@ -5,7 +5,7 @@
 #include <arun/diagnostics.hpp>
 
 #include <boost/json/value.hpp>
-#include <yaml-cpp/yaml.h>
+#include "recipe/yaml_tree.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -44,7 +44,7 @@ private:
 /// A mapping being read. `where` names it in messages ("the recipe", "step 'build'").
 class field_reader {
 public:
-  field_reader(const YAML::Node& map, diagnostic_sink& sink, std::string where);
+  field_reader(const yaml::node& map, diagnostic_sink& sink, std::string where);
 
   /// Warns about keys not in `known` (with a suggestion), errors on keys in `refused`
   /// (with the reason given next to them).
@@ -54,9 +54,9 @@ public:
   bool has(const char* key) const { return static_cast<bool>(node(key)); }
   /// The value of `key` (the first, if written twice); an undefined node when absent or an
   /// explicit YAML null (`key:`, `key: null`, `key: ~`): the older runners read those as absent.
-  YAML::Node node(const char* key) const;
+  yaml::node node(const char* key) const;
   YAML::Mark mark(const char* key) const;
-  const YAML::Node& map() const noexcept { return map_; }
+  const yaml::node& map() const noexcept { return map_; }
   const std::string& where() const noexcept { return where_; }
   diagnostic_sink& sink() const noexcept { return sink_; }
 
@@ -83,9 +83,9 @@ public:
   void warning(const char* key, std::string message, std::string hint = {}) const;
 
 private:
-  YAML::Node map_;
-  // yaml-cpp looks keys up by a linear scan converting every key: index them once instead.
-  std::vector<std::pair<std::string, YAML::Node>> entries_;
+  yaml::node map_;
+  // The mapping's keys (pointing into the document) and values, in order.
+  std::vector<std::pair<std::string_view, yaml::node>> entries_;
   diagnostic_sink& sink_;
   std::string where_;
 };

@@ -57,11 +57,11 @@ std::string yaml_error_hint(std::string_view source, const YAML::Mark& mark, std
   return {};
 }
 
-std::string unquoted_template_hint(const YAML::Node& node) {
+std::string unquoted_template_hint(const yaml::node& node) {
   if (!node.IsMap() && !node.IsSequence()) return {};
   if (node.Style() != YAML::EmitterStyle::Flow) return {};
   // `{{x}}` is a flow mapping whose only key is the mapping {x}.
-  if (node.IsMap() && node.size() == 1 && node.begin()->first.IsMap())
+  if (node.IsMap() && node.size() == 1 && (*node.begin()).first.IsMap())
     return "YAML reads an unquoted {{...}} as a mapping: quote the whole value, e.g. \"{{name}}\"";
   return "YAML reads an unquoted value starting with '{' or '[' as a mapping or list: quote the whole value";
 }
