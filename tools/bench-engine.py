@@ -13,7 +13,9 @@ Besides xargs, ninja and a bash loop there are two more peers. The floor is a sm
 program compiled here with cc: N x `/bin/bash -c true`, at most P at once, with posix_spawn
 and waitpid and nothing else, which is what any runner of N shell steps must pay. The Rust
 recipe runner (the older amplihack-recipe-runner, `--rust-runner PATH`) runs the same
-recipes where it can.
+recipes where it can. Every contender is started by the meter, another small C program that
+reports the wall time, CPU time and peak RSS of what it ran: a child started from Python
+would inherit Python's peak RSS as the floor of its own.
 
 Exit status: 0 when every run succeeded (MISS rows included: this is a report, not a
 test), 1 when a run failed (its figures would be worthless), 2 on a usage error.
@@ -778,8 +780,7 @@ def evaluate(w):
     contenders = {}
     for name, runs in w.runs.items():
         contenders[name] = {"wall_s": summary(runs, "wall"), "cpu_s": summary(runs, "cpu"),
-                            "maxrss_bytes": summary(runs, "maxrss"),
-                            "rss_floor_bytes": max(run.rss_floor for run in runs)}
+                            "maxrss_bytes": summary(runs, "maxrss")}
     primary = w.primary
     figures = {"title": w.title, "metric": w.metric, "primary": primary,
                "contenders": contenders, "target": w.target}

@@ -124,7 +124,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   try {
     std::vector<shell_export> variables;
     for (auto& v : inv.exports) variables.push_back({std::move(v.name), std::move(v.value), v.by_file});
-    exports.emplace(variables);
+    exports.emplace(variables, "arun-var-", &value_files_);
     body = exports->wrap(inv.command);
     if (body.size() > max_inline_body_bytes) {
       // One argv string is limited to 128 KiB (MAX_ARG_STRLEN): large bodies go by file.

@@ -5,6 +5,7 @@
 #include "agent_resolution.hpp"
 #include "process/output_capture.hpp"
 #include "step_environment.hpp"
+#include "value_files.hpp"
 
 #include <arun/step_runner.hpp>
 
@@ -45,6 +46,7 @@ private:
 
   runner_options options_;
   base_environment environment_;  ///< inherited + hardening, built once for every step
+  value_files value_files_;       ///< by-file variables, shared between the run's steps
   std::map<std::string, std::variant<resolved_agent, std::string>, std::less<>> personas_;
   std::string tree_id_;  ///< AMPLIHACK_TREE_ID of this run's agents
   int session_depth_ = 0;  ///< AMPLIHACK_SESSION_DEPTH arun itself runs at

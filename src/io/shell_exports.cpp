@@ -13,14 +13,16 @@ std::string single_quote(std::string_view text) {
   return quoted + "'";
 }
 
-shell_exports::shell_exports(const std::vector<shell_export>& variables, std::string_view prefix) {
+shell_exports::shell_exports(const std::vector<shell_export>& variables, std::string_view prefix,
+                             value_files* shared) {
   for (const auto& v : variables) {
     if (!v.by_file) {
       environment_.emplace_back(v.name, v.value);
       continue;
     }
     // A throw here destroys files_ with the files written so far.
-    files_.push_back(std::make_unique<private_temp_file>(prefix, v.value));
+    files_.push_back(shared ? shared->file_for(v.value, prefix)
+                            : std::make_shared<const private_temp_file>(prefix, v.value));
     // `unset` first: a variable inherited from the environment would stay exported.
     // LC_ALL=C: in a UTF-8 locale, bash's `read` drops a \x01 that follows an invalid
     // multibyte sequence. `$(cat FILE)` would strip trailing newlines.

@@ -4,6 +4,7 @@
 
 #include "step_environment.hpp"
 #include "temp_file.hpp"
+#include "value_files.hpp"
 
 #include <memory>
 #include <string>
@@ -24,9 +25,10 @@ struct shell_export {
 class shell_exports {
 public:
   /// Writes each by-file value to a private temp file (mode 0600) named `<prefix>XXXXXX` under
-  /// $TMPDIR (or /tmp). Throws std::system_error when a file cannot be written; the files
-  /// already written are removed.
-  explicit shell_exports(const std::vector<shell_export>& variables, std::string_view prefix = "arun-var-");
+  /// $TMPDIR (or /tmp), or takes the file `shared` already has for an equal value. Throws
+  /// std::system_error when a file cannot be written; the files already written are removed.
+  explicit shell_exports(const std::vector<shell_export>& variables, std::string_view prefix = "arun-var-",
+                         value_files* shared = nullptr);
 
   /// The variables that travel in the environment, in order: apply them after the hardened
   /// environment and before the step's own `env` (build_step_environment's overrides).
@@ -48,7 +50,7 @@ public:
 private:
   env_overrides environment_;
   std::string preamble_;
-  std::vector<std::unique_ptr<private_temp_file>> files_;
+  std::vector<std::shared_ptr<const private_temp_file>> files_;
 };
 
 /// `text` as one single-quoted bash word.

@@ -1,0 +1,42 @@
+#include "value_files.hpp"
+
+#include <functional>
+
+namespace arun::io {
+
+std::shared_ptr<const private_temp_file> value_files::file_for(std::string_view value, std::string_view prefix) {
+  const auto hash = std::hash<std::string_view>{}(value);
+  const std::lock_guard lock(mutex_);
+  const auto [first, last] = by_hash_.equal_range(hash);
+  for (auto it = first; it != last; ++it)
+    if (it->second.value == value) {
+      it->second.last_use = ++clock_;
+      return it->second.file;
+    }
+  auto file = std::make_shared<const private_temp_file>(prefix, value);
+  by_hash_.emplace(hash, entry{std::string(value), file, ++clock_});
+  trim();
+  return file;
+}
+
+std::size_t value_files::files() const {
+  const std::lock_guard lock(mutex_);
+  return by_hash_.size();
+}
+
+void value_files::trim() {
+  for (;;) {
+    // Files only this cache holds: the steps that used them have ended.
+    std::size_t unused_bytes = 0;
+    auto oldest = by_hash_.end();
+    for (auto it = by_hash_.begin(); it != by_hash_.end(); ++it) {
+      if (it->second.file.use_count() > 1) continue;
+      unused_bytes += it->second.value.size();
+      if (oldest == by_hash_.end() || it->second.last_use < oldest->second.last_use) oldest = it;
+    }
+    if (unused_bytes <= keep_bytes_ || oldest == by_hash_.end()) return;
+    by_hash_.erase(oldest);
+  }
+}
+
+}  // namespace arun::io
