@@ -34,7 +34,13 @@ private:
     std::string value;  // compared in full: a hash alone could hand a step the wrong value
     std::shared_ptr<const private_temp_file> file;
     std::uint64_t last_use = 0;
+    // The file as written: a step may remove or rewrite it (it can see the path), and the
+    // next step must not read what is left.
+    std::uint64_t inode = 0, size = 0;
+    std::int64_t mtime_ns = 0;
   };
+  static bool unchanged(const entry& e);
+  static void remember(entry& e);
   void trim();  // holds mutex_
 
   const std::size_t keep_bytes_;

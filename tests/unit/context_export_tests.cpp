@@ -208,3 +208,10 @@ TEST_CASE("context values holding NUL are left out and warnings stay bounded") {
   CHECK_FALSE(by_name(e).contains("RECIPE_VAR_nul"));
   CHECK(has_warning(e, "context key 'nul' (NUL, RECIPE_VAR_nul) holds a NUL byte"));
 }
+
+TEST_CASE("members of a top-level empty key have their own key paths, as any member") {
+  // "" → RECIPE_VAR_ and its member a → RECIPE_VAR___a, which the key "__a" also gives:
+  // the first key by bytes wins, "__a" ('_') before "a" ('a').
+  const auto e = export_context(object(R"({"": {"a": "from-empty"}, "__a": "from-underscore"})"));
+  CHECK(by_name(e).at("RECIPE_VAR___a") == "from-underscore");
+}

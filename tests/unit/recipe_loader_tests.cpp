@@ -382,6 +382,8 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\ncontext: [1]\nsteps:\n  - id: a\n    command: x\n", "r.yaml:2:10: error: 'context' must be a mapping"},
       {"name: x\nsteps:\n  - id: a\n    command: [unclosed\n", "r.yaml:5:1: error: invalid YAML: end of sequence flow not found"},
       {"- a\n- b\n", "r.yaml:1:1: error: a recipe must be a mapping with 'name' and 'steps'"},
+      {"", "r.yaml: error: a recipe must be a mapping with 'name' and 'steps'"},  // no place to point at
+      {"# only a comment\n", "r.yaml: error: a recipe must be a mapping with 'name' and 'steps'"},
       {"name: x\ncontext:\n  a: 1\n  b: {c: 1, c: 2}\n  a: 3\nsteps:\n  - id: s\n    command: x\n",
        "r.yaml:4:13: error: duplicate key 'c' in 'context'"},
       {head + "  - id: a\n    command: x\n    env: {A: 1, A: 2}\n", "r.yaml:5:17: error: duplicate key 'A' in 'env'"},

@@ -936,6 +936,46 @@ TEST_CASE("members of a group stopped before a worker took them end cancelled, w
   CHECK(ended.size() == 9);
 }
 
+TEST_CASE("group members that retry wait out their delays together, not a few at a time") {
+  fake_runner runner;
+  recorder events;
+  std::vector<step> steps;
+  for (int i = 0; i < 6; ++i) {
+    auto m = grouped(bash("m" + std::to_string(i), "fail:1"), "g");
+    m.retry = retry_policy{.max_attempts = 2, .backoff = backoff_kind::constant, .initial_delay = 0.1};
+    m.on_error = on_error_policy::continue_run;
+    steps.push_back(m);
+  }
+  run(runner, events, make(steps), opts(1));
+  REQUIRE(runner.started.size() == 12);
+  // Every first attempt comes before any retry: no member's wait held up the others.
+  const std::set<std::string> first(runner.started.begin(), runner.started.begin() + 6);
+  CHECK(first.size() == 6);
+}
+
+TEST_CASE("group members a stop reached before they started settle by their tags, the others end cancelled") {
+  fake_runner runner;
+  recorder events;
+  std::vector<step> steps = {grouped(bash("a", "sleep:5 fail:1"), "g"), grouped(bash("b", "sleep:500"), "g")};
+  for (int i = 0; i < 4; ++i) {
+    auto m = grouped(bash("t" + std::to_string(i), "sleep:5"), "g");
+    m.when_tags = {i % 2 ? "wanted" : "other"};
+    steps.push_back(m);
+  }
+  steps.front().when_tags = steps[1].when_tags = {"wanted"};
+  auto o = opts(1);
+  o.include_tags = {"wanted"};
+  const auto result = run(runner, events, make(steps), o);
+  CHECK(result.status == run_status::failed);
+  REQUIRE(result.step_results.size() == 6);
+  CHECK(result.step_results[1].status == step_status::cancelled);  // waited for the slot in vain
+  CHECK(result.step_results[2].status == step_status::skipped);    // tag "other"
+  CHECK(result.step_results[3].status == step_status::cancelled);
+  CHECK(result.step_results[4].status == step_status::skipped);
+  CHECK(result.step_results[5].status == step_status::cancelled);
+  CHECK(events.of(event_kind::step_end).size() == 6);
+}
+
 TEST_CASE("on_error continue cannot swallow the max_total_steps limit") {
   fake_runner runner;
   recorder events;

@@ -80,3 +80,20 @@ TEST_CASE("the steps of a run share the file of a large variable they all pass")
   shell_exports alone(vars, "arun-test-var-");
   CHECK(alone.file_paths() != one.file_paths());  // without a shared store, a file of its own
 }
+
+TEST_CASE("a shared file that a step removed or rewrote is written again") {
+  value_files files;
+  const std::string value(1000, 'v');
+  auto first = files.file_for(value, "arun-test-var-");
+  const auto removed_path = first->path();
+  fs::remove(removed_path);
+  auto second = files.file_for(value, "arun-test-var-");
+  CHECK(second != first);
+  CHECK(read(second->path()) == value);
+  {
+    std::ofstream(second->path(), std::ios::trunc) << "tampered";
+  }
+  auto third = files.file_for(value, "arun-test-var-");
+  CHECK(third != second);
+  CHECK(read(third->path()) == value);
+}

@@ -11,8 +11,10 @@ namespace {
 
 // Records a finished instance in the sequence: its updates land in the scope now.
 void absorb(sequence_outcome& out, instance_outcome&& o, scope sc) {
-  auto& target = sc.target();
-  for (auto& kv : o.updates) target[kv.key()] = std::move(kv.value());
+  if (!o.updates.empty()) {  // target() drops the context's export: only for a real write
+    auto& target = sc.target();
+    for (auto& kv : o.updates) target[kv.key()] = std::move(kv.value());
+  }
   const auto st = o.result.status;
   if (st == step_status::completed || st == step_status::degraded) out.last_output = o.result.output;
   out.end = worse(out.end, o.next);
@@ -80,9 +82,11 @@ namespace {
 
 // A member that is one bash child at a time: until it holds a slot of the concurrency limit
 // it can do nothing, so it need not exist before a slot may come free. Loops, sub-recipes,
-// agents (which wait for their own limits first) and steps waiting for an approval start at
-// once, as before.
-bool pooled(const step& s) { return s.type == step_type::bash && !is_loop(s) && !s.approval.required; }
+// agents (which wait for their own limits first), steps waiting for an approval and steps
+// with `retry` (whose waits between attempts hold no slot and must overlap) start at once.
+bool pooled(const step& s) {
+  return s.type == step_type::bash && !is_loop(s) && !s.approval.required && !s.retry;
+}
 
 }  // namespace
 
@@ -95,19 +99,27 @@ struct step_executor::group_run {
   const std::string& prefix;
 };
 
+instance_outcome step_executor::cancel_unstarted_member(const step& s, scope sc, const std::string& instance) {
+  // Stopped before a worker took it: it ends as it would have had it waited for a slot from
+  // the start. Recorded, filtered by tags or its condition, it settles as that says;
+  // otherwise it is cancelled (reported and journaled), so that a resume runs it again.
+  const auto key = content_key(s, sc);
+  if (auto settled = settle_before_start(s, sc, instance, std::stop_token{}, false, key)) return std::move(*settled);
+  instance_outcome o;
+  o.result = unstarted(instance, step_status::cancelled, "step '" + instance + "': cancelled before it started");
+  o.result.content_key = key;
+  o.result.started_at = o.result.ended_at = std::chrono::system_clock::now();
+  o.next = flow::cancelled;
+  return finish_instance(s, instance, false, std::move(o));
+}
+
 boost::asio::awaitable<void> step_executor::group_worker(scope sc, group_run& g) {
   while (g.next < g.queue.size()) {
     const auto k = g.queue[g.next++];
     const step& s = *g.members[k];
     auto instance = g.prefix + s.id;
-    const bool recorded = rs_.options.journal && rs_.options.journal->find(instance);
-    if (g.stop.stop_requested() && !recorded) {
-      // Stopped before a worker took it: it ends as it would have had it waited for a slot
-      // from the start (cancelled, reported and journaled), so a resume runs it again.
-      instance_outcome o;
-      o.result = unstarted(instance, step_status::cancelled, "step '" + instance + "': cancelled before it started");
-      o.next = flow::cancelled;
-      g.outcomes[k] = finish_instance(s, instance, false, std::move(o));
+    if (g.stop.stop_requested()) {
+      g.outcomes[k] = cancel_unstarted_member(s, sc, instance);
       continue;
     }
     co_await run_member(s, sc, std::move(instance), g.stop, g.outcomes[k]);

@@ -114,6 +114,8 @@ private:
                                          instance_outcome& slot);
   struct group_run;
   boost::asio::awaitable<void> group_worker(scope sc, group_run& g);
+  /// A pooled group member the group's stop reached before a worker took it.
+  instance_outcome cancel_unstarted_member(const step& s, scope sc, const std::string& instance);
   boost::asio::awaitable<std::vector<instance_outcome>> run_group(const std::vector<const step*>& members, scope sc,
                                                                   const std::string& prefix, std::stop_token stop);
   // dag.cpp

@@ -58,7 +58,7 @@ entry make_entry(std::string name, std::string key, std::string_view root, std::
 void collect(const boost::json::object& obj, const std::string& name_prefix, const std::string& key_prefix,
              std::string_view root, std::size_t depth, bool keep_oversized, std::vector<entry>& out) {
   for (const auto& kv : obj) {
-    std::string key = key_prefix + "." + std::string(kv.key());
+    std::string key = key_prefix.empty() ? std::string(kv.key()) : key_prefix + "." + std::string(kv.key());
     std::string name = name_prefix + shell_name_part(kv.key());
     out.push_back(make_entry(name, key, root, depth, kv.value(), keep_oversized));
     if (const auto* child = kv.value().if_object(); child && !is_spilled(kv.value()))

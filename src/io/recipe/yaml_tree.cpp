@@ -62,10 +62,10 @@ private:
   }
 
   std::uint32_t intern(const std::string& tag) {
-    for (std::size_t i = 0; i < doc_.tags_.size(); ++i)
-      if (doc_.tags_[i] == tag) return static_cast<std::uint32_t>(i);
-    doc_.tags_.push_back(tag);
-    return static_cast<std::uint32_t>(doc_.tags_.size() - 1);
+    if (tag.empty()) return 0;
+    const auto [it, added] = tag_index_.try_emplace(tag, static_cast<std::uint32_t>(doc_.tags_.size()));
+    if (added) doc_.tags_.push_back(tag);
+    return it->second;
   }
 
   void add_child(std::uint32_t index) {
@@ -99,6 +99,7 @@ private:
   std::vector<std::pair<std::uint32_t, std::size_t>> open_;  // open collections, where their children start
   std::vector<std::uint32_t> pending_;                       // children of the open collections
   std::unordered_map<YAML::anchor_t, std::uint32_t> anchors_;
+  std::unordered_map<std::string, std::uint32_t> tag_index_;  // a hostile file may hold 100,000 tags
   bool has_root_ = false;
 };
 
@@ -157,9 +158,9 @@ std::shared_ptr<const document> document::parse(std::string_view text) {
   YAML::Parser parser(in);
   tree_builder builder(*doc);
   parser.HandleNextDocument(builder);
-  if (builder.empty()) {  // no document at all: a null root, as YAML::Load gives
-    doc->nodes_.emplace_back();
-    doc->root_ = 0;
+  if (builder.empty()) {  // no document at all: a null root without a place, as YAML::Load gives
+    doc->nodes_.emplace_back().mark = YAML::Mark::null_mark();
+    doc->root_ = static_cast<std::uint32_t>(doc->nodes_.size() - 1);
   }
   return doc;
 }
