@@ -90,24 +90,33 @@ struct recipe_call {
   boost::json::value recovery_on_failure;  ///< null when absent
 };
 
+/// Where one key's value is written, in the file of its step.
+struct key_place {
+  std::string key;
+  int line = 0;
+  int column = 0;
+};
+
 /// One declared step.
 struct step {
   std::string id;
   step_type type = step_type::bash;
   source_location where;  ///< the step's mapping
-  std::vector<std::pair<std::string, source_location>> key_where;  ///< where each key's value is
+  /// Where each key's value is, in `where.file` (the file is not repeated per key: a recipe
+  /// of 20,000 steps would hold 80,000 copies of its path).
+  std::vector<key_place> key_where;
 
   /// Whether `key` was written in the step's mapping.
   bool has(std::string_view key) const {
     for (const auto& entry : key_where)
-      if (entry.first == key) return true;
+      if (entry.key == key) return true;
     return false;
   }
 
   /// Where the value of `key` was written, else where the step starts.
-  const source_location& at(std::string_view key) const {
-    for (const auto& [k, loc] : key_where)
-      if (k == key) return loc;
+  source_location at(std::string_view key) const {
+    for (const auto& entry : key_where)
+      if (entry.key == key) return {where.file, entry.line, entry.column};
     return where;
   }
   std::string name, description;  ///< documentation only

@@ -289,7 +289,10 @@ std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink) {
     // Too large to fingerprint: no key, so a reload always runs it again.
   }
   // Values, not keys: cross-field diagnostics (ids, depends_on, references) are about values.
-  for (const auto& kv : node) s.key_where.emplace_back(kv.first.Scalar(), sink.at(kv.second.Mark()));
+  for (const auto& kv : node) {
+    const auto place = sink.at(kv.second.Mark());
+    s.key_where.push_back({kv.first.Scalar(), place.line, place.column});
+  }
   if (auto id = field_reader(node, sink, "every step").text("id", true)) s.id = *id;
   const field_reader f(node, sink, s.id.empty() ? "a step" : "step '" + s.id + "'");
   f.check_keys(all_step_keys());
