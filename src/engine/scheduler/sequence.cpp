@@ -137,9 +137,10 @@ boost::asio::awaitable<std::vector<instance_outcome>> step_executor::run_group(c
   group_run g{members, {}, 0, outcomes, group, prefix};
   for (std::size_t k = 0; k < members.size(); ++k)
     if (pooled(*members[k])) g.queue.push_back(k);
-  // Pooled members start through workers, twice as many as the run has slots (a member
-  // waiting to retry holds its worker but no slot): a group of 20,000 keeps a few dozen
-  // members in memory at once, not 20,000 coroutine chains, and they still start in order.
+  // Pooled members start through workers, twice as many as the run has slots (so the next
+  // members are prepared and queued for a slot while others run their hooks or end): a group
+  // of 20,000 keeps a few dozen members in memory at once, not 20,000 coroutine chains, and
+  // they still start in order.
   const auto workers = std::min(g.queue.size(), 2 * static_cast<std::size_t>(std::max(1, rs_.options.max_concurrent)));
   task_group tasks(rs_.executor);
   std::size_t started_workers = 0;
