@@ -666,13 +666,17 @@ class Bench:
             self.xargs_run(n, 50, "sleep 0.05"),
         ], math.ceil(n / 50) * 0.05, 2.5)]
 
+    def foreach_rss_workload(self, letter, count, jobs):
+        """Peak RSS of `count` parallel iterations, `jobs` at a time (and their wall time)."""
+        n = self.count(count)
+        return [Workload(letter, f"foreach_{count}_rss", f"({letter}) foreach {n} x true, -j{jobs}", [
+            self.arun_run("arun", self.foreach_file(n), jobs, check_arun(1, n)),
+            self.xargs_run(n, jobs), *self.floor_runs(n, jobs),
+        ], None, 64 * MIB, metric="rss")]
+
     def foreach_rss(self):
         """(d) peak RSS of 10,000 parallel iterations, 64 at a time (and their wall time)."""
-        n = self.count(10_000)
-        return [Workload("d", "foreach_10000_rss", f"(d) foreach {n} x true, -j64", [
-            self.arun_run("arun", self.foreach_file(n), 64, check_arun(1, n)),
-            self.xargs_run(n, 64), *self.floor_runs(n, 64),
-        ], None, 64 * MIB, metric="rss")]
+        return self.foreach_rss_workload("d", 10_000, 64)
 
     def context_sweep(self):
         """(e) (a) with an extra context key of growing size: the per-step cost must not grow
@@ -696,11 +700,7 @@ class Bench:
 
     def foreach_huge(self):
         """(g) peak RSS of 100,000 parallel iterations, 8 at a time (slow: only when named)."""
-        n = self.count(100_000)
-        return [Workload("g", "foreach_100000_rss", f"(g) foreach {n} x true, -j8", [
-            self.arun_run("arun", self.foreach_file(n), 8, check_arun(1, n)),
-            self.xargs_run(n, 8), *self.floor_runs(n, 8),
-        ], None, 64 * MIB, metric="rss")]
+        return self.foreach_rss_workload("g", 100_000, 8)
 
     def validate(self):
         """(h) `arun validate` of generated recipes of 5,000 and 20,000 steps: wall time and
