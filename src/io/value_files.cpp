@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <functional>
+#include <vector>
 
 namespace arun::io {
 
@@ -53,17 +55,20 @@ std::size_t value_files::files() const {
 }
 
 void value_files::trim() {
-  for (;;) {
-    // Files only this cache holds: the steps that used them have ended.
-    std::size_t unused_bytes = 0;
-    auto oldest = by_hash_.end();
-    for (auto it = by_hash_.begin(); it != by_hash_.end(); ++it) {
-      if (it->second.file.use_count() > 1) continue;
+  // Files only this store holds: the steps that used them have ended.
+  std::vector<decltype(by_hash_)::iterator> unused;
+  std::size_t unused_bytes = 0;
+  for (auto it = by_hash_.begin(); it != by_hash_.end(); ++it)
+    if (it->second.file.use_count() == 1) {
+      unused.push_back(it);
       unused_bytes += it->second.value.size();
-      if (oldest == by_hash_.end() || it->second.last_use < oldest->second.last_use) oldest = it;
     }
-    if (unused_bytes <= keep_bytes_ || oldest == by_hash_.end()) return;
-    by_hash_.erase(oldest);
+  if (unused_bytes <= keep_bytes_) return;
+  std::sort(unused.begin(), unused.end(), [](auto a, auto b) { return a->second.last_use < b->second.last_use; });
+  for (auto it : unused) {  // the least recently used first
+    if (unused_bytes <= keep_bytes_) break;
+    unused_bytes -= it->second.value.size();
+    by_hash_.erase(it);
   }
 }
 
