@@ -380,29 +380,40 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
   const auto limit = std::chrono::duration_cast<fs::file_time_type::duration>(
       std::chrono::duration<double>(rule.older_than_days.value_or(0) * 86400.0));
   // Age: the last time the session changed (state.json, else the directory); the count keeps
-  // the most recently changed (ids order by the second a session started only).
-  std::vector<std::pair<fs::file_time_type, listed_session>> sessions;
-  for (auto& x : list_sessions(root)) {
+  // the most recently changed (ids order by the second a session started only). Only what is
+  // surely a session goes: an id arun makes, a lock, a readable state (a damaged one can be
+  // rebuilt, and may wait for approval); anything else under the root stays. Every run starts
+  // with this prune, so a state is read only when the rule would remove its session: reading
+  // all 200 kept sessions' state.json cost a short run more than its steps.
+  struct dated_session {
+    fs::file_time_type changed;
+    std::string id, dir;
+  };
+  std::vector<dated_session> sessions;
+  for (auto& id : session_ids(root)) {
     std::error_code ec;
-    // Only what is surely a session: an id arun makes, a lock, a readable state (a damaged
-    // one can be rebuilt, and may wait for approval). Anything else under the root stays.
-    if (!io::valid_session_id(x.id) || !x.problem.empty() || !fs::exists(x.dir + "/lock", ec)) {
-      if (verbose) std::fprintf(stderr, "arun: leaving %s alone (%s)\n", x.dir.c_str(),
-                                x.problem.empty() ? "not a session" : x.problem.c_str());
+    auto dir = (fs::path(root) / id).string();
+    if (!io::valid_session_id(id) || !fs::exists(dir + "/lock", ec)) {
+      if (verbose) std::fprintf(stderr, "arun: leaving %s alone (not a session)\n", dir.c_str());
       continue;
     }
-    auto changed = fs::last_write_time(x.dir + "/state.json", ec);
-    if (ec) changed = fs::last_write_time(x.dir, ec);
-    if (!ec) sessions.emplace_back(changed, std::move(x));
+    auto changed = fs::last_write_time(dir + "/state.json", ec);
+    if (ec) changed = fs::last_write_time(dir, ec);
+    if (!ec) sessions.push_back({changed, std::move(id), std::move(dir)});
   }
-  std::stable_sort(sessions.begin(), sessions.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(sessions.begin(), sessions.end(), [](const auto& a, const auto& b) { return a.changed > b.changed; });
   std::size_t index = 0;
-  for (const auto& [changed, x] : sessions) {
+  for (const auto& x : sessions) {
     const bool beyond_count = rule.keep_newest && index++ >= *rule.keep_newest;
     std::error_code ec;
-    const bool too_old = rule.older_than_days && now - changed >= limit;
+    const bool too_old = rule.older_than_days && now - x.changed >= limit;
     if (!too_old && !beyond_count) continue;
-    if (text_of(x.state, "status") == "waiting_approval") {
+    const auto state = io::session_store::read_state(x.dir);
+    if (const auto* problem = std::get_if<std::string>(&state)) {
+      if (verbose) std::fprintf(stderr, "arun: leaving %s alone (%s)\n", x.dir.c_str(), problem->c_str());
+      continue;
+    }
+    if (text_of(std::get<json::object>(state), "status") == "waiting_approval") {
       ++report.kept;
       if (verbose) std::fprintf(stderr, "arun: keeping %s (waiting for approval)\n", x.id.c_str());
       continue;

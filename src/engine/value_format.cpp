@@ -12,7 +12,26 @@ namespace {
 
 void append_json(std::string& out, const boost::json::value& v);
 
-void append_string(std::string& out, boost::json::string_view s) { out += boost::json::serialize(s); }
+// Printable ASCII other than `"` and `\` stands in JSON as it is: most keys and values are
+// such text, and boost::json::serialize builds a string per call (a journal line and an event
+// hold a dozen strings each). Anything else goes through Boost.JSON's escaping.
+bool needs_no_escape(boost::json::string_view s) {
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+void append_string(std::string& out, boost::json::string_view s) {
+  if (!needs_no_escape(s)) {
+    out += boost::json::serialize(s);
+    return;
+  }
+  out += '"';
+  out.append(s.data(), s.size());
+  out += '"';
+}
 
 template <typename Integer>
 void append_integer(std::string& out, Integer i) {

@@ -56,10 +56,31 @@ int escaped_byte(std::string_view s, std::size_t i) {
 
 }  // namespace
 
-std::string escape_invalid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
+namespace {
+
+// Where the first byte that starts no valid UTF-8 sequence is; npos when there is none.
+std::size_t first_invalid_utf8(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const auto n = utf8_sequence(text, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+std::string escape_invalid_utf8(std::string_view text) {
+  auto bad = first_invalid_utf8(text);
+  if (bad == std::string_view::npos) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 16);
+  out.append(text.substr(0, bad));
+  for (std::size_t i = bad; i < text.size();) {
     if (const auto n = utf8_sequence(text, i); n > 0) {
       out.append(text.substr(i, n));
       i += n;
@@ -73,7 +94,12 @@ std::string escape_invalid_utf8(std::string_view text) {
   return out;
 }
 
-std::string to_json_text(const boost::json::value& v) { return escape_invalid_utf8(to_compact_json(v)); }
+std::string to_json_text(const boost::json::value& v) {
+  auto text = to_compact_json(v);
+  // Valid UTF-8 (nearly always): the text as it is, without a second copy.
+  if (first_invalid_utf8(text) == std::string_view::npos) return text;
+  return escape_invalid_utf8(text);
+}
 
 boost::json::value parse_json_text(std::string_view text, boost::system::error_code& ec,
                                    boost::json::parse_options options) {

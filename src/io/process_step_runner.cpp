@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <memory>
 #include <optional>
@@ -124,7 +125,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   try {
     std::vector<shell_export> variables;
     for (auto& v : inv.exports) variables.push_back({std::move(v.name), std::move(v.value), v.by_file});
-    exports.emplace(variables, "arun-var-", &value_files_);
+    exports.emplace(std::move(variables), "arun-var-", &value_files_);
     body = exports->wrap(inv.command);
     if (body.size() > max_inline_body_bytes) {
       // One argv string is limited to 128 KiB (MAX_ARG_STRLEN): large bodies go by file.
@@ -140,8 +141,8 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   else
     spec.launch.argv = {"/bin/bash", "-c", std::move(body)};
   // SPEC §3.3 order: inherited, hardening, the context export, then the step's own env.
-  env_overrides overrides = exports->environment();
-  overrides.insert(overrides.end(), inv.env.begin(), inv.env.end());
+  env_overrides overrides = exports->take_environment();
+  overrides.insert(overrides.end(), std::make_move_iterator(inv.env.begin()), std::make_move_iterator(inv.env.end()));
   spec.launch.env = environment_.with(overrides);
   spec.launch.working_dir = resolve_dir(options_.base_dir, inv.working_dir);
   spec.timeout = inv.timeout;

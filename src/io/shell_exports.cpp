@@ -13,11 +13,11 @@ std::string single_quote(std::string_view text) {
   return quoted + "'";
 }
 
-shell_exports::shell_exports(const std::vector<shell_export>& variables, std::string_view prefix,
+shell_exports::shell_exports(std::vector<shell_export> variables, std::string_view prefix,
                              value_files* shared) {
-  for (const auto& v : variables) {
+  for (auto& v : variables) {
     if (!v.by_file) {
-      environment_.emplace_back(v.name, v.value);
+      environment_.emplace_back(std::move(v.name), std::move(v.value));
       continue;
     }
     // A throw here destroys files_ with the files written so far.

@@ -27,12 +27,16 @@ public:
   /// Writes each by-file value to a private temp file (mode 0600) named `<prefix>XXXXXX` under
   /// $TMPDIR (or /tmp), or takes the file `shared` already has for an equal value. Throws
   /// std::system_error when a file cannot be written; the files already written are removed.
-  explicit shell_exports(const std::vector<shell_export>& variables, std::string_view prefix = "arun-var-",
+  explicit shell_exports(std::vector<shell_export> variables, std::string_view prefix = "arun-var-",
                          value_files* shared = nullptr);
 
   /// The variables that travel in the environment, in order: apply them after the hardened
   /// environment and before the step's own `env` (build_step_environment's overrides).
   const env_overrides& environment() const noexcept { return environment_; }
+
+  /// environment(), moved out (it is empty afterwards): a context value can be large, and a
+  /// fan-out step should not copy it once more per instance.
+  env_overrides take_environment() noexcept { return std::move(environment_); }
 
   /// Bash text that reads every by-file value into a shell variable, byte-exact (trailing
   /// newlines kept; NUL-free data): `unset -v V; LC_ALL=C IFS= read -r -d '' V < 'FILE' || true; `

@@ -10,9 +10,12 @@
 
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fs = std::filesystem;
 using arun::test::read_text;
@@ -142,5 +145,20 @@ TEST_CASE("config: retention prunes old sessions when a run starts, never one wa
   REQUIRE(p.arun(with({"r.yaml"})).exit_code == 0);
   REQUIRE(p.arun(with({"r.yaml"}), {"ARUN_RETENTION_SESSIONS=2"}).exit_code == 0);
   CHECK(sessions_in(p.sessions) == 5);  // the newest two, the waiting one, and the two that are not sessions
+  // A damaged session counts among the newest and is never removed: the prune reads a state
+  // only when it would remove the session (so the next run removes the older good one).
+  std::vector<std::pair<fs::file_time_type, fs::path>> by_age;
+  for (const auto& e : fs::directory_iterator(p.sessions))
+    if (fs::exists(e.path() / "lock")) by_age.emplace_back(fs::last_write_time(e.path() / "state.json"), e.path());
+  std::sort(by_age.rbegin(), by_age.rend());
+  REQUIRE(by_age.size() == 3);
+  const auto damaged = by_age[0].second, older = by_age[1].second;
+  const auto stamp = fs::last_write_time(damaged / "state.json");
+  std::ofstream(damaged / "state.json") << "not json";
+  fs::last_write_time(damaged / "state.json", stamp);
+  REQUIRE(p.arun(with({"r.yaml"}), {"ARUN_RETENTION_SESSIONS=2"}).exit_code == 0);
+  CHECK(fs::exists(damaged));
+  CHECK_FALSE(fs::exists(older));
+  CHECK(sessions_in(p.sessions) == 5);
   CHECK(arun::test::leftover_processes().empty());
 }

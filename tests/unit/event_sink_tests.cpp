@@ -75,6 +75,15 @@ TEST_CASE("timestamps are RFC 3339 UTC with milliseconds") {
   CHECK(format_rfc3339_ms(at_2026_11_21_134501(999ms) + 900us) == "2026-11-21T13:45:01.999Z");
   const std::regex shape(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");
   CHECK(std::regex_match(format_rfc3339_ms(std::chrono::system_clock::now()), shape));
+  // Calendar corners: a leap day, the last millisecond of a year, and before 1970.
+  using std::chrono::sys_days;
+  using namespace std::chrono_literals;
+  CHECK(format_rfc3339_ms(sys_days{2024y / 2 / 29} + 23h + 59min + 59s + 999ms) == "2024-02-29T23:59:59.999Z");
+  CHECK(format_rfc3339_ms(sys_days{2026y / 12 / 31} + 23h + 59min + 59s + 999ms) == "2026-12-31T23:59:59.999Z");
+  CHECK(format_rfc3339_ms(sys_days{1970y / 1 / 1} - 500ms) == "1969-12-31T23:59:59.500Z");
+  // Each timestamp round-trips through the parser.
+  const auto t = sys_days{2026y / 3 / 1} + 7h + 8min + 9s + 10ms;
+  CHECK(parse_rfc3339_ms(format_rfc3339_ms(t)) == t);
 }
 
 TEST_CASE("every event object has ts, event and session_id") {

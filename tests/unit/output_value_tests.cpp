@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 using arun::engine::output_value;
 
@@ -50,4 +51,13 @@ TEST_CASE("compact JSON has no spaces and keeps integers integral") {
   const auto v = boost::json::parse(R"({"a": [1, 2.5, 3.0, -4], "b": {"c": null, "d": "x\"y"}, "e": true})");
   CHECK(arun::to_compact_json(v) == R"({"a":[1,2.5,3.0,-4],"b":{"c":null,"d":"x\"y"},"e":true})");
   CHECK(arun::to_compact_json(boost::json::value(18446744073709551615ull)) == "18446744073709551615");
+  // Strings are escaped exactly as Boost.JSON does, whichever path they take (plain text is
+  // copied as it is): every byte alone, in a key and in a value.
+  for (int c = 0; c < 256; ++c) {
+    const std::string text = "a" + std::string(1, static_cast<char>(c)) + "b";
+    INFO(c);
+    CHECK(arun::to_compact_json(boost::json::value(text)) == boost::json::serialize(boost::json::value(text)));
+    const boost::json::object o{{text, text}};
+    CHECK(arun::to_compact_json(o) == boost::json::serialize(o));
+  }
 }

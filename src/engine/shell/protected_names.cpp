@@ -6,6 +6,9 @@
 #include "shell/context_export.hpp"
 
 #include <algorithm>
+#include <array>
+#include <unordered_set>
+#include <vector>
 
 namespace arun::engine {
 namespace {
@@ -67,10 +70,17 @@ constexpr std::string_view protected_names[] = {
 }  // namespace
 
 bool alias_allowed(std::string_view name) {
-  if (std::find(std::begin(protected_names), std::end(protected_names), name) != std::end(protected_names))
-    return false;
-  return std::none_of(std::begin(protected_prefixes), std::end(protected_prefixes),
-                      [&](std::string_view p) { return name.starts_with(p); });
+  // Asked for every scalar loop variable of every step: indexed once, not scanned each time.
+  static const std::unordered_set<std::string_view> names(std::begin(protected_names), std::end(protected_names));
+  static const auto prefixes_by_first = [] {
+    std::array<std::vector<std::string_view>, 256> by_first;
+    for (const auto p : protected_prefixes) by_first[static_cast<unsigned char>(p.front())].push_back(p);
+    return by_first;
+  }();
+  if (name.empty()) return true;
+  if (names.contains(name)) return false;
+  const auto& prefixes = prefixes_by_first[static_cast<unsigned char>(name.front())];
+  return std::none_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
 }
 
 }  // namespace arun::engine
