@@ -104,7 +104,9 @@ std::string random_tree_id() {
 }  // namespace
 
 process_step_runner::process_step_runner(runner_options options)
-    : options_(std::move(options)), environment_(options_.inherited_env) {
+    : options_(std::move(options)),
+      executor_(options_.jobs ? *options_.jobs : static_cast<executor&>(local_)),
+      environment_(options_.inherited_env) {
   const auto depth = env_value(options_.inherited_env, "AMPLIHACK_SESSION_DEPTH");
   if (depth) {
     try {
@@ -114,6 +116,13 @@ process_step_runner::process_step_runner(runner_options options)
     }
   }
   tree_id_ = env_value(options_.inherited_env, "AMPLIHACK_TREE_ID").value_or(random_tree_id());
+}
+
+boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec spec) {
+  job_spec job;
+  job.key = spec.label;
+  job.process = std::move(spec);
+  co_return co_await executor_.run(std::move(job));
 }
 
 boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocation inv) {
@@ -151,7 +160,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   spec.on_line = forward_lines(inv.on_line);
   spec.label = inv.instance_id;
 
-  auto r = co_await run_process(std::move(spec));
+  auto r = co_await run_job(std::move(spec));
   co_return to_leaf_outcome(std::move(r), inv.timeout);
 }
 
@@ -219,7 +228,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   spec.on_line = forward_lines(inv.on_line);
   spec.label = inv.instance_id;
   const std::string program = spec.launch.argv.front();
-  auto r = co_await run_process(std::move(spec));
+  auto r = co_await run_job(std::move(spec));
   if (!r.launched() && r.launch_error.find("not installed or not on PATH") != std::string::npos)
     r.launch_error = options_.agent.kind == agent_cli_kind::fake
                          ? fmt::format("the fake agent '{}' is not installed; set ARUN_FAKE_AGENT to its path", program)

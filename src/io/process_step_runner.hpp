@@ -3,6 +3,7 @@
 
 #include "agent_cli.hpp"
 #include "agent_resolution.hpp"
+#include "executor/local_executor.hpp"
 #include "process/output_capture.hpp"
 #include "step_environment.hpp"
 #include "value_files.hpp"
@@ -25,6 +26,7 @@ struct runner_options {
   agent_cli agent;                         ///< the CLI agent steps run (SPEC §11.1)
   agent_search agents;                     ///< where agent references resolve (SPEC §11.2)
   bool allow_missing_agents = false;       ///< run without the persona (a warning) instead of failing
+  executor* jobs = nullptr;                ///< where steps run; null: on this machine (local_executor)
 };
 
 /// Bodies larger than this go through a private temp file instead of argv (SPEC §3.3).
@@ -44,7 +46,12 @@ private:
   /// one deeper, AMPLIHACK_TREE_ID kept or started, the preset's variables, then the step's env.
   std::vector<std::string> agent_environment(const env_overrides& step_env) const;
 
+  /// The job of a step, to its end, on the run's executor.
+  boost::asio::awaitable<process_result> run_job(process_spec spec);
+
   runner_options options_;
+  local_executor local_;
+  executor& executor_;            ///< options_.jobs, else local_
   base_environment environment_;  ///< inherited + hardening, built once for every step
   value_files value_files_;       ///< by-file variables, shared between the run's steps
   std::map<std::string, std::variant<resolved_agent, std::string>, std::less<>> personas_;

@@ -1,0 +1,79 @@
+#pragma once
+// The executor seam: where a leaf step's process runs. The step runner turns a bash or agent
+// step into a job (program, environment, working directory, deadline, output limits) and an
+// executor runs it to its end; the engine never learns which one did. `local` runs the job as
+// a child of arun under the supervisor (process/supervisor.hpp). An executor whose jobs live
+// elsewhere (a cluster's scheduler) submits, follows and collects them, and can follow a job
+// again after arun itself was restarted (`adopt`).
+
+#include "process/supervisor.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arun::io {
+
+/// What a job asks of the machine that runs it (a step's `resources:`). A cluster
+/// scheduler honours these; the local executor runs on the machine it has.
+struct job_resources {
+  std::optional<int> cpus;
+  std::string memory;                         ///< in the scheduler's syntax, e.g. "4G"
+  std::optional<std::chrono::seconds> time;   ///< the scheduler's own limit (a backstop)
+  std::string partition;
+  std::string gpus;
+  std::map<std::string, int, std::less<>> licenses;
+  std::vector<std::string> extra;             ///< further scheduler options, verbatim
+
+  bool empty() const noexcept {
+    return !cpus && memory.empty() && !time && partition.empty() && gpus.empty() && licenses.empty() &&
+           extra.empty();
+  }
+};
+
+/// Where a submitted job can be found again: recorded in the session before arun waits for
+/// it, so that a resumed run follows the job instead of submitting it a second time.
+struct job_handle {
+  std::string executor;  ///< the executor's name
+  std::string id;        ///< the executor's own id for the job (a Slurm job id)
+
+  bool operator==(const job_handle&) const = default;
+};
+
+struct job_spec {
+  process_spec process;  ///< what to run and how to supervise it
+  job_resources resources;
+  std::string key;       ///< unique in the run and stable across resumes: session and instance
+  /// Set on resume: the job submitted before arun stopped; follow it instead of submitting.
+  std::optional<job_handle> adopt;
+  /// Called once the job has an id, before the executor waits for it.
+  std::function<void(const job_handle&)> submitted;
+};
+
+/// What an executor can do, for the step runner and `validate`.
+struct executor_caps {
+  bool jobs_outlive_arun = false;  ///< running jobs survive a crash of arun and can be adopted
+  bool resources = false;          ///< honours job_resources
+};
+
+class executor {
+public:
+  virtual ~executor() = default;
+
+  virtual std::string_view name() const noexcept = 0;
+  virtual executor_caps caps() const noexcept = 0;
+
+  /// Runs `job` to its end and returns what the supervisor would: exit status or signal,
+  /// the captured output, timed out or cancelled, or why it never started. Never throws for
+  /// the job's own failures. Cancelling the awaiting coroutine cancels the job (gracefully,
+  /// then hard after process.kill_grace) and the result says `cancelled`.
+  virtual boost::asio::awaitable<process_result> run(job_spec job) = 0;
+};
+
+}  // namespace arun::io
