@@ -3,10 +3,10 @@
 
 #include "usage_hints.hpp"
 
-#include "agent_cli.hpp"
-#include "agent_resolution.hpp"
-#include "amplihack_preset.hpp"
-#include "install_layout.hpp"
+#include "agents/agent_cli.hpp"
+#include "agents/agent_resolution.hpp"
+#include "agents/amplihack_preset.hpp"
+#include "files/install_layout.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 
 #include "commands.hpp"
 
-#include "process_step_runner.hpp"
+#include "executor/process_step_runner.hpp"
 
 #include <arun/engine.hpp>
 

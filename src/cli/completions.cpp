@@ -7,7 +7,7 @@
 
 #include "user_config.hpp"
 
-#include "discovery.hpp"
+#include "recipe/discovery.hpp"
 #include "session/session_store.hpp"
 
 #include <CLI/CLI.hpp>

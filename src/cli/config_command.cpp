@@ -4,8 +4,8 @@
 #include "run_output.hpp"
 #include "user_config.hpp"
 
-#include "json_text.hpp"
-#include "result_format.hpp"
+#include "files/json_text.hpp"
+#include "output/result_format.hpp"
 #include "session/session_store.hpp"
 
 #include <fmt/format.h>

@@ -2,8 +2,8 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 
-#include "fd_write.hpp"
-#include "install_layout.hpp"
+#include "files/fd_write.hpp"
+#include "files/install_layout.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 #include "exit_codes.hpp"
 
 #include "process/step_containment.hpp"
-#include "process_setup.hpp"
+#include "process/process_setup.hpp"
 
 #include <csignal>
 #include <cstdio>

@@ -2,14 +2,14 @@
 
 #include "exit_codes.hpp"
 #include "usage_hints.hpp"
-#include "agent_checks.hpp"
-#include "discovery.hpp"
-#include "diagnostic_render.hpp"
-#include "recipe_chain.hpp"
+#include "agents/agent_checks.hpp"
+#include "recipe/discovery.hpp"
+#include "output/diagnostic_render.hpp"
+#include "recipe/recipe_chain.hpp"
 #include "recipe/recipe_schema.hpp"
-#include "shell_syntax.hpp"
-#include "step_environment.hpp"
-#include "sub_recipes.hpp"
+#include "recipe/shell_syntax.hpp"
+#include "executor/step_environment.hpp"
+#include "recipe/sub_recipes.hpp"
 
 #include <arun/context_set.hpp>
 #include <arun/validation.hpp>

@@ -2,8 +2,8 @@
 // Turning a RECIPE argument and the shared options into a checked recipe, printing every
 // diagnostic on stderr. Shared by `run` and `validate`.
 
-#include "agent_cli.hpp"
-#include "recipe_loader.hpp"
+#include "agents/agent_cli.hpp"
+#include "recipe/recipe_loader.hpp"
 
 #include <arun/recipe.hpp>
 

@@ -1,9 +1,9 @@
 #include "run_output.hpp"
 
-#include "json_text.hpp"
-#include "plan_format.hpp"
-#include "result_format.hpp"
-#include "secret_masker.hpp"
+#include "files/json_text.hpp"
+#include "output/plan_format.hpp"
+#include "output/result_format.hpp"
+#include "output/secret_masker.hpp"
 
 #include <cerrno>
 #include <cstdio>

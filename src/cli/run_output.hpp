@@ -2,7 +2,7 @@
 // What commands print on stdout (SPEC §13): only the final result, a plan, a document. A
 // write that fails (a full disk, a closed pipe) is an error, never a silent success.
 
-#include "result_format.hpp"
+#include "output/result_format.hpp"
 
 #include <arun/plan.hpp>
 #include <arun/results.hpp>

@@ -6,10 +6,10 @@
 #include "approvals.hpp"
 #include "run_output.hpp"
 
-#include "json_text.hpp"
-#include "recipe_library.hpp"
+#include "files/json_text.hpp"
+#include "recipe/recipe_library.hpp"
 #include "session/session_store.hpp"
-#include "value_summary.hpp"
+#include "output/value_summary.hpp"
 
 #include <arun/value_format.hpp>
 

@@ -4,12 +4,12 @@
 #include "exit_codes.hpp"
 #include "run_output.hpp"
 
-#include "agent_resolution.hpp"
-#include "discovery.hpp"
-#include "recipe_loader.hpp"
-#include "recipe_views.hpp"
-#include "sub_recipes.hpp"
-#include "result_format.hpp"
+#include "agents/agent_resolution.hpp"
+#include "recipe/discovery.hpp"
+#include "recipe/recipe_loader.hpp"
+#include "recipe/recipe_views.hpp"
+#include "recipe/sub_recipes.hpp"
+#include "output/result_format.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "usage_hints.hpp"
 
-#include "discovery.hpp"
+#include "recipe/discovery.hpp"
 
 #include <arun/diagnostics.hpp>
 

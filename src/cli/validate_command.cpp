@@ -5,7 +5,7 @@
 #include "agent_setup.hpp"
 #include "run_output.hpp"
 
-#include "result_format.hpp"
+#include "output/result_format.hpp"
 
 #include <cstdio>
 

@@ -193,7 +193,7 @@ def string_literals(text):
 def loader_keys(repo):
     """{place: set(keys)} of the keys arun's loader accepts (its known-key lists)."""
     reader = open(os.path.join(repo, "src/io/recipe/step_reader.cpp")).read()
-    loader = open(os.path.join(repo, "src/io/recipe_loader.cpp")).read()
+    loader = open(os.path.join(repo, "src/io/recipe/recipe_loader.cpp")).read()
     keys = {}
     for m in re.finditer(r"const key_list \w+ = \{(.*?)\};", reader, re.S):
         keys.setdefault("step", set()).update(string_literals(m.group(1)))

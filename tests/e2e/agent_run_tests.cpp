@@ -4,7 +4,7 @@
 // and recovery_on_failure. The fake records each call in $FAKE_AGENT_STATE/calls.jsonl.
 #include <catch2/catch.hpp>
 
-#include "amplihack_preset.hpp"
+#include "agents/amplihack_preset.hpp"
 #include "arun_cli.hpp"
 #include "process_checks.hpp"
 #include "temp_dir.hpp"

@@ -10,7 +10,7 @@
 #include "arun_cli.hpp"
 #include "background_arun.hpp"
 #include "run_sync.hpp"
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -6,7 +6,7 @@
 
 #include "arun_cli.hpp"
 #include "process_checks.hpp"
-#include "recipe_loader.hpp"
+#include "recipe/recipe_loader.hpp"
 #include "temp_dir.hpp"
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 #include "process_checks.hpp"
 #include "arun_cli.hpp"
 #include "run_sync.hpp"
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 
 #include <boost/json/parse.hpp>
 

@@ -1,6 +1,6 @@
 // libFuzzer target: the recipe loader and validator on arbitrary bytes. Any crash, hang,
 // sanitizer report or exception escaping is a bug (bad input must become diagnostics).
-#include "recipe_loader.hpp"
+#include "recipe/recipe_loader.hpp"
 
 #include <arun/validation.hpp>
 

@@ -2,7 +2,7 @@
 // journal — on arbitrary bytes. Any crash, hang, sanitizer report or escaping exception is a
 // bug: damage must become a refusal or a notice. The input is the journal; with a NUL byte
 // in it, the part before the NUL is state.json instead of a valid one.
-#include "json_text.hpp"
+#include "files/json_text.hpp"
 #include "session/session_record.hpp"
 #include "session/session_store.hpp"
 

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "process_checks.hpp"
-#include "process_step_runner.hpp"
+#include "executor/process_step_runner.hpp"
 #include "run_sync.hpp"
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 
 #include <filesystem>
 #include <signal.h>

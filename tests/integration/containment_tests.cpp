@@ -6,7 +6,7 @@
 #include "process/supervisor.hpp"
 #include "process_checks.hpp"
 #include "run_sync.hpp"
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 
 #include <dirent.h>
 #include <signal.h>

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include "process_checks.hpp"
-#include "process_step_runner.hpp"
-#include "recipe_loader.hpp"
-#include "step_environment.hpp"
+#include "executor/process_step_runner.hpp"
+#include "recipe/recipe_loader.hpp"
+#include "executor/step_environment.hpp"
 
 #include <arun/engine.hpp>
 

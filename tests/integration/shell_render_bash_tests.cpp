@@ -7,9 +7,9 @@
 #include "run_sync.hpp"
 #include "shell/context_export.hpp"
 #include "shell/shell_render.hpp"
-#include "shell_exports.hpp"
-#include "step_environment.hpp"
-#include "temp_file.hpp"
+#include "executor/shell_exports.hpp"
+#include "executor/step_environment.hpp"
+#include "files/temp_file.hpp"
 
 #include <boost/json/parse.hpp>
 

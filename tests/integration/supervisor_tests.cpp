@@ -5,7 +5,7 @@
 #include "process/supervisor.hpp"
 #include "process_checks.hpp"
 #include "run_sync.hpp"
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>

@@ -100,7 +100,7 @@ def check_prefix_install(build, repo, tmp):
                 "share/man/man1/arun-validate.1.gz", "share/man/man1/arun-sessions-list.1.gz",
                 "share/bash-completion/completions/arun", "share/zsh/vendor-completions/_arun",
                 "share/fish/vendor_completions.d/arun.fish", "include/arun/engine.hpp",
-                "include/arun/io/process_step_runner.hpp", "include/arun/io/process/spawn.hpp",
+                "include/arun/io/executor/process_step_runner.hpp", "include/arun/io/process/spawn.hpp",
                 "lib/libarun-engine.a", "lib/libarun-io.a", "lib/cmake/arun/arunConfig.cmake",
                 "lib/cmake/arun/arunConfigVersion.cmake", "lib/cmake/arun/arunTargets.cmake"]
     for rel in expected:

@@ -4,7 +4,7 @@
 #include "run_sync.hpp"
 
 #include "process/supervisor.hpp"
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 
 #include <boost/json/parse.hpp>
 #include <catch2/catch.hpp>

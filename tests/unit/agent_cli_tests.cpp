@@ -2,8 +2,8 @@
 // the argv of each shape. The e2e tests run the same shapes against tools/fake-agent.
 #include <catch2/catch.hpp>
 
-#include "agent_cli.hpp"
-#include "amplihack_preset.hpp"
+#include "agents/agent_cli.hpp"
+#include "agents/amplihack_preset.hpp"
 
 #include <boost/json/parse.hpp>
 

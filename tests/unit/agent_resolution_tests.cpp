@@ -2,9 +2,9 @@
 // environment so no test reads the real ARUN_AGENT_* variables.
 #include <catch2/catch.hpp>
 
-#include "agent_checks.hpp"
-#include "agent_resolution.hpp"
-#include "recipe_loader.hpp"
+#include "agents/agent_checks.hpp"
+#include "agents/agent_resolution.hpp"
+#include "recipe/recipe_loader.hpp"
 #include "temp_dir.hpp"
 
 #include <filesystem>

@@ -1,10 +1,10 @@
-// The background writer (src/io/background_writer.hpp): file writes off the event loop, in
+// The background writer (src/io/files/background_writer.hpp): file writes off the event loop, in
 // order, bounded by queued bytes; and the session store and event files writing through it
 // while the writer is held as a frozen filesystem would hold it.
 #include <catch2/catch.hpp>
 
-#include "background_writer.hpp"
-#include "jsonl_sink.hpp"
+#include "files/background_writer.hpp"
+#include "output/jsonl_sink.hpp"
 #include "session/session_store.hpp"
 #include "temp_dir.hpp"
 

@@ -2,7 +2,7 @@
 // sorted, counted; pointing at a reference inside block scalars and env values.
 #include <catch2/catch.hpp>
 
-#include "diagnostic_render.hpp"
+#include "output/diagnostic_render.hpp"
 #include "temp_dir.hpp"
 
 #include <arun/recipe.hpp>

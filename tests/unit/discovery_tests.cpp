@@ -1,8 +1,8 @@
 // Discovery, recipe paths and extends (SPEC §10) on small trees in a temp directory.
 #include <catch2/catch.hpp>
 
-#include "discovery.hpp"
-#include "recipe_chain.hpp"
+#include "recipe/discovery.hpp"
+#include "recipe/recipe_chain.hpp"
 #include "temp_dir.hpp"
 
 #include <filesystem>

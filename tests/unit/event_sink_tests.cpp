@@ -2,11 +2,11 @@
 // the listener fanout.
 #include <catch2/catch.hpp>
 
-#include "event_json.hpp"
+#include "output/event_json.hpp"
 #include "temp_dir.hpp"
 #include "event_samples.hpp"
-#include "jsonl_sink.hpp"
-#include "listener_fanout.hpp"
+#include "output/jsonl_sink.hpp"
+#include "output/listener_fanout.hpp"
 
 #include <arun/value_format.hpp>
 

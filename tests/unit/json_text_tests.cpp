@@ -1,7 +1,7 @@
 // JSON text arun writes is valid UTF-8 whatever bytes a value holds, and reads back exactly.
 #include <catch2/catch.hpp>
 
-#include "json_text.hpp"
+#include "files/json_text.hpp"
 
 #include <boost/json/object.hpp>
 

@@ -3,7 +3,7 @@
 // inside a JSON --set value it is refused with a message.
 #include <catch2/catch.hpp>
 
-#include "recipe_loader.hpp"
+#include "recipe/recipe_loader.hpp"
 
 #include <arun/context_set.hpp>
 

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "event_samples.hpp"
-#include "progress_loops.hpp"
-#include "progress_printer.hpp"
+#include "output/progress_loops.hpp"
+#include "output/progress_printer.hpp"
 
 #include <algorithm>
 #include <sstream>

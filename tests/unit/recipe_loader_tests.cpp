@@ -1,8 +1,8 @@
 // Loading and validating recipes: what loads, and the exact diagnostic for what does not.
 #include <catch2/catch.hpp>
 
-#include "diagnostic_render.hpp"
-#include "recipe_loader.hpp"
+#include "output/diagnostic_render.hpp"
+#include "recipe/recipe_loader.hpp"
 
 #include <arun/validation.hpp>
 

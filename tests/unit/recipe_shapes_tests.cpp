@@ -3,7 +3,7 @@
 // (`retry: {on: {a: 1}}` once ended `arun validate` with exit 70 "internal error").
 #include <catch2/catch.hpp>
 
-#include "recipe_loader.hpp"
+#include "recipe/recipe_loader.hpp"
 
 #include <arun/validation.hpp>
 

@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "event_samples.hpp"
-#include "event_json.hpp"
-#include "json_text.hpp"
-#include "result_format.hpp"
-#include "secret_masker.hpp"
+#include "output/event_json.hpp"
+#include "files/json_text.hpp"
+#include "output/result_format.hpp"
+#include "output/secret_masker.hpp"
 
 #include <arun/value_format.hpp>
 

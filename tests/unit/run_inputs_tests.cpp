@@ -2,9 +2,9 @@
 // context_validation pre-flight, and the dry-run plan.
 #include <catch2/catch.hpp>
 
-#include "context_checks.hpp"
-#include "recipe_library.hpp"
-#include "recipe_loader.hpp"
+#include "recipe/context_checks.hpp"
+#include "recipe/recipe_library.hpp"
+#include "recipe/recipe_loader.hpp"
 #include "temp_dir.hpp"
 
 #include <arun/plan.hpp>

@@ -2,7 +2,7 @@
 // value takes inside JSON text and line by line, and JSON documents masked in place.
 #include <catch2/catch.hpp>
 
-#include "secret_masker.hpp"
+#include "output/secret_masker.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 #include "temp_dir.hpp"
 
 #include <filesystem>

@@ -2,8 +2,8 @@
 // removed once unused past the size kept.
 #include <catch2/catch.hpp>
 
-#include "shell_exports.hpp"
-#include "value_files.hpp"
+#include "executor/shell_exports.hpp"
+#include "executor/value_files.hpp"
 
 #include <filesystem>
 #include <fstream>

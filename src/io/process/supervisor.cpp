@@ -1,6 +1,6 @@
 #include "process/supervisor.hpp"
 
-#include "arun_log.hpp"
+#include "output/arun_log.hpp"
 
 #include "process/process_group_guard.hpp"
 #include "process/process_table.hpp"

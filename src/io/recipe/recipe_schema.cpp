@@ -1,6 +1,6 @@
 #include "recipe/recipe_schema.hpp"
 
-#include "yaml_json.hpp"
+#include "recipe/yaml_json.hpp"
 
 #include <boost/json/parse.hpp>
 #include <valijson/adapters/boost_json_adapter.hpp>

@@ -1,6 +1,6 @@
 #include "recipe/step_reader.hpp"
 
-#include "yaml_json.hpp"
+#include "recipe/yaml_json.hpp"
 
 #include <arun/value_format.hpp>
 

@@ -1,7 +1,7 @@
 #include "recipe/yaml_fields.hpp"
 
 #include "recipe/yaml_traps.hpp"
-#include "yaml_json.hpp"
+#include "recipe/yaml_json.hpp"
 
 #include <algorithm>
 #include <cmath>

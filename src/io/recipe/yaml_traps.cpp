@@ -1,6 +1,6 @@
 #include "recipe/yaml_traps.hpp"
 
-#include "text_lines.hpp"
+#include "files/text_lines.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #include "session/instance_logs.hpp"
 
-#include "fd_write.hpp"
-#include "private_files.hpp"
+#include "files/fd_write.hpp"
+#include "files/private_files.hpp"
 
 #include <fmt/format.h>
 

@@ -10,8 +10,8 @@
 // handed over when 16 KiB gather, when the instance ends, and on `flush()` (the run calls it a
 // few times a second), so `arun logs -f` sees a running step's output promptly.
 
-#include "background_writer.hpp"
-#include "secret_masker.hpp"
+#include "files/background_writer.hpp"
+#include "output/secret_masker.hpp"
 
 #include <arun/events.hpp>
 

@@ -1,6 +1,6 @@
 #include "session/session_outputs.hpp"
 
-#include "private_files.hpp"
+#include "files/private_files.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

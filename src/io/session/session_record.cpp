@@ -1,8 +1,8 @@
 #include "session/session_record.hpp"
 
-#include "event_json.hpp"
-#include "json_text.hpp"
-#include "result_format.hpp"
+#include "output/event_json.hpp"
+#include "files/json_text.hpp"
+#include "output/result_format.hpp"
 
 #include <arun/value_format.hpp>
 

@@ -2,7 +2,7 @@
 // One line of a session's journal (SPEC §12): a finished step instance — its result and the
 // context delta it wrote — as JSON, and back.
 
-#include "secret_masker.hpp"
+#include "output/secret_masker.hpp"
 
 #include <arun/run_services.hpp>
 

@@ -2,10 +2,10 @@
 
 #include "session/session_record.hpp"
 
-#include "arun_log.hpp"
-#include "fd_write.hpp"
-#include "json_text.hpp"
-#include "private_files.hpp"
+#include "output/arun_log.hpp"
+#include "files/fd_write.hpp"
+#include "files/json_text.hpp"
+#include "files/private_files.hpp"
 
 #include <arun/value_format.hpp>
 

@@ -10,9 +10,9 @@
 // background_writer (write_in_background), so that a stalled filesystem does not stall the
 // event loop; the snapshots at the start and the end are written in place, after the queue.
 
-#include "background_writer.hpp"
-#include "secret_masker.hpp"
-#include "recipe_loader.hpp"
+#include "files/background_writer.hpp"
+#include "output/secret_masker.hpp"
+#include "recipe/recipe_loader.hpp"
 
 #include <arun/run_services.hpp>
 

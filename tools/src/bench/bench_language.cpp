@@ -2,7 +2,7 @@
 // 1,000 and 5,000 steps, and condition evaluations per second (issue 3's performance item).
 // Run: tools/bench  (or build/release/tools/src/bench/arun-bench-language --benchmark_filter=...)
 #include "condition/condition.hpp"
-#include "recipe_loader.hpp"
+#include "recipe/recipe_loader.hpp"
 #include "template/render.hpp"
 
 #include <arun/validation.hpp>

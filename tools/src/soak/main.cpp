@@ -5,7 +5,7 @@
 // to prevent.
 #include "soak_pass.hpp"
 
-#include "process_setup.hpp"
+#include "process/process_setup.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

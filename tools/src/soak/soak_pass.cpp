@@ -2,7 +2,7 @@
 
 #include "process/process_table.hpp"
 #include "process/supervisor.hpp"
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>

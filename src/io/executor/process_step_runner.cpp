@@ -1,0 +1,244 @@
+#include "executor/process_step_runner.hpp"
+
+#include "process/supervisor.hpp"
+#include "executor/shell_exports.hpp"
+#include "executor/step_environment.hpp"
+#include "files/temp_file.hpp"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <iterator>
+#include <random>
+#include <memory>
+#include <optional>
+#include <string.h>
+#include <system_error>
+
+namespace arun::io {
+namespace {
+
+std::string signal_name(int sig) {
+  if (const char* abbrev = ::sigabbrev_np(sig)) return fmt::format("SIG{}", abbrev);
+  return fmt::format("signal {}", sig);
+}
+
+std::string resolve_dir(const std::string& base, const std::string& dir) {
+  if (dir.empty()) return base;
+  if (dir.front() == '/' || base.empty()) return dir;
+  return base + "/" + dir;
+}
+
+std::string failure_snippet(const captured_output& err, const captured_output& out) {
+  if (out.tail.empty()) return err.tail;
+  if (err.tail.empty()) return out.tail;
+  return fmt::format("{}\n--- stdout ---\n{}", err.tail, out.tail);
+}
+
+std::string describe_failure(const process_result& r, const std::optional<std::chrono::nanoseconds>& timeout) {
+  if (r.cancelled) return "cancelled";
+  if (r.timed_out) {
+    const double seconds = std::chrono::duration<double>(timeout.value_or(r.duration)).count();
+    return fmt::format("timed out after {:g}s{}", seconds,
+                       r.signal ? " (stopped with " + signal_name(*r.signal) + ")" : "");
+  }
+  if (r.signal) return fmt::format("killed by {}", signal_name(*r.signal));
+  if (r.exit_code) {
+    if (auto tool = missing_tool(*r.exit_code, r.err.tail); !tool.empty())
+      return fmt::format("'{}' is not installed or not on PATH", tool);
+    return fmt::format("exit code {}", *r.exit_code);
+  }
+  return "ended without an exit status";
+}
+
+leaf_outcome to_leaf_outcome(process_result&& r, const std::optional<std::chrono::nanoseconds>& timeout) {
+  leaf_outcome o;
+  o.duration = r.duration;
+  if (!r.launched()) {
+    o.error = r.launch_error;
+    return o;
+  }
+  o.started = true;
+  o.exit_code = r.exit_code;
+  o.signal = r.signal;
+  o.timed_out = r.timed_out;
+  o.cancelled = r.cancelled;
+  o.truncated = r.out.truncated || r.err.truncated;
+  o.stdout_text = std::move(r.out.text);
+  if (!r.succeeded()) {
+    o.error = describe_failure(r, timeout);
+    o.snippet = failure_snippet(r.err, r.out);
+  }
+  return o;
+}
+
+std::function<void(stream_id, std::string_view, bool)> forward_lines(const output_line_handler& on_line) {
+  if (!on_line) return {};
+  return [&on_line](stream_id s, std::string_view line, bool cut) {
+    on_line(s == stream_id::out ? output_stream::out : output_stream::err, line, cut);
+  };
+}
+
+// A file descriptor closed when it goes out of scope.
+struct owned_fd {
+  int fd = -1;
+  explicit owned_fd(int f) : fd(f) {}
+  owned_fd(const owned_fd&) = delete;
+  owned_fd& operator=(const owned_fd&) = delete;
+  ~owned_fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::string random_tree_id() {
+  std::random_device rd;
+  return fmt::format("arun-{:08x}{:08x}", rd(), rd());
+}
+
+}  // namespace
+
+process_step_runner::process_step_runner(runner_options options)
+    : options_(std::move(options)),
+      executor_(options_.jobs ? *options_.jobs : static_cast<executor&>(local_)),
+      environment_(options_.inherited_env) {
+  const auto depth = env_value(options_.inherited_env, "AMPLIHACK_SESSION_DEPTH");
+  if (depth) {
+    try {
+      session_depth_ = std::max(0, std::stoi(*depth));
+    } catch (const std::exception&) {
+      session_depth_ = 0;  // not a number: start counting here
+    }
+  }
+  tree_id_ = env_value(options_.inherited_env, "AMPLIHACK_TREE_ID").value_or(random_tree_id());
+}
+
+boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec spec) {
+  job_spec job;
+  job.key = spec.label;
+  job.process = std::move(spec);
+  co_return co_await executor_.run(std::move(job));
+}
+
+boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocation inv) {
+  process_spec spec;
+  // Temp files (large variables, large bodies) live until the child has exited.
+  std::optional<shell_exports> exports;
+  std::unique_ptr<private_temp_file> body_file;
+  std::string body;
+  try {
+    std::vector<shell_export> variables;
+    for (auto& v : inv.exports) variables.push_back({std::move(v.name), std::move(v.value), v.by_file});
+    exports.emplace(std::move(variables), "arun-var-", &value_files_);
+    body = exports->wrap(inv.command);
+    if (body.size() > max_inline_body_bytes) {
+      // One argv string is limited to 128 KiB (MAX_ARG_STRLEN): large bodies go by file.
+      body_file = std::make_unique<private_temp_file>("arun-body-", body);
+    }
+  } catch (const std::system_error& e) {
+    leaf_outcome o;
+    o.error = std::string("cannot write the step body or a variable to a temporary file: ") + e.what();
+    co_return o;
+  }
+  if (body_file)
+    spec.launch.argv = {"/bin/bash", body_file->path()};
+  else
+    spec.launch.argv = {"/bin/bash", "-c", std::move(body)};
+  // SPEC §3.3 order: inherited, hardening, the context export, then the step's own env.
+  env_overrides overrides = exports->take_environment();
+  overrides.insert(overrides.end(), std::make_move_iterator(inv.env.begin()), std::make_move_iterator(inv.env.end()));
+  spec.launch.env = environment_.with(overrides);
+  spec.launch.working_dir = resolve_dir(options_.base_dir, inv.working_dir);
+  spec.timeout = inv.timeout;
+  spec.kill_grace = options_.kill_grace;
+  spec.limits = options_.limits;
+  spec.on_line = forward_lines(inv.on_line);
+  spec.label = inv.instance_id;
+
+  auto r = co_await run_job(std::move(spec));
+  co_return to_leaf_outcome(std::move(r), inv.timeout);
+}
+
+const std::variant<resolved_agent, std::string>& process_step_runner::persona(const std::string& reference) {
+  if (auto it = personas_.find(reference); it != personas_.end()) return it->second;
+  return personas_.emplace(reference, resolve_agent(reference, options_.agents)).first->second;
+}
+
+std::vector<std::string> process_step_runner::agent_environment(const env_overrides& step_env) const {
+  env_overrides overrides = {{"AMPLIHACK_SESSION_DEPTH", std::to_string(session_depth_ + 1)},
+                             {"AMPLIHACK_TREE_ID", tree_id_}};
+  overrides.insert(overrides.end(), options_.agent.env.begin(), options_.agent.env.end());
+  overrides.insert(overrides.end(), step_env.begin(), step_env.end());
+  auto env = environment_.with(overrides);
+  // A nested Claude Code refuses to start inside another one's session marker.
+  std::erase_if(env, [](const std::string& kv) { return kv.starts_with("CLAUDECODE="); });
+  return env;
+}
+
+boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invocation inv) {
+  leaf_outcome failed;
+  agent_request request;
+  request.prompt = std::move(inv.prompt);
+  request.working_dir = resolve_dir(options_.base_dir, inv.working_dir);
+  std::string agent_model;
+  if (!inv.agent.empty()) {
+    const auto& found = persona(inv.agent);
+    if (const auto* agent = std::get_if<resolved_agent>(&found)) {
+      request.system_prompt = agent->system_prompt;
+      if (const auto* m = agent->front_matter.if_contains("model"); m && m->is_string()) agent_model = m->get_string();
+    } else if (options_.allow_missing_agents) {
+      failed.warnings.push_back(std::get<std::string>(found) + "; running with the agent CLI's default persona (--allow-missing-agents)");
+    } else {
+      failed.error = std::get<std::string>(found);
+      co_return failed;
+    }
+  }
+  auto model = choose_model(options_.agent, inv.model, inv.provider, inv.provider_preferences, agent_model);
+  request.model = std::move(model.model);
+  failed.warnings.insert(failed.warnings.end(), model.warnings.begin(), model.warnings.end());
+  const auto payload = compose_payload(options_.agent, request);
+  process_spec spec;
+  // The files live until the child has exited; the prompt never goes in one huge argv string.
+  std::unique_ptr<private_temp_file> prompt_file, system_file;
+  try {
+    prompt_file = std::make_unique<private_temp_file>("arun-prompt-", payload.prompt);
+    if (payload.needs_system_prompt_file)
+      system_file = std::make_unique<private_temp_file>("arun-system-prompt-", payload.system_prompt);
+  } catch (const std::system_error& e) {
+    failed.error = std::string("cannot write the prompt to a temporary file: ") + e.what();
+    co_return failed;
+  }
+  owned_fd prompt_in(payload.prompt_on_stdin ? ::open(prompt_file->path().c_str(), O_RDONLY | O_CLOEXEC) : -1);
+  if (payload.prompt_on_stdin && prompt_in.fd < 0) {
+    failed.error = fmt::format("cannot reopen the prompt file {}: {}", prompt_file->path(), std::strerror(errno));
+    co_return failed;
+  }
+  spec.launch.argv = agent_argv(options_.agent, payload, request, prompt_file->path(), system_file ? system_file->path() : "");
+  spec.launch.env = agent_environment(inv.env);
+  spec.launch.working_dir = request.working_dir;
+  spec.launch.stdin_fd = prompt_in.fd;
+  spec.timeout = inv.timeout;
+  spec.kill_grace = options_.kill_grace;
+  spec.limits = options_.limits;
+  spec.on_line = forward_lines(inv.on_line);
+  spec.label = inv.instance_id;
+  const std::string program = spec.launch.argv.front();
+  auto r = co_await run_job(std::move(spec));
+  if (!r.launched() && r.launch_error.find("not installed or not on PATH") != std::string::npos)
+    r.launch_error = options_.agent.kind == agent_cli_kind::fake
+                         ? fmt::format("the fake agent '{}' is not installed; set ARUN_FAKE_AGENT to its path", program)
+                         : fmt::format("the agent CLI '{}' ({}) is not installed or not on PATH; choose another with "
+                                       "--agent-cli or --agent-command (--agent-cli fake rehearses the recipe "
+                                       "without one)",
+                                       program, describe(options_.agent));
+  auto o = to_leaf_outcome(std::move(r), inv.timeout);
+  o.warnings = std::move(failed.warnings);
+  co_return o;
+}
+
+}  // namespace arun::io

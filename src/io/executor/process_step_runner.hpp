@@ -1,0 +1,62 @@
+#pragma once
+// The real step runner: bash and agent steps as supervised child processes.
+
+#include "agents/agent_cli.hpp"
+#include "agents/agent_resolution.hpp"
+#include "executor/local_executor.hpp"
+#include "process/output_capture.hpp"
+#include "executor/step_environment.hpp"
+#include "executor/value_files.hpp"
+
+#include <arun/step_runner.hpp>
+
+#include <chrono>
+#include <map>
+#include <variant>
+#include <string>
+#include <vector>
+
+namespace arun::io {
+
+struct runner_options {
+  std::string base_dir;  ///< the run's working directory (-C); relative step dirs resolve here
+  std::chrono::nanoseconds kill_grace = std::chrono::seconds(5);
+  capture_limits limits;
+  std::vector<std::string> inherited_env;  ///< "K=V"; usually current_environment()
+  agent_cli agent;                         ///< the CLI agent steps run (SPEC §11.1)
+  agent_search agents;                     ///< where agent references resolve (SPEC §11.2)
+  bool allow_missing_agents = false;       ///< run without the persona (a warning) instead of failing
+  executor* jobs = nullptr;                ///< where steps run; null: on this machine (local_executor)
+};
+
+/// Bodies larger than this go through a private temp file instead of argv (SPEC §3.3).
+inline constexpr std::size_t max_inline_body_bytes = 64 * 1024;
+
+class process_step_runner final : public step_runner {
+public:
+  explicit process_step_runner(runner_options options);
+
+  boost::asio::awaitable<leaf_outcome> run_bash(bash_invocation inv) override;
+  boost::asio::awaitable<leaf_outcome> run_agent(agent_invocation inv) override;
+
+private:
+  /// The agent file of `reference`, resolved once per run; an error text when it cannot be.
+  const std::variant<resolved_agent, std::string>& persona(const std::string& reference);
+  /// The agent child's environment (SPEC §11.1): CLAUDECODE removed, AMPLIHACK_SESSION_DEPTH
+  /// one deeper, AMPLIHACK_TREE_ID kept or started, the preset's variables, then the step's env.
+  std::vector<std::string> agent_environment(const env_overrides& step_env) const;
+
+  /// The job of a step, to its end, on the run's executor.
+  boost::asio::awaitable<process_result> run_job(process_spec spec);
+
+  runner_options options_;
+  local_executor local_;
+  executor& executor_;            ///< options_.jobs, else local_
+  base_environment environment_;  ///< inherited + hardening, built once for every step
+  value_files value_files_;       ///< by-file variables, shared between the run's steps
+  std::map<std::string, std::variant<resolved_agent, std::string>, std::less<>> personas_;
+  std::string tree_id_;  ///< AMPLIHACK_TREE_ID of this run's agents
+  int session_depth_ = 0;  ///< AMPLIHACK_SESSION_DEPTH arun itself runs at
+};
+
+}  // namespace arun::io

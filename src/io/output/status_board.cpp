@@ -1,0 +1,156 @@
+#include "output/status_board.hpp"
+
+#include "output/value_summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace arun::io {
+namespace {
+
+constexpr std::string_view red = "\x1b[31m", reset = "\x1b[0m";
+constexpr std::size_t names_shown = 3;   // top-level steps named; the rest are counted
+constexpr std::size_t min_name_room = 8; // columns worth giving to names at all
+
+bool top_level(std::string_view id) { return id.find_first_of("/[") == std::string_view::npos; }
+bool child_type(std::string_view type) { return type == "bash" || type == "agent"; }
+
+// The first `columns` columns of `text`, with `…` as the last one when it was cut.
+std::string shortened(std::string_view text, std::size_t columns) {
+  if (display_columns(text) <= columns) return std::string(text);
+  if (columns == 0) return {};
+  return std::string(first_columns(text, columns - 1)) + "…";
+}
+
+// `31s`, `2m05s`, `1h02m`: the age of a running step.
+std::string age(std::chrono::nanoseconds d) {
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s / 60) % 60);
+}
+
+// One counter of the line, verbose and terse.
+struct part {
+  std::string verbose, terse;
+  bool alarm = false;  // red when colour is on
+};
+
+// `glued`: the first part (the `[3/7]` counter) goes with a space, not a separator.
+std::string join(const std::vector<part>& parts, int level, bool color, bool glued) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += level >= 2 || (i == 1 && glued) ? " " : " · ";
+    const auto& text = level >= 1 ? parts[i].terse : parts[i].verbose;
+    if (color && parts[i].alarm)
+      out += fmt::format("{}{}{}", red, text, reset);
+    else
+      out += text;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string clock_duration(std::chrono::nanoseconds d) {
+  const auto s = std::max<long long>(0, std::chrono::duration_cast<std::chrono::seconds>(d).count());
+  if (s < 3600) return fmt::format("{}:{:02}", s / 60, s % 60);
+  return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+}
+
+void status_board::on_event(const event& e, clock::time_point now) {
+  switch (e.kind) {
+    case event_kind::recipe_start:
+      if (depth_++ == 0) {
+        *this = status_board{};
+        depth_ = 1;
+        started_ = now;
+        top_total_ = e.items;
+      }
+      return;
+    case event_kind::recipe_end:
+      if (depth_ > 0 && --depth_ == 0) started_.reset();
+      return;
+    case event_kind::step_start:
+      if (child_type(e.step_type)) children_running_.insert(e.step);
+      if (e.step_type == "loop" || e.items) loop_started_.try_emplace(e.step, now);
+      if (top_level(e.step) && e.step_type != "hook") {
+        top_seen_.insert(e.step);
+        if (e.step_type != "loop" && !e.items) top_running_.try_emplace(e.step, now);
+      }
+      return;
+    case event_kind::step_retry:
+      if (const auto it = children_running_.find(e.step); it != children_running_.end()) children_running_.erase(it);
+      return;
+    case event_kind::step_end: {
+      if (e.step_type == "hook") return;
+      if (const auto it = children_running_.find(e.step); it != children_running_.end()) children_running_.erase(it);
+      if (const auto it = loop_started_.find(e.step); it != loop_started_.end()) loop_started_.erase(it);
+      if (top_level(e.step)) {
+        top_seen_.insert(e.step);
+        if (const auto it = top_running_.find(e.step); it != top_running_.end()) top_running_.erase(it);
+      }
+      const bool counted = child_type(e.step_type) || e.step_type == "gate";
+      if (counted && e.result && e.result->status == step_status::failed) ++failed_;
+      return;
+    }
+    default: return;
+  }
+}
+
+std::string status_board::render(const detail::loop_tracker& loops, std::size_t columns, clock::time_point now,
+                                 bool color) const {
+  if (!started_ || columns == 0) return {};
+  std::vector<part> parts;
+  const bool counter = top_total_ && *top_total_ > 0;
+  if (counter) {
+    const auto position = fmt::format("[{}/{}]", std::min(top_seen_.size(), *top_total_), *top_total_);
+    parts.push_back({position, position});
+  }
+  // Each outermost running loop's counts (a nested loop is part of its outer one's count).
+  std::optional<std::chrono::nanoseconds> remaining;
+  for (const auto* loop : loops.in_start_order()) {
+    if (loop->nested()) continue;
+    if (loop->items) {
+      parts.push_back({fmt::format("{} {}/{}", loop->id, loop->done, *loop->items), fmt::format("{}/{}", loop->done, *loop->items)});
+      const auto since = loop_started_.find(loop->id);
+      if (!remaining && loop->done > 0 && since != loop_started_.end() && *loop->items >= loop->done) {
+        const auto spent = now - since->second;
+        remaining = std::chrono::duration_cast<std::chrono::nanoseconds>(spent * (*loop->items - loop->done) / loop->done);
+      }
+    } else {
+      parts.push_back({fmt::format("{} #{}", loop->id, loop->done), fmt::format("#{}", loop->done)});
+    }
+  }
+  parts.push_back({fmt::format("{} running", children_running_.size()), fmt::format("{} run", children_running_.size())});
+  if (failed_ > 0) parts.push_back({fmt::format("{} failed", failed_), fmt::format("{} fail", failed_), true});
+  const auto elapsed = clock_duration(now - *started_);
+  parts.push_back({elapsed, elapsed});
+  if (remaining) parts.push_back({"ETA " + clock_duration(*remaining), "~" + clock_duration(*remaining)});
+
+  // The top-level steps running, oldest first, with their age.
+  std::vector<std::pair<clock::time_point, std::string_view>> running;
+  for (const auto& [id, since] : top_running_) running.emplace_back(since, id);
+  std::sort(running.begin(), running.end());
+  std::string names;
+  for (std::size_t i = 0; i < running.size() && i < names_shown; ++i)
+    names += fmt::format("{}{} {}", i ? ", " : "", running[i].second, age(now - running[i].first));
+  if (running.size() > names_shown) names += fmt::format(" +{}", running.size() - names_shown);
+
+  // The most verbose counters that fit; then the names in the room left.
+  for (int level = 0; level <= 2; ++level) {
+    const auto core = join(parts, level, false, counter);
+    const auto width = display_columns(core);
+    if (width > columns) continue;
+    std::string line = join(parts, level, color, counter);
+    const std::size_t separator = level >= 2 ? 1 : 3;
+    if (!names.empty() && width + separator + min_name_room <= columns)
+      line += (level >= 2 ? " " : " · ") + shortened(names, columns - width - separator);
+    return line;
+  }
+  return shortened(join(parts, 2, false, counter), columns);  // narrower than the terse counters
+}
+
+}  // namespace arun::io

@@ -1,0 +1,52 @@
+#pragma once
+// What the live status line says about a running recipe (ninja's `[done/total]`, cargo's
+// progress): where the top-level sequence is, each running foreach's counts, how many
+// children run and failed, the elapsed time, an estimate of the time left, and the names of
+// the top-level steps running with their age. Pure: fed events and a clock, it renders text
+// for a given width; progress_printer draws it.
+
+#include "output/progress_loops.hpp"
+
+#include <arun/events.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace arun::io {
+
+class status_board {
+public:
+  using clock = std::chrono::steady_clock;
+
+  /// Takes in one event, seen at `now`.
+  void on_event(const event& e, clock::time_point now);
+
+  /// The status line for `columns` columns: never longer (counted in characters), and the
+  /// counters are the last thing cut: names are shortened first, then labels made terse.
+  /// `loops` are the running loops (progress_printer's tracker). With `color`, failures are
+  /// red (escape codes do not count toward the width). Empty when no run is going.
+  std::string render(const detail::loop_tracker& loops, std::size_t columns, clock::time_point now,
+                     bool color) const;
+
+  /// A run is going (between the outermost recipe_start and its recipe_end).
+  bool active() const noexcept { return started_.has_value(); }
+
+private:
+  int depth_ = 0;                            // nested recipe_start/recipe_end (sub-recipes)
+  std::optional<clock::time_point> started_;
+  std::optional<std::size_t> top_total_;     // top-level steps of the recipe
+  std::set<std::string, std::less<>> top_seen_;  // top-level instances started or ended
+  std::map<std::string, clock::time_point, std::less<>> top_running_;  // top-level steps (not loops) running
+  std::map<std::string, clock::time_point, std::less<>> loop_started_;  // loops, for the ETA
+  std::set<std::string, std::less<>> children_running_;  // bash and agent instances running an attempt
+  std::size_t failed_ = 0;                   // bash, agent and gate instances that failed
+};
+
+/// `0:42`, `12:03`, `1:02:03`: elapsed and remaining times.
+std::string clock_duration(std::chrono::nanoseconds d);
+
+}  // namespace arun::io
