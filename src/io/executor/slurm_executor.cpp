@@ -1,0 +1,392 @@
+#include "executor/slurm_executor.hpp"
+
+#include "executor/slurm_script.hpp"
+#include "files/private_files.hpp"
+#include "output/arun_log.hpp"
+#include "process/output_capture.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+namespace arun::io {
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto client_timeout = std::chrono::seconds(30);
+
+// One job being followed: what the queue and the caller's cancellation share with it.
+struct followed_job {
+  explicit followed_job(asio::any_io_executor ex) : wake(ex) { wake.expires_at(clock_type::time_point::max()); }
+  std::string id;
+  bool cancel_requested = false;
+  asio::steady_timer wake;  ///< cancelled to wake the follower: a new listing, or a cancel request
+};
+
+// A Slurm client (sbatch, squeue, scancel) as a supervised local child.
+asio::awaitable<process_result> slurm_client(std::vector<std::string> argv, const std::vector<std::string>& env) {
+  process_spec spec;
+  spec.launch.argv = std::move(argv);
+  spec.launch.env = env;
+  spec.timeout = client_timeout;
+  spec.kill_grace = std::chrono::seconds(1);
+  spec.label = spec.launch.argv.front();
+  co_return co_await run_process(std::move(spec));
+}
+
+// Not a coroutine: g++ 12 cannot keep a braced list of strings in a coroutine frame.
+asio::awaitable<process_result> scancel(std::string id, const char* signal, const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {"scancel"};
+  if (signal) {
+    argv.push_back(std::string("--signal=") + signal);
+    argv.push_back("--full");  // the batch script and every step of the job
+  }
+  argv.push_back(std::move(id));
+  return slurm_client(std::move(argv), env);
+}
+
+asio::awaitable<process_result> squeue(const std::string& session_id, const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {"squeue", "--noheader", "--name=arun-" + session_id, "--format=%i %T"};
+  return slurm_client(std::move(argv), env);
+}
+
+std::string client_failure(const process_result& r) {
+  if (!r.launched()) return r.launch_error;
+  if (r.timed_out) return "timed out";
+  std::string why = r.err.tail.empty() ? r.out.tail : r.err.tail;
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  return (r.exit_code ? "exit code " + std::to_string(*r.exit_code) : std::string("killed")) +
+         (why.empty() ? "" : ": " + why);
+}
+
+// The output file of a job, read as it grows.
+class file_tail {
+public:
+  explicit file_tail(std::string path) : path_(std::move(path)) {}
+  ~file_tail() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  file_tail(const file_tail&) = delete;
+  file_tail& operator=(const file_tail&) = delete;
+
+  void read_new(output_capture& into) {
+    if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return;
+    char buf[64 * 1024];
+    for (;;) {
+      const auto n = ::pread(fd_, buf, sizeof buf, static_cast<off_t>(offset_));
+      if (n <= 0) return;
+      offset_ += static_cast<std::uint64_t>(n);
+      into.append(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+  }
+
+private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t offset_ = 0;
+};
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool write_private(const std::string& path, std::string_view text, mode_t mode = 0600) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return false;
+  bool ok = true;
+  for (std::size_t done = 0; done < text.size() && ok;) {
+    const auto n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<std::size_t>(n);
+  }
+  return ::close(fd) == 0 && ok;
+}
+
+std::string nul_joined(const std::vector<std::string>& items) {
+  std::string joined;
+  for (const auto& item : items) {
+    joined += item;
+    joined += '\0';
+  }
+  return joined;
+}
+
+// Everything the wrapper reads, written fresh: a retry of the same instance reuses the
+// directory, and must never see the last attempt's exit file.
+std::string prepare_job_files(const slurm_job_files& files, const launch_request& launch, const std::string& working_dir) {
+  std::error_code ec;
+  if (!make_private_directories(files.dir, ec)) return "cannot create the job directory " + files.dir + ": " + ec.message();
+  for (const auto& stale : {files.status(), files.out(), files.err(), files.dir + "/exit.tmp", files.dir + "/stdin"})
+    std::filesystem::remove(stale, ec);
+  std::string input;
+  if (launch.stdin_fd >= 0) {
+    // A node cannot inherit arun's descriptor: the input travels as a file.
+    char buf[64 * 1024];
+    for (off_t at = 0;;) {
+      const auto n = ::pread(launch.stdin_fd, buf, sizeof buf, at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      input.append(buf, static_cast<std::size_t>(n));
+      at += n;
+    }
+  }
+  auto script = slurm_wrapper_script(files, working_dir);
+  if (launch.stdin_fd >= 0) {
+    const std::string from_null = "< /dev/null &";
+    script.replace(script.find(from_null), from_null.size(), "< \"$dir/stdin\" &");
+  }
+  if (!write_private(files.argv(), nul_joined(launch.argv)) || !write_private(files.env(), nul_joined(launch.env)) ||
+      (launch.stdin_fd >= 0 && !write_private(files.dir + "/stdin", input)) ||
+      !write_private(files.script(), script, 0700))
+    return "cannot write the job's files in " + files.dir + ": " + std::strerror(errno);
+  return {};
+}
+
+bool terminal_state(std::string_view state) {
+  return state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" && state != "COMPLETING" &&
+         state != "SUSPENDED" && state != "REQUEUED" && state != "RESIZING" && state != "SIGNALING" &&
+         state != "STAGE_OUT" && state != "STOPPED" && state != "REQUEUE_HOLD" && state != "REQUEUE_FED";
+}
+
+}  // namespace
+
+// Every job of the run, listed by one `squeue --name=arun-<session>` per poll; the
+// followers wait on their own timers, which each listing cancels.
+class slurm_executor::queue : public std::enable_shared_from_this<slurm_executor::queue> {
+public:
+  queue(asio::any_io_executor ex, const slurm_options& options) : ex_(ex), options_(options), tick_(ex) {}
+
+  void follow(followed_job& job) {
+    followers_.insert(&job);
+    interval_ = options_.min_poll;  // a new job: look soon
+    tick_.cancel();
+    if (!polling_) {
+      polling_ = true;
+      asio::co_spawn(ex_, poll_loop(shared_from_this()), asio::detached);
+    }
+  }
+  void forget(followed_job& job) { followers_.erase(&job); }
+
+  /// The state the last listing gave the job: empty when it was not listed.
+  std::string state_of(const std::string& id) const {
+    const auto it = listing_.find(id);
+    return it == listing_.end() ? std::string() : it->second;
+  }
+  bool listed_ok() const noexcept { return listed_ok_; }
+  std::uint64_t polls() const noexcept { return polls_; }
+
+private:
+  static asio::awaitable<void> poll_loop(std::shared_ptr<queue> self) {
+    while (!self->followers_.empty()) {
+      co_await self->list();
+      for (auto* job : self->followers_) job->wake.cancel();
+      self->tick_.expires_after(self->interval_);
+      co_await self->tick_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    self->polling_ = false;
+  }
+
+  asio::awaitable<void> list() {
+    ++polls_;
+    auto r = co_await squeue(options_.session_id, options_.client_env);
+    if (!r.succeeded()) {
+      // The controller may be restarting: keep the last listing, look again later.
+      listed_ok_ = false;
+      arun_log().warn("squeue failed: {}", client_failure(r));
+      interval_ = std::min(options_.max_poll, interval_ * 2);
+      co_return;
+    }
+    std::map<std::string, std::string> now;
+    std::istringstream lines(r.out.text);
+    std::string id, state;
+    while (lines >> id >> state) now[id] = state;
+    // Nothing changed: look less often, up to max_poll; a change: look again soon.
+    interval_ = now == listing_ ? std::min(options_.max_poll, interval_ * 3 / 2) : options_.min_poll;
+    listing_ = std::move(now);
+    listed_ok_ = true;
+  }
+
+  asio::any_io_executor ex_;
+  const slurm_options& options_;
+  asio::steady_timer tick_;
+  std::set<followed_job*> followers_;
+  std::map<std::string, std::string> listing_;
+  std::chrono::milliseconds interval_{250};
+  bool polling_ = false;
+  bool listed_ok_ = false;
+  std::uint64_t polls_ = 0;
+};
+
+namespace {
+
+struct follow_context {
+  std::shared_ptr<slurm_executor::queue> jobs;
+  const slurm_options* options;
+};
+
+// Submits (or adopts) the job and follows it to its end.
+asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shared_ptr<followed_job> me) {
+  const auto& o = *c.options;
+  process_result r;
+  const auto started = clock_type::now();
+  const auto files = slurm_job_files_for(o.shared_dir, job.key);
+  std::error_code ec;
+  const std::string working_dir =
+      job.process.launch.working_dir.empty() ? std::filesystem::current_path(ec).string() : job.process.launch.working_dir;
+  if (job.adopt) {
+    me->id = job.adopt->id;
+  } else {
+    if (auto problem = prepare_job_files(files, job.process.launch, working_dir); !problem.empty()) {
+      r.launch_error = problem;
+      co_return r;
+    }
+    std::optional<std::chrono::seconds> backstop;
+    if (job.process.timeout && job.process.timeout->count() > 0)
+      // Slurm's own limit only catches a job arun can no longer stop itself.
+      backstop = std::chrono::ceil<std::chrono::seconds>(*job.process.timeout + job.process.kill_grace) +
+                 std::chrono::minutes(1);
+    auto submitted = co_await slurm_client(
+        sbatch_arguments(files, job.resources, "arun-" + o.session_id, job.key, backstop), o.client_env);
+    auto id = submitted.out.text.substr(0, submitted.out.text.find_first_of(";\n"));
+    if (!submitted.succeeded() || id.empty()) {
+      r.launch_error = "sbatch could not submit the job: " + client_failure(submitted);
+      co_return r;
+    }
+    me->id = std::move(id);
+  }
+  if (job.submitted) job.submitted({"slurm", me->id});
+  arun_log().debug("slurm job {} for {} ({})", me->id, job.key, files.dir);
+
+  output_capture out(job.process.limits, job.process.on_line ? line_sink([&job](std::string_view l, bool cut) {
+    job.process.on_line(stream_id::out, l, cut);
+  }) : line_sink{});
+  output_capture err(job.process.limits, job.process.on_line ? line_sink([&job](std::string_view l, bool cut) {
+    job.process.on_line(stream_id::err, l, cut);
+  }) : line_sink{});
+  file_tail out_file(files.out()), err_file(files.err());
+
+  c.jobs->follow(*me);
+  std::optional<clock_type::time_point> running_since, gone_since, term_sent, kill_sent;
+  std::optional<slurm_exit_status> status;
+  bool seen = false;
+  for (;;) {
+    co_await me->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+    me->wake.expires_at(clock_type::time_point::max());
+    out_file.read_new(out);
+    err_file.read_new(err);
+    if (const auto text = read_text(files.status())) {
+      status = parse_slurm_exit(*text);
+      if (status) break;
+    }
+    const auto now = clock_type::now();
+    const auto state = c.jobs->state_of(me->id);
+    if (!state.empty() && !terminal_state(state)) {
+      seen = true;
+      gone_since.reset();
+      if (state == "RUNNING" && !running_since) running_since = now;
+    } else if (c.jobs->listed_ok()) {
+      if (!gone_since) gone_since = now;
+      // Cancelled before it ran, or killed past its trap: no exit file will come.
+      if ((term_sent || !seen) && now - *gone_since >= std::chrono::seconds(2) && (kill_sent || !seen)) break;
+      if (now - *gone_since >= o.lost_after) break;
+    }
+    const bool past_deadline = job.process.timeout && job.process.timeout->count() > 0 && running_since &&
+                               now - *running_since >= *job.process.timeout;
+    if (past_deadline && !r.cancelled) r.timed_out = true;
+    if (me->cancel_requested && !r.timed_out) r.cancelled = true;
+    if ((r.timed_out || r.cancelled) && !term_sent) {
+      term_sent = now;
+      co_await scancel(me->id, "TERM", o.client_env);
+      if (state.empty() || state == "PENDING") co_await scancel(me->id, nullptr, o.client_env);
+    } else if (term_sent && !kill_sent && now - *term_sent >= job.process.kill_grace) {
+      kill_sent = now;
+      co_await scancel(me->id, "KILL", o.client_env);
+      co_await scancel(me->id, nullptr, o.client_env);
+    }
+  }
+  c.jobs->forget(*me);
+  out_file.read_new(out);
+  err_file.read_new(err);
+  out.finish();
+  err.finish();
+  r.out = out.take();
+  r.err = err.take();
+  r.duration = clock_type::now() - started;
+  if (status && !status->error.empty()) {
+    r.launch_error = "the job could not start the step: " + status->error;
+  } else if (status) {
+    r.exit_code = status->exit_code;
+    r.signal = status->signal;
+  } else if (r.timed_out || r.cancelled) {
+    r.signal = kill_sent ? SIGKILL : SIGTERM;
+  } else {
+    r.launch_error = "Slurm job " + me->id + " left the queue without an exit status (lost; its files are in " + files.dir + ")";
+  }
+  co_return r;
+}
+
+// As run_process: the job is followed in a coroutine of its own, and the caller's
+// cancellation becomes a cancel request, so the scancel escalation runs to its end.
+struct follow_initiation {
+  template <typename Handler>
+  void operator()(Handler&& handler, follow_context c, job_spec job) const {
+    auto ex = asio::get_associated_executor(handler);
+    auto me = std::make_shared<followed_job>(ex);
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) {
+      slot.assign([weak = std::weak_ptr<followed_job>(me)](asio::cancellation_type type) {
+        if (type == asio::cancellation_type::none) return;
+        if (auto m = weak.lock()) {
+          m->cancel_requested = true;
+          m->wake.cancel();
+        }
+      });
+    }
+    asio::co_spawn(ex, follow(std::move(c), std::move(job), me),
+                   [me, slot, h = std::forward<Handler>(handler)](std::exception_ptr e, process_result r) mutable {
+                     if (slot.is_connected()) slot.clear();
+                     std::move(h)(e, std::move(r));
+                   });
+  }
+};
+
+}  // namespace
+
+slurm_executor::slurm_executor(asio::any_io_executor ex, slurm_options options)
+    : options_(std::move(options)), queue_(std::make_shared<queue>(ex, options_)) {}
+
+slurm_executor::~slurm_executor() = default;
+
+std::uint64_t slurm_executor::queue_polls() const noexcept { return queue_->polls(); }
+
+asio::awaitable<process_result> slurm_executor::run(job_spec job) {
+  return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(
+      follow_initiation{}, asio::use_awaitable, follow_context{queue_, &options_}, std::move(job));
+}
+
+}  // namespace arun::io

@@ -1,0 +1,53 @@
+#pragma once
+// The slurm executor: every job is a Slurm batch job. A generated wrapper (slurm_script.hpp)
+// runs the step on a node, in a directory below a shared directory, and writes its output
+// and exit status to files there; arun follows all of a run's jobs with one `squeue` per
+// poll (adaptive: often while jobs start and end, seldom while nothing changes), tails the
+// output files into the step's lines, and takes the status from the exit file. A deadline or
+// a cancel becomes `scancel --signal=TERM`, then `--signal=KILL` after the grace period.
+
+#include "executor/executor.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace arun::io {
+
+struct slurm_options {
+  std::string shared_dir;               ///< job directories go below it: a filesystem the nodes share
+  std::string session_id;               ///< every job of the run is named arun-<session_id>
+  std::vector<std::string> client_env;  ///< "K=V": the environment of sbatch, squeue and scancel
+  std::chrono::milliseconds min_poll{250};   ///< squeue interval while jobs come and go
+  std::chrono::milliseconds max_poll{2000};  ///< the interval it grows to while nothing changes
+  /// A job that left the queue without an exit file is `lost` after this long (a shared
+  /// filesystem may show the file late).
+  std::chrono::milliseconds lost_after{30000};
+};
+
+class slurm_executor final : public executor {
+public:
+  slurm_executor(boost::asio::any_io_executor ex, slurm_options options);
+  ~slurm_executor() override;
+  slurm_executor(const slurm_executor&) = delete;
+  slurm_executor& operator=(const slurm_executor&) = delete;
+
+  std::string_view name() const noexcept override { return "slurm"; }
+  executor_caps caps() const noexcept override { return {.jobs_outlive_arun = true, .resources = true}; }
+  boost::asio::awaitable<process_result> run(job_spec job) override;
+
+  /// squeue calls made so far (one covers every job of the run).
+  std::uint64_t queue_polls() const noexcept;
+
+  class queue;
+
+private:
+  slurm_options options_;
+  std::shared_ptr<queue> queue_;
+};
+
+}  // namespace arun::io

@@ -1,0 +1,107 @@
+#include "executor/slurm_script.hpp"
+
+#include "executor/shell_exports.hpp"
+#include "files/private_files.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdint>
+
+namespace arun::io {
+namespace {
+
+std::uint32_t fnv1a(std::string_view text) {
+  std::uint32_t h = 2166136261u;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+std::optional<int> number(std::string_view text) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view key) {
+  auto readable = file_name_part(key);
+  if (readable.size() > 80) readable.resize(80);
+  return {fmt::format("{}/jobs/{}-{:08x}", shared_dir, readable, fnv1a(key))};
+}
+
+std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir) {
+  // Only bash builtins until the command starts: the node's PATH is not the step's.
+  return fmt::format(R"SH(#!/bin/bash
+# arun: one step instance as a Slurm job (generated; the files beside it are its own).
+dir={dir}
+finish() {{ printf '%s\n' "$1" > "$dir/exit.tmp" && command mv -f -- "$dir/exit.tmp" "$dir/exit"; exit 0; }}
+cd -- {work} 2>> "$dir/err" || finish "error cannot enter the working directory (see its stderr)"
+mapfile -d '' -t argv < "$dir/argv" && mapfile -d '' -t envv < "$dir/env" || finish "error cannot read the job's files in $dir"
+for name in ${{!SLURM_@}}; do envv+=("$name=${{!name}}"); done
+command env -i "${{envv[@]}}" "${{argv[@]}}" > "$dir/out" 2> "$dir/err" < /dev/null &
+child=$!
+# scancel --signal=TERM reaches the step's whole group through this trap, as a local step's does.
+trap 'trap "" TERM; kill -TERM 0 2>/dev/null' TERM
+while :; do
+  wait "$child"
+  status=$?
+  kill -0 "$child" 2>/dev/null || break
+done
+finish "exit $status"
+)SH",
+                     fmt::arg("dir", single_quote(files.dir)), fmt::arg("work", single_quote(working_dir)));
+}
+
+std::string slurm_time(std::chrono::seconds limit) {
+  auto minutes = (limit.count() + 59) / 60;
+  if (minutes < 1) minutes = 1;
+  return fmt::format("{}-{:02}:{:02}:00", minutes / (24 * 60), (minutes / 60) % 24, minutes % 60);
+}
+
+std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const job_resources& resources,
+                                          std::string_view job_name, std::string_view comment,
+                                          std::optional<std::chrono::seconds> time_limit) {
+  std::vector<std::string> args = {"sbatch", "--parsable", fmt::format("--job-name={}", job_name),
+                                   fmt::format("--comment={}", comment), "--output=" + files.slurm_log(),
+                                   "--error=" + files.slurm_log(), "--open-mode=append", "--ntasks=1"};
+  if (resources.cpus) args.push_back(fmt::format("--cpus-per-task={}", *resources.cpus));
+  if (!resources.memory.empty()) args.push_back("--mem=" + resources.memory);
+  if (resources.time) time_limit = resources.time;
+  if (time_limit) args.push_back("--time=" + slurm_time(*time_limit));
+  if (!resources.partition.empty()) args.push_back("--partition=" + resources.partition);
+  if (!resources.gpus.empty()) args.push_back("--gpus=" + resources.gpus);
+  if (!resources.licenses.empty()) {
+    std::string list;
+    for (const auto& [name, count] : resources.licenses) list += fmt::format("{}{}:{}", list.empty() ? "" : ",", name, count);
+    args.push_back("--licenses=" + list);
+  }
+  args.insert(args.end(), resources.extra.begin(), resources.extra.end());
+  args.push_back(files.script());
+  return args;
+}
+
+std::optional<slurm_exit_status> parse_slurm_exit(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  slurm_exit_status s;
+  if (text.starts_with("error ")) {
+    s.error = std::string(text.substr(6));
+    return s;
+  }
+  if (!text.starts_with("exit ")) return std::nullopt;
+  const auto code = number(text.substr(5));
+  if (!code || *code < 0 || *code > 255) return std::nullopt;
+  // bash reports a command killed by signal N as 128 + N.
+  if (*code > 128)
+    s.signal = *code - 128;
+  else
+    s.exit_code = *code;
+  return s;
+}
+
+}  // namespace arun::io

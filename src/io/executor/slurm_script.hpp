@@ -1,0 +1,58 @@
+#pragma once
+// What the slurm executor hands sbatch for one job: the job's directory (on a filesystem the
+// nodes share), the wrapper script that runs the step there, and sbatch's options. Pure
+// functions of the job, so they are tested without a cluster.
+
+#include "executor/executor.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arun::io {
+
+/// The files of one job, all in one directory below the shared directory.
+struct slurm_job_files {
+  std::string dir;
+  std::string script() const { return dir + "/run.sh"; }
+  std::string argv() const { return dir + "/argv"; }      ///< the command, NUL-separated
+  std::string env() const { return dir + "/env"; }        ///< the environment, NUL-separated
+  std::string out() const { return dir + "/out"; }        ///< the step's stdout
+  std::string err() const { return dir + "/err"; }        ///< the step's stderr
+  std::string status() const { return dir + "/exit"; }    ///< "exit N" or "error TEXT", written last
+  std::string slurm_log() const { return dir + "/slurm.log"; }  ///< what Slurm itself says about the job
+};
+
+/// The job directory of `key` below `shared_dir`: readable (the key made file-safe) and
+/// unique (a hash of the key tells `a/b` from `a_b`), the same on every resume.
+slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view key);
+
+/// The wrapper sbatch runs: enters `working_dir`, starts the command of `argv` with exactly
+/// the environment of `env` (plus the job's SLURM_* variables) in the job's process group,
+/// its stdout and stderr to `out` and `err`, forwards SIGTERM to the group, and writes
+/// `exit N` (N above 128: killed by signal N - 128) to `exit` atomically once the command
+/// has ended; `error TEXT` when it could not start it.
+std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir);
+
+/// sbatch's arguments for one job (the script path last): --parsable, the job name and
+/// comment that tie the job to the session and instance, Slurm's own output to the job's
+/// slurm.log, and the resources (cpus, mem, time, partition, gpus, licenses, extra options).
+/// `time_limit`: Slurm's --time, a backstop behind arun's own deadline.
+std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const job_resources& resources,
+                                          std::string_view job_name, std::string_view comment,
+                                          std::optional<std::chrono::seconds> time_limit);
+
+/// `sbatch --time` text for a duration: minutes rounded up, as D-HH:MM:SS.
+std::string slurm_time(std::chrono::seconds limit);
+
+/// What the wrapper's `exit` file says.
+struct slurm_exit_status {
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string error;  ///< the wrapper could not start the command
+};
+/// Parses the `exit` file; nullopt when the text is not one the wrapper writes.
+std::optional<slurm_exit_status> parse_slurm_exit(std::string_view text);
+
+}  // namespace arun::io

@@ -1,0 +1,85 @@
+// What the slurm executor gives sbatch: job directories, sbatch options from a step's
+// resources, Slurm's time syntax, and the wrapper's exit file.
+#include <catch2/catch.hpp>
+
+#include "executor/slurm_script.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace arun::io;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool has(const std::vector<std::string>& args, const std::string& arg) {
+  return std::find(args.begin(), args.end(), arg) != args.end();
+}
+
+}  // namespace
+
+TEST_CASE("slurm job directories are readable, distinct for distinct keys and the same on resume") {
+  const auto a = slurm_job_files_for("/shared", "loop[3]/step a");
+  CHECK(a.dir.starts_with("/shared/jobs/loop_3__step_a-"));
+  CHECK(slurm_job_files_for("/shared", "loop[3]/step a").dir == a.dir);
+  CHECK(slurm_job_files_for("/shared", "a/b").dir != slurm_job_files_for("/shared", "a_b").dir);
+  CHECK(slurm_job_files_for("/shared", "../../etc").dir.find("/../") == std::string::npos);
+  CHECK(a.status() == a.dir + "/exit");
+  CHECK(slurm_job_files_for("/s", std::string(500, 'x')).dir.size() < 120);
+}
+
+TEST_CASE("sbatch options come from the step's resources and name the session and instance") {
+  const auto files = slurm_job_files_for("/shared", "build");
+  job_resources r;
+  r.cpus = 4;
+  r.memory = "8G";
+  r.partition = "short";
+  r.gpus = "a100:1";
+  r.licenses = {{"claude", 1}, {"codex", 2}};
+  r.extra = {"--account=lab", "--qos=high"};
+  const auto args = sbatch_arguments(files, r, "arun-S1", "build", 3700s);
+  CHECK(args.front() == "sbatch");
+  CHECK(args.back() == files.script());
+  for (const auto* expected : {"--parsable", "--job-name=arun-S1", "--comment=build", "--cpus-per-task=4", "--mem=8G",
+                               "--partition=short", "--gpus=a100:1", "--licenses=claude:1,codex:2", "--account=lab",
+                               "--qos=high", "--time=0-01:02:00"})
+    CHECK(has(args, expected));
+  // The step's own `time` wins over the backstop arun derives from its timeout.
+  r.time = 120s;
+  CHECK(has(sbatch_arguments(files, r, "n", "k", 3700s), "--time=0-00:02:00"));
+  // No resources: no resource options, and no --time without a deadline.
+  const auto bare = sbatch_arguments(files, {}, "n", "k", std::nullopt);
+  CHECK(std::none_of(bare.begin(), bare.end(), [](const std::string& a) {
+    return a.starts_with("--time") || a.starts_with("--mem") || a.starts_with("--cpus");
+  }));
+}
+
+TEST_CASE("Slurm time limits round up to whole minutes") {
+  CHECK(slurm_time(1s) == "0-00:01:00");
+  CHECK(slurm_time(60s) == "0-00:01:00");
+  CHECK(slurm_time(61s) == "0-00:02:00");
+  CHECK(slurm_time(std::chrono::hours(25)) == "1-01:00:00");
+}
+
+TEST_CASE("the wrapper's exit file gives an exit code, a signal or why the step could not start") {
+  CHECK(parse_slurm_exit("exit 0\n")->exit_code == 0);
+  CHECK(parse_slurm_exit("exit 3")->exit_code == 3);
+  const auto killed = parse_slurm_exit("exit 143\n");
+  CHECK_FALSE(killed->exit_code);
+  CHECK(killed->signal == 15);
+  CHECK(parse_slurm_exit("error cannot enter the working directory")->error == "cannot enter the working directory");
+  CHECK_FALSE(parse_slurm_exit(""));
+  CHECK_FALSE(parse_slurm_exit("exit"));
+  CHECK_FALSE(parse_slurm_exit("exit 3x"));
+  CHECK_FALSE(parse_slurm_exit("exit 300"));
+}
+
+TEST_CASE("the wrapper quotes its paths and writes the exit file atomically") {
+  const slurm_job_files files{"/shared/it's here"};
+  const auto script = slurm_wrapper_script(files, "/work/$(rm -rf x)");
+  CHECK(script.starts_with("#!/bin/bash\n"));
+  CHECK(script.find("dir='/shared/it'\\''s here'") != std::string::npos);
+  CHECK(script.find("cd -- '/work/$(rm -rf x)'") != std::string::npos);
+  CHECK(script.find("mv -f -- \"$dir/exit.tmp\" \"$dir/exit\"") != std::string::npos);
+}
