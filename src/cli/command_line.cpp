@@ -121,6 +121,17 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->check(quiet(CLI::Range(1, 4096)))
       ->type_name("N")
       ->group(running);
+  app.add_option("--executor", s.executor,
+                 "Where bash and agent steps run: local (children of arun, the default) or slurm (one Slurm "
+                 "batch job each; sbatch, squeue and scancel on PATH)")
+      ->check(quiet(CLI::IsMember({"local", "slurm"})))
+      ->type_name("NAME")
+      ->group(running);
+  app.add_option("--shared-dir", s.shared_dir,
+                 "With --executor slurm: where each job's script, output and exit status go, on a filesystem "
+                 "the nodes share (default: the session directory)")
+      ->type_name("DIR")
+      ->group(running);
   app.add_option("--include-tags", s.include_tags, "Run only steps with one of these when_tags (comma-separated)")
       ->delimiter(',')
       ->allow_extra_args(false)

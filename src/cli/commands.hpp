@@ -43,6 +43,8 @@ struct run_settings {
   bool quiet = false;
   bool verbose = false;  ///< -v: every instance's lines, loop iterations included
   int max_concurrent = 8;
+  std::string executor = "local";  ///< --executor: where leaf steps run (local, slurm)
+  std::string shared_dir;          ///< --shared-dir: the slurm executor's job files; empty: the session dir
   bool dry_run = false;
   bool keep_going = false;  ///< -k: a failing step that says nothing about failing continues the run
   bool reload = false;      ///< resume --reload: the edited recipe files, recorded work reused by content key

@@ -16,6 +16,8 @@
 #include "output/listener_fanout.hpp"
 #include "process/supervisor.hpp"
 #include "executor/process_step_runner.hpp"
+#include "executor/slurm_executor.hpp"
+#include "process/spawn.hpp"
 #include "output/progress_printer.hpp"
 #include "recipe/recipe_library.hpp"
 #include "session/instance_logs.hpp"
@@ -43,6 +45,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <variant>
 
 namespace arun::cli {
 namespace {
@@ -274,6 +277,8 @@ int run_command(const run_settings& s) {
       {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())},
       {"rate_limit_fallback_model", a.rate_limit_fallback_model}};
   state["invocation"].as_object()["keep_going"] = s.keep_going;
+  // A resume follows the jobs where they were submitted.
+  state["invocation"].as_object()["executor"] = {{"name", s.executor}, {"shared_dir", s.shared_dir}};
   // Where each secret came from, never its value: a resume asks the same sources again.
   boost::json::array secrets;
   for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});
@@ -300,6 +305,24 @@ void warn_unknown_tags(const run_settings& s, const std::vector<const recipe*>& 
                    hint.empty() ? "" : (": " + hint).c_str(),
                    listed.empty() ? "no step has when_tags" : ("tags in this recipe: " + listed).c_str());
     }
+}
+
+// --executor slurm: Slurm's clients must be there, and the job files need a directory the
+// nodes share (the session's, unless --shared-dir names another).
+std::variant<std::unique_ptr<io::executor>, std::string> make_slurm_executor(const run_settings& s,
+                                                                             const std::string& session_id,
+                                                                             const io::session_store* store) {
+  io::slurm_options o;
+  o.client_env = io::current_environment();
+  for (const char* tool : {"sbatch", "squeue", "scancel"})
+    if (!io::find_program(tool, o.client_env))
+      return std::string("--executor slurm needs Slurm's ") + tool + " on PATH, and it is not there";
+  o.shared_dir = !s.shared_dir.empty() ? s.shared_dir : store ? store->dir() : std::string();
+  if (o.shared_dir.empty()) return std::string("--executor slurm needs --shared-dir or a session directory");
+  std::error_code ec;
+  o.shared_dir = std::filesystem::absolute(o.shared_dir, ec).lexically_normal().string();
+  o.session_id = session_id;
+  return std::make_unique<io::slurm_executor>(std::move(o));
 }
 
 }  // namespace
@@ -387,6 +410,16 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     std::fprintf(stderr, "arun: %s\n", error->c_str());
     return finish_unstarted(store, *error, exit_usage);
   }
+  std::unique_ptr<io::executor> cluster;
+  if (s.executor == "slurm") {
+    auto made = make_slurm_executor(s, options.session_id, store);
+    if (auto* error = std::get_if<std::string>(&made)) {
+      std::fprintf(stderr, "arun: %s\n", error->c_str());
+      return finish_unstarted(store, *error, exit_usage);
+    }
+    cluster = std::move(std::get<std::unique_ptr<io::executor>>(made));
+    ro.jobs = cluster.get();
+  }
   io::process_step_runner runner(std::move(ro));
   io::load_limits limits;
   limits.max_bytes = s.recipe.max_recipe_bytes;
@@ -451,6 +484,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
         }
         std::fprintf(stderr, "arun: second %s: killing every running step\n", name);
         io::kill_all_supervised_processes();
+        if (cluster) cluster->emergency_stop();
         // What finished is in the journal, unless the disk stalls: then this does not wait.
         if (store) {
           store->sync();

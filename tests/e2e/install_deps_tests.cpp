@@ -4,7 +4,7 @@
 #include "process/supervisor.hpp"
 #include "process_checks.hpp"
 #include "run_sync.hpp"
-#include "step_environment.hpp"
+#include "executor/step_environment.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -53,7 +53,7 @@ TEST_CASE("install-deps does nothing when every package is present") {
   fake_system sys("", 0);
   const auto r = sys.run();
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err.text, Catch::Contains("all 25 packages present"));
+  CHECK_THAT(r.err.text, Catch::Contains("all 29 packages present"));
   CHECK(sys.apt_calls().empty());
   CHECK(arun::test::leftover_processes().empty());
 }

@@ -74,6 +74,10 @@ public:
   /// the job's own failures. Cancelling the awaiting coroutine cancels the job (gracefully,
   /// then hard after process.kill_grace) and the result says `cancelled`.
   virtual boost::asio::awaitable<process_result> run(job_spec job) = 0;
+
+  /// A second Ctrl-C: ends every job of the run now, from the signal's handler, without
+  /// the event loop; arun exits right after.
+  virtual void emergency_stop() noexcept = 0;
 };
 
 }  // namespace arun::io

@@ -10,6 +10,7 @@ public:
   std::string_view name() const noexcept override { return "local"; }
   executor_caps caps() const noexcept override { return {}; }
   boost::asio::awaitable<process_result> run(job_spec job) override;
+  void emergency_stop() noexcept override { kill_all_supervised_processes(); }
 };
 
 }  // namespace arun::io

@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -67,6 +68,33 @@ asio::awaitable<process_result> scancel(std::string id, const char* signal, cons
 asio::awaitable<process_result> squeue(const std::string& session_id, const std::vector<std::string>& env) {
   std::vector<std::string> argv = {"squeue", "--noheader", "--name=arun-" + session_id, "--format=%i %T"};
   return slurm_client(std::move(argv), env);
+}
+
+// A Slurm client without the event loop (emergency stop): waited for at most `limit`, then
+// killed; its output is not read (scancel prints a line at most, which the pipe holds).
+void run_blocking(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                  std::chrono::milliseconds limit) noexcept {
+  try {
+    launch_request request;
+    request.argv = argv;
+    request.env = env;
+    const auto started = launch(request);
+    if (!started.child) return;
+    const auto until = clock_type::now() + limit;
+    int status = 0;
+    while (::waitpid(started.child->pid, &status, WNOHANG) == 0) {
+      if (clock_type::now() >= until) {
+        ::kill(-started.child->pid, SIGKILL);
+        ::waitpid(started.child->pid, &status, 0);
+        break;
+      }
+      ::usleep(10'000);
+    }
+    for (const int fd : {started.child->stdout_fd, started.child->stderr_fd, started.child->pidfd})
+      if (fd >= 0) ::close(fd);
+  } catch (...) {
+    // Out of memory while arun stops anyway: nothing more to do.
+  }
 }
 
 std::string client_failure(const process_result& r) {
@@ -354,8 +382,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
 // cancellation becomes a cancel request, so the scancel escalation runs to its end.
 struct follow_initiation {
   template <typename Handler>
-  void operator()(Handler&& handler, follow_context c, job_spec job) const {
+  void operator()(Handler&& handler, std::shared_ptr<slurm_executor::queue>* jobs, const slurm_options* options,
+                  job_spec job) const {
     auto ex = asio::get_associated_executor(handler);
+    if (!*jobs) *jobs = std::make_shared<slurm_executor::queue>(ex, *options);
+    follow_context c{*jobs, options};
     auto me = std::make_shared<followed_job>(ex);
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) {
@@ -377,16 +408,26 @@ struct follow_initiation {
 
 }  // namespace
 
-slurm_executor::slurm_executor(asio::any_io_executor ex, slurm_options options)
-    : options_(std::move(options)), queue_(std::make_shared<queue>(ex, options_)) {}
+slurm_executor::slurm_executor(slurm_options options) : options_(std::move(options)) {}
 
 slurm_executor::~slurm_executor() = default;
 
-std::uint64_t slurm_executor::queue_polls() const noexcept { return queue_->polls(); }
+std::uint64_t slurm_executor::queue_polls() const noexcept { return queue_ ? queue_->polls() : 0; }
 
 asio::awaitable<process_result> slurm_executor::run(job_spec job) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(
-      follow_initiation{}, asio::use_awaitable, follow_context{queue_, &options_}, std::move(job));
+      follow_initiation{}, asio::use_awaitable, &queue_, &options_, std::move(job));
+}
+
+void slurm_executor::emergency_stop() noexcept {
+  // The event loop is not running any more: plain blocking children, bounded in time.
+  const std::string name = "--name=arun-" + options_.session_id;
+  for (const char* signal : {"--signal=KILL", ""}) {
+    std::vector<std::string> argv = {"scancel", "--full"};
+    if (*signal) argv.emplace_back(signal);
+    argv.push_back(name);
+    run_blocking(argv, options_.client_env, std::chrono::seconds(5));
+  }
 }
 
 }  // namespace arun::io

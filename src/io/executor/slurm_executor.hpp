@@ -8,8 +8,6 @@
 
 #include "executor/executor.hpp"
 
-#include <boost/asio/any_io_executor.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -31,7 +29,7 @@ struct slurm_options {
 
 class slurm_executor final : public executor {
 public:
-  slurm_executor(boost::asio::any_io_executor ex, slurm_options options);
+  explicit slurm_executor(slurm_options options);
   ~slurm_executor() override;
   slurm_executor(const slurm_executor&) = delete;
   slurm_executor& operator=(const slurm_executor&) = delete;
@@ -39,6 +37,8 @@ public:
   std::string_view name() const noexcept override { return "slurm"; }
   executor_caps caps() const noexcept override { return {.jobs_outlive_arun = true, .resources = true}; }
   boost::asio::awaitable<process_result> run(job_spec job) override;
+  /// Cancels every job of the run at once (`scancel --name`), waiting a few seconds at most.
+  void emergency_stop() noexcept override;
 
   /// squeue calls made so far (one covers every job of the run).
   std::uint64_t queue_polls() const noexcept;
@@ -47,7 +47,7 @@ public:
 
 private:
   slurm_options options_;
-  std::shared_ptr<queue> queue_;
+  std::shared_ptr<queue> queue_;  ///< made on the first job's executor
 };
 
 }  // namespace arun::io

@@ -1,0 +1,121 @@
+// `arun --executor slurm` against a private Slurm cluster (tests/support/slurm_cluster.hpp):
+// a recipe of every control-flow form gives the same results as on the local executor, each
+// leaf step is a Slurm job, and no job is left behind.
+#include <catch2/catch.hpp>
+
+#include "arun_cli.hpp"
+#include "process_checks.hpp"
+#include "slurm_cluster.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using arun::test::slurm_cluster;
+
+namespace {
+
+constexpr const char* forms_recipe = R"YAML(name: forms
+context:
+  items: [a, b, c]
+steps:
+  - id: first
+    command: echo hello
+    output: greeting
+  - id: skipped
+    condition: "greeting == 'nope'"
+    command: echo never
+  - id: each
+    foreach: "{{items}}"
+    parallel: true
+    command: echo "item {{item}} after {{greeting}}"
+  - id: g1
+    parallel_group: g
+    command: echo one
+  - id: g2
+    parallel_group: g
+    command: echo two >&2; echo two
+  - id: flaky
+    command: |
+      n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count
+      [ "$n" -ge 1 ] || exit 1
+      echo "worked on try $((n+1))"
+    retry:
+      max_attempts: 3
+      initial_delay: 0
+  - id: sub
+    recipe: "./child.yaml"
+    context:
+      who: "{{greeting}}"
+  - id: tolerated
+    command: exit 4
+    on_error: continue
+  - id: last
+    command: pwd; echo "$RECIPE_VAR_greeting"
+)YAML";
+
+constexpr const char* child_recipe = R"(name: child
+context:
+  who: nobody
+steps:
+  - id: hi
+    command: echo "child says hi to {{who}}"
+)";
+
+// What must be the same wherever the steps ran: each step's status, output and exit code,
+// and the run's context (the working directory written as DIR).
+std::string summary(const boost::json::object& result, const std::string& dir) {
+  std::string text = std::string(result.at("status").as_string()) + "\n";
+  for (const auto& v : result.at("step_results").as_array()) {
+    const auto& s = v.as_object();
+    text += boost::json::serialize(s.at("step_id")) + " " + boost::json::serialize(s.at("status")) + " " +
+            (s.contains("output") ? boost::json::serialize(s.at("output")) : "-") + " " +
+            (s.contains("exit_code") ? boost::json::serialize(s.at("exit_code")) : "-") + "\n";
+  }
+  text += boost::json::serialize(result.at("context"));
+  for (auto at = text.find(dir); at != std::string::npos; at = text.find(dir)) text.replace(at, dir.size(), "DIR");
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("slurm run: a recipe of every control-flow form gives the local results, one job per leaf") {
+  if (const auto why = slurm_cluster::unavailable_reason(); !why.empty()) {
+    WARN("no Slurm here: " << why);
+    return;
+  }
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    std::string summaries[2];
+    for (const bool on_slurm : {false, true}) {
+      const auto work = dir.root / (on_slurm ? "slurm" : "local");
+      fs::create_directories(work);
+      std::ofstream(work / "main.yaml") << forms_recipe;
+      std::ofstream(work / "child.yaml") << child_recipe;
+      std::vector<std::string> args = {"-q", "--output-format", "json", "--session-dir", (dir.root / "sessions").string(),
+                                       "-C", work.string(), "main.yaml"};
+      if (on_slurm) args.insert(args.end(), {"--executor", "slurm"});
+      const auto r = arun::test::run_arun(args, work.string(), std::chrono::seconds(90), cluster.env());
+      INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+      CHECK(r.exit_code == 0);
+      const auto result = arun::test::result_json(r);
+      summaries[on_slurm] = summary(result, work.string());
+      if (on_slurm) {
+        // Every leaf instance (each try of the retried step too) was a job of its own.
+        const auto jobs = fs::path(dir.root / "sessions" / std::string(result.at("session_id").as_string()) / "jobs");
+        std::size_t n = 0;
+        for (const auto& e : fs::directory_iterator(jobs)) n += fs::exists(e.path() / "exit");
+        CHECK(n == 10);  // first, each x3, g1, g2, flaky, hi, tolerated, last (flaky's dir holds its last try)
+      }
+    }
+    CHECK(summaries[1] == summaries[0]);
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
