@@ -17,6 +17,7 @@
 #include "process/supervisor.hpp"
 #include "executor/process_step_runner.hpp"
 #include "executor/slurm_executor.hpp"
+#include "files/private_files.hpp"
 #include "process/spawn.hpp"
 #include "output/progress_printer.hpp"
 #include "recipe/recipe_library.hpp"
@@ -309,9 +310,9 @@ void warn_unknown_tags(const run_settings& s, const std::vector<const recipe*>& 
 
 // --executor slurm: Slurm's clients must be there, and the job files need a directory the
 // nodes share (the session's, unless --shared-dir names another).
-std::variant<std::unique_ptr<io::executor>, std::string> make_slurm_executor(const run_settings& s,
-                                                                             const std::string& session_id,
-                                                                             const io::session_store* store) {
+std::variant<std::unique_ptr<io::slurm_executor>, std::string> make_slurm_executor(const run_settings& s,
+                                                                                   const std::string& session_id,
+                                                                                   const io::session_store* store) {
   io::slurm_options o;
   o.client_env = io::current_environment();
   for (const char* tool : {"sbatch", "squeue", "scancel"})
@@ -410,15 +411,23 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     std::fprintf(stderr, "arun: %s\n", error->c_str());
     return finish_unstarted(store, *error, exit_usage);
   }
-  std::unique_ptr<io::executor> cluster;
+  std::unique_ptr<io::slurm_executor> cluster;
   if (s.executor == "slurm") {
     auto made = make_slurm_executor(s, options.session_id, store);
     if (auto* error = std::get_if<std::string>(&made)) {
       std::fprintf(stderr, "arun: %s\n", error->c_str());
       return finish_unstarted(store, *error, exit_usage);
     }
-    cluster = std::move(std::get<std::unique_ptr<io::executor>>(made));
+    cluster = std::move(std::get<std::unique_ptr<io::slurm_executor>>(made));
     ro.jobs = cluster.get();
+    // Bodies, prompts and large values a step reads from files must be where its node sees them.
+    ro.temp_dir = cluster->shared_dir() + "/tmp";
+    std::error_code ec;
+    if (!io::make_private_directories(ro.temp_dir, ec)) {
+      const auto error = "cannot create " + ro.temp_dir + ": " + ec.message();
+      std::fprintf(stderr, "arun: %s\n", error.c_str());
+      return finish_unstarted(store, error, exit_usage);
+    }
   }
   io::process_step_runner runner(std::move(ro));
   io::load_limits limits;

@@ -119,3 +119,32 @@ TEST_CASE("slurm run: a recipe of every control-flow form gives the local result
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("slurm run: a step's files (a large body, a large value) are below the shared directory") {
+  if (const auto why = slurm_cluster::unavailable_reason(); !why.empty()) {
+    WARN("no Slurm here: " << why);
+    return;
+  }
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    const auto shared = dir.root / "shared";
+    // A body over 64 KiB runs from a file ($0 names it); a value over 96 KiB arrives by file.
+    const std::string padding(70 * 1024, '#');
+    std::ofstream(dir.root / "big.yaml") << "name: big\ncontext:\n  blob: \"" << std::string(100 * 1024, 'x')
+                                         << "\"\nsteps:\n  - id: s\n    command: |\n      echo \"$0\"\n"
+                                         << "      v={{blob}}; echo \"${#v}\"\n      : '" << padding << "'\n";
+    const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", (dir.root / "sessions").string(),
+                                         "--executor", "slurm", "--shared-dir", shared.string(), "big.yaml"},
+                                        dir.root.string(), std::chrono::seconds(90), cluster.env());
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto result = arun::test::result_json(r);
+    const auto output = std::string(result.at("step_results").as_array().at(0).at("output").as_string());
+    CHECK(output.starts_with((shared / "tmp" / "arun-body-").string()));
+    CHECK(output.ends_with("\n102400"));
+    CHECK(fs::exists(shared / "jobs"));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -116,6 +116,7 @@ process_step_runner::process_step_runner(runner_options options)
     }
   }
   tree_id_ = env_value(options_.inherited_env, "AMPLIHACK_TREE_ID").value_or(random_tree_id());
+  value_files_.set_directory(options_.temp_dir);
 }
 
 boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec spec) {
@@ -138,7 +139,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
     body = exports->wrap(inv.command);
     if (body.size() > max_inline_body_bytes) {
       // One argv string is limited to 128 KiB (MAX_ARG_STRLEN): large bodies go by file.
-      body_file = std::make_unique<private_temp_file>("arun-body-", body);
+      body_file = std::make_unique<private_temp_file>("arun-body-", body, options_.temp_dir);
     }
   } catch (const std::system_error& e) {
     leaf_outcome o;
@@ -206,9 +207,9 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   // The files live until the child has exited; the prompt never goes in one huge argv string.
   std::unique_ptr<private_temp_file> prompt_file, system_file;
   try {
-    prompt_file = std::make_unique<private_temp_file>("arun-prompt-", payload.prompt);
+    prompt_file = std::make_unique<private_temp_file>("arun-prompt-", payload.prompt, options_.temp_dir);
     if (payload.needs_system_prompt_file)
-      system_file = std::make_unique<private_temp_file>("arun-system-prompt-", payload.system_prompt);
+      system_file = std::make_unique<private_temp_file>("arun-system-prompt-", payload.system_prompt, options_.temp_dir);
   } catch (const std::system_error& e) {
     failed.error = std::string("cannot write the prompt to a temporary file: ") + e.what();
     co_return failed;

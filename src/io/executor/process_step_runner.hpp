@@ -27,6 +27,7 @@ struct runner_options {
   agent_search agents;                     ///< where agent references resolve (SPEC §11.2)
   bool allow_missing_agents = false;       ///< run without the persona (a warning) instead of failing
   executor* jobs = nullptr;                ///< where steps run; null: on this machine (local_executor)
+  std::string temp_dir;                    ///< the steps' temp files (bodies, prompts, large values); empty: $TMPDIR
 };
 
 /// Bodies larger than this go through a private temp file instead of argv (SPEC §3.3).

@@ -40,6 +40,7 @@ public:
   /// Cancels every job of the run at once (`scancel --name`), waiting a few seconds at most.
   void emergency_stop() noexcept override;
 
+  const std::string& shared_dir() const noexcept { return options_.shared_dir; }
   /// squeue calls made so far (one covers every job of the run).
   std::uint64_t queue_polls() const noexcept;
 

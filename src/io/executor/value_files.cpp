@@ -21,7 +21,7 @@ std::shared_ptr<const private_temp_file> value_files::file_for(std::string_view 
     it->second.last_use = ++clock_;
     return it->second.file;
   }
-  auto file = std::make_shared<const private_temp_file>(prefix, value);
+  auto file = std::make_shared<const private_temp_file>(prefix, value, directory_);
   auto& added = by_hash_.emplace(hash, entry{std::string(value), file, ++clock_})->second;
   remember(added);
   trim();

@@ -22,6 +22,9 @@ public:
   /// `keep_bytes`; past it the least recently used go first.
   explicit value_files(std::size_t keep_bytes = 16u << 20) : keep_bytes_(keep_bytes) {}
 
+  /// Where new files go (empty: $TMPDIR): a directory every node sees when steps run on a cluster.
+  void set_directory(std::string dir) { directory_ = std::move(dir); }
+
   /// A file (mode 0600) holding exactly `value`: the one already written for an equal value,
   /// else a new one named `<prefix>XXXXXX`. Throws std::system_error when it cannot be
   /// written. The file stays while the returned handle (or a copy) lives.
@@ -44,6 +47,7 @@ private:
   void trim();  // holds mutex_
 
   const std::size_t keep_bytes_;
+  std::string directory_;  ///< empty: $TMPDIR
   mutable std::mutex mutex_;
   std::unordered_multimap<std::size_t, entry> by_hash_;
   std::uint64_t clock_ = 0;

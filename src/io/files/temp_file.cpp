@@ -18,11 +18,11 @@ namespace {
 
 }  // namespace
 
-private_temp_file::private_temp_file(std::string_view prefix, std::string_view content) {
-  const char* dir = std::getenv("TMPDIR");
+private_temp_file::private_temp_file(std::string_view prefix, std::string_view content, const std::string& dir) {
+  const char* tmpdir = std::getenv("TMPDIR");
   // Absolute, because the file is used by children that run in other directories.
   std::error_code ec;
-  auto base = std::filesystem::absolute(dir && *dir ? dir : "/tmp", ec);
+  auto base = std::filesystem::absolute(!dir.empty() ? dir.c_str() : tmpdir && *tmpdir ? tmpdir : "/tmp", ec);
   if (ec) base = "/tmp";
   std::string pattern = (base / (std::string(prefix) + "XXXXXX")).string();
   std::vector<char> name(pattern.begin(), pattern.end());

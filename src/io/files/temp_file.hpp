@@ -8,9 +8,9 @@ namespace arun::io {
 
 class private_temp_file {
 public:
-  /// Creates the file under $TMPDIR (or /tmp) and writes `content` to it. Throws
-  /// std::system_error when the file cannot be created or written.
-  private_temp_file(std::string_view prefix, std::string_view content);
+  /// Creates the file in `dir` (empty: $TMPDIR, else /tmp) and writes `content` to it.
+  /// Throws std::system_error when the file cannot be created or written.
+  private_temp_file(std::string_view prefix, std::string_view content, const std::string& dir = {});
   ~private_temp_file();
   private_temp_file(const private_temp_file&) = delete;
   private_temp_file& operator=(const private_temp_file&) = delete;
