@@ -122,8 +122,8 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->type_name("N")
       ->group(running);
   app.add_option("--executor", s.executor,
-                 "Where bash and agent steps run: local (children of arun, the default) or slurm (one Slurm "
-                 "batch job each; sbatch, squeue and scancel on PATH)")
+                 "Where bash and agent steps run: local (children of arun, the default; a resume: where the run "
+                 "ran) or slurm (one Slurm batch job each; sbatch, squeue and scancel on PATH)")
       ->check(quiet(CLI::IsMember({"local", "slurm"})))
       ->type_name("NAME")
       ->group(running);

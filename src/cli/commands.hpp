@@ -43,7 +43,7 @@ struct run_settings {
   bool quiet = false;
   bool verbose = false;  ///< -v: every instance's lines, loop iterations included
   int max_concurrent = 8;
-  std::string executor = "local";  ///< --executor: where leaf steps run (local, slurm)
+  std::string executor;    ///< --executor: where leaf steps run (local, slurm); empty: local, or a resumed run's
   std::string shared_dir;          ///< --shared-dir: the slurm executor's job files; empty: the session dir
   bool dry_run = false;
   bool keep_going = false;  ///< -k: a failing step that says nothing about failing continues the run

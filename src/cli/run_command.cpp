@@ -279,7 +279,8 @@ int run_command(const run_settings& s) {
       {"rate_limit_fallback_model", a.rate_limit_fallback_model}};
   state["invocation"].as_object()["keep_going"] = s.keep_going;
   // A resume follows the jobs where they were submitted.
-  state["invocation"].as_object()["executor"] = {{"name", s.executor}, {"shared_dir", s.shared_dir}};
+  state["invocation"].as_object()["executor"] = {{"name", s.executor.empty() ? "local" : s.executor},
+                                                {"shared_dir", s.shared_dir}};
   // Where each secret came from, never its value: a resume asks the same sources again.
   boost::json::array secrets;
   for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});

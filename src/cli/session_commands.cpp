@@ -231,11 +231,12 @@ int resume_command(const resume_settings& r) {
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
     s.keep_going = s.keep_going || flag_of(inv->get_object(), "keep_going");
   if (s.keep_going) io::apply_keep_going(*input.value);
-  // The jobs of a run on a cluster are followed where they were submitted.
+  // A resumed run goes on where it ran (unless --executor says otherwise).
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
-    if (const auto* ex = inv->get_object().if_contains("executor"); ex && ex->is_object() && s.executor == "local") {
-      if (const auto name = text_of(ex->get_object(), "name"); !name.empty()) s.executor = name;
-      if (s.shared_dir.empty()) s.shared_dir = text_of(ex->get_object(), "shared_dir");
+    if (const auto* ex = inv->get_object().if_contains("executor"); ex && ex->is_object()) {
+      const auto name = text_of(ex->get_object(), "name");
+      if (s.executor.empty()) s.executor = name;
+      if (s.shared_dir.empty() && s.executor == name) s.shared_dir = text_of(ex->get_object(), "shared_dir");
     }
   std::error_code ec;
   if (!fs::is_directory(s.recipe.working_dir, ec)) {

@@ -148,3 +148,39 @@ TEST_CASE("slurm run: a step's files (a large body, a large value) are below the
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("slurm run: a resumed run goes on on the cluster and in the shared directory it started with") {
+  if (const auto why = slurm_cluster::unavailable_reason(); !why.empty()) {
+    WARN("no Slurm here: " << why);
+    return;
+  }
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    const auto shared = dir.root / "shared", sessions = dir.root / "sessions";
+    std::ofstream(dir.root / "gate.yaml") << "name: gate\nsteps:\n  - id: before\n    command: echo one\n"
+                                             "  - id: ship\n    requires_approval: true\n    approval_prompt: ok?\n"
+                                             "    command: echo \"$SLURM_JOB_ID\"\n";
+    const auto run = [&](std::vector<std::string> args) {
+      args.insert(args.end(), {"-q", "--output-format", "json", "--session-dir", sessions.string()});
+      return arun::test::run_arun(args, dir.root.string(), std::chrono::seconds(90), cluster.env());
+    };
+    const auto first = run({"gate.yaml", "--executor", "slurm", "--shared-dir", shared.string(), "--no-input"});
+    INFO("first: " << first.err);
+    REQUIRE(first.exit_code == 5);  // waiting for approval
+    const auto id = std::string(arun::test::result_json(first).at("session_id").as_string());
+    // Neither --executor nor --shared-dir again: the session remembers both.
+    const auto second = run({"resume", id, "--yes"});
+    INFO("second: " << second.err);
+    REQUIRE(second.exit_code == 0);
+    const auto result = arun::test::result_json(second);
+    const auto& steps = result.at("step_results").as_array();
+    REQUIRE(steps.size() == 2);
+    CHECK(steps.at(1).at("output").is_number());  // $SLURM_JOB_ID: the step ran as a Slurm job
+    std::size_t jobs = 0;
+    for (const auto& e : fs::directory_iterator(shared / "jobs")) jobs += fs::exists(e.path() / "exit");
+    CHECK(jobs == 2);
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
