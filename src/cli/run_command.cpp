@@ -279,8 +279,10 @@ int run_command(const run_settings& s) {
       {"rate_limit_fallback_model", a.rate_limit_fallback_model}};
   state["invocation"].as_object()["keep_going"] = s.keep_going;
   // A resume follows the jobs where they were submitted.
+  std::string shared_dir = s.shared_dir;
+  if (!shared_dir.empty()) shared_dir = std::filesystem::absolute(shared_dir, ec).lexically_normal().string();
   state["invocation"].as_object()["executor"] = {{"name", s.executor.empty() ? "local" : s.executor},
-                                                {"shared_dir", s.shared_dir}};
+                                                {"shared_dir", shared_dir}};
   // Where each secret came from, never its value: a resume asks the same sources again.
   boost::json::array secrets;
   for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});
@@ -412,6 +414,8 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     std::fprintf(stderr, "arun: %s\n", error->c_str());
     return finish_unstarted(store, *error, exit_usage);
   }
+  // Before the executor: the executor's timers must go before the loop they belong to.
+  asio::io_context ctx;
   std::unique_ptr<io::slurm_executor> cluster;
   if (s.executor == "slurm") {
     auto made = make_slurm_executor(s, options.session_id, store);
@@ -474,7 +478,6 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     options.outputs = &*outputs;
   }
 
-  asio::io_context ctx;
   asio::cancellation_signal cancel;
   int stop_signal = 0;
   asio::signal_set signals(ctx, SIGINT, SIGTERM);

@@ -19,18 +19,20 @@ bool has(const std::vector<std::string>& args, const std::string& arg) {
 
 }  // namespace
 
-TEST_CASE("slurm job directories are readable, distinct for distinct keys and the same on resume") {
-  const auto a = slurm_job_files_for("/shared", "loop[3]/step a");
-  CHECK(a.dir.starts_with("/shared/jobs/loop_3__step_a-"));
-  CHECK(slurm_job_files_for("/shared", "loop[3]/step a").dir == a.dir);
-  CHECK(slurm_job_files_for("/shared", "a/b").dir != slurm_job_files_for("/shared", "a_b").dir);
-  CHECK(slurm_job_files_for("/shared", "../../etc").dir.find("/../") == std::string::npos);
+TEST_CASE("slurm job directories are readable, distinct for distinct keys and runs, and the same on resume") {
+  const auto a = slurm_job_files_for("/shared", "S1", "loop[3]/step a");
+  CHECK(a.dir.starts_with("/shared/jobs/S1/loop_3__step_a-"));
+  CHECK(slurm_job_files_for("/shared", "S1", "loop[3]/step a").dir == a.dir);
+  CHECK(slurm_job_files_for("/shared", "S2", "loop[3]/step a").dir != a.dir);
+  CHECK(slurm_job_files_for("/shared", "S1", "a/b").dir != slurm_job_files_for("/shared", "S1", "a_b").dir);
+  CHECK(slurm_job_files_for("/shared", "S1", "../../etc").dir.find("/../") == std::string::npos);
+  CHECK(slurm_job_files_for("/shared", "..", "x").dir.find("/../") == std::string::npos);
   CHECK(a.status() == a.dir + "/exit");
-  CHECK(slurm_job_files_for("/s", std::string(500, 'x')).dir.size() < 120);
+  CHECK(slurm_job_files_for("/s", "S", std::string(500, 'x')).dir.size() < 120);
 }
 
 TEST_CASE("sbatch options come from the step's resources and name the session and instance") {
-  const auto files = slurm_job_files_for("/shared", "build");
+  const auto files = slurm_job_files_for("/shared", "S1", "build");
   job_resources r;
   r.cpus = 4;
   r.memory = "8G";
@@ -62,17 +64,24 @@ TEST_CASE("Slurm time limits round up to whole minutes") {
   CHECK(slurm_time(std::chrono::hours(25)) == "1-01:00:00");
 }
 
-TEST_CASE("the wrapper's exit file gives an exit code, a signal or why the step could not start") {
-  CHECK(parse_slurm_exit("exit 0\n")->exit_code == 0);
-  CHECK(parse_slurm_exit("exit 3")->exit_code == 3);
-  const auto killed = parse_slurm_exit("exit 143\n");
+TEST_CASE("the wrapper's exit file gives its job, and an exit code, a signal or why the step could not start") {
+  const auto zero = parse_slurm_exit("job 41\nexit 0\n");
+  REQUIRE(zero);
+  CHECK(zero->job_id == "41");
+  CHECK(zero->exit_code == 0);
+  CHECK(parse_slurm_exit("job 7\nexit 3")->exit_code == 3);
+  const auto killed = parse_slurm_exit("job 7\nexit 143\n");
   CHECK_FALSE(killed->exit_code);
   CHECK(killed->signal == 15);
-  CHECK(parse_slurm_exit("error cannot enter the working directory")->error == "cannot enter the working directory");
+  // Above 128 + 64 no signal exists: an exit code (ssh's 255).
+  CHECK(parse_slurm_exit("job 7\nexit 255")->exit_code == 255);
+  CHECK_FALSE(parse_slurm_exit("job 7\nexit 255")->signal);
+  CHECK(parse_slurm_exit("job 7\nerror cannot enter the working directory")->error == "cannot enter the working directory");
   CHECK_FALSE(parse_slurm_exit(""));
-  CHECK_FALSE(parse_slurm_exit("exit"));
-  CHECK_FALSE(parse_slurm_exit("exit 3x"));
-  CHECK_FALSE(parse_slurm_exit("exit 300"));
+  CHECK_FALSE(parse_slurm_exit("exit 0"));  // no job line: not the wrapper's
+  CHECK_FALSE(parse_slurm_exit("job 7\nexit"));
+  CHECK_FALSE(parse_slurm_exit("job 7\nexit 3x"));
+  CHECK_FALSE(parse_slurm_exit("job 7\nexit 300"));
 }
 
 TEST_CASE("the wrapper quotes its paths and writes the exit file atomically") {
@@ -82,4 +91,5 @@ TEST_CASE("the wrapper quotes its paths and writes the exit file atomically") {
   CHECK(script.find("dir='/shared/it'\\''s here'") != std::string::npos);
   CHECK(script.find("cd -- '/work/$(rm -rf x)'") != std::string::npos);
   CHECK(script.find("mv -f -- \"$dir/exit.tmp\" \"$dir/exit\"") != std::string::npos);
+  CHECK(script.find("$SLURM_JOB_ID") != std::string::npos);
 }

@@ -66,7 +66,8 @@ asio::awaitable<process_result> scancel(std::string id, const char* signal, cons
 }
 
 asio::awaitable<process_result> squeue(const std::string& session_id, const std::vector<std::string>& env) {
-  std::vector<std::string> argv = {"squeue", "--noheader", "--name=arun-" + session_id, "--format=%i %T"};
+  // --all: jobs in hidden partitions too.
+  std::vector<std::string> argv = {"squeue", "--all", "--noheader", "--name=arun-" + session_id, "--format=%i %T"};
   return slurm_client(std::move(argv), env);
 }
 
@@ -115,6 +116,11 @@ public:
   }
   file_tail(const file_tail&) = delete;
   file_tail& operator=(const file_tail&) = delete;
+
+  void reopen() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
 
   void read_new(output_capture& into) {
     if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -218,7 +224,10 @@ public:
       asio::co_spawn(ex_, poll_loop(shared_from_this()), asio::detached);
     }
   }
-  void forget(followed_job& job) { followers_.erase(&job); }
+  void forget(followed_job& job) noexcept {
+    followers_.erase(&job);
+    if (followers_.empty()) tick_.cancel();  // the loop ends now, not at its next tick
+  }
 
   /// The state the last listing gave the job: empty when it was not listed.
   std::string state_of(const std::string& id) const {
@@ -233,8 +242,14 @@ private:
     while (!self->followers_.empty()) {
       co_await self->list();
       for (auto* job : self->followers_) job->wake.cancel();
-      self->tick_.expires_after(self->interval_);
+      const auto listed = clock_type::now();
+      self->tick_.expires_at(listed + self->interval_);
       co_await self->tick_.async_wait(asio::as_tuple(asio::use_awaitable));
+      // A new job wakes the loop early, but never sooner than min_poll after the last listing.
+      while (!self->followers_.empty() && clock_type::now() < listed + self->options_.min_poll) {
+        self->tick_.expires_at(listed + self->options_.min_poll);
+        co_await self->tick_.async_wait(asio::as_tuple(asio::use_awaitable));
+      }
     }
     self->polling_ = false;
   }
@@ -282,7 +297,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   const auto& o = *c.options;
   process_result r;
   const auto started = clock_type::now();
-  const auto files = slurm_job_files_for(o.shared_dir, job.key);
+  const auto files = slurm_job_files_for(o.shared_dir, o.session_id, job.key);
   std::error_code ec;
   const std::string working_dir =
       job.process.launch.working_dir.empty() ? std::filesystem::current_path(ec).string() : job.process.launch.working_dir;
@@ -318,7 +333,13 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   }) : line_sink{});
   file_tail out_file(files.out()), err_file(files.err());
 
+  // Followed until here, whatever ends the follow (a line callback may throw).
   c.jobs->follow(*me);
+  struct unfollow {
+    slurm_executor::queue& jobs;
+    followed_job& job;
+    ~unfollow() { jobs.forget(job); }
+  } unfollow_at_end{*c.jobs, *me};
   std::optional<clock_type::time_point> running_since, gone_since, term_sent, kill_sent;
   std::optional<slurm_exit_status> status;
   bool seen = false;
@@ -328,8 +349,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     out_file.read_new(out);
     err_file.read_new(err);
     if (const auto text = read_text(files.status())) {
+      // Another job's file (one of the instance submitted before a crash) is not this one's.
       status = parse_slurm_exit(*text);
-      if (status) break;
+      if (status && status->job_id == me->id) break;
+      status.reset();
     }
     const auto now = clock_type::now();
     const auto state = c.jobs->state_of(me->id);
@@ -339,8 +362,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       if (state == "RUNNING" && !running_since) running_since = now;
     } else if (c.jobs->listed_ok()) {
       if (!gone_since) gone_since = now;
-      // Cancelled before it ran, or killed past its trap: no exit file will come.
-      if ((term_sent || !seen) && now - *gone_since >= std::chrono::seconds(2) && (kill_sent || !seen)) break;
+      // Killed (after the TERM's grace), or cancelled before it ever ran: no exit file will
+      // come. Otherwise the file may just be late on a shared filesystem: lost_after.
+      const bool ended_by_us = kill_sent || (term_sent && !seen);
+      if (ended_by_us && now - *gone_since >= std::chrono::seconds(2)) break;
       if (now - *gone_since >= o.lost_after) break;
     }
     const bool past_deadline = job.process.timeout && job.process.timeout->count() > 0 && running_since &&
@@ -357,7 +382,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       co_await scancel(me->id, nullptr, o.client_env);
     }
   }
-  c.jobs->forget(*me);
+  // A shared filesystem shows a file's new size to a new open (close-to-open): read the
+  // output's end through fresh descriptors.
+  out_file.reopen();
+  err_file.reopen();
   out_file.read_new(out);
   err_file.read_new(err);
   out.finish();
@@ -374,7 +402,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     r.signal = kill_sent ? SIGKILL : SIGTERM;
   } else {
     r.launch_error = "Slurm job " + me->id + " left the queue without an exit status (lost; its files are in " + files.dir + ")";
+    co_await scancel(me->id, nullptr, o.client_env);  // in case it runs on where squeue cannot see it
   }
+  // The environment and input may hold secrets: they do not stay on the shared filesystem.
+  for (const auto& used : {files.env(), files.argv(), files.dir + "/stdin"}) std::filesystem::remove(used, ec);
   co_return r;
 }
 

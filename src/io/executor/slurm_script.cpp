@@ -11,11 +11,11 @@
 namespace arun::io {
 namespace {
 
-std::uint32_t fnv1a(std::string_view text) {
-  std::uint32_t h = 2166136261u;
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ull;
   for (const char c : text) {
     h ^= static_cast<unsigned char>(c);
-    h *= 16777619u;
+    h *= 1099511628211ull;
   }
   return h;
 }
@@ -29,10 +29,10 @@ std::optional<int> number(std::string_view text) {
 
 }  // namespace
 
-slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view key) {
+slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view session_id, std::string_view key) {
   auto readable = file_name_part(key);
   if (readable.size() > 80) readable.resize(80);
-  return {fmt::format("{}/jobs/{}-{:08x}", shared_dir, readable, fnv1a(key))};
+  return {fmt::format("{}/jobs/{}/{}-{:016x}", shared_dir, file_name_part(session_id), readable, fnv1a(key))};
 }
 
 std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir) {
@@ -40,20 +40,18 @@ std::string slurm_wrapper_script(const slurm_job_files& files, const std::string
   return fmt::format(R"SH(#!/bin/bash
 # arun: one step instance as a Slurm job (generated; the files beside it are its own).
 dir={dir}
-finish() {{ printf '%s\n' "$1" > "$dir/exit.tmp" && command mv -f -- "$dir/exit.tmp" "$dir/exit"; exit 0; }}
+# The job's id first: a file left by another job of the same instance is never taken for this one's.
+finish() {{ printf 'job %s\n%s\n' "$SLURM_JOB_ID" "$1" > "$dir/exit.tmp" && command mv -f -- "$dir/exit.tmp" "$dir/exit"; exit 0; }}
 cd -- {work} 2>> "$dir/err" || finish "error cannot enter the working directory (see its stderr)"
 mapfile -d '' -t argv < "$dir/argv" && mapfile -d '' -t envv < "$dir/env" || finish "error cannot read the job's files in $dir"
 for name in ${{!SLURM_@}}; do envv+=("$name=${{!name}}"); done
-command env -i "${{envv[@]}}" "${{argv[@]}}" > "$dir/out" 2> "$dir/err" < /dev/null &
-child=$!
-# scancel --signal=TERM reaches the step's whole group through this trap, as a local step's does.
-trap 'trap "" TERM; kill -TERM 0 2>/dev/null' TERM
-while :; do
-  wait "$child"
-  status=$?
-  kill -0 "$child" 2>/dev/null || break
-done
-finish "exit $status"
+# scancel --full signals every process of the job, the step's and this script's: the script
+# outlives the TERM (a trap runs only once the step has ended) to write the step's own status.
+# In the foreground, the step gets SIGINT and SIGQUIT as it would locally (a background job
+# of a script starts with them ignored).
+trap ':' TERM
+command env -i "${{envv[@]}}" "${{argv[@]}}" > "$dir/out" 2> "$dir/err" < /dev/null
+finish "exit $?"
 )SH",
                      fmt::arg("dir", single_quote(files.dir)), fmt::arg("work", single_quote(working_dir)));
 }
@@ -89,6 +87,11 @@ std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const jo
 std::optional<slurm_exit_status> parse_slurm_exit(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
   slurm_exit_status s;
+  if (!text.starts_with("job ")) return std::nullopt;
+  const auto line_end = text.find('\n');
+  if (line_end == std::string_view::npos) return std::nullopt;
+  s.job_id = std::string(text.substr(4, line_end - 4));
+  text.remove_prefix(line_end + 1);
   if (text.starts_with("error ")) {
     s.error = std::string(text.substr(6));
     return s;
@@ -96,8 +99,8 @@ std::optional<slurm_exit_status> parse_slurm_exit(std::string_view text) {
   if (!text.starts_with("exit ")) return std::nullopt;
   const auto code = number(text.substr(5));
   if (!code || *code < 0 || *code > 255) return std::nullopt;
-  // bash reports a command killed by signal N as 128 + N.
-  if (*code > 128)
+  // bash reports a command killed by signal N as 128 + N (N up to 64); `exit 255` stays 255.
+  if (*code > 128 && *code <= 128 + 64)
     s.signal = *code - 128;
   else
     s.exit_code = *code;

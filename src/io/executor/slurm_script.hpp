@@ -24,15 +24,16 @@ struct slurm_job_files {
   std::string slurm_log() const { return dir + "/slurm.log"; }  ///< what Slurm itself says about the job
 };
 
-/// The job directory of `key` below `shared_dir`: readable (the key made file-safe) and
-/// unique (a hash of the key tells `a/b` from `a_b`), the same on every resume.
-slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view key);
+/// The job directory of `key` of session `session_id` below `shared_dir`: readable (the key
+/// made file-safe) and unique (a hash of the key tells `a/b` from `a_b`; runs sharing the
+/// directory have their own), the same on every resume.
+slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view session_id, std::string_view key);
 
-/// The wrapper sbatch runs: enters `working_dir`, starts the command of `argv` with exactly
-/// the environment of `env` (plus the job's SLURM_* variables) in the job's process group,
-/// its stdout and stderr to `out` and `err`, forwards SIGTERM to the group, and writes
-/// `exit N` (N above 128: killed by signal N - 128) to `exit` atomically once the command
-/// has ended; `error TEXT` when it could not start it.
+/// The wrapper sbatch runs: enters `working_dir`, runs the command of `argv` in the
+/// foreground with exactly the environment of `env` (plus the job's SLURM_* variables), its
+/// stdout and stderr to `out` and `err`, and writes `job ID` and then `exit N` (N from 129 to
+/// 192: killed by signal N - 128) to `exit` atomically once the command has ended; `error
+/// TEXT` instead of `exit N` when it could not start it.
 std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir);
 
 /// sbatch's arguments for one job (the script path last): --parsable, the job name and
@@ -48,6 +49,7 @@ std::string slurm_time(std::chrono::seconds limit);
 
 /// What the wrapper's `exit` file says.
 struct slurm_exit_status {
+  std::string job_id;  ///< the job that wrote it
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string error;  ///< the wrapper could not start the command
