@@ -108,7 +108,8 @@ TEST_CASE("slurm run: a recipe of every control-flow form gives the local result
       summaries[on_slurm] = summary(result, work.string());
       if (on_slurm) {
         // Every leaf instance (each try of the retried step too) was a job of its own.
-        const auto jobs = fs::path(dir.root / "sessions" / std::string(result.at("session_id").as_string()) / "jobs");
+        const std::string id(result.at("session_id").as_string());
+        const auto jobs = dir.root / "sessions" / id / "jobs" / id;
         std::size_t n = 0;
         for (const auto& e : fs::directory_iterator(jobs)) n += fs::exists(e.path() / "exit");
         CHECK(n == 10);  // first, each x3, g1, g2, flaky, hi, tolerated, last (flaky's dir holds its last try)
@@ -178,7 +179,7 @@ TEST_CASE("slurm run: a resumed run goes on on the cluster and in the shared dir
     REQUIRE(steps.size() == 2);
     CHECK(steps.at(1).at("output").is_number());  // $SLURM_JOB_ID: the step ran as a Slurm job
     std::size_t jobs = 0;
-    for (const auto& e : fs::directory_iterator(shared / "jobs")) jobs += fs::exists(e.path() / "exit");
+    for (const auto& e : fs::directory_iterator(shared / "jobs" / id)) jobs += fs::exists(e.path() / "exit");
     CHECK(jobs == 2);
     CHECK(cluster.queue().empty());
   }
