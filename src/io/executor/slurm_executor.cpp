@@ -1,5 +1,7 @@
 #include "executor/slurm_executor.hpp"
 
+#include "executor/slurm_clients.hpp"
+#include "executor/slurm_queue.hpp"
 #include "executor/slurm_script.hpp"
 #include "files/private_files.hpp"
 #include "output/arun_log.hpp"
@@ -8,13 +10,11 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,8 +22,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <set>
 #include <sstream>
 #include <system_error>
 
@@ -32,80 +30,6 @@ namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-constexpr auto client_timeout = std::chrono::seconds(30);
-
-// One job being followed: what the queue and the caller's cancellation share with it.
-struct followed_job {
-  explicit followed_job(asio::any_io_executor ex) : wake(ex) { wake.expires_at(clock_type::time_point::max()); }
-  std::string id;
-  bool cancel_requested = false;
-  asio::steady_timer wake;  ///< cancelled to wake the follower: a new listing, or a cancel request
-};
-
-// A Slurm client (sbatch, squeue, scancel) as a supervised local child.
-asio::awaitable<process_result> slurm_client(std::vector<std::string> argv, const std::vector<std::string>& env) {
-  process_spec spec;
-  spec.launch.argv = std::move(argv);
-  spec.launch.env = env;
-  spec.timeout = client_timeout;
-  spec.kill_grace = std::chrono::seconds(1);
-  spec.label = spec.launch.argv.front();
-  co_return co_await run_process(std::move(spec));
-}
-
-// Not a coroutine: g++ 12 cannot keep a braced list of strings in a coroutine frame.
-asio::awaitable<process_result> scancel(std::string id, const char* signal, const std::vector<std::string>& env) {
-  std::vector<std::string> argv = {"scancel"};
-  if (signal) {
-    argv.push_back(std::string("--signal=") + signal);
-    argv.push_back("--full");  // the batch script and every step of the job
-  }
-  argv.push_back(std::move(id));
-  return slurm_client(std::move(argv), env);
-}
-
-asio::awaitable<process_result> squeue(const std::string& session_id, const std::vector<std::string>& env) {
-  // --all: jobs in hidden partitions too.
-  std::vector<std::string> argv = {"squeue", "--all", "--noheader", "--name=arun-" + session_id, "--format=%i %T"};
-  return slurm_client(std::move(argv), env);
-}
-
-// A Slurm client without the event loop (emergency stop): waited for at most `limit`, then
-// killed; its output is not read (scancel prints a line at most, which the pipe holds).
-void run_blocking(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                  std::chrono::milliseconds limit) noexcept {
-  try {
-    launch_request request;
-    request.argv = argv;
-    request.env = env;
-    const auto started = launch(request);
-    if (!started.child) return;
-    const auto until = clock_type::now() + limit;
-    int status = 0;
-    while (::waitpid(started.child->pid, &status, WNOHANG) == 0) {
-      if (clock_type::now() >= until) {
-        ::kill(-started.child->pid, SIGKILL);
-        ::waitpid(started.child->pid, &status, 0);
-        break;
-      }
-      ::usleep(10'000);
-    }
-    for (const int fd : {started.child->stdout_fd, started.child->stderr_fd, started.child->pidfd})
-      if (fd >= 0) ::close(fd);
-  } catch (...) {
-    // Out of memory while arun stops anyway: nothing more to do.
-  }
-}
-
-std::string client_failure(const process_result& r) {
-  if (!r.launched()) return r.launch_error;
-  if (r.timed_out) return "timed out";
-  std::string why = r.err.tail.empty() ? r.out.tail : r.err.tail;
-  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-  return (r.exit_code ? "exit code " + std::to_string(*r.exit_code) : std::string("killed")) +
-         (why.empty() ? "" : ": " + why);
-}
 
 // The output file of a job, read as it grows.
 class file_tail {
@@ -209,86 +133,10 @@ bool terminal_state(std::string_view state) {
 
 }  // namespace
 
-// Every job of the run, listed by one `squeue --name=arun-<session>` per poll; the
-// followers wait on their own timers, which each listing cancels.
-class slurm_executor::queue : public std::enable_shared_from_this<slurm_executor::queue> {
-public:
-  queue(asio::any_io_executor ex, const slurm_options& options) : ex_(ex), options_(options), tick_(ex) {}
-
-  void follow(followed_job& job) {
-    followers_.insert(&job);
-    interval_ = options_.min_poll;  // a new job: look soon
-    tick_.cancel();
-    if (!polling_) {
-      polling_ = true;
-      asio::co_spawn(ex_, poll_loop(shared_from_this()), asio::detached);
-    }
-  }
-  void forget(followed_job& job) noexcept {
-    followers_.erase(&job);
-    if (followers_.empty()) tick_.cancel();  // the loop ends now, not at its next tick
-  }
-
-  /// The state the last listing gave the job: empty when it was not listed.
-  std::string state_of(const std::string& id) const {
-    const auto it = listing_.find(id);
-    return it == listing_.end() ? std::string() : it->second;
-  }
-  bool listed_ok() const noexcept { return listed_ok_; }
-  std::uint64_t polls() const noexcept { return polls_; }
-
-private:
-  static asio::awaitable<void> poll_loop(std::shared_ptr<queue> self) {
-    while (!self->followers_.empty()) {
-      co_await self->list();
-      for (auto* job : self->followers_) job->wake.cancel();
-      const auto listed = clock_type::now();
-      self->tick_.expires_at(listed + self->interval_);
-      co_await self->tick_.async_wait(asio::as_tuple(asio::use_awaitable));
-      // A new job wakes the loop early, but never sooner than min_poll after the last listing.
-      while (!self->followers_.empty() && clock_type::now() < listed + self->options_.min_poll) {
-        self->tick_.expires_at(listed + self->options_.min_poll);
-        co_await self->tick_.async_wait(asio::as_tuple(asio::use_awaitable));
-      }
-    }
-    self->polling_ = false;
-  }
-
-  asio::awaitable<void> list() {
-    ++polls_;
-    auto r = co_await squeue(options_.session_id, options_.client_env);
-    if (!r.succeeded()) {
-      // The controller may be restarting: keep the last listing, look again later.
-      listed_ok_ = false;
-      arun_log().warn("squeue failed: {}", client_failure(r));
-      interval_ = std::min(options_.max_poll, interval_ * 2);
-      co_return;
-    }
-    std::map<std::string, std::string> now;
-    std::istringstream lines(r.out.text);
-    std::string id, state;
-    while (lines >> id >> state) now[id] = state;
-    // Nothing changed: look less often, up to max_poll; a change: look again soon.
-    interval_ = now == listing_ ? std::min(options_.max_poll, interval_ * 3 / 2) : options_.min_poll;
-    listing_ = std::move(now);
-    listed_ok_ = true;
-  }
-
-  asio::any_io_executor ex_;
-  const slurm_options& options_;
-  asio::steady_timer tick_;
-  std::set<followed_job*> followers_;
-  std::map<std::string, std::string> listing_;
-  std::chrono::milliseconds interval_{250};
-  bool polling_ = false;
-  bool listed_ok_ = false;
-  std::uint64_t polls_ = 0;
-};
-
 namespace {
 
 struct follow_context {
-  std::shared_ptr<slurm_executor::queue> jobs;
+  std::shared_ptr<slurm_queue> jobs;
   const slurm_options* options;
 };
 
@@ -336,7 +184,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   // Followed until here, whatever ends the follow (a line callback may throw).
   c.jobs->follow(*me);
   struct unfollow {
-    slurm_executor::queue& jobs;
+    slurm_queue& jobs;
     followed_job& job;
     ~unfollow() { jobs.forget(job); }
   } unfollow_at_end{*c.jobs, *me};
@@ -413,10 +261,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
 // cancellation becomes a cancel request, so the scancel escalation runs to its end.
 struct follow_initiation {
   template <typename Handler>
-  void operator()(Handler&& handler, std::shared_ptr<slurm_executor::queue>* jobs, const slurm_options* options,
+  void operator()(Handler&& handler, std::shared_ptr<slurm_queue>* jobs, const slurm_options* options,
                   job_spec job) const {
     auto ex = asio::get_associated_executor(handler);
-    if (!*jobs) *jobs = std::make_shared<slurm_executor::queue>(ex, *options);
+    if (!*jobs) *jobs = std::make_shared<slurm_queue>(ex, *options);
     follow_context c{*jobs, options};
     auto me = std::make_shared<followed_job>(ex);
     auto slot = asio::get_associated_cancellation_slot(handler);

@@ -16,6 +16,8 @@
 
 namespace arun::io {
 
+class slurm_queue;
+
 struct slurm_options {
   std::string shared_dir;               ///< job directories go below it: a filesystem the nodes share
   std::string session_id;               ///< every job of the run is named arun-<session_id>
@@ -44,11 +46,9 @@ public:
   /// squeue calls made so far (one covers every job of the run).
   std::uint64_t queue_polls() const noexcept;
 
-  class queue;
-
 private:
   slurm_options options_;
-  std::shared_ptr<queue> queue_;  ///< made on the first job's executor
+  std::shared_ptr<slurm_queue> queue_;  ///< made on the first job's executor
 };
 
 }  // namespace arun::io
