@@ -185,3 +185,13 @@ TEST_CASE("slurm run: a resumed run goes on on the cluster and in the shared dir
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("slurm run: without Slurm's clients on PATH the run stops before any step, saying which is missing") {
+  arun::test::temp_dir dir;
+  std::ofstream(dir.root / "r.yaml") << "name: r\nsteps:\n  - id: a\n    command: touch ran\n";
+  const auto r = arun::test::run_arun({"r.yaml", "--executor", "slurm", "--session-dir", (dir.root / "sessions").string()},
+                                      dir.root.string(), std::chrono::seconds(30), {"PATH=" + dir.root.string()});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--executor slurm needs Slurm's sbatch on PATH") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.root / "ran"));
+}
