@@ -300,12 +300,16 @@ asio::awaitable<process_result> slurm_executor::run(job_spec job) {
 
 void slurm_executor::emergency_stop() noexcept {
   // The event loop is not running any more: plain blocking children, bounded in time.
-  const std::string name = "--name=arun-" + options_.session_id;
-  for (const char* signal : {"--signal=KILL", ""}) {
-    std::vector<std::string> argv = {"scancel", "--full"};
-    if (*signal) argv.emplace_back(signal);
-    argv.push_back(name);
-    run_blocking(argv, options_.client_env, std::chrono::seconds(5));
+  try {
+    const std::string name = "--name=arun-" + options_.session_id;
+    for (const char* signal : {"--signal=KILL", ""}) {
+      std::vector<std::string> argv = {"scancel", "--full"};
+      if (*signal) argv.emplace_back(signal);
+      argv.push_back(name);
+      run_blocking(argv, options_.client_env, std::chrono::seconds(5));
+    }
+  } catch (...) {
+    // Out of memory while arun stops anyway: Slurm's --time limit ends the jobs.
   }
 }
 
