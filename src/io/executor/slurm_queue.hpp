@@ -82,9 +82,10 @@ private:
     ++polls_;
     auto r = co_await squeue(options_.session_id, options_.client_env);
     if (!r.succeeded()) {
-      // The controller may be restarting: keep the last listing, look again later.
+      // The controller may be restarting: keep the last listing, look again later. Said once
+      // per outage, not at every poll.
+      if (++failures_in_a_row_ == 1) arun_log().warn("squeue failed: {}; trying again", client_failure(r));
       listed_ok_ = false;
-      arun_log().warn("squeue failed: {}", client_failure(r));
       interval_ = std::min(options_.max_poll, interval_ * 2);
       co_return;
     }
@@ -96,6 +97,8 @@ private:
     interval_ = now == listing_ ? std::min(options_.max_poll, interval_ * 3 / 2) : options_.min_poll;
     listing_ = std::move(now);
     listed_ok_ = true;
+    if (failures_in_a_row_ > 0) arun_log().info("squeue works again after {} failed calls", failures_in_a_row_);
+    failures_in_a_row_ = 0;
   }
 
   boost::asio::any_io_executor ex_;
@@ -106,6 +109,7 @@ private:
   std::chrono::milliseconds interval_{250};
   bool polling_ = false;
   bool listed_ok_ = false;
+  int failures_in_a_row_ = 0;
   std::uint64_t polls_ = 0;
 };
 
