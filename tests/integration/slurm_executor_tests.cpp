@@ -15,6 +15,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <filesystem>
 #include <optional>
@@ -52,7 +55,8 @@ struct ran {
   std::uint64_t polls = 0;
 };
 
-// Runs `job` on a slurm executor; `cancel_after`: cancel the awaiting coroutine then.
+// Runs `job` on a slurm executor; `cancel_after`: cancel the awaiting coroutine that long
+// after the step's first output line (so the job surely runs, past its wrapper's start).
 ran run_on_slurm(const slurm_cluster& cluster, job_spec job, const std::string& shared_dir,
                  std::optional<std::chrono::milliseconds> cancel_after = {}, std::chrono::milliseconds lost_after = 30s) {
   boost::asio::io_context ctx;
@@ -63,19 +67,23 @@ ran run_on_slurm(const slurm_cluster& cluster, job_spec job, const std::string& 
   o.lost_after = lost_after;
   slurm_executor slurm(o);
   ran r;
-  job.process.on_line = [&r](arun::io::stream_id s, std::string_view line, bool) {
-    (s == arun::io::stream_id::out ? r.out_lines : r.err_lines).emplace_back(line);
+  boost::asio::cancellation_signal cancel;
+  boost::asio::steady_timer timer(ctx);
+  job.process.on_line = [&](arun::io::stream_id s, std::string_view line, bool) {
+    auto& lines = s == arun::io::stream_id::out ? r.out_lines : r.err_lines;
+    if (cancel_after && r.out_lines.empty() && r.err_lines.empty()) {
+      timer.expires_after(*cancel_after);
+      timer.async_wait([&](auto) { cancel.emit(boost::asio::cancellation_type::terminal); });
+    }
+    lines.emplace_back(line);
   };
   job.submitted = [&r](const arun::io::job_handle& h) { r.job_id = h.id; };
-  boost::asio::cancellation_signal cancel;
   std::optional<process_result> result;
   boost::asio::co_spawn(ctx, slurm.run(std::move(job)),
                         boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, process_result pr) {
                           CHECK_FALSE(e);
                           result = std::move(pr);
                         }));
-  boost::asio::steady_timer timer(ctx, cancel_after.value_or(0ms));
-  if (cancel_after) timer.async_wait([&](auto) { cancel.emit(boost::asio::cancellation_type::terminal); });
   ctx.run();
   REQUIRE(result);
   r.result = std::move(*result);
@@ -152,8 +160,9 @@ TEST_CASE("slurm executor: cancelling the run cancels the job") {
   {
     slurm_cluster c;
     arun::test::temp_dir shared;
-    const auto r = run_on_slurm(c, bash_job("cancelled", "echo started; sleep 120"), shared.root.string(), 2500ms);
+    const auto r = run_on_slurm(c, bash_job("cancelled", "echo started; sleep 120"), shared.root.string(), 500ms);
     INFO(c.log_tail());
+    INFO("launch error: " << r.result.launch_error << "; exit " << r.result.exit_code.value_or(-1) << "; signal " << r.result.signal.value_or(-1) << "; out: " << r.result.out.text << "; err: " << r.result.err.text);
     CHECK(r.result.cancelled);
     CHECK_FALSE(r.result.timed_out);
     CHECK_FALSE(r.result.exit_code);
@@ -204,6 +213,30 @@ TEST_CASE("slurm executor: the emergency stop cancels every job of the run at on
     ctx.run_for(60s);
     CHECK(submitted == 3);
     CHECK(c.wait_queue_empty(10s));
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm executor: a step's stdin (an agent's prompt) reaches it, and no copy of it stays behind") {
+  SKIP_WITHOUT_SLURM();
+  {
+    slurm_cluster c;
+    arun::test::temp_dir shared, input;
+    const auto prompt = input.write("prompt", "line one\nline two\n");
+    const int fd = ::open(prompt.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    auto job = bash_job("reads-stdin", "cat");
+    job.process.launch.stdin_fd = fd;
+    const auto r = run_on_slurm(c, std::move(job), shared.root.string());
+    ::close(fd);
+    INFO(r.result.launch_error);
+    REQUIRE(r.result.exit_code == 0);
+    CHECK(r.out_lines == std::vector<std::string>{"line one", "line two"});
+    // The input, the environment and the command line may hold secrets: removed after the job.
+    for (const auto& e : std::filesystem::recursive_directory_iterator(shared.root)) {
+      const auto name = e.path().filename().string();
+      CHECK((name != "stdin" && name != "env" && name != "argv"));
+    }
   }
   CHECK(arun::test::leftover_processes().empty());
 }

@@ -86,10 +86,15 @@ TEST_CASE("the wrapper's exit file gives its job, and an exit code, a signal or 
 
 TEST_CASE("the wrapper quotes its paths and writes the exit file atomically") {
   const slurm_job_files files{"/shared/it's here"};
-  const auto script = slurm_wrapper_script(files, "/work/$(rm -rf x)");
+  const auto script = slurm_wrapper_script(files, "/work/$(rm -rf x)", false);
   CHECK(script.starts_with("#!/bin/bash\n"));
   CHECK(script.find("dir='/shared/it'\\''s here'") != std::string::npos);
   CHECK(script.find("cd -- '/work/$(rm -rf x)'") != std::string::npos);
   CHECK(script.find("mv -f -- \"$dir/exit.tmp\" \"$dir/exit\"") != std::string::npos);
   CHECK(script.find("$SLURM_JOB_ID") != std::string::npos);
+  // The step reads /dev/null, or its input file when it has one (an agent's prompt).
+  CHECK(script.find("2> \"$dir/err\" < /dev/null\n") != std::string::npos);
+  const auto with_input = slurm_wrapper_script(files, "/work", true);
+  CHECK(with_input.find("2> \"$dir/err\" < \"$dir/stdin\"\n") != std::string::npos);
+  CHECK(with_input.find("/dev/null") == std::string::npos);
 }

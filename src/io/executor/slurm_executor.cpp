@@ -3,6 +3,7 @@
 #include "executor/slurm_clients.hpp"
 #include "executor/slurm_queue.hpp"
 #include "executor/slurm_script.hpp"
+#include "files/fd_write.hpp"
 #include "files/private_files.hpp"
 #include "output/arun_log.hpp"
 #include "process/output_capture.hpp"
@@ -75,14 +76,12 @@ std::optional<std::string> read_text(const std::string& path) {
 bool write_private(const std::string& path, std::string_view text, mode_t mode = 0600) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return false;
-  bool ok = true;
-  for (std::size_t done = 0; done < text.size() && ok;) {
-    const auto n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<std::size_t>(n);
+  const int error = write_all(fd, text);
+  if (::close(fd) != 0 || error != 0) {
+    if (error != 0) errno = error;
+    return false;
   }
-  return ::close(fd) == 0 && ok;
+  return true;
 }
 
 std::string nul_joined(const std::vector<std::string>& items) {
@@ -99,7 +98,7 @@ std::string nul_joined(const std::vector<std::string>& items) {
 std::string prepare_job_files(const slurm_job_files& files, const launch_request& launch, const std::string& working_dir) {
   std::error_code ec;
   if (!make_private_directories(files.dir, ec)) return "cannot create the job directory " + files.dir + ": " + ec.message();
-  for (const auto& stale : {files.status(), files.out(), files.err(), files.dir + "/exit.tmp", files.dir + "/stdin"})
+  for (const auto& stale : {files.status(), files.out(), files.err(), files.dir + "/exit.tmp", files.input()})
     std::filesystem::remove(stale, ec);
   std::string input;
   if (launch.stdin_fd >= 0) {
@@ -113,13 +112,9 @@ std::string prepare_job_files(const slurm_job_files& files, const launch_request
       at += n;
     }
   }
-  auto script = slurm_wrapper_script(files, working_dir);
-  if (launch.stdin_fd >= 0) {
-    const std::string from_null = "< /dev/null &";
-    script.replace(script.find(from_null), from_null.size(), "< \"$dir/stdin\" &");
-  }
+  const auto script = slurm_wrapper_script(files, working_dir, launch.stdin_fd >= 0);
   if (!write_private(files.argv(), nul_joined(launch.argv)) || !write_private(files.env(), nul_joined(launch.env)) ||
-      (launch.stdin_fd >= 0 && !write_private(files.dir + "/stdin", input)) ||
+      (launch.stdin_fd >= 0 && !write_private(files.input(), input)) ||
       !write_private(files.script(), script, 0700))
     return "cannot write the job's files in " + files.dir + ": " + std::strerror(errno);
   return {};
@@ -253,7 +248,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     co_await scancel(me->id, nullptr, o.client_env);  // in case it runs on where squeue cannot see it
   }
   // The environment and input may hold secrets: they do not stay on the shared filesystem.
-  for (const auto& used : {files.env(), files.argv(), files.dir + "/stdin"}) std::filesystem::remove(used, ec);
+  for (const auto& used : {files.env(), files.argv(), files.input()}) std::filesystem::remove(used, ec);
   co_return r;
 }
 

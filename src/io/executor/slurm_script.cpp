@@ -35,7 +35,7 @@ slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_v
   return {fmt::format("{}/jobs/{}/{}-{:016x}", shared_dir, file_name_part(session_id), readable, fnv1a(key))};
 }
 
-std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir) {
+std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir, bool with_input) {
   // Only bash builtins until the command starts: the node's PATH is not the step's.
   return fmt::format(R"SH(#!/bin/bash
 # arun: one step instance as a Slurm job (generated; the files beside it are its own).
@@ -50,10 +50,11 @@ for name in ${{!SLURM_@}}; do envv+=("$name=${{!name}}"); done
 # In the foreground, the step gets SIGINT and SIGQUIT as it would locally (a background job
 # of a script starts with them ignored).
 trap ':' TERM
-command env -i "${{envv[@]}}" "${{argv[@]}}" > "$dir/out" 2> "$dir/err" < /dev/null
+command env -i "${{envv[@]}}" "${{argv[@]}}" > "$dir/out" 2> "$dir/err" < {input}
 finish "exit $?"
 )SH",
-                     fmt::arg("dir", single_quote(files.dir)), fmt::arg("work", single_quote(working_dir)));
+                     fmt::arg("dir", single_quote(files.dir)), fmt::arg("work", single_quote(working_dir)),
+                     fmt::arg("input", with_input ? "\"$dir/stdin\"" : "/dev/null"));
 }
 
 std::string slurm_time(std::chrono::seconds limit) {

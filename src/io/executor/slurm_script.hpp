@@ -21,6 +21,7 @@ struct slurm_job_files {
   std::string out() const { return dir + "/out"; }        ///< the step's stdout
   std::string err() const { return dir + "/err"; }        ///< the step's stderr
   std::string status() const { return dir + "/exit"; }    ///< "exit N" or "error TEXT", written last
+  std::string input() const { return dir + "/stdin"; }    ///< the step's stdin, when it has one
   std::string slurm_log() const { return dir + "/slurm.log"; }  ///< what Slurm itself says about the job
 };
 
@@ -33,8 +34,9 @@ slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_v
 /// foreground with exactly the environment of `env` (plus the job's SLURM_* variables), its
 /// stdout and stderr to `out` and `err`, and writes `job ID` and then `exit N` (N from 129 to
 /// 192: killed by signal N - 128) to `exit` atomically once the command has ended; `error
-/// TEXT` instead of `exit N` when it could not start it.
-std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir);
+/// TEXT` instead of `exit N` when it could not start it. `with_input`: the command reads
+/// `input` (an agent's prompt), else /dev/null.
+std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir, bool with_input);
 
 /// sbatch's arguments for one job (the script path last): --parsable, the job name and
 /// comment that tie the job to the session and instance, Slurm's own output to the job's
