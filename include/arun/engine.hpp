@@ -43,6 +43,10 @@ struct run_options {
   std::string working_dir;  ///< shown as {{session.working_dir}} (the runner resolves paths itself)
   /// Child processes (steps and hooks) running at once in the whole run (SPEC §6.5).
   int max_concurrent = 8;
+  /// The run's leaves run on this machine (the local executor): a leaf's `resources.cpus`
+  /// takes that many of max_concurrent's slots. False when they go to a cluster, where the
+  /// scheduler places them: then only `executor: local` leaves are weighted.
+  bool leaves_run_here = true;
   std::vector<std::string> include_tags, exclude_tags;  ///< SPEC §9
   /// A step_heartbeat event for every instance running this long, repeated; 0: none.
   std::chrono::nanoseconds heartbeat = std::chrono::seconds(60);

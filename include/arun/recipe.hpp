@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +92,30 @@ struct recipe_call {
   boost::json::value recovery_on_failure;  ///< null when absent
 };
 
+/// `resources:` on a step, a loop or recipe step (for the leaves inside it) or the recipe (for
+/// all its steps): what a leaf asks of the machine that runs it. A cluster executor maps it to
+/// the scheduler's options; the local executor takes `cpus` slots of --max-concurrent and
+/// ignores the rest with a warning. Unset fields are inherited from the enclosing level.
+struct step_resources {
+  std::optional<int> cpus;
+  std::string memory;                        ///< Slurm's --mem syntax: "4096" (MB), "4G", "512M"
+  std::optional<std::chrono::seconds> time;  ///< the scheduler's own limit (a backstop)
+  std::string partition;
+  std::string gpus;                          ///< "2" or "a100:2"
+  std::map<std::string, int, std::less<>> licenses;  ///< NAME: count
+  std::vector<std::string> extra;            ///< further scheduler options, verbatim
+
+  bool empty() const noexcept {
+    return !cpus && memory.empty() && !time && partition.empty() && gpus.empty() && licenses.empty() &&
+           extra.empty();
+  }
+};
+
+/// `inner`'s fields, with the unset ones taken from `outer` (licenses and extra options are
+/// merged, the inner count or option winning). Either may be null; null when both are.
+std::shared_ptr<const step_resources> inherit_resources(const std::shared_ptr<const step_resources>& inner,
+                                                        const std::shared_ptr<const step_resources>& outer);
+
 /// Where one key's value is written, in the file of its step.
 struct key_place {
   std::string key;
@@ -138,6 +164,12 @@ struct step {
   std::string working_dir;                               ///< relative to the run's working dir
   std::vector<std::pair<std::string, std::string>> env;  ///< in declaration order
   step_approval approval;
+  /// `resources:`, with the enclosing loop steps' folded in by the loader (shared: a step
+  /// stays small in a recipe of 20,000); null: none written.
+  std::shared_ptr<const step_resources> resources;
+  /// `executor: local` here or on an enclosing loop step: the leaves run on arun's machine
+  /// whatever the run's executor.
+  bool local_only = false;
 
   // bash (SPEC §3.3)
   std::string command;
@@ -227,6 +259,8 @@ struct recipe {
   execution_mode execution = execution_mode::sequential;
   std::optional<seconds_d> default_step_timeout;
   std::optional<std::string> output;  ///< the variable reported as the final output
+  /// `resources:` for every step of this recipe (a step's own fields win); null: none.
+  std::shared_ptr<const step_resources> resources;
   boost::json::value inputs, parameters, metadata;  ///< documentation only
   bool lenient_templates = false;
   std::string source_path;

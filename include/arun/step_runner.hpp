@@ -3,12 +3,14 @@
 /// implements it with real child processes, tests with a fake.
 
 #include <arun/events.hpp>
+#include <arun/recipe.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/value.hpp>
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +31,14 @@ struct shell_variable_export {
   bool by_file = false;
 };
 
+/// Where a leaf runs and what it asks of the machine there.
+struct leaf_placement {
+  /// The step's `resources`, over its loops', its recipe's and its calling steps' (inner
+  /// fields win); null: none.
+  std::shared_ptr<const step_resources> resources;
+  bool local_only = false;  ///< `executor: local`: on arun's machine whatever the run's executor
+};
+
 /// A bash step, ready to run: templates already rendered.
 struct bash_invocation {
   std::string instance_id;
@@ -37,6 +47,7 @@ struct bash_invocation {
   std::vector<std::pair<std::string, std::string>> env;  ///< the step's env, applied last, in order
   std::string working_dir;  ///< empty: the run's working dir; relative: below it
   std::optional<std::chrono::nanoseconds> timeout;
+  leaf_placement placement;
   output_line_handler on_line;
 };
 
@@ -53,6 +64,7 @@ struct agent_invocation {
   std::string working_dir;  ///< empty: the run's working dir; relative: below it
   std::vector<std::pair<std::string, std::string>> env;  ///< the step's env, applied last
   std::optional<std::chrono::nanoseconds> timeout;
+  leaf_placement placement;
   output_line_handler on_line;
 };
 

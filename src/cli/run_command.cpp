@@ -425,6 +425,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     }
     cluster = std::move(std::get<std::unique_ptr<io::slurm_executor>>(made));
     ro.jobs = cluster.get();
+    options.leaves_run_here = false;  // cpus is the scheduler's to place, not a share of -j
     // Bodies, prompts and large values a step reads from files must be where its node sees them.
     ro.temp_dir = cluster->shared_dir() + "/tmp";
     std::error_code ec;

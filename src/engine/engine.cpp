@@ -63,6 +63,7 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
                         ? engine::undefined_mode::lenient
                         : engine::undefined_mode::normal;
   engine::recipe_frame frame{r, declared_names(r), mode, make_builtins(r, rs.options), "", 0, r.recursion.max_depth, {r.name}};
+  frame.inherited.resources = r.resources;
   engine::step_executor top(rs, frame);
   engine::sequence_outcome seq;
   engine::context_export_cache exports;

@@ -1,5 +1,7 @@
 #include <arun/recipe.hpp>
 
+#include <algorithm>
+
 namespace arun {
 namespace {
 
@@ -21,6 +23,31 @@ std::string_view to_string(step_type t) noexcept {
     case step_type::gate: return "gate";
   }
   return "bash";
+}
+
+std::shared_ptr<const step_resources> inherit_resources(const std::shared_ptr<const step_resources>& inner,
+                                                        const std::shared_ptr<const step_resources>& outer) {
+  if (!inner || inner == outer) return outer;
+  if (!outer) return inner;
+  step_resources merged = *inner;
+  if (!merged.cpus) merged.cpus = outer->cpus;
+  if (merged.memory.empty()) merged.memory = outer->memory;
+  if (!merged.time) merged.time = outer->time;
+  if (merged.partition.empty()) merged.partition = outer->partition;
+  if (merged.gpus.empty()) merged.gpus = outer->gpus;
+  merged.licenses.insert(outer->licenses.begin(), outer->licenses.end());  // keeps the inner counts
+  // An outer option the inner level sets too (same name before '=') is left out.
+  std::vector<std::string> extra;
+  for (const auto& option : outer->extra) {
+    const auto name = std::string_view(option).substr(0, option.find('='));
+    const bool overridden = std::any_of(inner->extra.begin(), inner->extra.end(), [&](const std::string& mine) {
+      return std::string_view(mine).substr(0, mine.find('=')) == name;
+    });
+    if (!overridden) extra.push_back(option);
+  }
+  extra.insert(extra.end(), inner->extra.begin(), inner->extra.end());
+  merged.extra = std::move(extra);
+  return std::make_shared<const step_resources>(std::move(merged));
 }
 
 void for_each_step(const recipe& r, const std::function<void(const step&, int loop_depth)>& visit) {

@@ -2,9 +2,14 @@
 // resources, Slurm's time syntax, and the wrapper's exit file.
 #include <catch2/catch.hpp>
 
+#include "agents/agent_cli.hpp"
+#include "executor/slurm_licenses.hpp"
 #include "executor/slurm_script.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <variant>
 #include <string>
 #include <vector>
 
@@ -55,6 +60,41 @@ TEST_CASE("sbatch options come from the step's resources and name the session an
   CHECK(std::none_of(bare.begin(), bare.end(), [](const std::string& a) {
     return a.starts_with("--time") || a.starts_with("--mem") || a.starts_with("--cpus");
   }));
+}
+
+TEST_CASE("an agent job takes one license of its provider unless the step names that license") {
+  CHECK(with_provider_license(nullptr, "claude").licenses == std::map<std::string, int, std::less<>>{{"claude", 1}});
+  job_resources r;
+  r.cpus = 2;
+  r.licenses = {{"claude", 3}, {"db", 1}};
+  const auto kept = with_provider_license(&r, "claude");
+  CHECK(kept.licenses == r.licenses);  // the step's own count wins
+  CHECK(kept.cpus == 2);
+  CHECK(with_provider_license(&r, "codex").licenses ==
+        std::map<std::string, int, std::less<>>{{"claude", 3}, {"codex", 1}, {"db", 1}});
+}
+
+TEST_CASE("the cluster's license names are read from scontrol show licenses") {
+  const auto names = parse_license_names(
+      "LicenseName=claude Total=20 Used=3 Free=17 Reserved=0 Remote=no\n"
+      "LicenseName=codex@db Total=2 Used=0 Free=2 Reserved=0 Remote=yes\n");
+  CHECK(names == std::set<std::string, std::less<>>{"claude", "codex@db"});
+  // The multi-line form (without --oneliner) and no licenses at all.
+  CHECK(parse_license_names("LicenseName=fake\n    Total=1 Used=0 Free=1\n") == std::set<std::string, std::less<>>{"fake"});
+  CHECK(parse_license_names("No licenses configured\n").empty());
+}
+
+TEST_CASE("an agent CLI's provider is the license name its jobs take") {
+  const auto of = [](std::string_view name) {
+    return provider_name(std::get<agent_cli>(parse_agent_cli(name, "/opt/fake-agent")));
+  };
+  CHECK(of("claude") == "claude");
+  CHECK(of("codex") == "codex");
+  CHECK(of("copilot") == "copilot");
+  CHECK(of("amplihack:codex") == "codex");
+  CHECK(of("amplihack") == "claude");
+  CHECK(of("fake") == "fake");
+  CHECK(provider_name(std::get<agent_cli>(parse_agent_command("/usr/local/bin/gemini -p {prompt_file}"))) == "gemini");
 }
 
 TEST_CASE("Slurm time limits round up to whole minutes") {

@@ -60,10 +60,12 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   inv.instance_id = instance;
   inv.timeout = effective_timeout(s, frame_.r);
   if (!model.empty()) inv.model = model;
+  inv.placement = placement_of(s);
+  const int weight = slot_weight(s, instance, inv.placement);
   const auto dir = inv.working_dir;
   // Kept for the parse_json reminder: same agent, persona, model and timeout.
   const auto again = s.parse_json ? std::optional<agent_invocation>(inv) : std::nullopt;
-  auto out = co_await run_child(std::move(inv), instance, "agent", attempt, stop);
+  auto out = co_await run_child(std::move(inv), instance, "agent", attempt, stop, weight);
   warn(s, instance, out.warnings);
   int calls = 1;
   if (again && out.succeeded() && !extract_json(out.stdout_text) && !stop.stop_requested()) {
@@ -74,7 +76,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
     rs_.emit(e);
     auto reminder = std::move(*again);
     reminder.prompt.append("\n\n").append(json_only_reminder);
-    out = co_await run_child(std::move(reminder), instance, "agent", attempt, stop);
+    out = co_await run_child(std::move(reminder), instance, "agent", attempt, stop, weight);
     warn(s, instance, out.warnings);
     ++calls;
   }
@@ -97,6 +99,7 @@ asio::awaitable<void> step_executor::stage_changes(const step& s, const std::str
   inv.command = "git add -A";
   inv.working_dir = dir;
   inv.timeout = rs_.options.hook_timeout;
+  inv.placement.local_only = true;  // bookkeeping in a shared checkout, like a hook
   auto out = co_await run_child(std::move(inv), instance, "hook", 1, rs_.interrupt.get_token());
   if (!out.succeeded())
     warn(s, instance, {"auto_stage: 'git add -A' failed: " + out.error + (out.snippet.empty() ? "" : " | " + first_line(out.snippet))});
@@ -135,6 +138,7 @@ asio::awaitable<instance_outcome> step_executor::recover(const step& s, scope sc
   }
   auto inv = std::move(prepared.invocation);
   inv.instance_id = id;
+  inv.placement = placement_of(s);
   if (timeout && *timeout > 0) inv.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(*timeout));
   warn(s, instance, {"the sub-recipe failed; recovery_on_failure asks agent '" + (inv.agent.empty() ? std::string("(default)") : inv.agent) + "' to finish the work"});
   auto out = co_await run_child(std::move(inv), id, "agent", 1, stop);

@@ -162,6 +162,28 @@ asio::awaitable<instance_outcome> step_executor::run_attempt(const step& s, scop
   }
 }
 
+leaf_placement step_executor::placement_of(const step& s) {
+  leaf_placement p;
+  p.local_only = s.local_only || frame_.inherited.local_only;
+  if (!s.resources || !frame_.inherited.resources) {
+    p.resources = s.resources ? s.resources : frame_.inherited.resources;
+    return p;
+  }
+  auto& merged = frame_.resources[&s];
+  if (!merged) merged = inherit_resources(s.resources, frame_.inherited.resources);
+  p.resources = merged;
+  return p;
+}
+
+int step_executor::slot_weight(const step& s, const std::string& instance, const leaf_placement& p) {
+  if (!p.resources || !p.resources->cpus || !(rs_.options.leaves_run_here || p.local_only)) return 1;
+  const int cpus = *p.resources->cpus;
+  if (cpus > rs_.limiter.limit())
+    warn(s, instance, {"resources.cpus is " + std::to_string(cpus) + ", more than --max-concurrent " +
+                       std::to_string(rs_.limiter.limit()) + ": each instance takes every slot"});
+  return rs_.limiter.slots_for(cpus);
+}
+
 asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope sc, const std::string& instance,
                                                           int attempt, std::stop_token stop) {
   const auto builtins = step_builtins(s, instance);
@@ -171,12 +193,16 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   bash_invocation inv = std::move(prepared.invocation);
   inv.instance_id = instance;
   inv.timeout = effective_timeout(s, frame_.r);
-  auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop);
+  inv.placement = placement_of(s);
+  const int weight = slot_weight(s, instance, inv.placement);
+  auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop, weight);
+  warn(s, instance, out.warnings);
   co_return to_outcome(s, instance, std::move(out), rs_.options.outputs);
 }
 
 asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, const std::string& instance,
-                                                       std::string_view type, int attempt, std::stop_token stop) {
+                                                       std::string_view type, int attempt, std::stop_token stop,
+                                                       int weight) {
   auto* agent = std::get_if<agent_invocation>(&inv);
   // An agent waits for its max_concurrent_llm slot first, so it never holds a global slot
   // while it does; the min_delay_ms spacing is awaited last (holding both slots).
@@ -185,25 +211,25 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   bool may_start = true;
   if (agent) may_start = co_await await_agent_slot(agent_lease, stop);
   bool got_slot = false;
-  if (may_start) got_slot = co_await rs_.limiter.acquire(stop);  // g++ 12: no co_await in a condition
+  if (may_start) got_slot = co_await rs_.limiter.acquire(stop, weight);  // g++ 12: no co_await in a condition
   // The spacing is claimed with every slot in hand, so the start it allows is not delayed.
   if (got_slot && agent) {
     const bool spaced = co_await await_agent_spacing(stop);
     if (!spaced) {
-      rs_.limiter.release();
+      rs_.limiter.release(weight);
       got_slot = false;
     }
   }
   // A slot can be handed over just before a sibling fails fast or the run is interrupted:
   // check again, or the child would start after its scope was stopped.
   if (!got_slot || stop.stop_requested()) {
-    if (got_slot) rs_.limiter.release();
+    if (got_slot) rs_.limiter.release(weight);
     leaf_outcome o;
     o.cancelled = true;
     o.error = "cancelled before it started";
     co_return o;
   }
-  slot_lease lease(rs_.limiter);
+  slot_lease lease(rs_.limiter, weight);
   if (rs_.options.on_slot_wait)
     if (const auto waited = steady::now() - asked; waited >= std::chrono::milliseconds(1))
       rs_.options.on_slot_wait(instance, waited);
@@ -253,6 +279,7 @@ asio::awaitable<void> step_executor::run_hook(const std::string& command, const 
   auto inv = std::move(prepared.invocation);
   inv.instance_id = instance;
   inv.timeout = rs_.options.hook_timeout;
+  inv.placement.local_only = true;  // a hook is the recipe's bookkeeping, not work to place
   // A failed sibling does not stop a hook (it is short and bounded); the interrupt does.
   auto out = co_await run_child(std::move(inv), instance, "hook", 1, rs_.interrupt.get_token());
   if (!out.succeeded()) warn(s, instance, {which + " hook failed: " + out.error});

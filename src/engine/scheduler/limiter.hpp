@@ -1,12 +1,15 @@
 #pragma once
-// The run's one concurrency limit (SPEC §6.5): a counting semaphore over an Asio channel.
-// Only leaf work (a child process: a step attempt or a hook) holds a slot, so nested fan-out
-// cannot deadlock even with one slot.
+// The run's one concurrency limit (SPEC §6.5): a counting semaphore with weights. Only leaf
+// work (a child process: a step attempt or a hook) holds slots, so nested fan-out cannot
+// deadlock even with one slot. A leaf that runs on this machine and asks for `cpus: N`
+// holds N slots; waiters are served first come first served, so a heavy leaf is not starved
+// by a stream of light ones overtaking it.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/experimental/channel.hpp>
+#include <boost/asio/steady_timer.hpp>
 
+#include <list>
 #include <stop_token>
 
 namespace arun::engine {
@@ -15,33 +18,47 @@ class concurrency_limiter {
 public:
   concurrency_limiter(const boost::asio::any_io_executor& ex, int slots);
 
-  /// Waits for a free slot, first come first served. Returns false, holding nothing, when
-  /// `stop` is requested before a slot is free.
-  boost::asio::awaitable<bool> acquire(std::stop_token stop);
-  void release() noexcept;
+  /// Waits until `weight` slots are free (a weight above the limit takes every slot) and
+  /// every earlier waiter has been served. Returns false, holding nothing, when `stop` is
+  /// requested first.
+  boost::asio::awaitable<bool> acquire(std::stop_token stop, int weight = 1);
+  /// Gives back what acquire(…, weight) took.
+  void release(int weight = 1) noexcept;
 
+  /// The slots acquire(…, weight) takes: from 1 to the limit.
+  int slots_for(int weight) const noexcept;
+  int limit() const noexcept { return limit_; }
   int in_use() const noexcept { return in_use_; }
   int peak() const noexcept { return peak_; }  ///< most slots ever held at once
 
 private:
-  void taken() noexcept;
+  struct waiter {
+    int slots;
+    boost::asio::steady_timer* wake;  ///< cancelled when the slots are handed over
+    bool granted = false;
+  };
+  void take(int slots) noexcept;
+  /// Hands slots to waiters from the front of the queue while the first one fits.
+  void serve_waiters() noexcept;
 
-  // A message in the channel's buffer is a slot in use; a full buffer makes senders wait.
-  boost::asio::experimental::channel<void(boost::system::error_code)> slots_;
+  boost::asio::any_io_executor executor_;
+  int limit_;
   int in_use_ = 0;
   int peak_ = 0;
+  std::list<waiter> queue_;
 };
 
-/// Holds one slot for a scope.
+/// Holds slots for a scope.
 class slot_lease {
 public:
-  explicit slot_lease(concurrency_limiter& l) noexcept : limiter_(&l) {}
+  explicit slot_lease(concurrency_limiter& l, int weight = 1) noexcept : limiter_(&l), weight_(weight) {}
   slot_lease(const slot_lease&) = delete;
   slot_lease& operator=(const slot_lease&) = delete;
-  ~slot_lease() { limiter_->release(); }
+  ~slot_lease() { limiter_->release(weight_); }
 
 private:
   concurrency_limiter* limiter_;
+  int weight_;
 };
 
 }  // namespace arun::engine

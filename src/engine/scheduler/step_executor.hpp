@@ -34,6 +34,11 @@ struct recipe_frame {
   std::vector<std::string> chain;  ///< recipe names from the top, for recursion errors
   /// {{step.index}}: each step's position in the list that declares it (filled on first use).
   std::unordered_map<const step*, std::size_t> step_index = {};
+  /// What this recipe's leaves inherit: its own `resources` over the calling steps', and an
+  /// `executor: local` of a calling step.
+  leaf_placement inherited = {};
+  /// A step's resources with `inherited` folded in (filled on first use).
+  std::unordered_map<const step*, std::shared_ptr<const step_resources>> resources = {};
 };
 
 /// The context export (SPEC §5.4) of one context object, built when a bash step first needs it
@@ -145,8 +150,14 @@ private:
                                                        int attempt, std::stop_token stop, const std::string& model = {});
   /// One child under the concurrency limit (agents also under rate_limiting): step_start when
   /// it gets its slot, output events, heartbeats; stopping `stop` terminates it.
+  /// `weight`: the slots of the run's limit it holds (resources.cpus of a leaf run here).
   boost::asio::awaitable<leaf_outcome> run_child(leaf_invocation inv, const std::string& instance,
-                                                 std::string_view type, int attempt, std::stop_token stop);
+                                                 std::string_view type, int attempt, std::stop_token stop,
+                                                 int weight = 1);
+  /// Where a leaf of `s` runs and what it asks for: its own fields over the frame's.
+  leaf_placement placement_of(const step& s);
+  /// The slots a leaf of `s` holds: its cpus when it runs on this machine, else 1.
+  int slot_weight(const step& s, const std::string& instance, const leaf_placement& p);
   // agent_leaf.cpp
   boost::asio::awaitable<instance_outcome> run_agent(const step& s, scope sc, const std::string& instance,
                                                      int attempt, std::stop_token stop, const std::string& model);

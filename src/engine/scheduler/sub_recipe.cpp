@@ -99,6 +99,10 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   for (const auto& declared : frame_.declared) child_frame.declared.insert(declared);
   if (s.call.max_depth) child_frame.max_depth = std::min(frame_.max_depth, frame_.depth + *s.call.max_depth);
   child_frame.chain.push_back(child.name);
+  // The child's leaves: their own resources, then the child recipe's, then this step's.
+  const auto caller = placement_of(s);
+  child_frame.inherited.resources = inherit_resources(child.resources, caller.resources);
+  child_frame.inherited.local_only = caller.local_only;
   child_frame.builtins["recipe"] = {{"name", child.name}, {"version", child.version}, {"description", child.description}};
   child_frame.builtins.erase("stage");
   child_frame.builtins.erase("step");

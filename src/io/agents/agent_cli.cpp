@@ -155,6 +155,14 @@ std::string describe(const agent_cli& cli) {
   return std::string(name_of(cli.kind));
 }
 
+std::string provider_name(const agent_cli& cli) {
+  if (cli.kind == agent_cli_kind::custom) {
+    const std::string_view program = cli.program;
+    return std::string(program.substr(program.rfind('/') + 1));
+  }
+  return std::string(name_of(cli.kind == agent_cli_kind::amplihack ? cli.inner : cli.kind));
+}
+
 std::string with_instructions(const std::string& persona, const std::string& prompt) {
   if (persona.empty()) return prompt;
   std::string text;

@@ -43,6 +43,10 @@ std::variant<agent_cli, std::string> parse_agent_command(std::string_view text);
 /// "claude", "amplihack:copilot", "custom command", ...: for messages.
 std::string describe(const agent_cli& cli);
 
+/// The provider an agent CLI talks to, as a license name: claude, copilot, codex (amplihack:
+/// the CLI it launches), fake, or a custom command's program name.
+std::string provider_name(const agent_cli& cli);
+
 /// What one agent call sends.
 struct agent_request {
   std::string system_prompt;  ///< the agent file's body; empty: none

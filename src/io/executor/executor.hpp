@@ -8,11 +8,13 @@
 
 #include "process/supervisor.hpp"
 
+#include <arun/recipe.hpp>
+
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
 #include <functional>
-#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,20 +24,7 @@ namespace arun::io {
 
 /// What a job asks of the machine that runs it (a step's `resources:`). A cluster
 /// scheduler honours these; the local executor runs on the machine it has.
-struct job_resources {
-  std::optional<int> cpus;
-  std::string memory;                         ///< in the scheduler's syntax, e.g. "4G"
-  std::optional<std::chrono::seconds> time;   ///< the scheduler's own limit (a backstop)
-  std::string partition;
-  std::string gpus;
-  std::map<std::string, int, std::less<>> licenses;
-  std::vector<std::string> extra;             ///< further scheduler options, verbatim
-
-  bool empty() const noexcept {
-    return !cpus && memory.empty() && !time && partition.empty() && gpus.empty() && licenses.empty() &&
-           extra.empty();
-  }
-};
+using job_resources = step_resources;
 
 /// Where a submitted job can be found again: recorded in the session before arun waits for
 /// it, so that a resumed run follows the job instead of submitting it a second time.
@@ -48,8 +37,11 @@ struct job_handle {
 
 struct job_spec {
   process_spec process;  ///< what to run and how to supervise it
-  job_resources resources;
+  std::shared_ptr<const job_resources> resources;  ///< null: nothing asked
   std::string key;       ///< unique in the run and stable across resumes: session and instance
+  /// An agent step's provider (claude, codex, ...): a cluster that defines a license of that
+  /// name caps the provider's agents with it. Empty for bash steps.
+  std::string provider;
   /// Set on resume: the job submitted before arun stopped; follow it instead of submitting.
   std::optional<job_handle> adopt;
   /// Called once the job has an id, before the executor waits for it.

@@ -24,6 +24,21 @@
 namespace arun::io {
 namespace {
 
+// The fields of `r` a machine without a scheduler cannot honour, as "mem, partition".
+std::string ignored_on_this_machine(const job_resources& r) {
+  std::vector<std::string_view> names;
+  if (!r.memory.empty()) names.push_back("mem");
+  if (r.time) names.push_back("time");
+  if (!r.partition.empty()) names.push_back("partition");
+  if (!r.gpus.empty()) names.push_back("gpus");
+  if (!r.licenses.empty()) names.push_back("licenses");
+  if (!r.extra.empty()) names.push_back("extra");
+  std::string list;
+  for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+  if (names.size() > 1) list = "{" + list + "}";
+  return list;
+}
+
 std::string signal_name(int sig) {
   if (const char* abbrev = ::sigabbrev_np(sig)) return fmt::format("SIG{}", abbrev);
   return fmt::format("signal {}", sig);
@@ -119,11 +134,20 @@ process_step_runner::process_step_runner(runner_options options)
   value_files_.set_directory(options_.temp_dir);
 }
 
-boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec spec) {
+boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec spec, leaf_placement placement,
+                                                                    std::vector<std::string>& warnings,
+                                                                    std::string provider) {
+  executor& where = placement.local_only ? local_ : executor_;
+  if (placement.resources && !where.caps().resources)
+    if (auto ignored = ignored_on_this_machine(*placement.resources); !ignored.empty())
+      warnings.push_back("resources." + ignored + " not applied: the step runs on arun's machine, which "
+                         "honours only cpus (as slots of --max-concurrent)");
   job_spec job;
   job.key = spec.label;
   job.process = std::move(spec);
-  co_return co_await executor_.run(std::move(job));
+  job.resources = std::move(placement.resources);
+  job.provider = std::move(provider);
+  co_return co_await where.run(std::move(job));
 }
 
 boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocation inv) {
@@ -161,8 +185,11 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   spec.on_line = forward_lines(inv.on_line);
   spec.label = inv.instance_id;
 
-  auto r = co_await run_job(std::move(spec));
-  co_return to_leaf_outcome(std::move(r), inv.timeout);
+  std::vector<std::string> warnings;
+  auto r = co_await run_job(std::move(spec), std::move(inv.placement), warnings);
+  auto o = to_leaf_outcome(std::move(r), inv.timeout);
+  o.warnings = std::move(warnings);
+  co_return o;
 }
 
 const std::variant<resolved_agent, std::string>& process_step_runner::persona(const std::string& reference) {
@@ -229,7 +256,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   spec.on_line = forward_lines(inv.on_line);
   spec.label = inv.instance_id;
   const std::string program = spec.launch.argv.front();
-  auto r = co_await run_job(std::move(spec));
+  auto r = co_await run_job(std::move(spec), std::move(inv.placement), failed.warnings, provider_name(options_.agent));
   if (!r.launched() && r.launch_error.find("not installed or not on PATH") != std::string::npos)
     r.launch_error = options_.agent.kind == agent_cli_kind::fake
                          ? fmt::format("the fake agent '{}' is not installed; set ARUN_FAKE_AGENT to its path", program)

@@ -1,6 +1,7 @@
 #include "executor/slurm_executor.hpp"
 
 #include "executor/slurm_clients.hpp"
+#include "executor/slurm_licenses.hpp"
 #include "executor/slurm_queue.hpp"
 #include "executor/slurm_script.hpp"
 #include "files/fd_write.hpp"
@@ -132,6 +133,7 @@ namespace {
 
 struct follow_context {
   std::shared_ptr<slurm_queue> jobs;
+  std::shared_ptr<slurm_licenses> licenses;
   const slurm_options* options;
 };
 
@@ -156,8 +158,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       // Slurm's own limit only catches a job arun can no longer stop itself.
       backstop = std::chrono::ceil<std::chrono::seconds>(*job.process.timeout + job.process.kill_grace) +
                  std::chrono::minutes(1);
+    job_resources resources = job.resources ? *job.resources : job_resources{};
+    if (!job.provider.empty() && co_await c.licenses->defines(job.provider))
+      resources = with_provider_license(&resources, job.provider);
     auto submitted = co_await slurm_client(
-        sbatch_arguments(files, job.resources, "arun-" + o.session_id, job.key, backstop), o.client_env);
+        sbatch_arguments(files, resources, "arun-" + o.session_id, job.key, backstop), o.client_env);
     auto id = submitted.out.text.substr(0, submitted.out.text.find_first_of(";\n"));
     if (!submitted.succeeded() || id.empty()) {
       r.launch_error = "sbatch could not submit the job: " + client_failure(submitted);
@@ -256,11 +261,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
 // cancellation becomes a cancel request, so the scancel escalation runs to its end.
 struct follow_initiation {
   template <typename Handler>
-  void operator()(Handler&& handler, std::shared_ptr<slurm_queue>* jobs, const slurm_options* options,
-                  job_spec job) const {
+  void operator()(Handler&& handler, std::shared_ptr<slurm_queue>* jobs, std::shared_ptr<slurm_licenses> licenses,
+                  const slurm_options* options, job_spec job) const {
     auto ex = asio::get_associated_executor(handler);
     if (!*jobs) *jobs = std::make_shared<slurm_queue>(ex, *options);
-    follow_context c{*jobs, options};
+    follow_context c{*jobs, std::move(licenses), options};
     auto me = std::make_shared<followed_job>(ex);
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) {
@@ -282,7 +287,8 @@ struct follow_initiation {
 
 }  // namespace
 
-slurm_executor::slurm_executor(slurm_options options) : options_(std::move(options)) {}
+slurm_executor::slurm_executor(slurm_options options)
+    : options_(std::move(options)), licenses_(std::make_shared<slurm_licenses>(options_.client_env)) {}
 
 slurm_executor::~slurm_executor() = default;
 
@@ -290,7 +296,7 @@ std::uint64_t slurm_executor::queue_polls() const noexcept { return queue_ ? que
 
 asio::awaitable<process_result> slurm_executor::run(job_spec job) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(
-      follow_initiation{}, asio::use_awaitable, &queue_, &options_, std::move(job));
+      follow_initiation{}, asio::use_awaitable, &queue_, licenses_, &options_, std::move(job));
 }
 
 void slurm_executor::emergency_stop() noexcept {

@@ -17,6 +17,7 @@
 namespace arun::io {
 
 class slurm_queue;
+class slurm_licenses;
 
 struct slurm_options {
   std::string shared_dir;               ///< job directories go below it: a filesystem the nodes share
@@ -49,6 +50,7 @@ public:
 private:
   slurm_options options_;
   std::shared_ptr<slurm_queue> queue_;  ///< made on the first job's executor
+  std::shared_ptr<slurm_licenses> licenses_;
 };
 
 }  // namespace arun::io

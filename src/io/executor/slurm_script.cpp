@@ -57,6 +57,12 @@ finish "exit $?"
                      fmt::arg("input", with_input ? "\"$dir/stdin\"" : "/dev/null"));
 }
 
+job_resources with_provider_license(const job_resources* resources, const std::string& provider) {
+  job_resources r = resources ? *resources : job_resources{};
+  r.licenses.emplace(provider, 1);  // a count the step gives itself wins
+  return r;
+}
+
 std::string slurm_time(std::chrono::seconds limit) {
   auto minutes = (limit.count() + 59) / 60;
   if (minutes < 1) minutes = 1;

@@ -46,6 +46,10 @@ std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const jo
                                           std::string_view job_name, std::string_view comment,
                                           std::optional<std::chrono::seconds> time_limit);
 
+/// `resources` with one license of `provider` added, when the step does not name that license
+/// itself; null `resources` counts as none asked.
+job_resources with_provider_license(const job_resources* resources, const std::string& provider);
+
 /// `sbatch --time` text for a duration: minutes rounded up, as D-HH:MM:SS.
 std::string slurm_time(std::chrono::seconds limit);
 

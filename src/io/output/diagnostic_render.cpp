@@ -90,6 +90,15 @@ std::size_t token_bytes(std::string_view line, std::size_t at) {
     return line.size() - at;
   }
   const bool value = at >= 2 && line.substr(at - 2, 2) == ": " && line[at] != '|' && line[at] != '>';
+  // Inside a flow collection (`{cpus: 0, mem: 4GB}`) a plain value ends at the next ',', '}' or ']'.
+  int open = 0;
+  for (std::size_t i = 0; i < at; ++i) open += line[i] == '{' || line[i] == '[' ? 1 : line[i] == '}' || line[i] == ']' ? -1 : 0;
+  if (value && open > 0) {
+    const auto end = line.find_first_of(",}]", at);
+    auto stop = end == std::string_view::npos ? line.size() : end;
+    while (stop > at && (line[stop - 1] == ' ' || line[stop - 1] == '\t')) --stop;
+    return std::max<std::size_t>(stop - at, 1);
+  }
   if (value) {
     auto end = line.find(" #", at);
     if (end == std::string_view::npos) end = line.size();

@@ -123,6 +123,7 @@ recipe merge_extended(recipe parent, recipe child) {
   if (merged.tags.empty()) merged.tags = parent.tags;
   if (!merged.default_step_timeout) merged.default_step_timeout = parent.default_step_timeout;
   if (!merged.output) merged.output = parent.output;
+  merged.resources = inherit_resources(merged.resources, parent.resources);
   if (merged.execution == execution_mode::sequential) merged.execution = parent.execution;
   for (auto& cv : parent.context_validation)
     if (std::none_of(merged.context_validation.begin(), merged.context_validation.end(),

@@ -1,5 +1,6 @@
 #include "recipe/recipe_loader.hpp"
 
+#include "recipe/resources_reader.hpp"
 #include "recipe/step_reader.hpp"
 #include "recipe/yaml_fields.hpp"
 #include "recipe/yaml_traps.hpp"
@@ -21,7 +22,7 @@ const std::vector<std::string_view> top_level_keys = {
     "name", "description", "version", "author", "created", "updated", "tags", "context", "steps", "stages",
     "recursion", "hooks", "extends", "context_validation", "rate_limiting", "execution", "default_step_timeout",
     "output", "inputs", "parameters", "metadata", "lenient_templates", "env", "orchestrator",
-    "secrets"};
+    "secrets", "resources"};
 
 constexpr std::size_t max_nesting = 64;  // SPEC §1
 
@@ -199,6 +200,7 @@ public:
     }
     read_context_validation();
     read_rate_limiting();
+    r_.resources = read_resources(f_);
     if (auto e = f_.choice("execution", {"sequential", "dag"}))
       r_.execution = *e == "dag" ? execution_mode::dag : execution_mode::sequential;
     if (auto t = f_.seconds("default_step_timeout")) r_.default_step_timeout = seconds_d(*t);

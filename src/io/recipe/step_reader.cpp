@@ -1,5 +1,6 @@
 #include "recipe/step_reader.hpp"
 
+#include "recipe/resources_reader.hpp"
 #include "recipe/yaml_json.hpp"
 
 #include <arun/value_format.hpp>
@@ -17,7 +18,8 @@ const key_list common_keys = {
     "id", "type", "name", "description", "inputs", "outputs", "condition", "output", "timeout",
     "retry", "on_error", "continue_on_error", "nonfatal", "fatal", "when_tags", "parallel_group",
     "depends_on", "parse_json", "parse_json_required", "working_dir", "cwd", "env",
-    "requires_approval", "approval_prompt", "approval_timeout", "approval_default", "on_approval_denied"};
+    "requires_approval", "approval_prompt", "approval_timeout", "approval_default", "on_approval_denied",
+    "resources", "executor"};
 const key_list bash_keys = {"command", "output_exit_code", "max_env_value_bytes"};
 const key_list agent_keys = {"agent", "prompt", "mode", "model", "provider", "model_role",
                              "provider_preferences", "agent_config", "auto_stage", "spawn_mode"};
@@ -133,6 +135,26 @@ void read_common(const field_reader& f, step& s) {
   if (auto wd = f.text(f.has("cwd") ? "cwd" : "working_dir")) s.working_dir = *wd;
   s.env = read_env_map(f, "env");
   read_approval(f, s);
+  s.resources = read_resources(f);
+  if (f.has("executor")) {
+    const auto t = f.text("executor");
+    if (t && *t == "local")
+      s.local_only = true;
+    else if (t)
+      f.error("executor", "a step's 'executor' can only be 'local' (its leaves stay on arun's machine), not '" + *t + "'",
+              "the run's executor is chosen with --executor");
+  }
+}
+
+// A loop step's `resources` and `executor: local` hold for every step of its body; a body
+// step's own fields win.
+void pass_placement_down(std::vector<step>& body, const step& loop) {
+  if (!loop.resources && !loop.local_only) return;
+  for (auto& child : body) {
+    child.resources = inherit_resources(child.resources, loop.resources);
+    child.local_only = child.local_only || loop.local_only;
+    pass_placement_down(child.steps, loop);
+  }
 }
 
 void read_agent(const field_reader& f, step& s) {
@@ -228,6 +250,7 @@ void read_loops(const field_reader& f, step& s) {
     }
     for (const auto& child : body)
       if (auto c = read_step(child, f.sink())) s.steps.push_back(std::move(*c));
+    pass_placement_down(s.steps, s);
   }
 }
 
@@ -318,6 +341,9 @@ std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink) {
   }
   read_loops(f, s);
   if (s.type == step_type::loop) refuse_foreign_fields(f, step_type::loop);
+  if (s.type == step_type::gate)
+    for (const char* key : {"resources", "executor"})
+      if (f.has(key)) f.warning(key, "'" + std::string(key) + "' has no effect on an approval gate: it runs nothing");
   return s;
 }
 

@@ -1,0 +1,150 @@
+// `resources:` and `executor: local` in a run on a private Slurm cluster
+// (tests/support/slurm_cluster.hpp): the fields become the job's options, a local step runs
+// beside its cluster siblings on arun's machine, and cluster licenses cap concurrency, the
+// agents' provider license included.
+#include <catch2/catch.hpp>
+
+#include "arun_cli.hpp"
+#include "process_checks.hpp"
+#include "slurm_cluster.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fs = std::filesystem;
+using arun::test::slurm_cluster;
+
+namespace {
+
+bool slurm_missing() {
+  if (const auto why = slurm_cluster::unavailable_reason(); !why.empty()) {
+    WARN("no Slurm here: " << why);
+    return true;
+  }
+  return false;
+}
+
+std::map<std::string, std::string> outputs_of(const boost::json::object& result) {
+  std::map<std::string, std::string> out;
+  for (const auto& v : result.at("step_results").as_array()) {
+    const auto& s = v.as_object();
+    const auto* o = s.if_contains("output");
+    out[std::string(s.at("step_id").as_string())] = o && o->is_string() ? std::string(o->get_string())
+                                                     : o ? boost::json::serialize(*o) : "";
+  }
+  return out;
+}
+
+// Whether any two [start, end] intervals overlap.
+bool overlapping(std::vector<std::pair<double, double>> spans) {
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].first < spans[i - 1].second) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("slurm run: resources become the job's sbatch options and executor local keeps a step on arun's machine") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    // The recipe's default (mem, nice) under the step's own (cpus, time); `executor: local`
+    // on one member of a parallel group, the other member on the cluster.
+    std::ofstream(dir.root / "placed.yaml") << R"(name: placed
+resources:
+  mem: 100M
+  extra: ["--nice=7"]
+steps:
+  - id: asked
+    resources: {cpus: 2, time: "10m"}
+    command: squeue -h -j "$SLURM_JOB_ID" -o "%C %m %l %y"
+  - id: here
+    parallel_group: g
+    executor: local
+    command: echo "${SLURM_JOB_ID:-none}"
+  - id: there
+    parallel_group: g
+    command: echo "${SLURM_JOB_ID:-none}"
+)";
+    const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", (dir.root / "sessions").string(),
+                                         "--executor", "slurm", "placed.yaml"},
+                                        dir.root.string(), std::chrono::seconds(90), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    const auto out = outputs_of(arun::test::result_json(r));
+    CHECK(out.at("asked") == "2 100M 10:00 7");
+    CHECK(out.at("here") == "none");
+    CHECK(out.at("there") != "none");
+    CHECK(out.at("there").find_first_not_of("0123456789") == std::string::npos);
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm run: a cluster license caps concurrent steps and an agent takes its provider's license") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster::options opts;
+    opts.licenses = {{"tok", 1}, {"fake", 1}};
+    slurm_cluster cluster(opts);
+    arun::test::temp_dir dir;
+    const auto state = dir.root / "fake-state";
+    // Three bash steps naming the license; three agents of the fake provider, which do not.
+    std::ofstream(dir.root / "capped.yaml") << R"(name: capped
+steps:
+  - id: licensed
+    foreach: [a, b, c]
+    parallel: true
+    resources: {licenses: {tok: 1}}
+    command: |
+      date +%s.%N > {{item}}.start; sleep 1; date +%s.%N > {{item}}.end
+  - id: agents
+    foreach: [a, b, c]
+    parallel: true
+    prompt: |
+      agent {{item}}
+      FAKE: sleep 1
+)";
+    const auto r = arun::test::run_arun(
+        {"-q", "--output-format", "json", "--session-dir", (dir.root / "sessions").string(), "--executor", "slurm",
+         "--agent-cli", "fake", "capped.yaml"},
+        dir.root.string(), std::chrono::seconds(120),
+        [&] {
+          auto env = cluster.env();
+          env.push_back("FAKE_AGENT_STATE=" + state.string());
+          env.push_back("ARUN_FAKE_AGENT=" + std::string(ARUN_SOURCE_DIR) + "/tools/fake-agent");
+          return env;
+        }());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::pair<double, double>> bash_spans;
+    for (const char* item : {"a", "b", "c"}) {
+      double start = 0, end = 0;
+      std::ifstream(dir.root / (std::string(item) + ".start")) >> start;
+      std::ifstream(dir.root / (std::string(item) + ".end")) >> end;
+      REQUIRE(start > 0);
+      bash_spans.emplace_back(start, end);
+    }
+    CHECK_FALSE(overlapping(bash_spans));
+    std::vector<std::pair<double, double>> agent_spans;
+    std::ifstream calls(state / "calls.jsonl");
+    for (std::string line; std::getline(calls, line);) {
+      const auto call = boost::json::parse(line).as_object();
+      agent_spans.emplace_back(call.at("start").to_number<double>(), call.at("end").to_number<double>());
+    }
+    REQUIRE(agent_spans.size() == 3);
+    CHECK_FALSE(overlapping(agent_spans));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
