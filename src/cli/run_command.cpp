@@ -326,6 +326,7 @@ std::variant<std::unique_ptr<io::slurm_executor>, std::string> make_slurm_execut
   std::error_code ec;
   o.shared_dir = std::filesystem::absolute(o.shared_dir, ec).lexically_normal().string();
   o.session_id = session_id;
+  if (store) o.recorded = [store](std::string_view instance) { return store->recorded(instance); };
   return std::make_unique<io::slurm_executor>(std::move(o));
 }
 

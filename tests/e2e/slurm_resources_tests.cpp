@@ -1,10 +1,11 @@
-// `resources:` and `executor: local` in a run on a private Slurm cluster
+// `resources:`, `executor: local` and crash-safe resume in a run on a private Slurm cluster
 // (tests/support/slurm_cluster.hpp): the fields become the job's options, a local step runs
-// beside its cluster siblings on arun's machine, and cluster licenses cap concurrency, the
-// agents' provider license included.
+// beside its cluster siblings on arun's machine, cluster licenses cap concurrency (the agents'
+// provider license included), and a resume after kill -9 takes up the earlier run's jobs.
 #include <catch2/catch.hpp>
 
 #include "arun_cli.hpp"
+#include "background_arun.hpp"
 #include "process_checks.hpp"
 #include "slurm_cluster.hpp"
 #include "temp_dir.hpp"
@@ -12,6 +13,8 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <csignal>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -41,6 +44,21 @@ std::map<std::string, std::string> outputs_of(const boost::json::object& result)
                                                      : o ? boost::json::serialize(*o) : "";
   }
   return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+template <typename Check>
+bool wait_for(Check check, std::chrono::seconds patience) {
+  const auto until = std::chrono::steady_clock::now() + patience;
+  while (!check()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
 // Whether any two [start, end] intervals overlap.
@@ -144,6 +162,55 @@ steps:
     }
     REQUIRE(agent_spans.size() == 3);
     CHECK_FALSE(overlapping(agent_spans));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm run: a resume after kill -9 takes up the jobs of the killed run and submits none twice") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    // Each step appends its name to the effects ledger when its work is done.
+    std::ofstream(dir.root / "crash.yaml") << R"(name: crash
+steps:
+  - id: quick
+    parallel_group: g
+    command: touch quick.started; sleep 1; echo quick >> effects; echo quick-out
+  - id: slow
+    parallel_group: g
+    command: touch slow.started; sleep 6; echo slow >> effects; echo slow-out
+  - id: after
+    command: echo after >> effects; echo after-out
+)";
+    std::string id;
+    {
+      arun::test::background_arun first({(dir.root / "crash.yaml").string(), "-C", dir.root.string(), "--executor", "slurm",
+                                         "--session-dir", sessions.string(), "-q"},
+                                        dir.root, cluster.env());
+      REQUIRE(wait_for([&] { return fs::exists(dir.root / "quick.started") && fs::exists(dir.root / "slow.started"); },
+                       std::chrono::seconds(60)));
+      ::kill(first.pid, SIGKILL);
+      CHECK(first.wait_exit(std::chrono::seconds(10)) == 128 + SIGKILL + 1000);
+      for (const auto& e : fs::directory_iterator(sessions)) id = e.path().filename().string();
+    }
+    REQUIRE_FALSE(id.empty());
+    // The killed run's jobs go on: quick finishes while no arun is there, slow still runs
+    // when the resume starts.
+    REQUIRE(wait_for([&] { return slurp(dir.root / "effects") == "quick\n"; }, std::chrono::seconds(30)));
+    REQUIRE(wait_for([&] { return cluster.queue().size() == 1; }, std::chrono::seconds(10)));
+    const auto r = arun::test::run_arun({"resume", id, "--session-dir", sessions.string(), "-q", "--output-format", "json"},
+                                        dir.root.string(), std::chrono::seconds(90), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    const auto out = outputs_of(arun::test::result_json(r));
+    CHECK(out.at("quick") == "quick-out");
+    CHECK(out.at("slow") == "slow-out");
+    CHECK(out.at("after") == "after-out");
+    // Every effect exactly once: neither job was submitted again.
+    CHECK(slurp(dir.root / "effects") == "quick\nslow\nafter\n");
     CHECK(cluster.queue().empty());
   }
   CHECK(arun::test::leftover_processes().empty());

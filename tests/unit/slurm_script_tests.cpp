@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "agents/agent_cli.hpp"
-#include "executor/slurm_licenses.hpp"
+#include "executor/slurm_lookups.hpp"
 #include "executor/slurm_script.hpp"
 
 #include <algorithm>
@@ -82,6 +82,12 @@ TEST_CASE("the cluster's license names are read from scontrol show licenses") {
   // The multi-line form (without --oneliner) and no licenses at all.
   CHECK(parse_license_names("LicenseName=fake\n    Total=1 Used=0 Free=1\n") == std::set<std::string, std::less<>>{"fake"});
   CHECK(parse_license_names("No licenses configured\n").empty());
+}
+
+TEST_CASE("an earlier run's jobs are found by their comment and the newest job of an instance wins") {
+  const auto jobs = parse_jobs_by_comment("17 each[1]\n9 loop[2]/step a\n21 each[1]\n103 each[1]\n\nbad\n");
+  CHECK(jobs == std::map<std::string, std::string, std::less<>>{{"each[1]", "103"}, {"loop[2]/step a", "9"}});
+  CHECK(parse_jobs_by_comment("").empty());
 }
 
 TEST_CASE("an agent CLI's provider is the license name its jobs take") {

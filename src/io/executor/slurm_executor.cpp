@@ -1,7 +1,7 @@
 #include "executor/slurm_executor.hpp"
 
 #include "executor/slurm_clients.hpp"
-#include "executor/slurm_licenses.hpp"
+#include "executor/slurm_lookups.hpp"
 #include "executor/slurm_queue.hpp"
 #include "executor/slurm_script.hpp"
 #include "files/fd_write.hpp"
@@ -26,6 +26,7 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <unordered_set>
 
 namespace arun::io {
 namespace asio = boost::asio;
@@ -85,6 +86,16 @@ bool write_private(const std::string& path, std::string_view text, mode_t mode =
   return true;
 }
 
+// The instance's job record, replaced atomically (a resume never reads half of it).
+bool write_job_record(const slurm_job_files& files, std::string_view text) {
+  const auto temp = files.job() + ".tmp";
+  return write_private(temp, std::string(text) + "\n") && ::rename(temp.c_str(), files.job().c_str()) == 0;
+}
+
+bool is_job_id(std::string_view text) {
+  return !text.empty() && text.size() < 32 && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 std::string nul_joined(const std::vector<std::string>& items) {
   std::string joined;
   for (const auto& item : items) {
@@ -99,6 +110,9 @@ std::string nul_joined(const std::vector<std::string>& items) {
 std::string prepare_job_files(const slurm_job_files& files, const launch_request& launch, const std::string& working_dir) {
   std::error_code ec;
   if (!make_private_directories(files.dir, ec)) return "cannot create the job directory " + files.dir + ": " + ec.message();
+  // First: a crash from here on leaves `submitting`, and a resume looks for the job by its
+  // comment (or its exit file) instead of trusting an earlier attempt's id.
+  if (!write_job_record(files, "submitting")) return "cannot write " + files.job() + ": " + std::strerror(errno);
   for (const auto& stale : {files.status(), files.out(), files.err(), files.dir + "/exit.tmp", files.input()})
     std::filesystem::remove(stale, ec);
   std::string input;
@@ -129,13 +143,41 @@ bool terminal_state(std::string_view state) {
 
 }  // namespace
 
+/// What the jobs of one run share besides the queue.
+struct slurm_run_memory {
+  explicit slurm_run_memory(const slurm_options& o) : licenses(o.client_env), earlier(o.session_id, o.client_env) {}
+  slurm_licenses licenses;
+  slurm_earlier_jobs earlier;
+  /// Hashes of the instances this arun has submitted or taken up: a later attempt of one (a
+  /// retry) is new work, not the earlier attempt's job.
+  std::unordered_set<std::uint64_t> started;
+};
+
 namespace {
 
 struct follow_context {
   std::shared_ptr<slurm_queue> jobs;
-  std::shared_ptr<slurm_licenses> licenses;
+  std::shared_ptr<slurm_run_memory> memory;
   const slurm_options* options;
 };
+
+// The job an earlier arun submitted for this instance and no journal took in: its id, or ""
+// when the instance has to be submitted.
+asio::awaitable<std::string> earlier_job(const follow_context& c, const slurm_job_files& files, const std::string& key) {
+  const auto& o = *c.options;
+  if (!c.memory->started.insert(std::hash<std::string>{}(key)).second) co_return std::string();
+  if (o.recorded && o.recorded(key)) co_return std::string();
+  auto record = read_text(files.job());
+  if (!record) co_return std::string();  // never submitted (a fresh run: no directory yet)
+  while (!record->empty() && (record->back() == '\n' || record->back() == '\r')) record->pop_back();
+  if (is_job_id(*record)) co_return *record;
+  // `submitting`: arun stopped while sbatch ran. The job, if sbatch made one, is in the
+  // queue under the instance's comment, or has finished and written its exit file.
+  if (auto id = co_await c.memory->earlier.find(key); !id.empty()) co_return id;
+  if (const auto text = read_text(files.status()))
+    if (const auto status = parse_slurm_exit(*text)) co_return status->job_id;
+  co_return std::string();
+}
 
 // Submits (or adopts) the job and follows it to its end.
 asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shared_ptr<followed_job> me) {
@@ -146,6 +188,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   std::error_code ec;
   const std::string working_dir =
       job.process.launch.working_dir.empty() ? std::filesystem::current_path(ec).string() : job.process.launch.working_dir;
+  if (!job.adopt)
+    if (auto earlier = co_await earlier_job(c, files, job.key); !earlier.empty()) {
+      arun_log().info("{}: taking up Slurm job {}, which an earlier arun of this session submitted", job.key, earlier);
+      job.adopt = job_handle{"slurm", std::move(earlier)};
+    }
   if (job.adopt) {
     me->id = job.adopt->id;
   } else {
@@ -159,7 +206,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       backstop = std::chrono::ceil<std::chrono::seconds>(*job.process.timeout + job.process.kill_grace) +
                  std::chrono::minutes(1);
     job_resources resources = job.resources ? *job.resources : job_resources{};
-    if (!job.provider.empty() && co_await c.licenses->defines(job.provider))
+    if (!job.provider.empty() && co_await c.memory->licenses.defines(job.provider))
       resources = with_provider_license(&resources, job.provider);
     auto submitted = co_await slurm_client(
         sbatch_arguments(files, resources, "arun-" + o.session_id, job.key, backstop), o.client_env);
@@ -169,6 +216,9 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       co_return r;
     }
     me->id = std::move(id);
+    if (!write_job_record(files, me->id))
+      arun_log().warn("{}: cannot record job {} in {} ({}): a resume after a crash would submit it again", job.key,
+                      me->id, files.job(), std::strerror(errno));
   }
   if (job.submitted) job.submitted({"slurm", me->id});
   arun_log().debug("slurm job {} for {} ({})", me->id, job.key, files.dir);
@@ -261,11 +311,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
 // cancellation becomes a cancel request, so the scancel escalation runs to its end.
 struct follow_initiation {
   template <typename Handler>
-  void operator()(Handler&& handler, std::shared_ptr<slurm_queue>* jobs, std::shared_ptr<slurm_licenses> licenses,
+  void operator()(Handler&& handler, std::shared_ptr<slurm_queue>* jobs, std::shared_ptr<slurm_run_memory> memory,
                   const slurm_options* options, job_spec job) const {
     auto ex = asio::get_associated_executor(handler);
     if (!*jobs) *jobs = std::make_shared<slurm_queue>(ex, *options);
-    follow_context c{*jobs, std::move(licenses), options};
+    follow_context c{*jobs, std::move(memory), options};
     auto me = std::make_shared<followed_job>(ex);
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) {
@@ -288,7 +338,7 @@ struct follow_initiation {
 }  // namespace
 
 slurm_executor::slurm_executor(slurm_options options)
-    : options_(std::move(options)), licenses_(std::make_shared<slurm_licenses>(options_.client_env)) {}
+    : options_(std::move(options)), memory_(std::make_shared<slurm_run_memory>(options_)) {}
 
 slurm_executor::~slurm_executor() = default;
 
@@ -296,7 +346,7 @@ std::uint64_t slurm_executor::queue_polls() const noexcept { return queue_ ? que
 
 asio::awaitable<process_result> slurm_executor::run(job_spec job) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(
-      follow_initiation{}, asio::use_awaitable, &queue_, licenses_, &options_, std::move(job));
+      follow_initiation{}, asio::use_awaitable, &queue_, memory_, &options_, std::move(job));
 }
 
 void slurm_executor::emergency_stop() noexcept {

@@ -5,11 +5,15 @@
 // poll (adaptive: often while jobs start and end, seldom while nothing changes), tails the
 // output files into the step's lines, and takes the status from the exit file. A deadline or
 // a cancel becomes `scancel --signal=TERM`, then `--signal=KILL` after the grace period.
+// Jobs outlive arun: when a killed run is resumed, an instance whose job the earlier arun
+// submitted and never saw recorded is taken up (followed if it still runs, its exit file
+// read if it has finished), never submitted a second time.
 
 #include "executor/executor.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,7 +21,7 @@
 namespace arun::io {
 
 class slurm_queue;
-class slurm_licenses;
+struct slurm_run_memory;
 
 struct slurm_options {
   std::string shared_dir;               ///< job directories go below it: a filesystem the nodes share
@@ -28,6 +32,9 @@ struct slurm_options {
   /// A job that left the queue without an exit file is `lost` after this long (a shared
   /// filesystem may show the file late).
   std::chrono::milliseconds lost_after{30000};
+  /// Whether the session's journal has a record of instance `key`: such an instance runs
+  /// again as new work and never takes up a job an earlier arun left. Unset: none has.
+  std::function<bool(std::string_view key)> recorded;
 };
 
 class slurm_executor final : public executor {
@@ -50,7 +57,7 @@ public:
 private:
   slurm_options options_;
   std::shared_ptr<slurm_queue> queue_;  ///< made on the first job's executor
-  std::shared_ptr<slurm_licenses> licenses_;
+  std::shared_ptr<slurm_run_memory> memory_;
 };
 
 }  // namespace arun::io

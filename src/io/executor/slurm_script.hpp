@@ -23,6 +23,10 @@ struct slurm_job_files {
   std::string status() const { return dir + "/exit"; }    ///< "exit N" or "error TEXT", written last
   std::string input() const { return dir + "/stdin"; }    ///< the step's stdin, when it has one
   std::string slurm_log() const { return dir + "/slurm.log"; }  ///< what Slurm itself says about the job
+  /// The instance's journal of submissions: `submitting` before sbatch runs, then the job's
+  /// id, each written atomically. A resumed run reads it to take up the job instead of
+  /// submitting the instance again.
+  std::string job() const { return dir + "/job"; }
 };
 
 /// The job directory of `key` of session `session_id` below `shared_dir`: readable (the key

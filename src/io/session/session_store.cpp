@@ -389,8 +389,10 @@ void session_store::load_journal(bool retry_failed) {
   // An instance that runs again re-opens what contains it (a loop, a sub-recipe call), or the
   // container's record would be replayed without it.
   for (const auto& [instance, kept] : last_kept)
-    if (!kept)
+    if (!kept) {
+      runs_again_.insert(instance);
       for (const auto& container : containers_of(instance)) loaded_.erase(container);
+    }
   // Cut a torn last line off, or the next record would be glued to it and lost.
   if (whole < text.size() && ::truncate(path.c_str(), static_cast<off_t>(whole)) != 0)
     set_journal_error("cannot cut the torn last line off " + path + ": " + why(errno));

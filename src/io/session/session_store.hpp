@@ -22,6 +22,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -143,6 +144,11 @@ public:
 
   void record(const step_result& result, const boost::json::object& context_delta) noexcept override;
   const finished_instance* find(std::string_view instance_id) const noexcept override;
+  /// Whether the journal, as this run found it, has a record of the instance (one it takes
+  /// as finished, or a failure that runs again).
+  bool recorded(std::string_view instance_id) const noexcept {
+    return loaded_.contains(instance_id) || runs_again_.contains(instance_id);
+  }
 
 private:
   session_store(std::string id, std::string dir, int lock_fd, int journal_fd)
@@ -162,6 +168,7 @@ private:
   int lock_fd_ = -1, journal_fd_ = -1;
   boost::json::object state_;
   std::map<std::string, finished_instance, std::less<>> loaded_;
+  std::set<std::string, std::less<>> runs_again_;  ///< recorded, but not finished: they run again
   std::atomic<std::size_t> records_{0};  // written
   std::size_t queued_records_ = 0;       // handed to the writer (or written)
   std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();

@@ -1,0 +1,109 @@
+#include "executor/slurm_lookups.hpp"
+
+#include "executor/slurm_clients.hpp"
+#include "output/arun_log.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+namespace arun::io {
+namespace asio = boost::asio;
+
+namespace {
+
+// Outside coroutines: g++ 12 cannot keep a braced list of strings in a coroutine frame.
+std::vector<std::string> show_licenses() { return {"scontrol", "show", "licenses", "--oneliner"}; }
+std::vector<std::string> jobs_with_comments(const std::string& session_id) {
+  return {"squeue", "--all", "--noheader", "--name=arun-" + session_id, "--format=%i %k"};
+}
+
+}  // namespace
+
+asio::awaitable<const process_result*> client_answer::get() {
+  if (state_ == state::asking) {
+    asio::steady_timer answered(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+    waiting_.push_back(&answered);
+    co_await answered.async_wait(asio::as_tuple(asio::use_awaitable));
+    std::erase(waiting_, &answered);  // still listed when this job was cancelled meanwhile
+  } else if (state_ == state::unknown) {
+    state_ = state::asking;
+    // However the question ends (an answer, a failure, the run cancelled), the jobs
+    // waiting for it go on.
+    struct wake_waiting {
+      client_answer& answer;
+      ~wake_waiting() {
+        answer.state_ = state::known;
+        for (auto* timer : answer.waiting_) timer->cancel();
+        answer.waiting_.clear();
+      }
+    } wake{*this};
+    result_ = co_await slurm_client(argv_, env_);
+  }
+  co_return &result_;
+}
+
+slurm_licenses::slurm_licenses(const std::vector<std::string>& client_env) : answer_(show_licenses(), client_env) {}
+
+asio::awaitable<bool> slurm_licenses::defines(std::string name) {
+  const auto* r = co_await answer_.get();
+  if (!parsed_) {
+    parsed_ = true;
+    if (r->succeeded())
+      names_ = parse_license_names(r->out.text);
+    else
+      arun_log().warn("scontrol show licenses failed ({}): agent jobs take no provider license", client_failure(*r));
+  }
+  co_return names_.contains(name);
+}
+
+slurm_earlier_jobs::slurm_earlier_jobs(const std::string& session_id, const std::vector<std::string>& client_env)
+    : answer_(jobs_with_comments(session_id), client_env) {}
+
+asio::awaitable<std::string> slurm_earlier_jobs::find(std::string key) {
+  const auto* r = co_await answer_.get();
+  if (!parsed_) {
+    parsed_ = true;
+    if (r->succeeded())
+      by_key_ = parse_jobs_by_comment(r->out.text);
+    else
+      arun_log().warn("squeue could not list the earlier run's jobs ({}): an instance whose submission was cut "
+                      "short is submitted again",
+                      client_failure(*r));
+  }
+  const auto it = by_key_.find(key);
+  co_return it == by_key_.end() ? std::string() : it->second;
+}
+
+std::set<std::string, std::less<>> parse_license_names(std::string_view text) {
+  std::set<std::string, std::less<>> names;
+  constexpr std::string_view key = "LicenseName=";
+  for (auto at = text.find(key); at != std::string_view::npos; at = text.find(key, at)) {
+    at += key.size();
+    const auto end = text.find_first_of(" \t\r\n", at);
+    auto name = text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    if (!name.empty()) names.emplace(name);
+  }
+  return names;
+}
+
+std::map<std::string, std::string, std::less<>> parse_jobs_by_comment(std::string_view text) {
+  std::map<std::string, std::string, std::less<>> jobs;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    auto line = text.substr(0, end);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const auto space = line.find(' ');
+    if (space == 0 || space == std::string_view::npos) continue;
+    // The newest job of an instance wins: ids grow (squeue lists by priority, not by id).
+    const std::string id(line.substr(0, space));
+    auto [it, added] = jobs.try_emplace(std::string(line.substr(space + 1)), id);
+    if (!added && (it->second.size() < id.size() || (it->second.size() == id.size() && it->second < id))) it->second = id;
+  }
+  return jobs;
+}
+
+}  // namespace arun::io

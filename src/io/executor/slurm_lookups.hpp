@@ -1,0 +1,70 @@
+#pragma once
+// What the slurm executor asks the cluster once per run, when the first job needs to know;
+// jobs starting meanwhile wait for that one answer:
+// - the licenses the cluster defines (`Licenses=claude:20` in slurm.conf): an agent job takes
+//   one of its provider's, so the cluster caps each provider's agents across every run;
+// - the jobs an earlier arun of the same session left in the queue, by instance (resume
+//   after a crash takes them up instead of submitting their instances again).
+
+#include "process/supervisor.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arun::io {
+
+/// One client command's result, asked for at most once.
+class client_answer {
+public:
+  /// `env` must outlive this object.
+  client_answer(std::vector<std::string> argv, const std::vector<std::string>& env) : argv_(std::move(argv)), env_(env) {}
+
+  /// The command's result: run by the first caller; later ones wait for it or have it at once.
+  boost::asio::awaitable<const process_result*> get();
+
+private:
+  enum class state { unknown, asking, known };
+  std::vector<std::string> argv_;
+  const std::vector<std::string>& env_;
+  state state_ = state::unknown;
+  process_result result_;
+  std::vector<boost::asio::steady_timer*> waiting_;  ///< cancelled when the answer is in
+};
+
+class slurm_licenses {
+public:
+  explicit slurm_licenses(const std::vector<std::string>& client_env);
+  /// Whether the cluster defines license `name`; false when scontrol cannot tell (logged once).
+  boost::asio::awaitable<bool> defines(std::string name);
+
+private:
+  client_answer answer_;
+  bool parsed_ = false;
+  std::set<std::string, std::less<>> names_;
+};
+
+class slurm_earlier_jobs {
+public:
+  slurm_earlier_jobs(const std::string& session_id, const std::vector<std::string>& client_env);
+  /// The id of the job in the queue whose comment is `key` (the instance), or "".
+  boost::asio::awaitable<std::string> find(std::string key);
+
+private:
+  client_answer answer_;
+  bool parsed_ = false;
+  std::map<std::string, std::string, std::less<>> by_key_;
+};
+
+/// The license names in `scontrol show licenses` output ("LicenseName=claude Total=2 ...").
+std::set<std::string, std::less<>> parse_license_names(std::string_view scontrol_output);
+
+/// `squeue --format='%i %k'` lines as {comment: job id} (the comment is the rest of the line).
+std::map<std::string, std::string, std::less<>> parse_jobs_by_comment(std::string_view squeue_output);
+
+}  // namespace arun::io
