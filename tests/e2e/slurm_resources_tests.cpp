@@ -215,3 +215,35 @@ steps:
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("slurm run: a job Slurm will never start fails its step at once with Slurm's reason") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster::options opts;
+    opts.extra_conf = {"PartitionName=short Nodes=ALL MaxTime=1 State=UP OverSubscribe=FORCE:32"};
+    slurm_cluster cluster(opts);
+    arun::test::temp_dir dir;
+    std::ofstream(dir.root / "never.yaml") << R"(name: never
+steps:
+  - id: too-long
+    resources: {partition: short, time: 2h}
+    command: touch ran
+)";
+    const auto started = std::chrono::steady_clock::now();
+    const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", (dir.root / "sessions").string(),
+                                         "--executor", "slurm", "never.yaml"},
+                                        dir.root.string(), std::chrono::seconds(90), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    CHECK(r.exit_code == 1);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));  // not a hang
+    const auto result = arun::test::result_json(r);
+    const auto error = std::string(result.at("step_results").as_array().at(0).at("error").as_string());
+    // Slurm 22.05 says PartitionConfig for a time above the partition's MaxTime.
+    CHECK_THAT(error, Catch::Contains("Slurm will not start job") &&
+                          (Catch::Contains("PartitionTimeLimit") || Catch::Contains("PartitionConfig")) &&
+                          Catch::Contains("time"));
+    CHECK_FALSE(fs::exists(dir.root / "ran"));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -90,6 +90,14 @@ TEST_CASE("an earlier run's jobs are found by their comment and the newest job o
   CHECK(parse_jobs_by_comment("").empty());
 }
 
+TEST_CASE("pending reasons that mean never are told from those that mean wait") {
+  CHECK_THAT(slurm_never_starts("PartitionTimeLimit"), Catch::Contains("resources.time"));
+  CHECK_FALSE(slurm_never_starts("QOSMaxWallDurationPerJobLimit").empty());
+  CHECK_FALSE(slurm_never_starts("InvalidAccount").empty());
+  for (const char* waiting : {"Resources", "Priority", "Licenses", "None", "ReqNodeNotAvail", "JobHeldUser", ""})
+    CHECK(slurm_never_starts(waiting).empty());
+}
+
 TEST_CASE("an agent CLI's provider is the license name its jobs take") {
   const auto of = [](std::string_view name) {
     return provider_name(std::get<agent_cli>(parse_agent_cli(name, "/opt/fake-agent")));

@@ -39,7 +39,7 @@ asio::awaitable<process_result> scancel(std::string id, const char* signal, cons
 
 asio::awaitable<process_result> squeue(const std::string& session_id, const std::vector<std::string>& env) {
   // --all: jobs in hidden partitions too.
-  std::vector<std::string> argv = {"squeue", "--all", "--noheader", "--name=arun-" + session_id, "--format=%i %T"};
+  std::vector<std::string> argv = {"squeue", "--all", "--noheader", "--name=arun-" + session_id, "--format=%i %T %r"};
   return slurm_client(std::move(argv), env);
 }
 

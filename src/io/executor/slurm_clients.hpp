@@ -19,7 +19,7 @@ boost::asio::awaitable<process_result> slurm_client(std::vector<std::string> arg
 /// `scancel [--signal=SIGNAL --full] ID`; no signal: a plain cancel.
 boost::asio::awaitable<process_result> scancel(std::string id, const char* signal, const std::vector<std::string>& env);
 
-/// The jobs of the run named arun-<session_id>, every partition: "ID STATE" lines.
+/// The jobs of the run named arun-<session_id>, every partition: "ID STATE REASON" lines.
 boost::asio::awaitable<process_result> squeue(const std::string& session_id, const std::vector<std::string>& env);
 
 /// A client without the event loop (the emergency stop): waited for at most `limit`, then

@@ -240,6 +240,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   } unfollow_at_end{*c.jobs, *me};
   std::optional<clock_type::time_point> running_since, gone_since, term_sent, kill_sent;
   std::optional<slurm_exit_status> status;
+  std::string refused;  ///< why Slurm will never start the job
   bool seen = false;
   for (;;) {
     co_await me->wake.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -254,6 +255,14 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     }
     const auto now = clock_type::now();
     const auto state = c.jobs->state_of(me->id);
+    if (state == "PENDING" && !term_sent) {
+      const auto reason = c.jobs->reason_of(me->id);
+      if (auto why = slurm_never_starts(reason); !why.empty()) {
+        refused = "Slurm will not start job " + me->id + " (pending, reason " + reason + "): " + why;
+        co_await scancel(me->id, nullptr, o.client_env);
+        break;
+      }
+    }
     if (!state.empty() && !terminal_state(state)) {
       seen = true;
       gone_since.reset();
@@ -291,7 +300,9 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   r.out = out.take();
   r.err = err.take();
   r.duration = clock_type::now() - started;
-  if (status && !status->error.empty()) {
+  if (!refused.empty()) {
+    r.launch_error = std::move(refused);
+  } else if (status && !status->error.empty()) {
     r.launch_error = "the job could not start the step: " + status->error;
   } else if (status) {
     r.exit_code = status->exit_code;

@@ -56,7 +56,13 @@ public:
   /// The state the last listing gave the job: empty when it was not listed.
   std::string state_of(const std::string& id) const {
     const auto it = listing_.find(id);
-    return it == listing_.end() ? std::string() : it->second;
+    return it == listing_.end() ? std::string() : it->second.state;
+  }
+  /// Why Slurm has not started the job, as the last listing said ("Resources", "Licenses",
+  /// "PartitionTimeLimit"...); "None" or empty otherwise.
+  std::string reason_of(const std::string& id) const {
+    const auto it = listing_.find(id);
+    return it == listing_.end() ? std::string() : it->second.reason;
   }
   bool listed_ok() const noexcept { return listed_ok_; }
   std::uint64_t polls() const noexcept { return polls_; }
@@ -89,10 +95,16 @@ private:
       interval_ = std::min(options_.max_poll, interval_ * 2);
       co_return;
     }
-    std::map<std::string, std::string> now;
+    std::map<std::string, listed_job> now;
     std::istringstream lines(r.out.text);
-    std::string id, state;
-    while (lines >> id >> state) now[id] = state;
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream fields(line);
+      std::string id;
+      listed_job job;
+      if (!(fields >> id >> job.state)) continue;
+      std::getline(fields >> std::ws, job.reason);
+      now[id] = std::move(job);
+    }
     // Nothing changed: look less often, up to max_poll; a change: look again soon.
     interval_ = now == listing_ ? std::min(options_.max_poll, interval_ * 3 / 2) : options_.min_poll;
     listing_ = std::move(now);
@@ -105,7 +117,11 @@ private:
   const slurm_options& options_;
   boost::asio::steady_timer tick_;
   std::set<followed_job*> followers_;
-  std::map<std::string, std::string> listing_;
+  struct listed_job {
+    std::string state, reason;
+    bool operator==(const listed_job&) const = default;
+  };
+  std::map<std::string, listed_job> listing_;
   std::chrono::milliseconds interval_{250};
   bool polling_ = false;
   bool listed_ok_ = false;

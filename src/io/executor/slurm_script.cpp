@@ -63,6 +63,20 @@ job_resources with_provider_license(const job_resources* resources, const std::s
   return r;
 }
 
+std::string slurm_never_starts(std::string_view reason) {
+  if (reason == "PartitionTimeLimit")
+    return "its time limit is above the partition's (resources.time, or the step's timeout plus a minute)";
+  if (reason == "PartitionNodeLimit" || reason == "PartitionConfig")
+    return "it asks for more than the partition allows (resources: time, cpus, mem, gpus; `scontrol show partition` "
+           "lists the limits)";
+  if (reason == "BadConstraints") return "its constraints cannot be met (resources.extra)";
+  if (reason == "InvalidAccount" || reason == "InvalidQOS") return "its account or QOS is not valid (resources.extra)";
+  if (reason == "DependencyNeverSatisfied") return "it depends on a job that will not run";
+  if (reason.ends_with("PerJobLimit") || reason.ends_with("PerJob"))
+    return "it asks for more than a limit per job of your account or QOS allows (resources)";
+  return {};
+}
+
 std::string slurm_time(std::chrono::seconds limit) {
   auto minutes = (limit.count() + 59) / 60;
   if (minutes < 1) minutes = 1;

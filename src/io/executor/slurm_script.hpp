@@ -57,6 +57,11 @@ job_resources with_provider_license(const job_resources* resources, const std::s
 /// `sbatch --time` text for a duration: minutes rounded up, as D-HH:MM:SS.
 std::string slurm_time(std::chrono::seconds limit);
 
+/// Why a job that Slurm keeps pending for `reason` (squeue's %r) will never start as it is
+/// (a time limit above the partition's, a limit per job, an invalid account...), for the
+/// step's error; empty when the reason passes (waiting for resources, licenses, priority).
+std::string slurm_never_starts(std::string_view reason);
+
 /// What the wrapper's `exit` file says.
 struct slurm_exit_status {
   std::string job_id;  ///< the job that wrote it
