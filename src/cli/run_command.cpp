@@ -569,6 +569,11 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     auto& log = io::arun_log();
     log.info("run {} in {:.3f} s{}{}", to_string(result->status), std::chrono::duration<double>(result->duration).count(),
              result->error.empty() ? "" : ": ", masker.mask(result->error.substr(0, result->error.find('\n'))));
+    if (cluster) {
+      const auto st = cluster->stats();
+      log.info("slurm: {} jobs submitted, {} taken up from an earlier run, {} squeue calls", st.submitted, st.taken_up,
+               st.queue_polls);
+    }
     if (s.reload) {
       log.info("reload: {} recorded instances kept (unchanged), {} run again (changed)", result->reused.size(),
                result->changed.size());

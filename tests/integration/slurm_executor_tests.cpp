@@ -87,7 +87,7 @@ ran run_on_slurm(const slurm_cluster& cluster, job_spec job, const std::string& 
   ctx.run();
   REQUIRE(result);
   r.result = std::move(*result);
-  r.polls = slurm.queue_polls();
+  r.polls = slurm.stats().queue_polls;
   return r;
 }
 

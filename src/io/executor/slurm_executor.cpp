@@ -151,6 +151,8 @@ struct slurm_run_memory {
   /// Hashes of the instances this arun has submitted or taken up: a later attempt of one (a
   /// retry) is new work, not the earlier attempt's job.
   std::unordered_set<std::uint64_t> started;
+  std::uint64_t submitted = 0;
+  std::uint64_t taken_up = 0;
 };
 
 namespace {
@@ -192,6 +194,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     if (auto earlier = co_await earlier_job(c, files, job.key); !earlier.empty()) {
       arun_log().info("{}: taking up Slurm job {}, which an earlier arun of this session submitted", job.key, earlier);
       job.adopt = job_handle{"slurm", std::move(earlier)};
+      ++c.memory->taken_up;
     }
   if (job.adopt) {
     me->id = job.adopt->id;
@@ -216,6 +219,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       co_return r;
     }
     me->id = std::move(id);
+    ++c.memory->submitted;
     if (!write_job_record(files, me->id))
       arun_log().warn("{}: cannot record job {} in {} ({}): a resume after a crash would submit it again", job.key,
                       me->id, files.job(), std::strerror(errno));
@@ -353,7 +357,9 @@ slurm_executor::slurm_executor(slurm_options options)
 
 slurm_executor::~slurm_executor() = default;
 
-std::uint64_t slurm_executor::queue_polls() const noexcept { return queue_ ? queue_->polls() : 0; }
+slurm_executor::statistics slurm_executor::stats() const noexcept {
+  return {memory_->submitted, memory_->taken_up, queue_ ? queue_->polls() : 0};
+}
 
 asio::awaitable<process_result> slurm_executor::run(job_spec job) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(

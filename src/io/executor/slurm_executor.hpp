@@ -51,8 +51,14 @@ public:
   void emergency_stop() noexcept override;
 
   const std::string& shared_dir() const noexcept { return options_.shared_dir; }
-  /// squeue calls made so far (one covers every job of the run).
-  std::uint64_t queue_polls() const noexcept;
+
+  /// What the executor did so far, for arun's log and the benchmark.
+  struct statistics {
+    std::uint64_t submitted = 0;    ///< sbatch calls that gave a job
+    std::uint64_t taken_up = 0;     ///< jobs of an earlier arun followed instead of submitted
+    std::uint64_t queue_polls = 0;  ///< squeue calls (one covers every job of the run)
+  };
+  statistics stats() const noexcept;
 
 private:
   slurm_options options_;
