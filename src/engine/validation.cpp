@@ -59,12 +59,18 @@ std::vector<std::pair<std::string_view, std::string>> template_fields(const step
   return fields;
 }
 
+// Names longer than this are refused before std::regex sees them: its matcher recurses once
+// per character and a value of some 50 KB would overflow the stack.
+constexpr std::size_t max_name_length = 256;
+
 void check_ids(const recipe& r, std::vector<diagnostic>& out) {
   static const std::regex id_pattern("[A-Za-z0-9_.-]+");
   std::map<std::string, source_location, std::less<>> seen;
   for_each_step(r, [&](const step& s, int) {
     if (s.id.empty()) return;  // the loader reported the missing id
-    if (!std::regex_match(s.id, id_pattern))
+    if (s.id.size() > max_name_length)
+      out.push_back(make(severity::error, s.at("id"), "a step id is longer than 256 characters", "id"));
+    else if (!std::regex_match(s.id, id_pattern))
       out.push_back(make(severity::error, s.at("id"),
                          "step id '" + s.id + "' may only use letters, digits, '_', '.' and '-'", "id"));
     auto [it, fresh] = seen.emplace(s.id, s.at("id"));
@@ -84,7 +90,7 @@ void check_stage_names(const recipe& r, std::vector<diagnostic>& out) {
   for (const auto& st : r.stages) {
     if (st.name.empty() && st.name_at.line == 0) continue;  // the loader reported the missing name
     const auto& at = st.name_at.line ? st.name_at : st.where;
-    if (!std::regex_match(st.name, name_pattern))
+    if (st.name.size() > max_name_length || !std::regex_match(st.name, name_pattern))
       out.push_back(make(severity::error, at,
                          "stage name '" + st.name + "' may only use letters, digits, '_', '.' and '-' (it names the stage's gate)",
                          "name"));
@@ -106,7 +112,7 @@ void check_stored_name(const step& s, std::string_view key, const std::string& n
                        bool loop_variable = false) {
   static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
   const auto where = s.at(key);
-  if (!std::regex_match(name, identifier))
+  if (name.size() > max_name_length || !std::regex_match(name, identifier))
     out.push_back(make(severity::error, where,
                        "step '" + s.id + "': '" + std::string(key) + "' must be a name of letters, digits and '_' " +
                            "(not starting with a digit), not '" + name + "'",
@@ -255,7 +261,7 @@ void check_agent_references(const recipe& r, std::vector<diagnostic>& out) {
   for_each_step(r, [&](const step& s, int) {
     if (s.type != step_type::agent || s.agent.agent.empty()) return;
     if (!engine::find_references(s.agent.agent).empty()) return;  // rendered at run time
-    if (!std::regex_match(s.agent.agent, agent_ref))
+    if (s.agent.agent.size() > max_name_length || !std::regex_match(s.agent.agent, agent_ref))
       out.push_back(make(severity::error, s.at("agent"),
                          "agent reference '" + s.agent.agent + "' of step '" + s.id +
                              "' must be name, ns:name or ns:cat:name (letters, digits, '_' and '-')",

@@ -548,7 +548,7 @@ slurm_cluster::client_result slurm_cluster::run_client(const std::vector<std::st
 }
 
 std::vector<std::string> slurm_cluster::queue() const {
-  const auto r = run_client({"squeue", "-h", "-o", "%i"});
+  const auto r = run_client({"squeue", "-h", "--array", "-o", "%i"});
   if (r.exit_code != 0)
     throw std::runtime_error("slurm_cluster: squeue failed (" + std::to_string(r.exit_code) + "): " + r.err);
   return split_lines(r.out);
@@ -558,7 +558,7 @@ bool slurm_cluster::wait_queue_empty(std::chrono::milliseconds timeout) const {
   const auto deadline = steady::now() + timeout;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-    const auto r = run_client({"squeue", "-h", "-o", "%i"}, std::max(left, std::chrono::milliseconds(100)));
+    const auto r = run_client({"squeue", "-h", "--array", "-o", "%i"}, std::max(left, std::chrono::milliseconds(100)));
     if (r.exit_code == 0 && split_lines(r.out).empty()) return true;
     if (steady::now() >= deadline) return false;
     std::this_thread::sleep_for(20ms);
@@ -702,7 +702,7 @@ slurm_cluster::~slurm_cluster() {
       return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
     };
     while (!drained && left() > 0ms && !has_ended(ctld_pid_) && accepts_connections(ctld_port_)) {
-      auto ids = split_lines(run_client({"squeue", "-h", "-o", "%i"}, std::min<std::chrono::milliseconds>(left(), 2s)).out);
+      auto ids = split_lines(run_client({"squeue", "-h", "--array", "-o", "%i"}, std::min<std::chrono::milliseconds>(left(), 2s)).out);
       if (!ids.empty()) {
         ids.insert(ids.begin(), "scancel");
         run_client(ids, std::min<std::chrono::milliseconds>(std::max(left(), 100ms), 2s));

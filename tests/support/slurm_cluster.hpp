@@ -71,7 +71,7 @@ class slurm_cluster {
                            std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
   /// Ids of the jobs squeue lists (pending, running, completing...; finished jobs leave at
-  /// once). Throws std::runtime_error when squeue fails.
+  /// once), each task of an array job on its own ("12_3"). Throws std::runtime_error when squeue fails.
   std::vector<std::string> queue() const;
   /// Polls queue() until it is empty; false on timeout (or when squeue keeps failing).
   bool wait_queue_empty(std::chrono::milliseconds timeout) const;

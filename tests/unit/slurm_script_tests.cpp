@@ -45,7 +45,7 @@ TEST_CASE("sbatch options come from the step's resources and name the session an
   r.gpus = "a100:1";
   r.licenses = {{"claude", 1}, {"codex", 2}};
   r.extra = {"--account=lab", "--qos=high"};
-  const auto args = sbatch_arguments(files, r, "arun-S1", "build", 3700s);
+  const auto args = sbatch_arguments(files, sbatch_resource_options(r, 3700s), "arun-S1", "build");
   CHECK(args.front() == "sbatch");
   CHECK(args.back() == files.script());
   for (const auto* expected : {"--parsable", "--job-name=arun-S1", "--comment=build", "--cpus-per-task=4", "--mem=8G",
@@ -54,9 +54,9 @@ TEST_CASE("sbatch options come from the step's resources and name the session an
     CHECK(has(args, expected));
   // The step's own `time` wins over the backstop arun derives from its timeout.
   r.time = 120s;
-  CHECK(has(sbatch_arguments(files, r, "n", "k", 3700s), "--time=0-00:02:00"));
+  CHECK(has(sbatch_resource_options(r, 3700s), "--time=0-00:02:00"));
   // No resources: no resource options, and no --time without a deadline.
-  const auto bare = sbatch_arguments(files, {}, "n", "k", std::nullopt);
+  const auto bare = sbatch_arguments(files, sbatch_resource_options({}, std::nullopt), "n", "k");
   CHECK(std::none_of(bare.begin(), bare.end(), [](const std::string& a) {
     return a.starts_with("--time") || a.starts_with("--mem") || a.starts_with("--cpus");
   }));

@@ -24,12 +24,15 @@ void concurrency_limiter::take(int slots) noexcept {
 asio::awaitable<bool> concurrency_limiter::acquire(std::stop_token stop, int weight) {
   if (stop.stop_requested()) co_return false;
   const int slots = slots_for(weight);
-  if (queue_.empty() && in_use_ + slots <= limit_) {
+  // Only a waiter not yet served goes first: one already granted holds its slots and merely
+  // has not resumed.
+  if (not_served_ == 0 && in_use_ + slots <= limit_) {
     take(slots);
     co_return true;
   }
   asio::steady_timer wake(executor_, asio::steady_timer::time_point::max());
   const auto me = queue_.insert(queue_.end(), waiter{slots, &wake});
+  ++not_served_;
   asio::cancellation_signal cancel;
   std::stop_callback on_stop(stop, [&cancel] { cancel.emit(asio::cancellation_type::terminal); });
   // Both a grant and a stop end the wait with operation_aborted: `granted` tells them apart.
@@ -39,6 +42,7 @@ asio::awaitable<bool> concurrency_limiter::acquire(std::stop_token stop, int wei
     co_return true;
   }
   queue_.erase(me);
+  --not_served_;
   serve_waiters();  // the next one may fit where this one did not
   co_return false;
 }
@@ -55,6 +59,7 @@ void concurrency_limiter::serve_waiters() noexcept {
     if (in_use_ + w.slots > limit_) return;
     take(w.slots);
     w.granted = true;
+    --not_served_;
     w.wake->cancel();
   }
 }

@@ -46,6 +46,7 @@ private:
   int in_use_ = 0;
   int peak_ = 0;
   std::list<waiter> queue_;
+  int not_served_ = 0;  ///< waiters in queue_ not granted yet
 };
 
 /// Holds slots for a scope.

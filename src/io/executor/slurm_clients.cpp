@@ -38,8 +38,10 @@ asio::awaitable<process_result> scancel(std::string id, const char* signal, cons
 }
 
 asio::awaitable<process_result> squeue(const std::string& session_id, const std::vector<std::string>& env) {
-  // --all: jobs in hidden partitions too.
-  std::vector<std::string> argv = {"squeue", "--all", "--noheader", "--name=arun-" + session_id, "--format=%i %T %r"};
+  // --all: jobs in hidden partitions too; --array: each task of an array job on a line of
+  // its own, pending ones too, as ARRAY_TASK.
+  std::vector<std::string> argv = {"squeue", "--all", "--array", "--noheader", "--name=arun-" + session_id,
+                                   "--format=%i %T %r"};
   return slurm_client(std::move(argv), env);
 }
 

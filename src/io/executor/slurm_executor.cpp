@@ -2,6 +2,7 @@
 
 #include "executor/slurm_clients.hpp"
 #include "executor/slurm_lookups.hpp"
+#include "executor/slurm_submitter.hpp"
 #include "executor/slurm_queue.hpp"
 #include "executor/slurm_script.hpp"
 #include "files/fd_write.hpp"
@@ -67,35 +68,6 @@ private:
   std::uint64_t offset_ = 0;
 };
 
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool write_private(const std::string& path, std::string_view text, mode_t mode = 0600) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return false;
-  const int error = write_all(fd, text);
-  if (::close(fd) != 0 || error != 0) {
-    if (error != 0) errno = error;
-    return false;
-  }
-  return true;
-}
-
-// The instance's job record, replaced atomically (a resume never reads half of it).
-bool write_job_record(const slurm_job_files& files, std::string_view text) {
-  const auto temp = files.job() + ".tmp";
-  return write_private(temp, std::string(text) + "\n") && ::rename(temp.c_str(), files.job().c_str()) == 0;
-}
-
-bool is_job_id(std::string_view text) {
-  return !text.empty() && text.size() < 32 && text.find_first_not_of("0123456789") == std::string_view::npos;
-}
-
 std::string nul_joined(const std::vector<std::string>& items) {
   std::string joined;
   for (const auto& item : items) {
@@ -112,7 +84,7 @@ std::string prepare_job_files(const slurm_job_files& files, const launch_request
   if (!make_private_directories(files.dir, ec)) return "cannot create the job directory " + files.dir + ": " + ec.message();
   // First: a crash from here on leaves `submitting`, and a resume looks for the job by its
   // comment (or its exit file) instead of trusting an earlier attempt's id.
-  if (!write_job_record(files, "submitting")) return "cannot write " + files.job() + ": " + std::strerror(errno);
+  if (!write_slurm_job_record(files, "submitting")) return "cannot write " + files.job() + ": " + std::strerror(errno);
   for (const auto& stale : {files.status(), files.out(), files.err(), files.dir + "/exit.tmp", files.input()})
     std::filesystem::remove(stale, ec);
   std::string input;
@@ -128,9 +100,9 @@ std::string prepare_job_files(const slurm_job_files& files, const launch_request
     }
   }
   const auto script = slurm_wrapper_script(files, working_dir, launch.stdin_fd >= 0);
-  if (!write_private(files.argv(), nul_joined(launch.argv)) || !write_private(files.env(), nul_joined(launch.env)) ||
-      (launch.stdin_fd >= 0 && !write_private(files.input(), input)) ||
-      !write_private(files.script(), script, 0700))
+  if (!write_private_file(files.argv(), nul_joined(launch.argv)) || !write_private_file(files.env(), nul_joined(launch.env)) ||
+      (launch.stdin_fd >= 0 && !write_private_file(files.input(), input)) ||
+      !write_private_file(files.script(), script, 0700))
     return "cannot write the job's files in " + files.dir + ": " + std::strerror(errno);
   return {};
 }
@@ -145,9 +117,11 @@ bool terminal_state(std::string_view state) {
 
 /// What the jobs of one run share besides the queue.
 struct slurm_run_memory {
-  explicit slurm_run_memory(const slurm_options& o) : licenses(o.client_env), earlier(o.session_id, o.client_env) {}
+  explicit slurm_run_memory(const slurm_options& o)
+      : licenses(o.client_env), earlier(o.session_id, o.client_env), submitter(o) {}
   slurm_licenses licenses;
   slurm_earlier_jobs earlier;
+  slurm_submitter submitter;
   /// Hashes of the instances this arun has submitted or taken up: a later attempt of one (a
   /// retry) is new work, not the earlier attempt's job.
   std::unordered_set<std::uint64_t> started;
@@ -169,15 +143,20 @@ asio::awaitable<std::string> earlier_job(const follow_context& c, const slurm_jo
   const auto& o = *c.options;
   if (!c.memory->started.insert(std::hash<std::string>{}(key)).second) co_return std::string();
   if (o.recorded && o.recorded(key)) co_return std::string();
-  auto record = read_text(files.job());
+  const auto text = read_whole_file(files.job());
+  const auto record = text ? parse_slurm_job_record(*text) : std::nullopt;
   if (!record) co_return std::string();  // never submitted (a fresh run: no directory yet)
-  while (!record->empty() && (record->back() == '\n' || record->back() == '\r')) record->pop_back();
-  if (is_job_id(*record)) co_return *record;
+  if (!record->id.empty()) co_return record->id;
   // `submitting`: arun stopped while sbatch ran. The job, if sbatch made one, is in the
-  // queue under the instance's comment, or has finished and written its exit file.
-  if (auto id = co_await c.memory->earlier.find(key); !id.empty()) co_return id;
-  if (const auto text = read_text(files.status()))
-    if (const auto status = parse_slurm_exit(*text)) co_return status->job_id;
+  // queue under the instance's comment (or as a task of the array it was submitted in), or
+  // has finished and written its exit file.
+  if (record->array_comment.empty()) {
+    if (auto id = co_await c.memory->earlier.find(key); !id.empty()) co_return id;
+  } else if (auto task = co_await c.memory->earlier.find(record->array_comment); !task.empty()) {
+    co_return task.substr(0, task.find('_')) + "_" + std::to_string(record->task);
+  }
+  if (const auto exit_text = read_whole_file(files.status()))
+    if (const auto status = parse_slurm_exit(*exit_text)) co_return status->job_id;
   co_return std::string();
 }
 
@@ -211,16 +190,18 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     job_resources resources = job.resources ? *job.resources : job_resources{};
     if (!job.provider.empty() && co_await c.memory->licenses.defines(job.provider))
       resources = with_provider_license(&resources, job.provider);
-    auto submitted = co_await slurm_client(
-        sbatch_arguments(files, resources, "arun-" + o.session_id, job.key, backstop), o.client_env);
-    auto id = submitted.out.text.substr(0, submitted.out.text.find_first_of(";\n"));
-    if (!submitted.succeeded() || id.empty()) {
-      r.launch_error = "sbatch could not submit the job: " + client_failure(submitted);
+    slurm_submission submission;
+    submission.files = files;
+    submission.key = job.key;
+    submission.options = sbatch_resource_options(resources, backstop);
+    auto submitted = co_await c.memory->submitter.submit(std::move(submission));
+    if (submitted.id.empty()) {
+      r.launch_error = std::move(submitted.error);
       co_return r;
     }
-    me->id = std::move(id);
+    me->id = std::move(submitted.id);
     ++c.memory->submitted;
-    if (!write_job_record(files, me->id))
+    if (!write_slurm_job_record(files, me->id))
       arun_log().warn("{}: cannot record job {} in {} ({}): a resume after a crash would submit it again", job.key,
                       me->id, files.job(), std::strerror(errno));
   }
@@ -251,7 +232,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     me->wake.expires_at(clock_type::time_point::max());
     out_file.read_new(out);
     err_file.read_new(err);
-    if (const auto text = read_text(files.status())) {
+    if (const auto text = read_whole_file(files.status())) {
       // Another job's file (one of the instance submitted before a crash) is not this one's.
       status = parse_slurm_exit(*text);
       if (status && status->job_id == me->id) break;
@@ -358,7 +339,8 @@ slurm_executor::slurm_executor(slurm_options options)
 slurm_executor::~slurm_executor() = default;
 
 slurm_executor::statistics slurm_executor::stats() const noexcept {
-  return {memory_->submitted, memory_->taken_up, queue_ ? queue_->polls() : 0};
+  return {memory_->submitted, memory_->taken_up, memory_->submitter.sbatch_calls(), memory_->submitter.arrays(),
+          queue_ ? queue_->polls() : 0};
 }
 
 asio::awaitable<process_result> slurm_executor::run(job_spec job) {

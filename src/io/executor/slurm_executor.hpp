@@ -54,8 +54,10 @@ public:
 
   /// What the executor did so far, for arun's log and the benchmark.
   struct statistics {
-    std::uint64_t submitted = 0;    ///< sbatch calls that gave a job
+    std::uint64_t submitted = 0;    ///< jobs submitted (an array's tasks each count)
     std::uint64_t taken_up = 0;     ///< jobs of an earlier arun followed instead of submitted
+    std::uint64_t sbatch_calls = 0; ///< submissions: a job of its own or an array of them
+    std::uint64_t arrays = 0;       ///< of which array jobs
     std::uint64_t queue_polls = 0;  ///< squeue calls (one covers every job of the run)
   };
   statistics stats() const noexcept;

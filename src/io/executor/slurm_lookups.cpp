@@ -17,7 +17,7 @@ namespace {
 // Outside coroutines: g++ 12 cannot keep a braced list of strings in a coroutine frame.
 std::vector<std::string> show_licenses() { return {"scontrol", "show", "licenses", "--oneliner"}; }
 std::vector<std::string> jobs_with_comments(const std::string& session_id) {
-  return {"squeue", "--all", "--noheader", "--name=arun-" + session_id, "--format=%i %k"};
+  return {"squeue", "--all", "--array", "--noheader", "--name=arun-" + session_id, "--format=%i %k"};
 }
 
 }  // namespace

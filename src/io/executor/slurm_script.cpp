@@ -41,7 +41,10 @@ std::string slurm_wrapper_script(const slurm_job_files& files, const std::string
 # arun: one step instance as a Slurm job (generated; the files beside it are its own).
 dir={dir}
 # The job's id first: a file left by another job of the same instance is never taken for this one's.
-finish() {{ printf 'job %s\n%s\n' "$SLURM_JOB_ID" "$1" > "$dir/exit.tmp" && command mv -f -- "$dir/exit.tmp" "$dir/exit"; exit 0; }}
+# A task of an array job is known as ARRAY_TASK, as squeue lists it.
+job=${{SLURM_ARRAY_JOB_ID:+${{SLURM_ARRAY_JOB_ID}}_$SLURM_ARRAY_TASK_ID}}
+job=${{job:-$SLURM_JOB_ID}}
+finish() {{ printf 'job %s\n%s\n' "$job" "$1" > "$dir/exit.tmp" && command mv -f -- "$dir/exit.tmp" "$dir/exit"; exit 0; }}
 cd -- {work} 2>> "$dir/err" || finish "error cannot enter the working directory (see its stderr)"
 mapfile -d '' -t argv < "$dir/argv" && mapfile -d '' -t envv < "$dir/env" || finish "error cannot read the job's files in $dir"
 for name in ${{!SLURM_@}}; do envv+=("$name=${{!name}}"); done
@@ -83,12 +86,44 @@ std::string slurm_time(std::chrono::seconds limit) {
   return fmt::format("{}-{:02}:{:02}:00", minutes / (24 * 60), (minutes / 60) % 24, minutes % 60);
 }
 
-std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const job_resources& resources,
-                                          std::string_view job_name, std::string_view comment,
-                                          std::optional<std::chrono::seconds> time_limit) {
+std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const std::vector<std::string>& resource_options,
+                                          std::string_view job_name, std::string_view comment) {
   std::vector<std::string> args = {"sbatch", "--parsable", fmt::format("--job-name={}", job_name),
                                    fmt::format("--comment={}", comment), "--output=" + files.slurm_log(),
-                                   "--error=" + files.slurm_log(), "--open-mode=append", "--ntasks=1"};
+                                   "--error=" + files.slurm_log(), "--open-mode=append"};
+  args.insert(args.end(), resource_options.begin(), resource_options.end());
+  args.push_back(files.script());
+  return args;
+}
+
+slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id, std::size_t number) {
+  return {fmt::format("{}/jobs/{}/arrays", shared_dir, file_name_part(session_id)), number};
+}
+
+std::string slurm_array_script(const slurm_array_files& array) {
+  return fmt::format(R"SH(#!/bin/bash
+# arun: the tasks of one array job (generated). Task I runs the instance whose job directory
+# is on line I+1 of {list}.
+mapfile -t dirs < {list}
+exec /bin/bash "${{dirs[$SLURM_ARRAY_TASK_ID]}}/run.sh"
+)SH",
+                     fmt::arg("list", single_quote(array.list())));
+}
+
+std::vector<std::string> sbatch_array_arguments(const slurm_array_files& array, std::size_t tasks,
+                                                const std::vector<std::string>& resource_options,
+                                                std::string_view job_name) {
+  std::vector<std::string> args = {"sbatch", "--parsable", fmt::format("--job-name={}", job_name),
+                                   fmt::format("--comment={}", array.comment()), fmt::format("--array=0-{}", tasks - 1),
+                                   "--output=" + array.slurm_log(), "--error=" + array.slurm_log(), "--open-mode=append"};
+  args.insert(args.end(), resource_options.begin(), resource_options.end());
+  args.push_back(array.script());
+  return args;
+}
+
+std::vector<std::string> sbatch_resource_options(const job_resources& resources,
+                                                 std::optional<std::chrono::seconds> time_limit) {
+  std::vector<std::string> args = {"--ntasks=1"};
   if (resources.cpus) args.push_back(fmt::format("--cpus-per-task={}", *resources.cpus));
   if (!resources.memory.empty()) args.push_back("--mem=" + resources.memory);
   if (resources.time) time_limit = resources.time;
@@ -101,8 +136,35 @@ std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const jo
     args.push_back("--licenses=" + list);
   }
   args.insert(args.end(), resources.extra.begin(), resources.extra.end());
-  args.push_back(files.script());
   return args;
+}
+
+bool is_slurm_job_id(std::string_view text) {
+  const auto digits = [](std::string_view part) {
+    return !part.empty() && part.size() < 20 && part.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  const auto underscore = text.find('_');
+  return underscore == std::string_view::npos ? digits(text)
+                                              : digits(text.substr(0, underscore)) && digits(text.substr(underscore + 1));
+}
+
+std::optional<slurm_job_record> parse_slurm_job_record(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  slurm_job_record r;
+  if (is_slurm_job_id(text)) {
+    r.id = std::string(text);
+    return r;
+  }
+  if (text == "submitting") return r;
+  if (!text.starts_with("submitting ")) return std::nullopt;
+  text.remove_prefix(11);
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos || space == 0) return std::nullopt;
+  const auto task = number(text.substr(space + 1));
+  if (!task || *task < 0) return std::nullopt;
+  r.array_comment = std::string(text.substr(0, space));
+  r.task = static_cast<std::size_t>(*task);
+  return r;
 }
 
 std::optional<slurm_exit_status> parse_slurm_exit(std::string_view text) {

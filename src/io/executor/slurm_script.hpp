@@ -44,11 +44,37 @@ std::string slurm_wrapper_script(const slurm_job_files& files, const std::string
 
 /// sbatch's arguments for one job (the script path last): --parsable, the job name and
 /// comment that tie the job to the session and instance, Slurm's own output to the job's
-/// slurm.log, and the resources (cpus, mem, time, partition, gpus, licenses, extra options).
-/// `time_limit`: Slurm's --time, a backstop behind arun's own deadline.
-std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const job_resources& resources,
-                                          std::string_view job_name, std::string_view comment,
-                                          std::optional<std::chrono::seconds> time_limit);
+/// slurm.log, and the resource options (sbatch_resource_options).
+std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const std::vector<std::string>& resource_options,
+                                          std::string_view job_name, std::string_view comment);
+
+/// sbatch's options for what a job asks (--ntasks, the resources: cpus, mem, partition, gpus,
+/// licenses, extra options; --time from resources.time, else `time_limit`, Slurm's backstop
+/// behind arun's own deadline): jobs with the same options can be tasks of one array job.
+std::vector<std::string> sbatch_resource_options(const job_resources& resources,
+                                                 std::optional<std::chrono::seconds> time_limit);
+
+/// The files of one array job: several instances submitted at once (the first jobs of a
+/// fan-out, the ones started as a poll frees their slots), each still with its own job
+/// directory. They live in SHARED/jobs/SESSION/arrays.
+struct slurm_array_files {
+  std::string dir;
+  std::size_t number = 0;  ///< the run's arrays are numbered from 1
+  std::string list() const { return dir + "/" + std::to_string(number) + ".list"; }  ///< task I: line I+1, a job directory
+  std::string script() const { return dir + "/" + std::to_string(number) + ".sh"; }
+  std::string slurm_log() const { return dir + "/" + std::to_string(number) + ".%a.log"; }  ///< Slurm's own, per task
+  /// The array job's comment: what a resume looks for when a submission was cut short.
+  std::string comment() const { return "arun-array-" + std::to_string(number); }
+};
+slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id, std::size_t number);
+
+/// The array job's script: task I runs the wrapper of the job directory on line I+1 of the list.
+std::string slurm_array_script(const slurm_array_files& array);
+
+/// sbatch's arguments for an array of `tasks` tasks with the given resource options.
+std::vector<std::string> sbatch_array_arguments(const slurm_array_files& array, std::size_t tasks,
+                                                const std::vector<std::string>& resource_options,
+                                                std::string_view job_name);
 
 /// `resources` with one license of `provider` added, when the step does not name that license
 /// itself; null `resources` counts as none asked.
@@ -61,6 +87,18 @@ std::string slurm_time(std::chrono::seconds limit);
 /// (a time limit above the partition's, a limit per job, an invalid account...), for the
 /// step's error; empty when the reason passes (waiting for resources, licenses, priority).
 std::string slurm_never_starts(std::string_view reason);
+
+/// A job's id as squeue lists it: "123", or "123_4" for task 4 of array job 123.
+bool is_slurm_job_id(std::string_view text);
+
+/// What an instance's `job` record says (slurm_job_files::job).
+struct slurm_job_record {
+  std::string id;             ///< the job's id once sbatch answered; empty while submitting
+  std::string array_comment;  ///< submitting as a task of this array job (its comment)
+  std::size_t task = 0;       ///< ... with this index
+};
+/// "ID", "submitting" or "submitting ARRAY-COMMENT TASK"; nullopt for anything else.
+std::optional<slurm_job_record> parse_slurm_job_record(std::string_view text);
 
 /// What the wrapper's `exit` file says.
 struct slurm_exit_status {

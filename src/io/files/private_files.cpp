@@ -1,6 +1,15 @@
 #include "files/private_files.hpp"
 
+#include "files/fd_write.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace arun::io {
@@ -18,6 +27,30 @@ bool make_private_directories(const std::string& path, std::error_code& ec) {
   for (const auto& p : made) fs::permissions(p, fs::perms::owner_all, fs::perm_options::replace, ec);
   ec.clear();
   return true;
+}
+
+bool write_private_file(const std::string& path, std::string_view text, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return false;
+  const int error = write_all(fd, text);
+  if (::close(fd) != 0 || error != 0) {
+    if (error != 0) errno = error;
+    return false;
+  }
+  return true;
+}
+
+bool replace_private_file(const std::string& path, std::string_view text) {
+  const auto temp = path + ".tmp";
+  return write_private_file(temp, text) && ::rename(temp.c_str(), path.c_str()) == 0;
+}
+
+std::optional<std::string> read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 std::string file_name_part(std::string_view text) {

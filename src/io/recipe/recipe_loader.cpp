@@ -226,7 +226,7 @@ private:
     if (auto v = f_.text("version")) {
       r_.version = *v;
       static const std::regex semver(R"(\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]*)?)");
-      if (!std::regex_match(r_.version, semver)) f_.warning("version", "version '" + *v + "' is not semver (MAJOR.MINOR.PATCH)");
+      if (r_.version.size() > 256 || !std::regex_match(r_.version, semver)) f_.warning("version", "version '" + *v + "' is not semver (MAJOR.MINOR.PATCH)");
     }
     for (auto [key, field] : {std::pair{"author", &r_.author}, {"created", &r_.created}, {"updated", &r_.updated}})
       if (auto v = f_.text(key)) *field = *v;
@@ -326,7 +326,7 @@ private:
     r_.secrets_where = sink_.at(f_.mark("secrets"));
     static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
     for (const auto& name : *names) {
-      if (!std::regex_match(name, identifier))
+      if (name.size() > 256 || !std::regex_match(name, identifier))
         f_.error("secrets", "secret name '" + name + "' must be a variable name (letters, digits, '_'; not first a digit)",
                  "the value comes from the environment variable of that name");
       else if (std::find(r_.secrets.begin(), r_.secrets.end(), name) == r_.secrets.end())

@@ -2,13 +2,23 @@
 
 #include "recipe/yaml_json.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <regex>
 #include <utility>
 
 namespace arun::io {
 namespace {
+
+// Longer values are refused before std::regex sees them: its matcher recurses once per
+// character, and a value of some 50 KB would overflow the stack.
+constexpr std::size_t max_value_length = 256;
+// A scheduler's time limit beyond a year is a typo (Slurm's own limit is about 1,000 years).
+constexpr long long max_time_seconds = 366LL * 24 * 3600;
+
+bool has_template(std::string_view text) { return text.find("{{") != std::string_view::npos; }
 
 std::optional<long long> whole_number(std::string_view digits) {
   long long n = 0;
@@ -21,7 +31,7 @@ std::optional<long long> whole_number(std::string_view digits) {
 // "1h30m", "90m", "45s", "2d".
 std::optional<long long> with_units(std::string_view text) {
   static const std::regex pattern("([0-9]+[dhms])+");
-  if (!std::regex_match(text.begin(), text.end(), pattern)) return std::nullopt;
+  if (text.size() > max_value_length || !std::regex_match(text.begin(), text.end(), pattern)) return std::nullopt;
   long long total = 0;
   std::size_t start = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -95,6 +105,7 @@ constexpr std::array refused_options = {
     refusal{"--partition", "use resources.partition"},
     refusal{"--gpus", "use resources.gpus"},
     refusal{"--licenses", "use resources.licenses"},
+    refusal{"--clusters", "arun follows its jobs on the cluster its Slurm clients talk to"},
 };
 
 void read_time(const field_reader& f, step_resources& r) {
@@ -106,7 +117,15 @@ void read_time(const field_reader& f, step_resources& r) {
             "write \"30m\", \"2h\", \"1h30m\" or Slurm's \"HH:MM:SS\"");
     return;
   }
+  if (v.is_string() && has_template(v.get_string())) {
+    f.error("time", "resources are read when the recipe loads: templates are not rendered in 'time'");
+    return;
+  }
   const auto t = v.is_string() ? parse_resource_time(v.get_string()) : std::nullopt;
+  if (t && t->count() > max_time_seconds) {
+    f.error("time", "'time' is more than a year", "a scheduler's limit that long is a typo: check the units");
+    return;
+  }
   if (!t || t->count() <= 0) {
     f.error("time", "'time' must be a duration such as \"90m\", \"2h\", \"1d\" or Slurm's \"HH:MM:SS\" / \"D-HH:MM:SS\"");
     return;
@@ -124,11 +143,11 @@ void read_text_field(const field_reader& f, const char* key, const std::regex& p
     text = std::to_string(v.get_int64());
   else if (v.is_string())
     text = std::string(v.get_string());
-  if (text.find("{{") != std::string::npos) {
+  if (has_template(text)) {
     f.error(key, "resources are read when the recipe loads: templates are not rendered in '" + std::string(key) + "'");
     return;
   }
-  if (!std::regex_match(text, pattern)) {
+  if (text.size() > max_value_length || !std::regex_match(text, pattern)) {
     f.error(key, "'" + std::string(key) + "' must be " + expected, hint);
     return;
   }
@@ -142,7 +161,7 @@ void read_licenses(const field_reader& f, step_resources& r) {
     f.error("licenses", "'licenses' must be a mapping of license names to counts", "licenses: {claude: 1}");
     return;
   }
-  static const std::regex name_pattern("[A-Za-z0-9_.@-]{1,64}");
+  static const std::regex name_pattern("[A-Za-z0-9_.@-]{1,64}");  // bounded: no deep recursion
   for (const auto& kv : n) {
     const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
     const auto count = kv.second.IsScalar() ? scalar_to_json(kv.second) : boost::json::value();
@@ -155,6 +174,16 @@ void read_licenses(const field_reader& f, step_resources& r) {
   }
 }
 
+// "--name" or "--name=value", name a letter then letters, digits and '-'.
+bool long_option(std::string_view text) {
+  if (!text.starts_with("--") || text.size() < 3 || text.size() > 4096) return false;
+  const auto name = text.substr(2, text.find('=') == std::string_view::npos ? std::string_view::npos : text.find('=') - 2);
+  if (name.empty() || !std::isalpha(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; });
+}
+
+std::string_view option_name(std::string_view option) { return option.substr(0, option.find('=')); }
+
 void read_extra(const field_reader& f, step_resources& r) {
   const auto n = f.node("extra");
   if (!n) return;
@@ -163,20 +192,36 @@ void read_extra(const field_reader& f, step_resources& r) {
     for (const auto& item : n) items.push_back(item);
   else
     items.push_back(n);
-  static const std::regex option_pattern("--[A-Za-z][A-Za-z0-9-]*(=.*)?");
   for (const auto& item : items) {
     const auto v = item.IsScalar() ? scalar_to_json(item) : boost::json::value();
     const std::string text = v.is_string() ? std::string(v.get_string()) : std::string();
-    if (!std::regex_match(text, option_pattern)) {
+    if (has_template(text)) {
+      f.sink().error(item.Mark(), "resources are read when the recipe loads: templates are not rendered in 'extra'", "extra");
+      continue;
+    }
+    if (!long_option(text)) {
       f.sink().error(item.Mark(), "'extra' entries are sbatch options in their long form, one per entry", "extra",
                      "write \"--account=lab\", not \"-A lab\"");
       continue;
     }
+    const auto name = std::string(option_name(text));
     if (auto why = refused_extra_option(text); !why.empty()) {
-      f.sink().error(item.Mark(), "'" + text.substr(0, text.find('=')) + "' cannot be given in 'extra': " + why, "extra");
+      f.sink().error(item.Mark(), "'" + name + "' cannot be given in 'extra': " + why, "extra");
+      continue;
+    }
+    if (std::any_of(r.extra.begin(), r.extra.end(), [&](const std::string& o) { return option_name(o) == name; })) {
+      f.sink().error(item.Mark(), "'" + name + "' is given twice in 'extra'", "extra");
       continue;
     }
     r.extra.push_back(text);
+  }
+  // Options sbatch refuses together with a field written beside them.
+  for (const auto& option : r.extra) {
+    const auto name = option_name(option);
+    if (!r.memory.empty() && (name == "--mem-per-cpu" || name == "--mem-per-gpu"))
+      f.error("extra", "'" + std::string(name) + "' and 'mem' cannot both be given: sbatch refuses them together");
+    if (!r.gpus.empty() && name == "--gres")
+      f.error("extra", "'--gres' and 'gpus' cannot both be given", "ask for GPUs in one place: gpus: \"a100:2\"");
   }
 }
 
@@ -190,9 +235,12 @@ std::optional<std::chrono::seconds> parse_resource_time(std::string_view text) {
 }
 
 std::string refused_extra_option(std::string_view option) {
-  const auto name = option.substr(0, option.find('='));
+  const auto name = option_name(option);
+  // sbatch takes an unambiguous abbreviation (getopt_long): `--job-nam` is `--job-name`.
   for (const auto& r : refused_options)
-    if (name == r.option) return std::string(r.why);
+    if (name.size() > 2 && r.option.starts_with(name))
+      return std::string(r.why) + (name == r.option ? "" : " (sbatch reads '" + std::string(name) + "' as '" +
+                                                           std::string(r.option) + "')");
   return {};
 }
 

@@ -248,7 +248,7 @@ std::vector<std::pair<std::string, std::string>> read_env_map(const field_reader
     const auto& name = kv.first.Scalar();
     if (!seen.insert(name).second)
       f.sink().error(kv.first.Mark(), "duplicate key '" + name + "' in 'env'", "env");
-    else if (!std::regex_match(name, name_pattern))
+    else if (name.size() > 256 || !std::regex_match(name, name_pattern))  // longer: the matcher's recursion
       f.sink().error(kv.first.Mark(), "'" + name + "' is not a valid environment variable name", "env");
     else if (!kv.second.IsScalar())
       f.sink().error(kv.second.Mark(), "the value of env '" + name + "' must be a scalar", "env",
