@@ -247,3 +247,40 @@ steps:
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("slurm run: the items a fan-out starts together go as one array job, each with its own result") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    std::ofstream(dir.root / "fan.yaml") << R"(name: fan
+steps:
+  - id: each
+    foreach: [a, b, c, d, e, f]
+    parallel: true
+    command: echo "out {{item}}"; echo "err {{item}}" >&2; [ {{item}} != c ] || exit 3
+    on_error: continue
+)";
+    const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", sessions.string(), "-j", "8",
+                                         "--executor", "slurm", "fan.yaml"},
+                                        dir.root.string(), std::chrono::seconds(90), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    const auto result = arun::test::result_json(r);
+    const auto& each = result.at("step_results").as_array().at(0).as_object();
+    INFO(boost::json::serialize(each));
+    CHECK(each.at("iterations").at("completed") == 5);
+    CHECK(each.at("iterations").at("failed") == 1);
+    // Each task's own stdout, in item order, its stderr kept apart.
+    const auto& outputs = each.at("output").as_array();
+    REQUIRE(outputs.size() == 6);
+    for (const std::size_t i : {0, 1, 3, 4, 5})
+      CHECK(outputs.at(i) == boost::json::value("out " + std::string(1, static_cast<char>('a' + i))));
+    // One sbatch carried all six jobs.
+    const std::string id(result.at("session_id").as_string());
+    CHECK_THAT(slurp(sessions / id / "arun.log"), Catch::Contains("6 jobs submitted in 1 sbatch calls (1 arrays)"));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -90,6 +90,46 @@ TEST_CASE("an earlier run's jobs are found by their comment and the newest job o
   CHECK(parse_jobs_by_comment("").empty());
 }
 
+TEST_CASE("an array job's script runs the wrapper of the job directory its task is given") {
+  const auto array = slurm_array_files_for("/shared", "S1", 3);
+  CHECK(array.list() == "/shared/jobs/S1/arrays/3.list");
+  CHECK(array.script() == "/shared/jobs/S1/arrays/3.sh");
+  CHECK(array.comment() == "arun-array-3");
+  const auto script = slurm_array_script(array);
+  CHECK_THAT(script, Catch::Contains("mapfile -t dirs < '/shared/jobs/S1/arrays/3.list'") &&
+                         Catch::Contains("${dirs[$SLURM_ARRAY_TASK_ID]}/run.sh"));
+  const auto args = sbatch_array_arguments(array, 5, {"--ntasks=1", "--mem=1G"}, "arun-S1");
+  for (const auto* expected : {"--parsable", "--job-name=arun-S1", "--comment=arun-array-3", "--array=0-4",
+                               "--output=/shared/jobs/S1/arrays/3.%a.log", "--mem=1G"})
+    CHECK(has(args, expected));
+  CHECK(args.back() == array.script());
+  // A task names itself ARRAY_TASK in its exit file, as squeue --array lists it.
+  CHECK_THAT(slurm_wrapper_script(slurm_job_files_for("/shared", "S1", "k"), "/w", false),
+             Catch::Contains("job=${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID}"));
+}
+
+TEST_CASE("an instance's job record says submitting or the job's id") {
+  CHECK(is_slurm_job_id("123"));
+  CHECK(is_slurm_job_id("123_4"));
+  for (const char* bad : {"", "_4", "123_", "12a", "1_2_3", "submitting"}) CHECK_FALSE(is_slurm_job_id(bad));
+  const auto plain = parse_slurm_job_record("123\n");
+  REQUIRE(plain);
+  CHECK(plain->id == "123");
+  const auto task = parse_slurm_job_record("77_12\n");
+  REQUIRE(task);
+  CHECK(task->id == "77_12");
+  const auto submitting = parse_slurm_job_record("submitting\n");
+  REQUIRE(submitting);
+  CHECK(submitting->id.empty());
+  CHECK(submitting->array_comment.empty());
+  const auto in_array = parse_slurm_job_record("submitting arun-array-4 9\n");
+  REQUIRE(in_array);
+  CHECK(in_array->array_comment == "arun-array-4");
+  CHECK(in_array->task == 9);
+  for (const char* bad : {"", "garbage", "submitting arun-array-4", "submitting arun-array-4 x"})
+    CHECK_FALSE(parse_slurm_job_record(bad));
+}
+
 TEST_CASE("pending reasons that mean never are told from those that mean wait") {
   CHECK_THAT(slurm_never_starts("PartitionTimeLimit"), Catch::Contains("resources.time"));
   CHECK_FALSE(slurm_never_starts("QOSMaxWallDurationPerJobLimit").empty());
