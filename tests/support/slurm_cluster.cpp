@@ -347,9 +347,17 @@ bool slurm_cluster::start_once(std::string& failure) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "slurm_cluster: " + log);
     args.insert(args.begin(), tool);
+    auto program = find_on_path(tool);
+    // Through setpriv when there is one: the daemon dies with the test process, even when a
+    // SIGKILL leaves no destructor to stop it (setpriv execs the daemon in its own place).
+    if (const auto setpriv = find_on_path("setpriv"); !setpriv.empty()) {
+      args.front() = program;
+      args.insert(args.begin(), {"setpriv", "--pdeathsig", "KILL", "--"});
+      program = setpriv;
+    }
     // cwd: each slurmstepd inherits slurmd's, which is how the reaper recognises ours. Own
     // session: the daemons' helpers are recognised by it, and no terminal signal reaches them.
-    const pid_t pid = spawn(find_on_path(tool), args, child_env, dir_.string(), fd, fd, true);
+    const pid_t pid = spawn(program, args, child_env, dir_.string(), fd, fd, true);
     const int err = errno;
     ::close(fd);
     if (pid < 0) throw std::system_error(err, std::generic_category(), "slurm_cluster: spawn " + tool);
