@@ -284,3 +284,89 @@ steps:
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("slurm run: a job in flight is taken up even when the journal holds an older record of its step") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    std::ofstream(dir.root / "twice.yaml") << R"(name: twice
+steps:
+  - id: work
+    command: echo start >> effects; sleep 4; echo end >> effects; echo done
+)";
+    const auto start_count = [&] {
+      const auto text = slurp(dir.root / "effects");
+      std::size_t n = 0;
+      for (auto at = text.find("start"); at != std::string::npos; at = text.find("start", at + 1)) ++n;
+      return n;
+    };
+    std::string id;
+    {
+      // Run 1: interrupted, so the journal records `work` as cancelled (it runs again).
+      arun::test::background_arun first({(dir.root / "twice.yaml").string(), "-C", dir.root.string(), "--executor",
+                                         "slurm", "--session-dir", sessions.string(), "-q"},
+                                        dir.root, cluster.env());
+      REQUIRE(wait_for([&] { return start_count() == 1; }, std::chrono::seconds(60)));
+      ::kill(first.pid, SIGINT);
+      CHECK(first.wait_exit(std::chrono::seconds(60)) == 128 + SIGINT);
+      for (const auto& e : fs::directory_iterator(sessions)) id = e.path().filename().string();
+    }
+    REQUIRE_FALSE(id.empty());
+    REQUIRE(wait_for([&] { return cluster.queue().empty(); }, std::chrono::seconds(20)));
+    {
+      // Run 2: the resume submits it again, and is killed while that job runs.
+      arun::test::background_arun second({"resume", id, "--session-dir", sessions.string(), "-q"}, dir.root,
+                                         cluster.env());
+      REQUIRE(wait_for([&] { return start_count() == 2; }, std::chrono::seconds(60)));
+      ::kill(second.pid, SIGKILL);
+      second.wait_exit(std::chrono::seconds(10));
+    }
+    // Run 3 takes run 2's job up instead of submitting a third.
+    const auto r = arun::test::run_arun({"resume", id, "--session-dir", sessions.string(), "-q", "--output-format", "json"},
+                                        dir.root.string(), std::chrono::seconds(90), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    CHECK(outputs_of(arun::test::result_json(r)).at("work") == "done");
+    CHECK(start_count() == 2);
+    CHECK(slurp(dir.root / "effects").ends_with("start\nend\n"));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm run: Ctrl-C cancels a pending array task alone and it never runs") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster::options opts;
+    opts.licenses = {{"tok", 1}};
+    slurm_cluster cluster(opts);
+    arun::test::temp_dir dir;
+    // One array of two tasks: the one that gets the only license runs, the other waits.
+    std::ofstream(dir.root / "pending.yaml") << R"(name: pending
+steps:
+  - id: each
+    foreach: [a, b]
+    parallel: true
+    resources: {licenses: {tok: 1}}
+    command: touch {{item}}.ran; sleep 30
+)";
+    arun::test::background_arun run({(dir.root / "pending.yaml").string(), "-C", dir.root.string(), "--executor",
+                                     "slurm", "--session-dir", (dir.root / "sessions").string(), "-q"},
+                                    dir.root, cluster.env());
+    REQUIRE(wait_for([&] { return fs::exists(dir.root / "a.ran") || fs::exists(dir.root / "b.ran"); },
+                     std::chrono::seconds(60)));
+    const auto waiting = fs::exists(dir.root / "a.ran") ? "b.ran" : "a.ran";
+    REQUIRE(cluster.queue().size() == 2);  // the running task and the pending one
+    const auto interrupted = std::chrono::steady_clock::now();
+    ::kill(run.pid, SIGINT);
+    CHECK(run.wait_exit(std::chrono::seconds(60)) == 128 + SIGINT);
+    // TERM for the running task (it ends at once), a plain cancel for the pending one.
+    CHECK(std::chrono::steady_clock::now() - interrupted < std::chrono::seconds(15));
+    CHECK(cluster.queue().empty());
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    CHECK_FALSE(fs::exists(dir.root / waiting));
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}

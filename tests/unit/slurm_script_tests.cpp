@@ -55,6 +55,15 @@ TEST_CASE("sbatch options come from the step's resources and name the session an
   // The step's own `time` wins over the backstop arun derives from its timeout.
   r.time = 120s;
   CHECK(has(sbatch_resource_options(r, 3700s), "--time=0-00:02:00"));
+  // A --mem-per-cpu or --gres from an inner level replaces an outer mem or gpus.
+  job_resources layered;
+  layered.memory = "100M";
+  layered.gpus = "2";
+  layered.extra = {"--mem-per-cpu=50M", "--gres=gpu:a100:1"};
+  const auto replaced = sbatch_resource_options(layered, std::nullopt);
+  CHECK_FALSE(has(replaced, "--mem=100M"));
+  CHECK_FALSE(has(replaced, "--gpus=2"));
+  CHECK(has(replaced, "--mem-per-cpu=50M"));
   // No resources: no resource options, and no --time without a deadline.
   const auto bare = sbatch_arguments(files, sbatch_resource_options({}, std::nullopt), "n", "k");
   CHECK(std::none_of(bare.begin(), bare.end(), [](const std::string& a) {
@@ -91,21 +100,26 @@ TEST_CASE("an earlier run's jobs are found by their comment and the newest job o
 }
 
 TEST_CASE("an array job's script runs the wrapper of the job directory its task is given") {
-  const auto array = slurm_array_files_for("/shared", "S1", 3);
-  CHECK(array.list() == "/shared/jobs/S1/arrays/3.list");
-  CHECK(array.script() == "/shared/jobs/S1/arrays/3.sh");
-  CHECK(array.comment() == "arun-array-3");
+  const auto array = slurm_array_files_for("/shared", "S1", "1a2b", 3);
+  CHECK(array.list() == "/shared/jobs/S1/arrays/1a2b-3.list");
+  CHECK(array.script() == "/shared/jobs/S1/arrays/1a2b-3.sh");
+  CHECK(array.comment() == "arun-array-1a2b-3");
+  // Another arun of the session (a resume) names its arrays apart.
+  CHECK(slurm_array_files_for("/shared", "S1", "77ff", 3).list() != array.list());
   const auto script = slurm_array_script(array);
-  CHECK_THAT(script, Catch::Contains("mapfile -t dirs < '/shared/jobs/S1/arrays/3.list'") &&
+  CHECK_THAT(script, Catch::Contains("mapfile -t dirs < '/shared/jobs/S1/arrays/1a2b-3.list'") &&
                          Catch::Contains("${dirs[$SLURM_ARRAY_TASK_ID]}/run.sh"));
   const auto args = sbatch_array_arguments(array, 5, {"--ntasks=1", "--mem=1G"}, "arun-S1");
-  for (const auto* expected : {"--parsable", "--job-name=arun-S1", "--comment=arun-array-3", "--array=0-4",
-                               "--output=/shared/jobs/S1/arrays/3.%a.log", "--mem=1G"})
+  for (const auto* expected : {"--parsable", "--job-name=arun-S1", "--comment=arun-array-1a2b-3", "--array=0-4",
+                               "--output=/shared/jobs/S1/arrays/1a2b-3.%a.log", "--mem=1G"})
     CHECK(has(args, expected));
   CHECK(args.back() == array.script());
-  // A task names itself ARRAY_TASK in its exit file, as squeue --array lists it.
-  CHECK_THAT(slurm_wrapper_script(slurm_job_files_for("/shared", "S1", "k"), "/w", false),
-             Catch::Contains("job=${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID}"));
+  // A task names itself ARRAY_TASK in its exit file, as squeue --array lists it: the array's
+  // script hands it over, as an inherited SLURM_ARRAY_* may be the caller's.
+  CHECK_THAT(script, Catch::Contains("\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\""));
+  const auto wrapper = slurm_wrapper_script(slurm_job_files_for("/shared", "S1", "k"), "/w", false);
+  CHECK_THAT(wrapper, Catch::Contains("job=${1:-$SLURM_JOB_ID}"));
+  CHECK_THAT(wrapper, !Catch::Contains("SLURM_ARRAY_JOB_ID"));
 }
 
 TEST_CASE("an instance's job record says submitting or the job's id") {
@@ -118,13 +132,19 @@ TEST_CASE("an instance's job record says submitting or the job's id") {
   const auto task = parse_slurm_job_record("77_12\n");
   REQUIRE(task);
   CHECK(task->id == "77_12");
+  const auto done = parse_slurm_job_record("done 77_12\n");
+  REQUIRE(done);
+  CHECK(done->id == "77_12");
+  CHECK(done->done);
+  CHECK_FALSE(task->done);
+  CHECK_FALSE(parse_slurm_job_record("done x"));
   const auto submitting = parse_slurm_job_record("submitting\n");
   REQUIRE(submitting);
   CHECK(submitting->id.empty());
   CHECK(submitting->array_comment.empty());
-  const auto in_array = parse_slurm_job_record("submitting arun-array-4 9\n");
+  const auto in_array = parse_slurm_job_record("submitting arun-array-1a2b-4 9\n");
   REQUIRE(in_array);
-  CHECK(in_array->array_comment == "arun-array-4");
+  CHECK(in_array->array_comment == "arun-array-1a2b-4");
   CHECK(in_array->task == 9);
   for (const char* bad : {"", "garbage", "submitting arun-array-4", "submitting arun-array-4 x"})
     CHECK_FALSE(parse_slurm_job_record(bad));
@@ -134,7 +154,8 @@ TEST_CASE("pending reasons that mean never are told from those that mean wait") 
   CHECK_THAT(slurm_never_starts("PartitionTimeLimit"), Catch::Contains("resources.time"));
   CHECK_FALSE(slurm_never_starts("QOSMaxWallDurationPerJobLimit").empty());
   CHECK_FALSE(slurm_never_starts("InvalidAccount").empty());
-  for (const char* waiting : {"Resources", "Priority", "Licenses", "None", "ReqNodeNotAvail", "JobHeldUser", ""})
+  for (const char* waiting :
+       {"Resources", "Priority", "Licenses", "None", "ReqNodeNotAvail", "JobHeldUser", "PartitionNodeLimit", ""})
     CHECK(slurm_never_starts(waiting).empty());
 }
 

@@ -138,7 +138,10 @@ boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec
                                                                     std::vector<std::string>& warnings,
                                                                     std::string provider) {
   executor& where = placement.local_only ? local_ : executor_;
-  if (placement.resources && !where.caps().resources)
+  // An `executor: local` step in a cluster run asked to stay here: what it inherits for the
+  // cluster's steps is no news to it.
+  const bool kept_here_by_choice = &where != &executor_;
+  if (placement.resources && !where.caps().resources && !kept_here_by_choice)
     if (auto ignored = ignored_on_this_machine(*placement.resources); !ignored.empty())
       warnings.push_back("resources." + ignored + " not applied: the step runs on arun's machine, which "
                          "honours only cpus (as slots of --max-concurrent)");

@@ -142,10 +142,13 @@ struct follow_context {
 asio::awaitable<std::string> earlier_job(const follow_context& c, const slurm_job_files& files, const std::string& key) {
   const auto& o = *c.options;
   if (!c.memory->started.insert(std::hash<std::string>{}(key)).second) co_return std::string();
-  if (o.recorded && o.recorded(key)) co_return std::string();
   const auto text = read_whole_file(files.job());
   const auto record = text ? parse_slurm_job_record(*text) : std::nullopt;
   if (!record) co_return std::string();  // never submitted (a fresh run: no directory yet)
+  // Its result reached an earlier arun: the journal has it (a failure runs again as new
+  // work), unless that arun stopped before the journal line was written.
+  if (record->done) co_return o.recorded && o.recorded(key) ? std::string() : record->id;
+  // In flight when arun stopped, whatever the journal says of the instance's earlier runs.
   if (!record->id.empty()) co_return record->id;
   // `submitting`: arun stopped while sbatch ran. The job, if sbatch made one, is in the
   // queue under the instance's comment (or as a task of the array it was submitted in), or
@@ -177,6 +180,9 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     }
   if (job.adopt) {
     me->id = job.adopt->id;
+    // Found by a comment or an exit file: the record names the job from now on.
+    if (!write_slurm_job_record(files, me->id))
+      arun_log().warn("{}: cannot record job {} in {} ({})", job.key, me->id, files.job(), std::strerror(errno));
   } else {
     if (auto problem = prepare_job_files(files, job.process.launch, working_dir); !problem.empty()) {
       r.launch_error = problem;
@@ -188,8 +194,9 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       backstop = std::chrono::ceil<std::chrono::seconds>(*job.process.timeout + job.process.kill_grace) +
                  std::chrono::minutes(1);
     job_resources resources = job.resources ? *job.resources : job_resources{};
-    if (!job.provider.empty() && co_await c.memory->licenses.defines(job.provider))
-      resources = with_provider_license(&resources, job.provider);
+    bool licensed = false;
+    if (!job.provider.empty()) licensed = co_await c.memory->licenses.defines(job.provider);  // g++ 12: not in a condition
+    if (licensed) resources = with_provider_license(&resources, job.provider);
     slurm_submission submission;
     submission.files = files;
     submission.key = job.key;
@@ -226,7 +233,6 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   std::optional<clock_type::time_point> running_since, gone_since, term_sent, kill_sent;
   std::optional<slurm_exit_status> status;
   std::string refused;  ///< why Slurm will never start the job
-  bool seen = false;
   for (;;) {
     co_await me->wake.async_wait(asio::as_tuple(asio::use_awaitable));
     me->wake.expires_at(clock_type::time_point::max());
@@ -249,14 +255,13 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       }
     }
     if (!state.empty() && !terminal_state(state)) {
-      seen = true;
       gone_since.reset();
       if (state == "RUNNING" && !running_since) running_since = now;
     } else if (c.jobs->listed_ok()) {
       if (!gone_since) gone_since = now;
       // Killed (after the TERM's grace), or cancelled before it ever ran: no exit file will
       // come. Otherwise the file may just be late on a shared filesystem: lost_after.
-      const bool ended_by_us = kill_sent || (term_sent && !seen);
+      const bool ended_by_us = kill_sent || (term_sent && !running_since);
       if (ended_by_us && now - *gone_since >= std::chrono::seconds(2)) break;
       if (now - *gone_since >= o.lost_after) break;
     }
@@ -266,9 +271,12 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     if (me->cancel_requested && !r.timed_out) r.cancelled = true;
     if ((r.timed_out || r.cancelled) && !term_sent) {
       term_sent = now;
-      co_await scancel(me->id, "TERM", o.client_env);
-      if (state.empty() || state == "PENDING") co_await scancel(me->id, nullptr, o.client_env);
-    } else if (term_sent && !kill_sent && now - *term_sent >= job.process.kill_grace) {
+      // A job not seen running gets a plain cancel: Slurm applies it to this job (or array
+      // task) alone, where a signal to a pending array task reaches every pending task of
+      // its array. A running one gets TERM first, so the step can end as it would locally.
+      const char* signal = running_since ? "TERM" : nullptr;
+      co_await scancel(me->id, signal, o.client_env);
+    } else if (term_sent && !kill_sent && running_since && now - *term_sent >= job.process.kill_grace) {
       kill_sent = now;
       co_await scancel(me->id, "KILL", o.client_env);
       co_await scancel(me->id, nullptr, o.client_env);
@@ -300,6 +308,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   }
   // The environment and input may hold secrets: they do not stay on the shared filesystem.
   for (const auto& used : {files.env(), files.argv(), files.input()}) std::filesystem::remove(used, ec);
+  // The result goes to the engine now: a resume takes this job up again only if the journal
+  // never got it.
+  if (!write_slurm_job_record(files, "done " + me->id))
+    arun_log().warn("{}: cannot record job {} as done in {} ({})", job.key, me->id, files.job(), std::strerror(errno));
   co_return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 
@@ -41,9 +42,9 @@ std::string slurm_wrapper_script(const slurm_job_files& files, const std::string
 # arun: one step instance as a Slurm job (generated; the files beside it are its own).
 dir={dir}
 # The job's id first: a file left by another job of the same instance is never taken for this one's.
-# A task of an array job is known as ARRAY_TASK, as squeue lists it.
-job=${{SLURM_ARRAY_JOB_ID:+${{SLURM_ARRAY_JOB_ID}}_$SLURM_ARRAY_TASK_ID}}
-job=${{job:-$SLURM_JOB_ID}}
+# A task of an array job is known as ARRAY_TASK, as squeue lists it: the array's script says
+# so ($1). Not from SLURM_ARRAY_*: sbatch passes a caller's own (arun inside an array job) on.
+job=${{1:-$SLURM_JOB_ID}}
 finish() {{ printf 'job %s\n%s\n' "$job" "$1" > "$dir/exit.tmp" && command mv -f -- "$dir/exit.tmp" "$dir/exit"; exit 0; }}
 cd -- {work} 2>> "$dir/err" || finish "error cannot enter the working directory (see its stderr)"
 mapfile -d '' -t argv < "$dir/argv" && mapfile -d '' -t envv < "$dir/env" || finish "error cannot read the job's files in $dir"
@@ -69,7 +70,9 @@ job_resources with_provider_license(const job_resources* resources, const std::s
 std::string slurm_never_starts(std::string_view reason) {
   if (reason == "PartitionTimeLimit")
     return "its time limit is above the partition's (resources.time, or the step's timeout plus a minute)";
-  if (reason == "PartitionNodeLimit" || reason == "PartitionConfig")
+  // Not PartitionNodeLimit: squeue also gives it while the nodes a job needs are down or
+  // drained, which maintenance ends.
+  if (reason == "PartitionConfig")
     return "it asks for more than the partition allows (resources: time, cpus, mem, gpus; `scontrol show partition` "
            "lists the limits)";
   if (reason == "BadConstraints") return "its constraints cannot be met (resources.extra)";
@@ -96,8 +99,10 @@ std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const st
   return args;
 }
 
-slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id, std::size_t number) {
-  return {fmt::format("{}/jobs/{}/arrays", shared_dir, file_name_part(session_id)), number};
+slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id,
+                                        std::string_view process_tag, std::size_t number) {
+  return {fmt::format("{}/jobs/{}/arrays", shared_dir, file_name_part(session_id)),
+          fmt::format("{}-{}", file_name_part(process_tag), number)};
 }
 
 std::string slurm_array_script(const slurm_array_files& array) {
@@ -105,7 +110,7 @@ std::string slurm_array_script(const slurm_array_files& array) {
 # arun: the tasks of one array job (generated). Task I runs the instance whose job directory
 # is on line I+1 of {list}.
 mapfile -t dirs < {list}
-exec /bin/bash "${{dirs[$SLURM_ARRAY_TASK_ID]}}/run.sh"
+exec /bin/bash "${{dirs[$SLURM_ARRAY_TASK_ID]}}/run.sh" "${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}"
 )SH",
                      fmt::arg("list", single_quote(array.list())));
 }
@@ -125,11 +130,19 @@ std::vector<std::string> sbatch_resource_options(const job_resources& resources,
                                                  std::optional<std::chrono::seconds> time_limit) {
   std::vector<std::string> args = {"--ntasks=1"};
   if (resources.cpus) args.push_back(fmt::format("--cpus-per-task={}", *resources.cpus));
-  if (!resources.memory.empty()) args.push_back("--mem=" + resources.memory);
+  // An option in `extra` written nearer the step than `mem` (a step's --mem-per-cpu under a
+  // recipe's mem) replaces it: sbatch refuses the two together. Within one level validate
+  // refuses the pair.
+  const auto in_extra = [&](std::string_view name) {
+    return std::any_of(resources.extra.begin(), resources.extra.end(),
+                       [&](const std::string& o) { return o.substr(0, o.find('=')) == name; });
+  };
+  if (!resources.memory.empty() && !in_extra("--mem-per-cpu") && !in_extra("--mem-per-gpu"))
+    args.push_back("--mem=" + resources.memory);
   if (resources.time) time_limit = resources.time;
   if (time_limit) args.push_back("--time=" + slurm_time(*time_limit));
   if (!resources.partition.empty()) args.push_back("--partition=" + resources.partition);
-  if (!resources.gpus.empty()) args.push_back("--gpus=" + resources.gpus);
+  if (!resources.gpus.empty() && !in_extra("--gres")) args.push_back("--gpus=" + resources.gpus);
   if (!resources.licenses.empty()) {
     std::string list;
     for (const auto& [name, count] : resources.licenses) list += fmt::format("{}{}:{}", list.empty() ? "" : ",", name, count);
@@ -153,6 +166,11 @@ std::optional<slurm_job_record> parse_slurm_job_record(std::string_view text) {
   slurm_job_record r;
   if (is_slurm_job_id(text)) {
     r.id = std::string(text);
+    return r;
+  }
+  if (text.starts_with("done ") && is_slurm_job_id(text.substr(5))) {
+    r.id = std::string(text.substr(5));
+    r.done = true;
     return r;
   }
   if (text == "submitting") return r;

@@ -59,14 +59,17 @@ std::vector<std::string> sbatch_resource_options(const job_resources& resources,
 /// directory. They live in SHARED/jobs/SESSION/arrays.
 struct slurm_array_files {
   std::string dir;
-  std::size_t number = 0;  ///< the run's arrays are numbered from 1
-  std::string list() const { return dir + "/" + std::to_string(number) + ".list"; }  ///< task I: line I+1, a job directory
-  std::string script() const { return dir + "/" + std::to_string(number) + ".sh"; }
-  std::string slurm_log() const { return dir + "/" + std::to_string(number) + ".%a.log"; }  ///< Slurm's own, per task
+  /// TAG-N: the arun process's own tag (a resumed run's arrays never take a killed run's
+  /// names), then the number of the array in that process.
+  std::string name;
+  std::string list() const { return dir + "/" + name + ".list"; }  ///< task I: line I+1, a job directory
+  std::string script() const { return dir + "/" + name + ".sh"; }
+  std::string slurm_log() const { return dir + "/" + name + ".%a.log"; }  ///< Slurm's own, per task
   /// The array job's comment: what a resume looks for when a submission was cut short.
-  std::string comment() const { return "arun-array-" + std::to_string(number); }
+  std::string comment() const { return "arun-array-" + name; }
 };
-slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id, std::size_t number);
+slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id,
+                                        std::string_view process_tag, std::size_t number);
 
 /// The array job's script: task I runs the wrapper of the job directory on line I+1 of the list.
 std::string slurm_array_script(const slurm_array_files& array);
@@ -94,10 +97,11 @@ bool is_slurm_job_id(std::string_view text);
 /// What an instance's `job` record says (slurm_job_files::job).
 struct slurm_job_record {
   std::string id;             ///< the job's id once sbatch answered; empty while submitting
+  bool done = false;          ///< the job's result reached arun ("done ID")
   std::string array_comment;  ///< submitting as a task of this array job (its comment)
   std::size_t task = 0;       ///< ... with this index
 };
-/// "ID", "submitting" or "submitting ARRAY-COMMENT TASK"; nullopt for anything else.
+/// "ID", "done ID", "submitting" or "submitting ARRAY-COMMENT TASK"; nullopt for anything else.
 std::optional<slurm_job_record> parse_slurm_job_record(std::string_view text);
 
 /// What the wrapper's `exit` file says.

@@ -10,7 +10,10 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <fmt/format.h>
+
 #include <cerrno>
+#include <random>
 #include <cstring>
 
 namespace arun::io {
@@ -28,6 +31,11 @@ std::string parsed_job_id(const process_result& r) {
 }
 
 }  // namespace
+
+slurm_submitter::slurm_submitter(const slurm_options& options) : options_(options) {
+  std::random_device random;
+  process_tag_ = fmt::format("{:08x}", random());
+}
 
 asio::awaitable<slurm_submitted> slurm_submitter::submit(slurm_submission s) {
   const auto ex = co_await asio::this_coro::executor;
@@ -79,7 +87,7 @@ asio::awaitable<void> slurm_submitter::submit_alone(waiting* w) {
 }
 
 asio::awaitable<void> slurm_submitter::submit_array(std::vector<waiting*> tasks) {
-  const auto array = slurm_array_files_for(options_.shared_dir, options_.session_id, ++arrays_made_);
+  const auto array = slurm_array_files_for(options_.shared_dir, options_.session_id, process_tag_, ++arrays_made_);
   std::string list;
   for (const auto* t : tasks) list += t->s.files.dir + "\n";
   std::string problem;
@@ -100,6 +108,21 @@ asio::awaitable<void> slurm_submitter::submit_array(std::vector<waiting*> tasks)
     auto args = sbatch_array_arguments(array, tasks.size(), tasks.front()->s.options, "arun-" + options_.session_id);
     const auto r = co_await slurm_client(std::move(args), options_.client_env);
     base = parsed_job_id(r);
+    if (base.empty() && client_failure(r).find("array") != std::string::npos) {
+      // A cluster whose MaxArraySize is below this array's size (or that refuses arrays):
+      // each instance goes on its own.
+      arun_log().warn("sbatch refused an array of {} tasks ({}): submitting them one by one", tasks.size(),
+                      client_failure(r));
+      for (auto* t : tasks) {
+        if (!write_slurm_job_record(t->s.files, "submitting")) {
+          t->result.error = "cannot write " + t->s.files.job() + ": " + std::strerror(errno);
+          t->wake->cancel();
+          continue;
+        }
+        co_await submit_alone(t);
+      }
+      co_return;
+    }
     if (base.empty()) problem = "sbatch could not submit the array job: " + client_failure(r);
   }
   if (problem.empty()) arun_log().debug("slurm array job {}: {} tasks ({})", base, tasks.size(), array.list());

@@ -33,7 +33,7 @@ struct slurm_submitted {
 
 class slurm_submitter {
 public:
-  explicit slurm_submitter(const slurm_options& options) : options_(options) {}
+  explicit slurm_submitter(const slurm_options& options);
 
   /// Submits `s` with whatever else is asked within the batching window; also writes the
   /// instance's job record (submitting as an array task, then the id).
@@ -60,6 +60,7 @@ private:
   const slurm_options& options_;
   std::map<std::vector<std::string>, std::vector<waiting*>> batches_;  ///< by sbatch options
   bool flush_pending_ = false;
+  std::string process_tag_;  ///< in the names of this process's arrays
   std::size_t arrays_made_ = 0;
   std::uint64_t sbatch_calls_ = 0;
   std::uint64_t arrays_ = 0;

@@ -608,6 +608,15 @@ void session_store::append_record(const std::string& line) noexcept {
   dirty_ = true;
 }
 
+bool session_store::recorded(std::string_view instance_id) const noexcept {
+  for (auto end = instance_id.size(); end != std::string_view::npos && end > 0;
+       end = instance_id.rfind('/', end - 1)) {
+    const auto id = instance_id.substr(0, end);
+    if (loaded_.contains(id) || runs_again_.contains(id)) return true;
+  }
+  return false;
+}
+
 const finished_instance* session_store::find(std::string_view instance_id) const noexcept {
   const auto it = loaded_.find(instance_id);
   return it == loaded_.end() ? nullptr : &it->second;

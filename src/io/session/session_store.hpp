@@ -144,11 +144,10 @@ public:
 
   void record(const step_result& result, const boost::json::object& context_delta) noexcept override;
   const finished_instance* find(std::string_view instance_id) const noexcept override;
-  /// Whether the journal, as this run found it, has a record of the instance (one it takes
-  /// as finished, or a failure that runs again).
-  bool recorded(std::string_view instance_id) const noexcept {
-    return loaded_.contains(instance_id) || runs_again_.contains(instance_id);
-  }
+  /// Whether the journal, as this run found it, has a record of the instance or of one that
+  /// contains it (taken as finished, or a failure that runs again): a leaf the journal never
+  /// records itself (a sub-recipe step's recovery agent) counts as recorded with its step.
+  bool recorded(std::string_view instance_id) const noexcept;
 
 private:
   session_store(std::string id, std::string dir, int lock_fd, int journal_fd)
