@@ -78,8 +78,10 @@ recipe_options recipe_options_of(const json::object& state, const std::vector<st
   o.allow_missing_agents = flag_of(i, "allow_missing_agents");
   o.strict = flag_of(i, "strict");
   o.lenient = flag_of(i, "lenient");
+  // A damaged state.json may hold any number: only a size in range is one.
   if (const auto* m = i.if_contains("max_recipe_bytes"); m && m->is_number())
-    o.max_recipe_bytes = static_cast<std::size_t>(m->to_number<double>());
+    if (const double d = m->to_number<double>(); d >= 1 && d < 9007199254740992.0)
+      o.max_recipe_bytes = static_cast<std::size_t>(d);
   return o;
 }
 
@@ -137,7 +139,8 @@ std::string progress_of(const json::object& state) {
     }
   }
   const auto* records = state.if_contains("records");
-  const auto n = records && records->is_number() ? static_cast<long long>(records->to_number<double>()) : 0;
+  const double count = records && records->is_number() ? records->to_number<double>() : 0;
+  const auto n = count >= 0 && count < 9007199254740992.0 ? static_cast<long long>(count) : 0;
   return total ? std::to_string(done) + "/" + std::to_string(total) + " steps, " + std::to_string(n) + " instances"
                : std::to_string(n) + " instances";
 }

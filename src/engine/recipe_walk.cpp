@@ -1,6 +1,7 @@
 #include <arun/recipe.hpp>
 
 #include <algorithm>
+#include <initializer_list>
 
 namespace arun {
 namespace {
@@ -30,20 +31,32 @@ std::shared_ptr<const step_resources> inherit_resources(const std::shared_ptr<co
   if (!inner || inner == outer) return outer;
   if (!outer) return inner;
   step_resources merged = *inner;
+  // sbatch refuses --mem beside --mem-per-cpu/--mem-per-gpu, and --gpus beside --gres: the
+  // inner level's way of asking replaces the outer level's other way.
+  const auto name_of = [](const std::string& option) { return std::string_view(option).substr(0, option.find('=')); };
+  const auto asks = [&](const std::vector<std::string>& options, std::initializer_list<std::string_view> names) {
+    return std::any_of(options.begin(), options.end(), [&](const std::string& o) {
+      return std::find(names.begin(), names.end(), name_of(o)) != names.end();
+    });
+  };
+  const bool inner_memory = !inner->memory.empty() || asks(inner->extra, {"--mem-per-cpu", "--mem-per-gpu"});
+  const bool inner_gpus = !inner->gpus.empty() || asks(inner->extra, {"--gres"});
   if (!merged.cpus) merged.cpus = outer->cpus;
-  if (merged.memory.empty()) merged.memory = outer->memory;
+  if (!inner_memory) merged.memory = outer->memory;
   if (!merged.time) merged.time = outer->time;
   if (merged.partition.empty()) merged.partition = outer->partition;
-  if (merged.gpus.empty()) merged.gpus = outer->gpus;
+  if (!inner_gpus) merged.gpus = outer->gpus;
   merged.licenses.insert(outer->licenses.begin(), outer->licenses.end());  // keeps the inner counts
-  // An outer option the inner level sets too (same name before '=') is left out.
+  // An outer option the inner level sets too (same name before '=') is left out, and so is
+  // an outer way of asking for memory or GPUs the inner level asks for otherwise.
   std::vector<std::string> extra;
   for (const auto& option : outer->extra) {
-    const auto name = std::string_view(option).substr(0, option.find('='));
-    const bool overridden = std::any_of(inner->extra.begin(), inner->extra.end(), [&](const std::string& mine) {
-      return std::string_view(mine).substr(0, mine.find('=')) == name;
-    });
-    if (!overridden) extra.push_back(option);
+    const auto name = name_of(option);
+    const bool overridden = std::any_of(inner->extra.begin(), inner->extra.end(),
+                                        [&](const std::string& mine) { return name_of(mine) == name; });
+    const bool replaced = (inner_memory && (name == "--mem-per-cpu" || name == "--mem-per-gpu")) ||
+                          (inner_gpus && name == "--gres");
+    if (!overridden && !replaced) extra.push_back(option);
   }
   extra.insert(extra.end(), inner->extra.begin(), inner->extra.end());
   merged.extra = std::move(extra);

@@ -162,3 +162,24 @@ TEST_CASE("inherit_resources merges extra options by name with the outer ones fi
   const std::vector<std::string> expected3 = {"--qos-extra=1", "--qos=y"};
   CHECK(merged3->extra == expected3);
 }
+
+TEST_CASE("inherit_resources lets the inner level's way of asking for memory or GPUs replace the outer one's",
+          "[resources]") {
+  auto with = [](std::string memory, std::string gpus, std::vector<std::string> extra) {
+    arun::step_resources r;
+    r.memory = std::move(memory);
+    r.gpus = std::move(gpus);
+    r.extra = std::move(extra);
+    return std::make_shared<const arun::step_resources>(std::move(r));
+  };
+  // Inner --mem-per-cpu / --gres under an outer mem / gpus: the outer ones are dropped.
+  auto merged = arun::inherit_resources(with("", "", {"--mem-per-cpu=2G", "--gres=gpu:1"}), with("100M", "2", {}));
+  CHECK(merged->memory.empty());
+  CHECK(merged->gpus.empty());
+  CHECK(merged->extra == std::vector<std::string>{"--mem-per-cpu=2G", "--gres=gpu:1"});
+  // Inner mem / gpus under an outer --mem-per-cpu / --gres: the inner fields win.
+  merged = arun::inherit_resources(with("64G", "a100:4", {}), with("", "", {"--mem-per-cpu=2G", "--gres=gpu:1", "--qos=x"}));
+  CHECK(merged->memory == "64G");
+  CHECK(merged->gpus == "a100:4");
+  CHECK(merged->extra == std::vector<std::string>{"--qos=x"});
+}

@@ -106,6 +106,11 @@ TEST_CASE("session store: resume keeps finished instances and drops what must ru
     CHECK_FALSE(s.find("again"));
     CHECK_FALSE(s.find("torn"));
     CHECK(s.state().at("status") == "failed");
+    // What the journal has a record of, kept or to run again (a Slurm job of an instance
+    // that is not recorded is taken up by a resume), with the instances it contains.
+    for (const char* id : {"done", "soft", "fatal", "stopped", "again", "fatal/recovery_on_failure", "again/x/y"})
+      CHECK(s.recorded(id));
+    for (const char* id : {"torn", "never", "", "/", "don", "done2", "x/done"}) CHECK_FALSE(s.recorded(id));
   }
 }
 

@@ -55,15 +55,6 @@ TEST_CASE("sbatch options come from the step's resources and name the session an
   // The step's own `time` wins over the backstop arun derives from its timeout.
   r.time = 120s;
   CHECK(has(sbatch_resource_options(r, 3700s), "--time=0-00:02:00"));
-  // A --mem-per-cpu or --gres from an inner level replaces an outer mem or gpus.
-  job_resources layered;
-  layered.memory = "100M";
-  layered.gpus = "2";
-  layered.extra = {"--mem-per-cpu=50M", "--gres=gpu:a100:1"};
-  const auto replaced = sbatch_resource_options(layered, std::nullopt);
-  CHECK_FALSE(has(replaced, "--mem=100M"));
-  CHECK_FALSE(has(replaced, "--gpus=2"));
-  CHECK(has(replaced, "--mem-per-cpu=50M"));
   // No resources: no resource options, and no --time without a deadline.
   const auto bare = sbatch_arguments(files, sbatch_resource_options({}, std::nullopt), "n", "k");
   CHECK(std::none_of(bare.begin(), bare.end(), [](const std::string& a) {

@@ -147,7 +147,14 @@ asio::awaitable<std::string> earlier_job(const follow_context& c, const slurm_jo
   if (!record) co_return std::string();  // never submitted (a fresh run: no directory yet)
   // Its result reached an earlier arun: the journal has it (a failure runs again as new
   // work), unless that arun stopped before the journal line was written.
-  if (record->done) co_return o.recorded && o.recorded(key) ? std::string() : record->id;
+  // A done job without its exit file (cancelled before it ran, refused, lost) had no result
+  // to take up: the instance runs anew.
+  if (record->done) {
+    if (o.recorded && o.recorded(key)) co_return std::string();
+    const auto exit_text = read_whole_file(files.status());
+    const auto status = exit_text ? parse_slurm_exit(*exit_text) : std::nullopt;
+    co_return status && status->job_id == record->id ? record->id : std::string();
+  }
   // In flight when arun stopped, whatever the journal says of the instance's earlier runs.
   if (!record->id.empty()) co_return record->id;
   // `submitting`: arun stopped while sbatch ran. The job, if sbatch made one, is in the
@@ -276,6 +283,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       // its array. A running one gets TERM first, so the step can end as it would locally.
       const char* signal = running_since ? "TERM" : nullptr;
       co_await scancel(me->id, signal, o.client_env);
+    } else if (term_sent && !running_since && now - *term_sent >= job.process.kill_grace && !state.empty() &&
+               !terminal_state(state)) {
+      // Still queued after a plain cancel (the controller was busy, scancel failed): again.
+      term_sent = now;
+      co_await scancel(me->id, nullptr, o.client_env);
     } else if (term_sent && !kill_sent && running_since && now - *term_sent >= job.process.kill_grace) {
       kill_sent = now;
       co_await scancel(me->id, "KILL", o.client_env);

@@ -130,19 +130,11 @@ std::vector<std::string> sbatch_resource_options(const job_resources& resources,
                                                  std::optional<std::chrono::seconds> time_limit) {
   std::vector<std::string> args = {"--ntasks=1"};
   if (resources.cpus) args.push_back(fmt::format("--cpus-per-task={}", *resources.cpus));
-  // An option in `extra` written nearer the step than `mem` (a step's --mem-per-cpu under a
-  // recipe's mem) replaces it: sbatch refuses the two together. Within one level validate
-  // refuses the pair.
-  const auto in_extra = [&](std::string_view name) {
-    return std::any_of(resources.extra.begin(), resources.extra.end(),
-                       [&](const std::string& o) { return o.substr(0, o.find('=')) == name; });
-  };
-  if (!resources.memory.empty() && !in_extra("--mem-per-cpu") && !in_extra("--mem-per-gpu"))
-    args.push_back("--mem=" + resources.memory);
+  if (!resources.memory.empty()) args.push_back("--mem=" + resources.memory);
   if (resources.time) time_limit = resources.time;
   if (time_limit) args.push_back("--time=" + slurm_time(*time_limit));
   if (!resources.partition.empty()) args.push_back("--partition=" + resources.partition);
-  if (!resources.gpus.empty() && !in_extra("--gres")) args.push_back("--gpus=" + resources.gpus);
+  if (!resources.gpus.empty()) args.push_back("--gpus=" + resources.gpus);
   if (!resources.licenses.empty()) {
     std::string list;
     for (const auto& [name, count] : resources.licenses) list += fmt::format("{}{}:{}", list.empty() ? "" : ",", name, count);

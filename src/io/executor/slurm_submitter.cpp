@@ -108,7 +108,7 @@ asio::awaitable<void> slurm_submitter::submit_array(std::vector<waiting*> tasks)
     auto args = sbatch_array_arguments(array, tasks.size(), tasks.front()->s.options, "arun-" + options_.session_id);
     const auto r = co_await slurm_client(std::move(args), options_.client_env);
     base = parsed_job_id(r);
-    if (base.empty() && client_failure(r).find("array") != std::string::npos) {
+    if (base.empty() && client_failure(r).find("Invalid job array specification") != std::string::npos) {
       // A cluster whose MaxArraySize is below this array's size (or that refuses arrays):
       // each instance goes on its own.
       arun_log().warn("sbatch refused an array of {} tasks ({}): submitting them one by one", tasks.size(),

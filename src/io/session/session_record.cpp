@@ -10,6 +10,7 @@
 #include <boost/json/parse.hpp>
 
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <utility>
 #include <stdexcept>
@@ -26,15 +27,22 @@ std::optional<step_status> status_from(std::string_view text) {
   return std::nullopt;
 }
 
+// A damaged journal may hold any number: one outside the type's range is not a value of it
+// (converting it would be undefined behaviour).
 std::optional<int> optional_int(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   if (!v || !v->is_number()) return std::nullopt;
-  return static_cast<int>(v->to_number<double>());
+  const double d = v->to_number<double>();
+  if (!(d >= std::numeric_limits<int>::min() && d <= std::numeric_limits<int>::max())) return std::nullopt;
+  return static_cast<int>(d);
 }
 
 std::size_t count(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
-  return v && v->is_number() ? static_cast<std::size_t>(std::max(0.0, v->to_number<double>())) : 0;
+  if (!v || !v->is_number()) return 0;
+  const double d = v->to_number<double>();
+  // 2^53: every count below it is exact in a double, and far beyond any real count.
+  return d >= 0 && d < 9007199254740992.0 ? static_cast<std::size_t>(d) : 0;
 }
 
 }  // namespace
