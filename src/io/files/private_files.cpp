@@ -42,7 +42,11 @@ bool write_private_file(const std::string& path, std::string_view text, mode_t m
 
 bool replace_private_file(const std::string& path, std::string_view text) {
   const auto temp = path + ".tmp";
-  return write_private_file(temp, text) && ::rename(temp.c_str(), path.c_str()) == 0;
+  if (write_private_file(temp, text) && ::rename(temp.c_str(), path.c_str()) == 0) return true;
+  const int err = errno;
+  ::unlink(temp.c_str());  // no half-written temp file left beside `path`
+  errno = err;
+  return false;
 }
 
 std::optional<std::string> read_whole_file(const std::string& path) {

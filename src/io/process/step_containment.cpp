@@ -1,5 +1,6 @@
 #include "process/step_containment.hpp"
 
+#include "files/private_files.hpp"
 #include "process/process_table.hpp"
 
 #include <dirent.h>
@@ -61,14 +62,6 @@ containment_registry& registry() {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-std::optional<std::string> read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 bool write_text(int fd, std::string_view text) {
   return ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());
 }
@@ -101,7 +94,7 @@ std::string unescape_mount_field(std::string_view field) {
 }  // namespace
 
 std::optional<std::string> current_cgroup_dir(std::string& why) {
-  const auto cgroups = read_small_file("/proc/self/cgroup");
+  const auto cgroups = read_whole_file("/proc/self/cgroup");
   std::string path;
   if (cgroups) {
     std::istringstream lines(*cgroups);
@@ -245,7 +238,7 @@ std::vector<pid_t> own_children() {
 
 // The value of ARUN_SUPERVISED_BY the process started with; empty when unreadable or unset.
 std::string supervised_by_value(pid_t pid) {
-  const auto environ = read_small_file("/proc/" + std::to_string(pid) + "/environ");
+  const auto environ = read_whole_file("/proc/" + std::to_string(pid) + "/environ");
   if (!environ) return {};
   std::string_view rest = *environ;
   while (!rest.empty()) {

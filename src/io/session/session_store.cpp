@@ -22,8 +22,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace arun::io {
 namespace {
@@ -43,14 +41,6 @@ std::string now_rfc3339() {
   return text;
 }
 
-std::optional<std::string> read_whole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The session's lock, taken without waiting; the holder's pid goes in the file for messages.
 std::variant<int, std::string> take_lock(const std::string& dir, const std::string& id) {
   const auto path = dir + "/lock";
@@ -59,7 +49,7 @@ std::variant<int, std::string> take_lock(const std::string& dir, const std::stri
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     std::string holder;
-    if (auto text = read_whole(path); text && !text->empty()) holder = " (pid " + text->substr(0, text->find('\n')) + ")";
+    if (auto text = read_whole_file(path); text && !text->empty()) holder = " (pid " + text->substr(0, text->find('\n')) + ")";
     ::close(fd);
     if (err == EWOULDBLOCK) return "session " + id + " is in use by another arun" + holder;
     return "cannot lock " + path + ": " + why(err);
@@ -168,7 +158,7 @@ void session_sources::attach(const std::string& dir) {
 std::vector<std::string> session_sources::changed_on_disk() const {
   std::vector<std::string> out;
   for (const auto& [path, text] : files_) {
-    const auto now = read_whole(path);
+    const auto now = read_whole_file(path);
     if (!now) out.push_back(path + " (deleted)");
     else if (*now != text) out.push_back(path);
   }
@@ -185,7 +175,7 @@ std::variant<std::unique_ptr<session_sources>, std::string> session_sources::loa
   auto out = std::make_unique<session_sources>();
   out->dir_ = dir;
   out->replay_ = true;
-  const auto text = read_whole(dir + "/sources.json");
+  const auto text = read_whole_file(dir + "/sources.json");
   if (!text) return out;  // a session of a recipe that read no file besides recipe.yaml
   boost::system::error_code ec;
   auto manifest = parse_json_text(*text, ec);
@@ -193,7 +183,7 @@ std::variant<std::unique_ptr<session_sources>, std::string> session_sources::loa
   for (const auto& kv : manifest.get_object()) {
     if (!kv.value().is_string()) continue;
     const std::string name(kv.value().get_string());
-    auto copy = read_whole(dir + "/sources/" + name);
+    auto copy = read_whole_file(dir + "/sources/" + name);
     if (!copy) return "the session's copy " + dir + "/sources/" + name + " is missing";
     out->files_.emplace(std::string(kv.key()), std::move(*copy));
     out->names_.emplace(std::string(kv.key()), name);
@@ -237,7 +227,7 @@ bool current_format(const json::object& o) {
 
 std::variant<json::object, std::string> session_store::read_state(const std::string& dir) {
   const auto path = dir + "/state.json";
-  const auto text = read_whole(path);
+  const auto text = read_whole_file(path);
   if (!text) return "no state.json in " + dir;
   boost::system::error_code ec;
   auto v = parse_json_text(*text, ec);
@@ -254,7 +244,7 @@ namespace {
 
 // state.json reads as an object of another format: not damage, another arun's session.
 bool other_format(const std::string& dir) {
-  const auto text = read_whole(dir + "/state.json");
+  const auto text = read_whole_file(dir + "/state.json");
   if (!text) return false;
   boost::system::error_code ec;
   const auto v = parse_json_text(*text, ec);
@@ -264,7 +254,7 @@ bool other_format(const std::string& dir) {
 
 // The snapshot of a session whose state.json is damaged or gone, from origin.json.
 std::optional<json::object> origin_state(const std::string& dir, const std::string& id) {
-  const auto text = read_whole(dir + "/origin.json");
+  const auto text = read_whole_file(dir + "/origin.json");
   if (!text) return std::nullopt;
   boost::system::error_code ec;
   auto v = parse_json_text(*text, ec);
@@ -348,7 +338,7 @@ std::vector<std::string> containers_of(std::string instance) {
 
 void session_store::load_journal(bool retry_failed) {
   const auto path = dir_ + "/journal.jsonl";
-  const auto text = read_whole(path).value_or("");
+  const auto text = read_whole_file(path).value_or("");
   std::string_view rest(text);
   std::size_t whole = 0;  // bytes up to the end of the last complete line
   std::map<std::string, bool, std::less<>> last_kept;  // instance -> whether its last record is kept
