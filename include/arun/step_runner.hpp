@@ -9,6 +9,8 @@
 #include <boost/json/value.hpp>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -31,12 +33,24 @@ struct shell_variable_export {
   bool by_file = false;
 };
 
+/// A foreach whose body is one leaf, handed to the runner whole (step_runner::takes_fan_outs):
+/// its leaves ask together, and the runner lets at most `throttle` of them run at a time
+/// (a cluster's job array with a task limit), so that 10,000 items are a few submissions.
+struct fan_out_share {
+  std::uint64_t id = 0;   ///< the loop run's: unique in the arun process
+  std::size_t items = 0;  ///< how many leaves the loop starts (a retry asks again later)
+  int throttle = 1;       ///< the most leaves of the loop running at once
+};
+
 /// Where a leaf runs and what it asks of the machine there.
 struct leaf_placement {
   /// The step's `resources`, over its loops', its recipe's and its calling steps' (inner
   /// fields win); null: none.
   std::shared_ptr<const step_resources> resources;
   bool local_only = false;  ///< `executor: local`: on arun's machine whatever the run's executor
+  /// Set: a leaf of a handed-off fan-out. It holds no slot of --max-concurrent itself; its
+  /// loop holds the slots of the throttle.
+  std::shared_ptr<const fan_out_share> fan_out;
 };
 
 /// A bash step, ready to run: templates already rendered.
@@ -98,6 +112,12 @@ public:
   /// Runs an agent step to completion, with the same rules as `run_bash`. The default says
   /// the runner has no agent support (the step fails without starting anything).
   virtual boost::asio::awaitable<leaf_outcome> run_agent(agent_invocation inv);
+
+  /// Whether leaves placed as `p` go where a whole fan-out can be taken at once and
+  /// throttled there (a cluster's job arrays). Then a foreach whose body is one leaf starts
+  /// all its items together, each placed with the loop's fan_out_share, instead of one per
+  /// free slot. The default: no.
+  virtual bool takes_fan_outs(const leaf_placement& p) const;
 };
 
 }  // namespace arun

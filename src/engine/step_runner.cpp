@@ -9,4 +9,6 @@ boost::asio::awaitable<leaf_outcome> step_runner::run_agent(agent_invocation) {
   co_return o;
 }
 
+bool step_runner::takes_fan_outs(const leaf_placement&) const { return false; }
+
 }  // namespace arun

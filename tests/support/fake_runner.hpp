@@ -40,6 +40,9 @@ public:
   std::map<std::string, int> no_json_left;
   int agents_in_flight = 0;
   int agent_peak = 0;
+  /// Whether it takes whole fan-outs (a cluster's job arrays) for leaves not kept local.
+  bool fan_outs = false;
+  bool takes_fan_outs(const leaf_placement& p) const override { return fan_outs && !p.local_only; }
 
   static std::string expand(std::string text, const bash_invocation& inv) {
     for (const auto& v : inv.exports)

@@ -176,6 +176,7 @@ leaf_placement step_executor::placement_of(const step& s) {
 }
 
 int step_executor::slot_weight(const step& s, const std::string& instance, const leaf_placement& p) {
+  if (p.fan_out) return 0;  // its loop holds the slots (hand_off)
   if (!p.resources || !p.resources->cpus || !(rs_.options.leaves_run_here || p.local_only)) return 1;
   const int cpus = *p.resources->cpus;
   if (cpus > rs_.limiter.limit())
@@ -194,6 +195,7 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   inv.instance_id = instance;
   inv.timeout = effective_timeout(s, frame_.r);
   inv.placement = placement_of(s);
+  inv.placement.fan_out = sc.fan_out;
   const int weight = slot_weight(s, instance, inv.placement);
   auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop, weight);
   warn(s, instance, out.warnings);
@@ -210,20 +212,20 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   const auto asked = steady::now();
   bool may_start = true;
   if (agent) may_start = co_await await_agent_slot(agent_lease, stop);
-  bool got_slot = false;
-  if (may_start) got_slot = co_await rs_.limiter.acquire(stop, weight);  // g++ 12: no co_await in a condition
+  bool got_slot = weight == 0;  // a leaf of a handed-off fan-out: its loop holds the slots
+  if (may_start && !got_slot) got_slot = co_await rs_.limiter.acquire(stop, weight);  // g++ 12: no co_await in a condition
   // The spacing is claimed with every slot in hand, so the start it allows is not delayed.
   if (got_slot && agent) {
     const bool spaced = co_await await_agent_spacing(stop);
     if (!spaced) {
-      rs_.limiter.release(weight);
+      if (weight > 0) rs_.limiter.release(weight);
       got_slot = false;
     }
   }
   // A slot can be handed over just before a sibling fails fast or the run is interrupted:
   // check again, or the child would start after its scope was stopped.
-  if (!got_slot || stop.stop_requested()) {
-    if (got_slot) rs_.limiter.release(weight);
+  if (!got_slot || !may_start || stop.stop_requested()) {
+    if (got_slot && weight > 0) rs_.limiter.release(weight);
     leaf_outcome o;
     o.cancelled = true;
     o.error = "cancelled before it started";

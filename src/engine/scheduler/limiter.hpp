@@ -49,13 +49,15 @@ private:
   int not_served_ = 0;  ///< waiters in queue_ not granted yet
 };
 
-/// Holds slots for a scope.
+/// Holds slots for a scope (none for weight 0).
 class slot_lease {
 public:
   explicit slot_lease(concurrency_limiter& l, int weight = 1) noexcept : limiter_(&l), weight_(weight) {}
   slot_lease(const slot_lease&) = delete;
   slot_lease& operator=(const slot_lease&) = delete;
-  ~slot_lease() { limiter_->release(weight_); }
+  ~slot_lease() {
+    if (weight_ > 0) limiter_->release(weight_);
+  }
 
 private:
   concurrency_limiter* limiter_;

@@ -9,6 +9,7 @@
 #include <boost/json/parse.hpp>
 
 #include <algorithm>
+#include <atomic>
 
 namespace arun::engine {
 namespace {
@@ -75,7 +76,48 @@ struct step_executor::foreach_run {
   // Iterations stopped at an approval gate, by index: the others go on to their own gates
   // or their end, so one resume after the decisions finishes the fan-out.
   std::vector<std::pair<std::size_t, pending_approval>> waiting;
+  // Handed off whole (hand_off): the loop holds `held` slots for its leaves, never more than
+  // the items still unfinished, so the slots of a draining fan-out go back to its siblings.
+  std::shared_ptr<const fan_out_share> share;
+  concurrency_limiter* limiter = nullptr;
+  int held = 0;
+  std::size_t unfinished = 0;
+
+  void item_finished() noexcept {
+    if (!share) return;
+    --unfinished;
+    if (static_cast<std::size_t>(held) > unfinished) {
+      limiter->release(held - static_cast<int>(unfinished));
+      held = static_cast<int>(unfinished);
+    }
+  }
+  ~foreach_run() {
+    if (held > 0) limiter->release(held);
+  }
 };
+
+std::shared_ptr<fan_out_share> step_executor::hand_off(const step& s, std::size_t n, int limit) {
+  // The one leaf each item runs: the looping step itself, or its only body step.
+  if (n < 2 || s.steps.size() > 1) return nullptr;
+  const step& body = s.steps.empty() ? s : s.steps.front();
+  if ((body.type != step_type::bash && body.type != step_type::agent) || !body.steps.empty() ||
+      (&body != &s && is_loop(body)))
+    return nullptr;
+  // What would make a leaf wait for a slot of its own while the loop holds the slots: a
+  // hook or auto_stage (local children), an agent's max_concurrent_llm or min_delay_ms.
+  const auto& hooks = frame_.r.hooks;
+  if (!hooks.pre_step.empty() || !hooks.post_step.empty() || !hooks.on_error.empty()) return nullptr;
+  if (body.type == step_type::agent &&
+      (rs_.agent_limiter || rs_.agent_spacing.count() > 0 || body.agent.auto_stage || rs_.options.agents.auto_stage))
+    return nullptr;
+  if (!rs_.runner.takes_fan_outs(placement_of(body))) return nullptr;
+  static std::atomic<std::uint64_t> loops_handed_off{0};
+  auto share = std::make_shared<fan_out_share>();
+  share->id = ++loops_handed_off;
+  share->items = n;
+  share->throttle = std::max(1, std::min(limit, rs_.limiter.limit()));
+  return share;
+}
 
 boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope sc, const std::string& instance,
                                                           foreach_run& loop) {
@@ -87,8 +129,9 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     locals[as] = loop.items[i];
     locals["_loop_index"] = i;
     locals["_loop_iteration"] = i + 1;
-    auto o = co_await run_instance(s, scope{sc.context, &locals, sc.exports}, instance + "[" + std::to_string(i) + "]",
-                                   loop.stop.get_token(), true);
+    auto o = co_await run_instance(s, scope{sc.context, &locals, sc.exports, loop.share},
+                                   instance + "[" + std::to_string(i) + "]", loop.stop.get_token(), true);
+    loop.item_finished();
     if (o.next == flow::suspend) {
       ++loop.counts.waiting;
       for (auto& w : o.waiting) loop.waiting.emplace_back(i, std::move(w));
@@ -143,7 +186,21 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
 
   std::stop_callback forward(stop, [&loop] { loop.stop.request_stop(); });
   const int limit = spec.max_concurrent <= 0 ? rs_.options.max_concurrent : spec.max_concurrent;
-  const auto workers = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, limit)), n);
+  auto workers = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, limit)), n);
+  if (auto share = hand_off(s, n, limit)) {
+    // Every item at once: the runner submits them together and runs `throttle` at a time.
+    const int slots = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(share->throttle), n));
+    const bool got = co_await rs_.limiter.acquire(loop.stop.get_token(), slots);
+    if (got) {
+      loop.limiter = &rs_.limiter;
+      loop.held = slots;
+      loop.unfinished = n;
+      loop.share = std::move(share);
+      workers = n;
+    } else {
+      workers = 0;  // stopped while waiting for the slots: nothing started
+    }
+  }
   task_group tasks(rs_.executor);
   for (std::size_t w = 0; w < workers; ++w) tasks.spawn(foreach_worker(s, sc, instance, loop));
   co_await tasks.join();

@@ -63,6 +63,8 @@ struct scope {
   boost::json::object* context = nullptr;
   boost::json::object* locals = nullptr;
   context_export_cache* exports = nullptr;  ///< `context`'s; none: every step builds its own
+  /// Set inside a foreach handed to the runner whole: its one leaf holds no slot itself.
+  std::shared_ptr<const fan_out_share> fan_out = nullptr;
   boost::json::object& target() const {
     if (locals) return *locals;
     if (exports) exports->invalidate();
@@ -183,6 +185,9 @@ private:
                                                          std::stop_token stop);
   // loops.cpp
   struct foreach_run;
+  /// The share of a foreach of `n` items whose one leaf the runner takes whole (null: the
+  /// items start one per free slot as usual).
+  std::shared_ptr<fan_out_share> hand_off(const step& s, std::size_t n, int limit);
   boost::asio::awaitable<void> foreach_worker(const step& s, scope sc, const std::string& instance, foreach_run& loop);
   boost::asio::awaitable<instance_outcome> run_foreach(const step& s, scope sc, const std::string& instance,
                                                        std::stop_token stop);
