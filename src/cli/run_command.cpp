@@ -571,8 +571,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
              result->error.empty() ? "" : ": ", masker.mask(result->error.substr(0, result->error.find('\n'))));
     if (cluster) {
       const auto st = cluster->stats();
-      log.info("slurm: {} jobs submitted in {} sbatch calls ({} arrays), {} taken up from an earlier run, {} squeue calls",
-               st.submitted, st.sbatch_calls, st.arrays, st.taken_up, st.queue_polls);
+      log.info("slurm: {} jobs submitted in {} sbatch calls ({} arrays), {} taken up from an earlier run, {} squeue "
+               "calls, {} array task limit updates",
+               st.submitted, st.sbatch_calls, st.arrays, st.taken_up, st.queue_polls, st.limit_updates);
     }
     if (s.reload) {
       log.info("reload: {} recorded instances kept (unchanged), {} run again (changed)", result->reused.size(),

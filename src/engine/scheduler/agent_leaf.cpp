@@ -61,7 +61,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   inv.timeout = effective_timeout(s, frame_.r);
   if (!model.empty()) inv.model = model;
   inv.placement = placement_of(s);
-  inv.placement.fan_out = sc.fan_out;
+  if (sc.fan_out) inv.placement.fan_out = *sc.fan_out;
   const int weight = slot_weight(s, instance, inv.placement);
   const auto dir = inv.working_dir;
   // Kept for the parse_json reminder: same agent, persona, model and timeout.

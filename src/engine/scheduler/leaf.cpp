@@ -195,7 +195,7 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   inv.instance_id = instance;
   inv.timeout = effective_timeout(s, frame_.r);
   inv.placement = placement_of(s);
-  inv.placement.fan_out = sc.fan_out;
+  if (sc.fan_out) inv.placement.fan_out = *sc.fan_out;
   const int weight = slot_weight(s, instance, inv.placement);
   auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop, weight);
   warn(s, instance, out.warnings);

@@ -129,7 +129,7 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     locals[as] = loop.items[i];
     locals["_loop_index"] = i;
     locals["_loop_iteration"] = i + 1;
-    auto o = co_await run_instance(s, scope{sc.context, &locals, sc.exports, loop.share},
+    auto o = co_await run_instance(s, scope{sc.context, &locals, sc.exports, loop.share ? &loop.share : nullptr},
                                    instance + "[" + std::to_string(i) + "]", loop.stop.get_token(), true);
     loop.item_finished();
     if (o.next == flow::suspend) {

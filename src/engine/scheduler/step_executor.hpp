@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <unordered_map>
+#include <type_traits>
 #include <variant>
 #include <stop_token>
 #include <string>
@@ -63,8 +64,10 @@ struct scope {
   boost::json::object* context = nullptr;
   boost::json::object* locals = nullptr;
   context_export_cache* exports = nullptr;  ///< `context`'s; none: every step builds its own
-  /// Set inside a foreach handed to the runner whole: its one leaf holds no slot itself.
-  std::shared_ptr<const fan_out_share> fan_out = nullptr;
+  /// Set inside a foreach handed to the runner whole: its one leaf holds no slot itself. A
+  /// plain pointer to the loop's: g++ 12 destroys a coroutine's by-value parameter of a
+  /// type with a destructor twice in places, so scope stays trivially copyable.
+  const std::shared_ptr<const fan_out_share>* fan_out = nullptr;
   boost::json::object& target() const {
     if (locals) return *locals;
     if (exports) exports->invalidate();
@@ -72,6 +75,7 @@ struct scope {
   }
   const context_export_table* export_table() const { return exports ? &exports->table(*context) : nullptr; }
 };
+static_assert(std::is_trivially_destructible_v<scope>, "scope is a by-value coroutine parameter (g++ 12)");
 
 /// What happens after an instance.
 enum class flow { next, fatal, skip_remaining, cancelled, suspend };

@@ -9,6 +9,7 @@
 #include "process/supervisor.hpp"
 
 #include <arun/recipe.hpp>
+#include <arun/step_runner.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -42,6 +43,9 @@ struct job_spec {
   /// An agent step's provider (claude, codex, ...): a cluster that defines a license of that
   /// name caps the provider's agents with it. Empty for bash steps.
   std::string provider;
+  /// Set: a leaf of a foreach handed over whole (caps().fan_outs); its leaves ask together
+  /// and at most its throttle run at once.
+  std::shared_ptr<const fan_out_share> fan_out;
   /// Set on resume: the job submitted before arun stopped; follow it instead of submitting.
   std::optional<job_handle> adopt;
   /// Called once the job has an id, before the executor waits for it.
@@ -52,6 +56,9 @@ struct job_spec {
 struct executor_caps {
   bool jobs_outlive_arun = false;  ///< running jobs survive a crash of arun and can be adopted
   bool resources = false;          ///< honours job_resources
+  /// Takes a whole fan-out at once and runs at most its throttle of it (job arrays with a
+  /// task limit): the engine hands such loops over instead of starting one job per slot.
+  bool fan_outs = false;
 };
 
 class executor {

@@ -150,7 +150,12 @@ boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec
   job.process = std::move(spec);
   job.resources = std::move(placement.resources);
   job.provider = std::move(provider);
+  if (&where == &executor_) job.fan_out = std::move(placement.fan_out);
   co_return co_await where.run(std::move(job));
+}
+
+bool process_step_runner::takes_fan_outs(const leaf_placement& p) const {
+  return !p.local_only && executor_.caps().fan_outs;
 }
 
 boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocation inv) {

@@ -118,9 +118,11 @@ bool terminal_state(std::string_view state) {
 /// What the jobs of one run share besides the queue.
 struct slurm_run_memory {
   explicit slurm_run_memory(const slurm_options& o)
-      : licenses(o.client_env), earlier(o.session_id, o.client_env), submitter(o) {}
+      : licenses(o.client_env), earlier(o.session_id, o.client_env), array_limit(o.client_env),
+        submitter(o, array_limit) {}
   slurm_licenses licenses;
   slurm_earlier_jobs earlier;
+  slurm_array_limit array_limit;
   slurm_submitter submitter;
   /// Hashes of the instances this arun has submitted or taken up: a later attempt of one (a
   /// retry) is new work, not the earlier attempt's job.
@@ -179,6 +181,14 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   std::error_code ec;
   const std::string working_dir =
       job.process.launch.working_dir.empty() ? std::filesystem::current_path(ec).string() : job.process.launch.working_dir;
+  struct fan_out_unit {
+    slurm_submitter& submitter;
+    std::uint64_t fan_out = 0;
+    std::size_t part = 0;
+    ~fan_out_unit() {
+      if (fan_out != 0) submitter.job_ended(fan_out, part);
+    }
+  } ended_in{c.memory->submitter};
   if (!job.adopt)
     if (auto earlier = co_await earlier_job(c, files, job.key); !earlier.empty()) {
       arun_log().info("{}: taking up Slurm job {}, which an earlier arun of this session submitted", job.key, earlier);
@@ -208,7 +218,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     submission.files = files;
     submission.key = job.key;
     submission.options = sbatch_resource_options(resources, backstop);
+    submission.fan_out = job.fan_out;
     auto submitted = co_await c.memory->submitter.submit(std::move(submission));
+    // However the follow ends, the job's unit of its fan-out's throttle goes on.
+    ended_in.fan_out = submitted.fan_out;
+    ended_in.part = submitted.part;
     if (submitted.id.empty()) {
       r.launch_error = std::move(submitted.error);
       co_return r;
@@ -363,8 +377,14 @@ slurm_executor::slurm_executor(slurm_options options)
 slurm_executor::~slurm_executor() = default;
 
 slurm_executor::statistics slurm_executor::stats() const noexcept {
-  return {memory_->submitted, memory_->taken_up, memory_->submitter.sbatch_calls(), memory_->submitter.arrays(),
-          queue_ ? queue_->polls() : 0};
+  statistics s;
+  s.submitted = memory_->submitted;
+  s.taken_up = memory_->taken_up;
+  s.sbatch_calls = memory_->submitter.sbatch_calls();
+  s.arrays = memory_->submitter.arrays();
+  s.limit_updates = memory_->submitter.limit_updates();
+  s.queue_polls = queue_ ? queue_->polls() : 0;
+  return s;
 }
 
 asio::awaitable<process_result> slurm_executor::run(job_spec job) {

@@ -45,7 +45,9 @@ public:
   slurm_executor& operator=(const slurm_executor&) = delete;
 
   std::string_view name() const noexcept override { return "slurm"; }
-  executor_caps caps() const noexcept override { return {.jobs_outlive_arun = true, .resources = true}; }
+  executor_caps caps() const noexcept override {
+    return {.jobs_outlive_arun = true, .resources = true, .fan_outs = true};
+  }
   boost::asio::awaitable<process_result> run(job_spec job) override;
   /// Cancels every job of the run at once (`scancel --name`), waiting a few seconds at most.
   void emergency_stop() noexcept override;
@@ -58,6 +60,7 @@ public:
     std::uint64_t taken_up = 0;     ///< jobs of an earlier arun followed instead of submitted
     std::uint64_t sbatch_calls = 0; ///< submissions: a job of its own or an array of them
     std::uint64_t arrays = 0;       ///< of which array jobs
+    std::uint64_t limit_updates = 0; ///< raised task limits of a fan-out's arrays (scontrol update)
     std::uint64_t queue_polls = 0;  ///< squeue calls (one covers every job of the run)
   };
   statistics stats() const noexcept;

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <charconv>
 
 namespace arun::io {
 namespace asio = boost::asio;
@@ -16,6 +17,7 @@ namespace {
 
 // Outside coroutines: g++ 12 cannot keep a braced list of strings in a coroutine frame.
 std::vector<std::string> show_licenses() { return {"scontrol", "show", "licenses", "--oneliner"}; }
+std::vector<std::string> show_config() { return {"scontrol", "show", "config"}; }
 std::vector<std::string> jobs_with_comments(const std::string& session_id) {
   return {"squeue", "--all", "--array", "--noheader", "--name=arun-" + session_id, "--format=%i %k"};
 }
@@ -23,8 +25,9 @@ std::vector<std::string> jobs_with_comments(const std::string& session_id) {
 }  // namespace
 
 asio::awaitable<const process_result*> client_answer::get() {
+  const auto ex = co_await asio::this_coro::executor;  // g++ 12: not inside another call's arguments
   if (state_ == state::asking) {
-    asio::steady_timer answered(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+    asio::steady_timer answered(ex, asio::steady_timer::time_point::max());
     waiting_.push_back(&answered);
     co_await answered.async_wait(asio::as_tuple(asio::use_awaitable));
     std::erase(waiting_, &answered);  // still listed when this job was cancelled meanwhile
@@ -75,6 +78,42 @@ asio::awaitable<std::string> slurm_earlier_jobs::find(std::string key) {
   }
   const auto it = by_key_.find(key);
   co_return it == by_key_.end() ? std::string() : it->second;
+}
+
+slurm_array_limit::slurm_array_limit(const std::vector<std::string>& client_env) : answer_(show_config(), client_env) {}
+
+asio::awaitable<std::size_t> slurm_array_limit::max_tasks() {
+  const auto* r = co_await answer_.get();
+  if (!parsed_) {
+    parsed_ = true;
+    const auto size = r->succeeded() ? parse_max_array_size(r->out.text) : std::nullopt;
+    if (size)
+      max_tasks_ = *size > 0 ? *size - 1 : 0;
+    else
+      arun_log().warn("scontrol show config gave no MaxArraySize ({}): job arrays of at most {} tasks",
+                      r->succeeded() ? "not in its output" : client_failure(*r), max_tasks_);
+  }
+  co_return max_tasks_;
+}
+
+std::optional<std::size_t> parse_max_array_size(std::string_view text) {
+  constexpr std::string_view key = "MaxArraySize";
+  for (std::size_t at = 0; at < text.size();) {
+    auto end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    auto line = text.substr(at, end - at);
+    at = end + 1;
+    if (!line.starts_with(key)) continue;
+    line.remove_prefix(key.size());
+    const auto eq = line.find_first_not_of(' ');
+    if (eq == std::string_view::npos || line[eq] != '=') continue;
+    line.remove_prefix(eq + 1);
+    line.remove_prefix(std::min(line.size(), line.find_first_not_of(' ')));
+    std::size_t value = 0;
+    const auto [rest, ec] = std::from_chars(line.data(), line.data() + line.size(), value);
+    if (ec == std::errc() && rest != line.data()) return value;
+  }
+  return std::nullopt;
 }
 
 std::set<std::string, std::less<>> parse_license_names(std::string_view text) {

@@ -4,14 +4,18 @@
 // - the licenses the cluster defines (`Licenses=claude:20` in slurm.conf): an agent job takes
 //   one of its provider's, so the cluster caps each provider's agents across every run;
 // - the jobs an earlier arun of the same session left in the queue, by instance (resume
-//   after a crash takes them up instead of submitting their instances again).
+//   after a crash takes them up instead of submitting their instances again);
+// - the largest job array the cluster accepts (MaxArraySize): a larger fan-out is cut into
+//   arrays of that size instead of being refused.
 
 #include "process/supervisor.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -60,6 +64,23 @@ private:
   bool parsed_ = false;
   std::map<std::string, std::string, std::less<>> by_key_;
 };
+
+class slurm_array_limit {
+public:
+  explicit slurm_array_limit(const std::vector<std::string>& client_env);
+  /// The most tasks one array job may have: MaxArraySize - 1 (task ids run from 0 to
+  /// MaxArraySize - 1); 0 when the cluster takes no arrays. Slurm's default (1000) when
+  /// scontrol cannot tell (logged once).
+  boost::asio::awaitable<std::size_t> max_tasks();
+
+private:
+  client_answer answer_;
+  bool parsed_ = false;
+  std::size_t max_tasks_ = 1000;
+};
+
+/// MaxArraySize in `scontrol show config` output ("MaxArraySize            = 1001").
+std::optional<std::size_t> parse_max_array_size(std::string_view scontrol_output);
 
 /// The license names in `scontrol show licenses` output ("LicenseName=claude Total=2 ...").
 std::set<std::string, std::less<>> parse_license_names(std::string_view scontrol_output);

@@ -117,9 +117,11 @@ exec /bin/bash "${{dirs[$SLURM_ARRAY_TASK_ID]}}/run.sh" "${{SLURM_ARRAY_JOB_ID}}
 
 std::vector<std::string> sbatch_array_arguments(const slurm_array_files& array, std::size_t tasks,
                                                 const std::vector<std::string>& resource_options,
-                                                std::string_view job_name) {
+                                                std::string_view job_name, int task_limit) {
+  auto range = fmt::format("--array=0-{}", tasks - 1);
+  if (task_limit > 0) range += fmt::format("%{}", task_limit);
   std::vector<std::string> args = {"sbatch", "--parsable", fmt::format("--job-name={}", job_name),
-                                   fmt::format("--comment={}", array.comment()), fmt::format("--array=0-{}", tasks - 1),
+                                   fmt::format("--comment={}", array.comment()), std::move(range),
                                    "--output=" + array.slurm_log(), "--error=" + array.slurm_log(), "--open-mode=append"};
   args.insert(args.end(), resource_options.begin(), resource_options.end());
   args.push_back(array.script());

@@ -74,10 +74,11 @@ slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::stri
 /// The array job's script: task I runs the wrapper of the job directory on line I+1 of the list.
 std::string slurm_array_script(const slurm_array_files& array);
 
-/// sbatch's arguments for an array of `tasks` tasks with the given resource options.
+/// sbatch's arguments for an array of `tasks` tasks with the given resource options; at most
+/// `task_limit` of them run at once (`%N`), 0: no limit.
 std::vector<std::string> sbatch_array_arguments(const slurm_array_files& array, std::size_t tasks,
                                                 const std::vector<std::string>& resource_options,
-                                                std::string_view job_name);
+                                                std::string_view job_name, int task_limit = 0);
 
 /// `resources` with one license of `provider` added, when the step does not name that license
 /// itself; null `resources` counts as none asked.

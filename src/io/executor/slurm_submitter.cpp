@@ -12,12 +12,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <random>
 #include <cstring>
+#include <random>
 
 namespace arun::io {
 namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
 
 bool write_slurm_job_record(const slurm_job_files& files, std::string_view text) {
   return replace_private_file(files.job(), std::string(text) + "\n");
@@ -30,23 +32,35 @@ std::string parsed_job_id(const process_result& r) {
   return r.succeeded() ? r.out.text.substr(0, r.out.text.find_first_of(";\n")) : std::string();
 }
 
+// Outside coroutines: g++ 12 cannot keep a braced list of strings in a coroutine frame.
+std::vector<std::string> array_task_limit(const std::string& array_id, int limit) {
+  return {"scontrol", "update", "JobId=" + array_id, "ArrayTaskThrottle=" + std::to_string(limit)};
+}
+
 }  // namespace
 
-slurm_submitter::slurm_submitter(const slurm_options& options) : options_(options) {
+slurm_submitter::slurm_submitter(const slurm_options& options, slurm_array_limit& arrays)
+    : options_(options), array_limit_(arrays) {
   std::random_device random;
   process_tag_ = fmt::format("{:08x}", random());
 }
 
 asio::awaitable<slurm_submitted> slurm_submitter::submit(slurm_submission s) {
   const auto ex = co_await asio::this_coro::executor;
+  ex_ = ex;
+  const std::size_t max_tasks = co_await array_limit_.max_tasks();
   asio::steady_timer wake(ex, asio::steady_timer::time_point::max());
   waiting me;
   me.s = std::move(s);
   me.wake = &wake;
-  batches_[me.s.options].push_back(&me);
-  if (!flush_pending_) {
-    flush_pending_ = true;
-    asio::co_spawn(ex, flush_after_window(), asio::detached);
+  if (me.s.fan_out) {
+    collect(me, max_tasks);
+  } else {
+    batches_[me.s.options].push_back(&me);
+    if (!flush_pending_) {
+      flush_pending_ = true;
+      asio::co_spawn(ex, flush_after_window(max_tasks), asio::detached);
+    }
   }
   // Woken (the timer cancelled) once the submission that carries this one has its answer.
   while (me.result.id.empty() && me.result.error.empty())
@@ -54,16 +68,17 @@ asio::awaitable<slurm_submitted> slurm_submitter::submit(slurm_submission s) {
   co_return me.result;
 }
 
-asio::awaitable<void> slurm_submitter::flush_after_window() {
+asio::awaitable<void> slurm_submitter::flush_after_window(std::size_t max_tasks) {
   const auto ex = co_await asio::this_coro::executor;
   asio::steady_timer window_timer(ex, window);
   co_await window_timer.async_wait(asio::as_tuple(asio::use_awaitable));
   flush_pending_ = false;
   auto batches = std::move(batches_);
   batches_.clear();
+  const std::size_t chunk_size = std::max<std::size_t>(1, max_tasks);
   for (auto& [options, group] : batches)
-    for (std::size_t from = 0; from < group.size(); from += max_array_tasks) {
-      const auto to = std::min(group.size(), from + max_array_tasks);
+    for (std::size_t from = 0; from < group.size(); from += chunk_size) {
+      const auto to = std::min(group.size(), from + chunk_size);
       std::vector<waiting*> chunk(group.begin() + static_cast<std::ptrdiff_t>(from),
                                   group.begin() + static_cast<std::ptrdiff_t>(to));
       // Each sbatch in a coroutine of its own: one slow submission does not hold the others.
@@ -71,7 +86,7 @@ asio::awaitable<void> slurm_submitter::flush_after_window() {
         auto alone = submit_alone(chunk.front());
         asio::co_spawn(ex, std::move(alone), asio::detached);
       } else {
-        auto together = submit_array(std::move(chunk));
+        auto together = submit_array(std::move(chunk), 0);
         asio::co_spawn(ex, std::move(together), asio::detached);
       }
     }
@@ -86,7 +101,7 @@ asio::awaitable<void> slurm_submitter::submit_alone(waiting* w) {
   w->wake->cancel();
 }
 
-asio::awaitable<void> slurm_submitter::submit_array(std::vector<waiting*> tasks) {
+asio::awaitable<std::string> slurm_submitter::submit_array(std::vector<waiting*> tasks, int limit) {
   const auto array = slurm_array_files_for(options_.shared_dir, options_.session_id, process_tag_, ++arrays_made_);
   std::string list;
   for (const auto* t : tasks) list += t->s.files.dir + "\n";
@@ -105,12 +120,12 @@ asio::awaitable<void> slurm_submitter::submit_array(std::vector<waiting*> tasks)
   if (problem.empty()) {
     ++sbatch_calls_;
     ++arrays_;
-    auto args = sbatch_array_arguments(array, tasks.size(), tasks.front()->s.options, "arun-" + options_.session_id);
+    auto args =
+        sbatch_array_arguments(array, tasks.size(), tasks.front()->s.options, "arun-" + options_.session_id, limit);
     const auto r = co_await slurm_client(std::move(args), options_.client_env);
     base = parsed_job_id(r);
     if (base.empty() && client_failure(r).find("Invalid job array specification") != std::string::npos) {
-      // A cluster whose MaxArraySize is below this array's size (or that refuses arrays):
-      // each instance goes on its own.
+      // A cluster that refuses arrays after all: each instance goes on its own.
       arun_log().warn("sbatch refused an array of {} tasks ({}): submitting them one by one", tasks.size(),
                       client_failure(r));
       for (auto* t : tasks) {
@@ -121,11 +136,13 @@ asio::awaitable<void> slurm_submitter::submit_array(std::vector<waiting*> tasks)
         }
         co_await submit_alone(t);
       }
-      co_return;
+      co_return std::string();
     }
     if (base.empty()) problem = "sbatch could not submit the array job: " + client_failure(r);
   }
-  if (problem.empty()) arun_log().debug("slurm array job {}: {} tasks ({})", base, tasks.size(), array.list());
+  if (problem.empty())
+    arun_log().debug("slurm array job {}: {} tasks{} ({})", base, tasks.size(),
+                     limit > 0 ? fmt::format(", {} at a time", limit) : std::string(), array.list());
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     if (problem.empty())
       tasks[i]->result.id = base + "_" + std::to_string(i);
@@ -133,6 +150,146 @@ asio::awaitable<void> slurm_submitter::submit_array(std::vector<waiting*> tasks)
       tasks[i]->result.error = problem;
     tasks[i]->wake->cancel();
   }
+  co_return base;
+}
+
+// ---- fan-outs taken whole ----
+
+void slurm_submitter::collect(waiting& w, std::size_t max_tasks) {
+  const auto& share = *w.s.fan_out;
+  auto [it, made] = fan_outs_.try_emplace(share.id, share);
+  auto& f = it->second;
+  ++f.arrived;
+  f.last_arrival = clock_type::now();
+  auto& group = f.collecting[w.s.options];
+  group.push_back(&w);
+  if (group.size() >= std::max<std::size_t>(1, max_tasks)) cut(share.id, f, w.s.options);
+  if (f.arrived >= f.share.items) {
+    // Every item is in (or this is a retry after them): no reason to wait.
+    while (!f.collecting.empty()) cut(share.id, f, f.collecting.begin()->first);
+  } else if (!f.quiet_wait) {
+    f.quiet_wait = true;
+    ++f.busy;
+    asio::co_spawn(ex_, cut_when_quiet(share.id), asio::detached);
+  }
+  share_out(share.id);
+}
+
+void slurm_submitter::cut(std::uint64_t id, fan_out_state& f, const std::vector<std::string>& options) {
+  auto found = f.collecting.find(options);
+  if (found == f.collecting.end()) return;
+  fan_out_part p;
+  p.tasks = std::move(found->second);
+  p.options = options;
+  f.collecting.erase(found);
+  const auto number = f.budget.add(p.tasks.size());
+  for (auto* t : p.tasks) {
+    t->result.fan_out = id;
+    t->result.part = number;
+  }
+  f.parts.push_back(std::move(p));
+}
+
+asio::awaitable<void> slurm_submitter::cut_when_quiet(std::uint64_t id) {
+  const auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer quiet(ex);
+  for (;;) {
+    auto& f = fan_outs_.at(id);
+    const auto until = f.last_arrival + fan_out_quiet;
+    if (clock_type::now() >= until || f.collecting.empty()) break;
+    quiet.expires_at(until);
+    co_await quiet.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  auto& f = fan_outs_.at(id);
+  while (!f.collecting.empty()) cut(id, f, f.collecting.begin()->first);
+  f.quiet_wait = false;
+  --f.busy;
+  share_out(id);
+  forget_if_done(id);
+}
+
+void slurm_submitter::share_out(std::uint64_t id) {
+  auto& f = fan_outs_.at(id);
+  bool raised = false;
+  for (const auto& g : f.budget.share_out()) {
+    if (g.first) {
+      ++f.busy;
+      asio::co_spawn(ex_, submit_part(id, g.part, g.limit), asio::detached);
+    } else {
+      raised = true;
+    }
+  }
+  // Raises wait a moment: the jobs a poll saw end together free their units one by one.
+  if (raised && !f.limits_pending) {
+    f.limits_pending = true;
+    ++f.busy;
+    asio::co_spawn(ex_, raise_limits_after_window(id), asio::detached);
+  }
+}
+
+asio::awaitable<void> slurm_submitter::submit_part(std::uint64_t id, std::size_t number, int limit) {
+  auto tasks = std::move(fan_outs_.at(id).parts.at(number).tasks);
+  std::string array_id;
+  if (tasks.size() == 1)
+    co_await submit_alone(tasks.front());
+  else
+    array_id = co_await submit_array(std::move(tasks), limit);
+  auto& f = fan_outs_.at(id);
+  auto& p = f.parts.at(number);
+  p.array_id = std::move(array_id);
+  p.limit_set = limit;
+  --f.busy;
+  // Units given to the part while sbatch ran are its limit's raise.
+  if (!p.array_id.empty() && f.budget.held(number) > limit && !f.limits_pending) {
+    f.limits_pending = true;
+    ++f.busy;
+    asio::co_spawn(ex_, raise_limits_after_window(id), asio::detached);
+  }
+  forget_if_done(id);
+}
+
+asio::awaitable<void> slurm_submitter::raise_limits_after_window(std::uint64_t id) {
+  const auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer wait(ex, window);
+  co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
+  fan_outs_.at(id).limits_pending = false;
+  for (std::size_t i = 0; i < fan_outs_.at(id).parts.size(); ++i) {
+    auto& p = fan_outs_.at(id).parts[i];
+    const int wanted = fan_outs_.at(id).budget.held(i);
+    if (p.array_id.empty() || wanted <= p.limit_set) continue;
+    ++limit_updates_;
+    const auto array_id = p.array_id;
+    const auto r = co_await slurm_client(array_task_limit(array_id, wanted), options_.client_env);
+    // Tasks that have ended make scontrol exit 1 ("Job has already finished") while the
+    // limit is still set for the others.
+    const bool set = r.succeeded() || r.err.text.find("No error") != std::string::npos ||
+                     r.out.text.find("No error") != std::string::npos;
+    auto& again = fan_outs_.at(id).parts[i];
+    if (set) {
+      again.limit_set = std::max(again.limit_set, wanted);
+      arun_log().debug("slurm array job {}: {} tasks at a time", array_id, wanted);
+    } else {
+      arun_log().warn("cannot raise the task limit of Slurm array job {} to {}: {}; it goes on with {}", array_id,
+                      wanted, client_failure(r), again.limit_set);
+    }
+  }
+  --fan_outs_.at(id).busy;
+  forget_if_done(id);
+}
+
+void slurm_submitter::job_ended(std::uint64_t id, std::size_t part) {
+  const auto it = fan_outs_.find(id);
+  if (it == fan_outs_.end()) return;
+  it->second.budget.finished(part);
+  share_out(id);
+  forget_if_done(id);
+}
+
+void slurm_submitter::forget_if_done(std::uint64_t id) {
+  const auto it = fan_outs_.find(id);
+  if (it == fan_outs_.end()) return;
+  const auto& f = it->second;
+  if (f.busy == 0 && f.collecting.empty() && f.budget.drained()) fan_outs_.erase(it);
 }
 
 }  // namespace arun::io

@@ -1,20 +1,28 @@
 #pragma once
-// Submitting jobs: the instances that ask within a few milliseconds of each other with the
-// same sbatch options go as the tasks of one array job. A fan-out starts as many instances
-// as --max-concurrent allows at once, and each squeue poll frees the slots of all the jobs
-// it saw end together: so a 10,000-item foreach is a few hundred submissions, not 10,000,
-// and Slurm's controller is spared the storm. Each task keeps its own job directory, output,
-// exit file and record; only sbatch is shared.
+// Submitting jobs, as few sbatch calls as the cluster allows:
+// - A foreach whose body is one leaf comes whole (its leaves carry a fan_out_share): its
+//   items are collected and go as job arrays of up to MaxArraySize tasks, whose task limits
+//   (`%N`) share the loop's throttle (fan_out_budget.hpp). 10,000 items at -j 500 on a
+//   default cluster are ten sbatch calls, and Slurm, not arun, starts each next task.
+// - Other instances that ask within a few milliseconds of each other with the same sbatch
+//   options go as the tasks of one array job too.
+// Each task keeps its own job directory, output, exit file and record; only sbatch is shared.
 
+#include "executor/fan_out_budget.hpp"
 #include "executor/slurm_executor.hpp"
+#include "executor/slurm_lookups.hpp"
 #include "executor/slurm_script.hpp"
 
+#include <arun/step_runner.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,28 +32,37 @@ struct slurm_submission {
   slurm_job_files files;
   std::string key;                   ///< the instance: a job of its own carries it as its comment
   std::vector<std::string> options;  ///< sbatch_resource_options: equal options may share an array
+  std::shared_ptr<const fan_out_share> fan_out;  ///< set: a leaf of a foreach taken whole
 };
 
 struct slurm_submitted {
   std::string id;     ///< "123", or "123_4" for a task of an array; empty on failure
   std::string error;  ///< why sbatch gave no job
+  /// The fan-out and part it went in (fan_out 0: none): its end goes to job_ended, whatever
+  /// became of it, so that its unit of the throttle goes on.
+  std::uint64_t fan_out = 0;
+  std::size_t part = 0;
 };
 
 class slurm_submitter {
 public:
-  explicit slurm_submitter(const slurm_options& options);
+  slurm_submitter(const slurm_options& options, slurm_array_limit& arrays);
 
-  /// Submits `s` with whatever else is asked within the batching window; also writes the
-  /// instance's job record (submitting as an array task, then the id).
+  /// Submits `s` with whatever else is asked with it; also writes the instance's job record
+  /// (submitting as an array task, then the id).
   boost::asio::awaitable<slurm_submitted> submit(slurm_submission s);
+  /// A job that submit() gave a fan-out part ended (or its submission failed).
+  void job_ended(std::uint64_t fan_out, std::size_t part);
 
   std::uint64_t sbatch_calls() const noexcept { return sbatch_calls_; }
   std::uint64_t arrays() const noexcept { return arrays_; }
+  std::uint64_t limit_updates() const noexcept { return limit_updates_; }
 
-  /// The largest array submitted (Slurm's default MaxArraySize is 1001).
-  static constexpr std::size_t max_array_tasks = 1000;
   /// How long a submission waits for others to share its sbatch.
   static constexpr std::chrono::milliseconds window{20};
+  /// How long a fan-out's collection waits for more of its items before the ones it has go
+  /// (items a condition skipped, or that failed before submitting, never come).
+  static constexpr std::chrono::milliseconds fan_out_quiet{100};
 
 private:
   struct waiting {
@@ -53,17 +70,52 @@ private:
     slurm_submitted result;
     boost::asio::steady_timer* wake = nullptr;
   };
-  boost::asio::awaitable<void> flush_after_window();
+  struct fan_out_part {
+    std::vector<waiting*> tasks;  ///< until submitted
+    std::vector<std::string> options;
+    std::string array_id;  ///< once submitted as an array
+    int limit_set = 0;     ///< the array's task limit Slurm has
+  };
+  struct fan_out_state {
+    explicit fan_out_state(const fan_out_share& s) : share(s), budget(s.throttle) {}
+    fan_out_share share;
+    fan_out_budget budget;
+    std::size_t arrived = 0;
+    std::map<std::vector<std::string>, std::vector<waiting*>> collecting;  ///< by sbatch options
+    std::vector<fan_out_part> parts;
+    std::chrono::steady_clock::time_point last_arrival;
+    int busy = 0;  ///< its coroutines still running (it stays while any does)
+    bool quiet_wait = false, limits_pending = false;
+  };
+
+  boost::asio::awaitable<void> flush_after_window(std::size_t max_tasks);
+  /// A job of its own; its result and wake are set.
   boost::asio::awaitable<void> submit_alone(waiting* w);
-  boost::asio::awaitable<void> submit_array(std::vector<waiting*> tasks);
+  /// One array job of `tasks` (at most `limit` running, 0: no limit); its tasks' results
+  /// and wakes are set. Returns the array's id, "" when it was not submitted as one.
+  boost::asio::awaitable<std::string> submit_array(std::vector<waiting*> tasks, int limit);
+
+  void collect(waiting& w, std::size_t max_tasks);
+  /// The items collected with `options` become the fan-out's next part.
+  void cut(std::uint64_t id, fan_out_state& f, const std::vector<std::string>& options);
+  boost::asio::awaitable<void> cut_when_quiet(std::uint64_t id);
+  /// Submits the parts that got their first units, and has the task limits raised.
+  void share_out(std::uint64_t id);
+  boost::asio::awaitable<void> submit_part(std::uint64_t id, std::size_t part, int limit);
+  boost::asio::awaitable<void> raise_limits_after_window(std::uint64_t id);
+  void forget_if_done(std::uint64_t id);
 
   const slurm_options& options_;
+  slurm_array_limit& array_limit_;
+  boost::asio::any_io_executor ex_;  ///< the run's, from the first submission
   std::map<std::vector<std::string>, std::vector<waiting*>> batches_;  ///< by sbatch options
   bool flush_pending_ = false;
+  std::map<std::uint64_t, fan_out_state> fan_outs_;
   std::string process_tag_;  ///< in the names of this process's arrays
   std::size_t arrays_made_ = 0;
   std::uint64_t sbatch_calls_ = 0;
   std::uint64_t arrays_ = 0;
+  std::uint64_t limit_updates_ = 0;
 };
 
 /// Writes the instance's job record atomically; false with errno set when it cannot.
