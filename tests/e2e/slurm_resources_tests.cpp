@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -367,6 +368,62 @@ steps:
     CHECK(cluster.queue().empty());
     std::this_thread::sleep_for(std::chrono::seconds(2));
     CHECK_FALSE(fs::exists(dir.root / waiting));
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm run: a foreach larger than MaxArraySize goes as a few arrays that share its throttle") {
+  if (slurm_missing()) return;
+  {
+    // Arrays of at most 5 tasks; the loop runs 3 at a time: 12 items are 3 arrays, and their
+    // task limits together never let more than 3 tasks run.
+    slurm_cluster::options opts;
+    opts.extra_conf = {"MaxArraySize=6"};
+    slurm_cluster cluster(opts);
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    const auto ledger = dir.root / "ledger";
+    const std::string log_line = "\"$(date +%s.%N)\" >> '" + ledger.string() + "'";
+    std::ofstream(dir.root / "fan.yaml") << R"X(name: fan
+steps:
+  - id: each
+    foreach: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    max_concurrent: 3
+    command: |
+      echo start )X" << log_line << R"X(
+      sleep 0.4
+      echo end )X" << log_line << R"X(
+      echo "item {{item}}"
+)X";
+    const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", sessions.string(), "-j", "8",
+                                         "--executor", "slurm", "fan.yaml"},
+                                        dir.root.string(), std::chrono::seconds(120), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    const auto result = arun::test::result_json(r);
+    const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
+    REQUIRE(outputs.size() == 12);
+    for (std::size_t i = 0; i < outputs.size(); ++i) CHECK(outputs.at(i) == boost::json::value("item " + std::to_string(i + 1)));
+    // The tasks running at once, from the ledger's start and end times.
+    std::vector<std::pair<double, int>> changes;
+    std::istringstream lines(slurp(ledger));
+    for (std::string what; lines >> what;) {
+      double at = 0;
+      lines >> at;
+      changes.emplace_back(at, what == "start" ? 1 : -1);
+    }
+    REQUIRE(changes.size() == 24);
+    std::sort(changes.begin(), changes.end());
+    int running = 0, peak = 0;
+    for (const auto& c : changes) peak = std::max(peak, running += c.second);
+    CHECK(peak <= 3);
+    CHECK(peak >= 2);  // and in parallel, not one by one
+    const std::string id(result.at("session_id").as_string());
+    const auto log = slurp(sessions / id / "arun.log");
+    CHECK_THAT(log, Catch::Contains("12 jobs submitted in 3 sbatch calls (3 arrays)"));
+    // The later arrays' limits were raised as the earlier ones drained.
+    CHECK_THAT(log, !Catch::Contains(" 0 array task limit updates"));
+    CHECK(cluster.queue().empty());
   }
   CHECK(arun::test::leftover_processes().empty());
 }

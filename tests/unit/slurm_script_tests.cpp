@@ -105,6 +105,7 @@ TEST_CASE("an array job's script runs the wrapper of the job directory its task 
                                "--output=/shared/jobs/S1/arrays/1a2b-3.%a.log", "--mem=1G"})
     CHECK(has(args, expected));
   CHECK(args.back() == array.script());
+  CHECK(has(sbatch_array_arguments(array, 5, {}, "arun-S1", 3), "--array=0-4%3"));  // a task limit
   // A task names itself ARRAY_TASK in its exit file, as squeue --array lists it: the array's
   // script hands it over, as an inherited SLURM_ARRAY_* may be the caller's.
   CHECK_THAT(script, Catch::Contains("\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\""));
@@ -203,4 +204,13 @@ TEST_CASE("the wrapper quotes its paths and writes the exit file atomically") {
   const auto with_input = slurm_wrapper_script(files, "/work", true);
   CHECK(with_input.find("2> \"$dir/err\" < \"$dir/stdin\"\n") != std::string::npos);
   CHECK(with_input.find("/dev/null") == std::string::npos);
+}
+
+TEST_CASE("slurm: MaxArraySize is read from scontrol show config") {
+  CHECK(parse_max_array_size("AuthType                = auth/none\nMaxArraySize            = 1001\nMaxJobCount = 10000\n") ==
+        std::size_t{1001});
+  CHECK(parse_max_array_size("MaxArraySize = 0\n") == std::size_t{0});
+  CHECK_FALSE(parse_max_array_size("MaxArraySizeX = 5\n").has_value());
+  CHECK_FALSE(parse_max_array_size("MaxArraySize = many\n").has_value());
+  CHECK_FALSE(parse_max_array_size("").has_value());
 }

@@ -119,11 +119,12 @@ bool terminal_state(std::string_view state) {
 struct slurm_run_memory {
   explicit slurm_run_memory(const slurm_options& o)
       : licenses(o.client_env), earlier(o.session_id, o.client_env), array_limit(o.client_env),
-        submitter(o, array_limit) {}
+        submitter(o, array_limit), cancels(o.client_env) {}
   slurm_licenses licenses;
   slurm_earlier_jobs earlier;
   slurm_array_limit array_limit;
   slurm_submitter submitter;
+  scancel_batches cancels;
   /// Hashes of the instances this arun has submitted or taken up: a later attempt of one (a
   /// retry) is new work, not the earlier attempt's job.
   std::unordered_set<std::uint64_t> started;
@@ -271,7 +272,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       const auto reason = c.jobs->reason_of(me->id);
       if (auto why = slurm_never_starts(reason); !why.empty()) {
         refused = "Slurm will not start job " + me->id + " (pending, reason " + reason + "): " + why;
-        co_await scancel(me->id, nullptr, o.client_env);
+        co_await c.memory->cancels.cancel(me->id, nullptr);
         break;
       }
     }
@@ -296,16 +297,16 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       // task) alone, where a signal to a pending array task reaches every pending task of
       // its array. A running one gets TERM first, so the step can end as it would locally.
       const char* signal = running_since ? "TERM" : nullptr;
-      co_await scancel(me->id, signal, o.client_env);
+      co_await c.memory->cancels.cancel(me->id, signal);
     } else if (term_sent && !running_since && now - *term_sent >= job.process.kill_grace && !state.empty() &&
                !terminal_state(state)) {
       // Still queued after a plain cancel (the controller was busy, scancel failed): again.
       term_sent = now;
-      co_await scancel(me->id, nullptr, o.client_env);
+      co_await c.memory->cancels.cancel(me->id, nullptr);
     } else if (term_sent && !kill_sent && running_since && now - *term_sent >= job.process.kill_grace) {
       kill_sent = now;
-      co_await scancel(me->id, "KILL", o.client_env);
-      co_await scancel(me->id, nullptr, o.client_env);
+      co_await c.memory->cancels.cancel(me->id, "KILL");
+      co_await c.memory->cancels.cancel(me->id, nullptr);
     }
   }
   // A shared filesystem shows a file's new size to a new open (close-to-open): read the
@@ -330,7 +331,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     r.signal = kill_sent ? SIGKILL : SIGTERM;
   } else {
     r.launch_error = "Slurm job " + me->id + " left the queue without an exit status (lost; its files are in " + files.dir + ")";
-    co_await scancel(me->id, nullptr, o.client_env);  // in case it runs on where squeue cannot see it
+    co_await c.memory->cancels.cancel(me->id, nullptr);  // in case it runs on where squeue cannot see it
   }
   // The environment and input may hold secrets: they do not stay on the shared filesystem.
   for (const auto& used : {files.env(), files.argv(), files.input()}) std::filesystem::remove(used, ec);
