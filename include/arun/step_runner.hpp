@@ -53,6 +53,9 @@ struct leaf_placement {
   std::shared_ptr<const fan_out_share> fan_out;
 };
 
+/// Called once when a leaf that waited in a queue (a handed-off fan-out's) starts running.
+using running_handler = std::function<void()>;
+
 /// A bash step, ready to run: templates already rendered.
 struct bash_invocation {
   std::string instance_id;
@@ -63,6 +66,7 @@ struct bash_invocation {
   std::optional<std::chrono::nanoseconds> timeout;
   leaf_placement placement;
   output_line_handler on_line;
+  running_handler on_running;  ///< may be empty; a runner that cannot tell never calls it
 };
 
 /// An agent step, ready to run (SPEC §3.4): the prompt rendered, `MODE:` line and the
@@ -80,6 +84,7 @@ struct agent_invocation {
   std::optional<std::chrono::nanoseconds> timeout;
   leaf_placement placement;
   output_line_handler on_line;
+  running_handler on_running;  ///< may be empty; a runner that cannot tell never calls it
 };
 
 /// What running one leaf (a child process) produced. The engine turns it into a step_result.

@@ -6,6 +6,8 @@
 //   "dies-on-stop:MS" waits MS milliseconds; stopped, it reports a child killed by SIGINT
 //                    that the runner did not see stopped (the race a Ctrl-C can win)
 //   "out:TEXT"       prints TEXT (after `${RECIPE_VAR_x}` expansions are substituted)
+//   "queued:MS rest" waits MS milliseconds as in a cluster's queue, says it runs (on_running),
+//                    then runs "rest"
 //   anything else    prints the command itself
 // It counts children in flight, so tests can check the concurrency limit. Agent steps play
 // the first line of their prompt the same way; `rate_limited_left[line]` makes that many
@@ -99,6 +101,13 @@ private:
     auto ex = co_await boost::asio::this_coro::executor;
     // Always suspend once, as a real child does.
     co_await boost::asio::post(ex, boost::asio::use_awaitable);
+    if (script.rfind("queued:", 0) == 0) {
+      const auto space = script.find(' ');
+      boost::asio::steady_timer t(ex, std::chrono::milliseconds(std::stoi(script.substr(7, space - 7))));
+      co_await t.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+      if (inv.on_running) inv.on_running();
+      script = script.substr(space + 1);
+    }
     if (script.rfind("dies-on-stop:", 0) == 0) {
       boost::asio::steady_timer t(ex, std::chrono::milliseconds(std::stoi(script.substr(13))));
       auto [ec] = co_await t.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));

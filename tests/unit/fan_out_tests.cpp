@@ -45,8 +45,9 @@ recipe make(std::vector<step> steps, boost::json::array items) {
   return r;
 }
 
-run_result run(fake_runner& runner, const recipe& r, int max_concurrent) {
-  recorder events;
+run_result run(fake_runner& runner, const recipe& r, int max_concurrent, recorder* seen = nullptr) {
+  recorder own;
+  recorder& events = seen ? *seen : own;
   run_options o;
   o.session_id = "sid";
   o.max_concurrent = max_concurrent;
@@ -174,4 +175,22 @@ TEST_CASE("fan-out: what would make a leaf wait for a slot of its own keeps one 
   }
   CHECK(shares(runner).empty());
   CHECK(runner.peak <= 2);
+}
+
+TEST_CASE("fan-out: a leaf waiting in the runner's queue starts when the runner says it runs") {
+  // each[0] waits 100 ms in the queue; each[1] runs at once and ends. Progress must show
+  // each[1] running and done before each[0] starts, not both started at submission.
+  fake_runner runner;
+  runner.fan_outs = true;
+  recorder events;
+  const auto r = run(runner, make({looping(bash("each", "{{item}}"), "{{items}}", 0)},
+                                  boost::json::array{"queued:100 out:a", "out:b"}),
+                     4, &events);
+  CHECK(r.status == run_status::completed);
+  std::vector<std::string> order;
+  for (const auto& e : events.events)
+    if ((e.kind == event_kind::step_start || e.kind == event_kind::step_end) && e.step.starts_with("each["))
+      order.push_back(std::string(e.kind == event_kind::step_start ? "start " : "end ") + e.step);
+  const std::vector<std::string> expected = {"start each[1]", "end each[1]", "start each[0]", "end each[0]"};
+  CHECK(order == expected);
 }

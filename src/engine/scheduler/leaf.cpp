@@ -15,6 +15,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <functional>
+#include <optional>
 #include <utility>
 
 namespace arun::engine {
@@ -235,29 +237,41 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   if (rs_.options.on_slot_wait)
     if (const auto waited = steady::now() - asked; waited >= std::chrono::milliseconds(1))
       rs_.options.on_slot_wait(instance, waited);
-  if (type != "hook") {  // a hook belongs to its step's instance, which has its own start
+  // step_start and heartbeats when the child runs. A leaf of a handed-off fan-out (weight 0)
+  // may wait in the cluster's queue first: it starts when the runner says it runs, prints
+  // a line, or ends, so progress counts running jobs, not queued ones.
+  std::optional<run_state::running_leaf> tracked;
+  std::function<void()> started = [this, &tracked, &instance, type, attempt] {
+    if (tracked) return;
+    tracked.emplace(rs_.track(instance, std::string(type)));
+    if (type == "hook") return;  // a hook belongs to its step's instance, which has its own start
     auto start = rs_.make_event(event_kind::step_start, instance, type);
     start.attempt = attempt;
     rs_.emit(start);
-  }
-  output_line_handler on_line = [&rs = rs_, instance, type = std::string(type)](output_stream stream,
-                                                                                std::string_view line, bool cut) {
+  };
+  if (weight > 0) started();
+  output_line_handler on_line = [&rs = rs_, &started, instance, type = std::string(type)](
+                                    output_stream stream, std::string_view line, bool cut) {
+    started();
     auto e = rs.make_event(event_kind::step_output, instance, type);
     e.stream = stream;
     e.line = line;
     e.line_truncated = cut;
     rs.emit(e);
   };
-  auto work = agent ? (agent->on_line = std::move(on_line), rs_.runner.run_agent(std::move(*agent)))
+  running_handler on_running = [&started] { started(); };
+  auto work = agent ? (agent->on_line = std::move(on_line), agent->on_running = std::move(on_running),
+                       rs_.runner.run_agent(std::move(*agent)))
                     : (std::get<bash_invocation>(inv).on_line = std::move(on_line),
+                       std::get<bash_invocation>(inv).on_running = std::move(on_running),
                        rs_.runner.run_bash(std::move(std::get<bash_invocation>(inv))));
-  const auto tracked = rs_.track(instance, std::string(type));
   // The runner sees cancellation through its own slot: stopping this instance's scope (a
   // failed sibling, the interrupt) terminates the child's process group.
   asio::cancellation_signal cancel;
   std::stop_callback on_stop(stop, [&cancel] { cancel.emit(asio::cancellation_type::terminal); });
   auto o = co_await asio::co_spawn(rs_.executor, std::move(work),
                                    asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+  if (o.started) started();  // ran without the runner saying so (it ended between two looks)
   co_return interrupted_is_cancelled(std::move(o), stop);
 }
 

@@ -50,6 +50,8 @@ struct job_spec {
   std::optional<job_handle> adopt;
   /// Called once the job has an id, before the executor waits for it.
   std::function<void(const job_handle&)> submitted;
+  /// Called once when a job that waited in a queue is seen running (may be empty).
+  std::function<void()> running;
 };
 
 /// What an executor can do, for the step runner and `validate`.

@@ -136,7 +136,7 @@ process_step_runner::process_step_runner(runner_options options)
 
 boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec spec, leaf_placement placement,
                                                                     std::vector<std::string>& warnings,
-                                                                    std::string provider) {
+                                                                    running_handler on_running, std::string provider) {
   executor& where = placement.local_only ? local_ : executor_;
   // An `executor: local` step in a cluster run asked to stay here: what it inherits for the
   // cluster's steps is no news to it.
@@ -151,6 +151,7 @@ boost::asio::awaitable<process_result> process_step_runner::run_job(process_spec
   job.resources = std::move(placement.resources);
   job.provider = std::move(provider);
   if (&where == &executor_) job.fan_out = std::move(placement.fan_out);
+  job.running = std::move(on_running);
   co_return co_await where.run(std::move(job));
 }
 
@@ -194,7 +195,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   spec.label = inv.instance_id;
 
   std::vector<std::string> warnings;
-  auto r = co_await run_job(std::move(spec), std::move(inv.placement), warnings);
+  auto r = co_await run_job(std::move(spec), std::move(inv.placement), warnings, std::move(inv.on_running));
   auto o = to_leaf_outcome(std::move(r), inv.timeout);
   o.warnings = std::move(warnings);
   co_return o;
@@ -264,7 +265,8 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   spec.on_line = forward_lines(inv.on_line);
   spec.label = inv.instance_id;
   const std::string program = spec.launch.argv.front();
-  auto r = co_await run_job(std::move(spec), std::move(inv.placement), failed.warnings, provider_name(options_.agent));
+  auto r = co_await run_job(std::move(spec), std::move(inv.placement), failed.warnings, std::move(inv.on_running),
+                            provider_name(options_.agent));
   if (!r.launched() && r.launch_error.find("not installed or not on PATH") != std::string::npos)
     r.launch_error = options_.agent.kind == agent_cli_kind::fake
                          ? fmt::format("the fake agent '{}' is not installed; set ARUN_FAKE_AGENT to its path", program)

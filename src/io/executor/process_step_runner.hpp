@@ -49,10 +49,12 @@ private:
   std::vector<std::string> agent_environment(const env_overrides& step_env) const;
 
   /// The job of a step, to its end, on the run's executor (on this machine for `executor:
-  /// local`). What that executor cannot honour of the placement is added to `warnings`.
+  /// local`). What that executor cannot honour of the placement is added to `warnings`;
+  /// `on_running` is called when a job that waited in a queue runs.
   /// `provider`: an agent step's (agent_cli.hpp provider_name), empty for bash.
   boost::asio::awaitable<process_result> run_job(process_spec spec, leaf_placement placement,
-                                                 std::vector<std::string>& warnings, std::string provider = {});
+                                                 std::vector<std::string>& warnings, running_handler on_running,
+                                                 std::string provider = {});
 
   runner_options options_;
   local_executor local_;

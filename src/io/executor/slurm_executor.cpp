@@ -278,7 +278,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     }
     if (!state.empty() && !terminal_state(state)) {
       gone_since.reset();
-      if (state == "RUNNING" && !running_since) running_since = now;
+      if (state == "RUNNING" && !running_since) {
+        running_since = now;
+        if (job.running) job.running();
+      }
     } else if (c.jobs->listed_ok()) {
       if (!gone_since) gone_since = now;
       // Killed (after the TERM's grace), or cancelled before it ever ran: no exit file will
