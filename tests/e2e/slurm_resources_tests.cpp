@@ -427,3 +427,50 @@ steps:
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("slurm run: after a second Ctrl-C a resume runs the jobs it cancelled again") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    // The steps shrug off the first Ctrl-C's TERM, so the second one's kill finds them in
+    // flight: their jobs leave the queue without an exit status.
+    std::ofstream(dir.root / "stubborn.yaml") << R"(name: stubborn
+steps:
+  - id: each
+    foreach: [a, b]
+    parallel: true
+    command: touch {{item}}.started; trap '' TERM; [ -e go ] || sleep 60; echo "done {{item}}"
+)";
+    std::string id;
+    {
+      arun::test::background_arun first({(dir.root / "stubborn.yaml").string(), "-C", dir.root.string(), "--executor",
+                                         "slurm", "--session-dir", sessions.string(), "-q"},
+                                        dir.root, cluster.env());
+      REQUIRE(wait_for([&] { return fs::exists(dir.root / "a.started") && fs::exists(dir.root / "b.started"); },
+                       std::chrono::seconds(60)));
+      ::kill(first.pid, SIGINT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      ::kill(first.pid, SIGINT);
+      CHECK(first.wait_exit(std::chrono::seconds(30)).has_value());
+      for (const auto& e : fs::directory_iterator(sessions)) id = e.path().filename().string();
+    }
+    REQUIRE_FALSE(id.empty());
+    REQUIRE(wait_for([&] { return cluster.queue().empty(); }, std::chrono::seconds(20)));
+    std::ofstream(dir.root / "go") << "";
+    // Not followed until reported lost (30 s later, as failures): submitted again at once.
+    const auto r = arun::test::run_arun({"resume", id, "--session-dir", sessions.string(), "-q", "--output-format", "json"},
+                                        dir.root.string(), std::chrono::seconds(90), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    const auto result = arun::test::result_json(r);
+    const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
+    REQUIRE(outputs.size() == 2);
+    CHECK(outputs.at(0) == "done a");
+    CHECK(outputs.at(1) == "done b");
+    CHECK_THAT(slurp(sessions / id / "arun.log"), Catch::Contains("was cancelled by a second Ctrl-C before it ended"));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}

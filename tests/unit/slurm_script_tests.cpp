@@ -214,3 +214,9 @@ TEST_CASE("slurm: MaxArraySize is read from scontrol show config") {
   CHECK_FALSE(parse_max_array_size("MaxArraySize = many\n").has_value());
   CHECK_FALSE(parse_max_array_size("").has_value());
 }
+
+TEST_CASE("slurm: the job ids of an squeue listing, array tasks one by one") {
+  const auto ids = parse_job_ids("12 arun/each[0]\n13_0 arun-array-x-1\n13_1 arun-array-x-1\n\n");
+  CHECK(ids == std::set<std::string, std::less<>>{"12", "13_0", "13_1"});
+  CHECK(parse_job_ids("").empty());
+}

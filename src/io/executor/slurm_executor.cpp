@@ -115,6 +115,25 @@ bool terminal_state(std::string_view state) {
 
 }  // namespace
 
+namespace {
+
+// Whether the job `id` recorded in `files` was cut short by the emergency stop of an earlier
+// arun: the stop's marker is newer than the record, and the job left no exit status.
+bool cancelled_in_flight(const slurm_options& o, const slurm_job_files& files, const std::string& id) {
+  struct stat marker {}, record {};
+  if (::stat(slurm_emergency_stop_marker(o.shared_dir, o.session_id).c_str(), &marker) != 0 ||
+      ::stat(files.job().c_str(), &record) != 0)
+    return false;
+  const auto newer = marker.st_mtim.tv_sec != record.st_mtim.tv_sec ? marker.st_mtim.tv_sec > record.st_mtim.tv_sec
+                                                                     : marker.st_mtim.tv_nsec >= record.st_mtim.tv_nsec;
+  if (!newer) return false;
+  const auto exit_text = read_whole_file(files.status());
+  const auto status = exit_text ? parse_slurm_exit(*exit_text) : std::nullopt;
+  return !(status && status->job_id == id);
+}
+
+}  // namespace
+
 /// What the jobs of one run share besides the queue.
 struct slurm_run_memory {
   explicit slurm_run_memory(const slurm_options& o)
@@ -158,8 +177,20 @@ asio::awaitable<std::string> earlier_job(const follow_context& c, const slurm_jo
     const auto status = exit_text ? parse_slurm_exit(*exit_text) : std::nullopt;
     co_return status && status->job_id == record->id ? record->id : std::string();
   }
-  // In flight when arun stopped, whatever the journal says of the instance's earlier runs.
-  if (!record->id.empty()) co_return record->id;
+  // In flight when arun stopped, whatever the journal says of the instance's earlier runs;
+  // unless a second Ctrl-C cancelled it after it was submitted and it left the queue without
+  // a result: it runs anew now, not after lost_after as a lost job.
+  if (!record->id.empty()) {
+    if (cancelled_in_flight(o, files, record->id)) {
+      const bool still_queued = co_await c.memory->earlier.queued(record->id);  // g++ 12: not in a condition
+      if (!still_queued) {
+        arun_log().info("{}: Slurm job {} was cancelled by a second Ctrl-C before it ended: running the step again",
+                        key, record->id);
+        co_return std::string();
+      }
+    }
+    co_return record->id;
+  }
   // `submitting`: arun stopped while sbatch ran. The job, if sbatch made one, is in the
   // queue under the instance's comment (or as a task of the array it was submitted in), or
   // has finished and written its exit file.
@@ -405,6 +436,12 @@ void slurm_executor::emergency_stop() noexcept {
       if (*signal) argv.emplace_back(signal);
       argv.push_back(name);
       run_blocking(argv, options_.client_env, std::chrono::seconds(5));
+    }
+    // A resume runs the cancelled jobs anew at once instead of following them until lost.
+    const auto marker = slurm_emergency_stop_marker(options_.shared_dir, options_.session_id);
+    if (const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); fd >= 0) {
+      ::futimens(fd, nullptr);
+      ::close(fd);
     }
   } catch (...) {
     // Out of memory while arun stops anyway: Slurm's --time limit ends the jobs.

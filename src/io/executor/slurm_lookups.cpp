@@ -65,19 +65,43 @@ asio::awaitable<bool> slurm_licenses::defines(std::string name) {
 slurm_earlier_jobs::slurm_earlier_jobs(const std::string& session_id, const std::vector<std::string>& client_env)
     : answer_(jobs_with_comments(session_id), client_env) {}
 
-asio::awaitable<std::string> slurm_earlier_jobs::find(std::string key) {
+asio::awaitable<void> slurm_earlier_jobs::parse() {
   const auto* r = co_await answer_.get();
-  if (!parsed_) {
-    parsed_ = true;
-    if (r->succeeded())
-      by_key_ = parse_jobs_by_comment(r->out.text);
-    else
-      arun_log().warn("squeue could not list the earlier run's jobs ({}): an instance whose submission was cut "
-                      "short is submitted again",
-                      client_failure(*r));
+  if (parsed_) co_return;
+  parsed_ = true;
+  if (r->succeeded()) {
+    listed_ = true;
+    by_key_ = parse_jobs_by_comment(r->out.text);
+    ids_ = parse_job_ids(r->out.text);
+  } else {
+    arun_log().warn("squeue could not list the earlier run's jobs ({}): an instance whose submission was cut "
+                    "short is submitted again",
+                    client_failure(*r));
   }
+}
+
+asio::awaitable<std::string> slurm_earlier_jobs::find(std::string key) {
+  co_await parse();
   const auto it = by_key_.find(key);
   co_return it == by_key_.end() ? std::string() : it->second;
+}
+
+asio::awaitable<bool> slurm_earlier_jobs::queued(std::string id) {
+  co_await parse();
+  co_return !listed_ || ids_.contains(id);
+}
+
+std::set<std::string, std::less<>> parse_job_ids(std::string_view text) {
+  std::set<std::string, std::less<>> ids;
+  for (std::size_t at = 0; at < text.size();) {
+    auto end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    const auto line = text.substr(at, end - at);
+    at = end + 1;
+    const auto id = line.substr(0, line.find(' '));
+    if (!id.empty()) ids.emplace(id);
+  }
+  return ids;
 }
 
 slurm_array_limit::slurm_array_limit(const std::vector<std::string>& client_env) : answer_(show_config(), client_env) {}

@@ -58,11 +58,16 @@ public:
   slurm_earlier_jobs(const std::string& session_id, const std::vector<std::string>& client_env);
   /// The id of the job in the queue whose comment is `key` (the instance), or "".
   boost::asio::awaitable<std::string> find(std::string key);
+  /// Whether job `id` ("123", "123_4") is in the queue; true when squeue could not tell.
+  boost::asio::awaitable<bool> queued(std::string id);
 
 private:
+  boost::asio::awaitable<void> parse();
   client_answer answer_;
   bool parsed_ = false;
+  bool listed_ = false;
   std::map<std::string, std::string, std::less<>> by_key_;
+  std::set<std::string, std::less<>> ids_;
 };
 
 class slurm_array_limit {
@@ -84,6 +89,9 @@ std::optional<std::size_t> parse_max_array_size(std::string_view scontrol_output
 
 /// The license names in `scontrol show licenses` output ("LicenseName=claude Total=2 ...").
 std::set<std::string, std::less<>> parse_license_names(std::string_view scontrol_output);
+
+/// The job ids of `squeue --format='%i ...'` lines.
+std::set<std::string, std::less<>> parse_job_ids(std::string_view squeue_output);
 
 /// `squeue --format='%i %k'` lines as {comment: job id} (the comment is the rest of the line).
 std::map<std::string, std::string, std::less<>> parse_jobs_by_comment(std::string_view squeue_output);

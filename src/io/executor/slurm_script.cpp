@@ -99,6 +99,10 @@ std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const st
   return args;
 }
 
+std::string slurm_emergency_stop_marker(const std::string& shared_dir, std::string_view session_id) {
+  return fmt::format("{}/jobs/{}/cancelled-all", shared_dir, file_name_part(session_id));
+}
+
 slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id,
                                         std::string_view process_tag, std::size_t number) {
   return {fmt::format("{}/jobs/{}/arrays", shared_dir, file_name_part(session_id)),

@@ -34,6 +34,10 @@ struct slurm_job_files {
 /// directory have their own), the same on every resume.
 slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view session_id, std::string_view key);
 
+/// Written by a second Ctrl-C after it cancelled every job of the session: a resume runs
+/// anew the jobs that were in flight then, instead of waiting for them to be reported lost.
+std::string slurm_emergency_stop_marker(const std::string& shared_dir, std::string_view session_id);
+
 /// The wrapper sbatch runs: enters `working_dir`, runs the command of `argv` in the
 /// foreground with exactly the environment of `env` (plus the job's SLURM_* variables), its
 /// stdout and stderr to `out` and `err`, and writes `job ID` and then `exit N` (N from 129 to
