@@ -6,6 +6,8 @@ the same invocation, interleaved, medians over rounds.
 Workloads (both at --max-concurrent 64):
   true     a foreach of 200 x `true`: what a step costs on each executor
   sleep    a foreach of 1,000 x `sleep 1`: throughput when the work is real
+  wide     a foreach of 10,000 x `true` (only with --only wide): the submissions a large
+           fan-out costs
 For each Slurm run arun's log gives the jobs submitted, the sbatch calls that carried them
 (arrays batch the jobs started together) and the squeue calls made; the report shows
 per-step overhead, jobs per second, sbatch calls and squeue calls per minute. This
@@ -35,10 +37,14 @@ import slurm_cluster  # noqa: E402
 WORKLOADS = {
     "true": ("foreach 200 x true, -j64", 200, "true"),
     "sleep": ("foreach 1000 x sleep 1, -j64", 1000, "sleep 1"),
+    # Not run by default (about 7 minutes on Slurm): how many submissions a 10,000-item
+    # fan-out costs, cut at the cluster's MaxArraySize.
+    "wide": ("foreach 10000 x true, -j64", 10000, "true"),
 }
+DEFAULT_WORKLOADS = ("true", "sleep")
 JOBS = 64
 STATS = re.compile(r"slurm: (\d+) jobs submitted in (\d+) sbatch calls \((\d+) arrays\), (\d+) taken up from an "
-                   r"earlier run, (\d+) squeue calls")
+                   r"earlier run, (\d+) squeue calls(?:, (\d+) array task limit updates)?")
 
 
 def recipe(count, command):
@@ -60,7 +66,7 @@ def run_once(arun, path, executor, env, work):
     for log in sessions.glob("*/arun.log"):
         for match in STATS.finditer(log.read_text()):
             figures.update(jobs=int(match.group(1)), sbatch_calls=int(match.group(2)), arrays=int(match.group(3)),
-                           squeue_calls=int(match.group(5)))
+                           squeue_calls=int(match.group(5)), limit_updates=int(match.group(6) or 0))
     shutil.rmtree(sessions, ignore_errors=True)
     return figures
 
@@ -78,7 +84,7 @@ def main():
     if why:
         print(f"bench-slurm: no Slurm here: {why}", file=sys.stderr)
         return 2
-    chosen = args.only or list(WORKLOADS)
+    chosen = args.only or list(DEFAULT_WORKLOADS)
     report = {"date": time.strftime("%Y-%m-%d %H:%M"), "rounds": args.rounds, "jobs": JOBS, "workloads": {}}
     work = Path(tempfile.mkdtemp(prefix="arun-bench-slurm-"))
     try:
@@ -98,6 +104,7 @@ def main():
                 slurm = statistics.median(r["wall"] for r in runs["slurm"])
                 sbatch_calls = statistics.median(r.get("sbatch_calls", 0) for r in runs["slurm"])
                 polls = statistics.median(r.get("squeue_calls", 0) for r in runs["slurm"])
+                updates = statistics.median(r.get("limit_updates", 0) for r in runs["slurm"])
                 figures = {
                     "title": title, "steps": count, "local_wall": local, "slurm_wall": slurm,
                     "ratio": slurm / local,
@@ -105,13 +112,15 @@ def main():
                     "sbatch_calls": sbatch_calls, "jobs_per_second": count / slurm,
                     "sbatch_calls_per_second": sbatch_calls / slurm,
                     "squeue_calls": polls, "squeue_calls_per_minute": polls / slurm * 60,
+                    "limit_updates": updates,
                     "runs": runs,
                 }
                 report["workloads"][name] = figures
                 print(f"{title}: local {local:.2f} s, slurm {slurm:.2f} s ({figures['ratio']:.2f}x); "
                       f"{figures['overhead_per_step_ms']:.1f} ms more per step; "
                       f"{figures['jobs_per_second']:.1f} jobs/s in {sbatch_calls:.0f} sbatch calls; "
-                      f"{polls:.0f} squeue calls ({figures['squeue_calls_per_minute']:.0f}/min)", flush=True)
+                      f"{polls:.0f} squeue calls ({figures['squeue_calls_per_minute']:.0f}/min), "
+                      f"{updates:.0f} array task limit updates", flush=True)
     except RuntimeError as error:
         print(f"bench-slurm: {error}", file=sys.stderr)
         return 1

@@ -38,7 +38,7 @@ struct shell_variable_export {
 /// (a cluster's job array with a task limit), so that 10,000 items are a few submissions.
 struct fan_out_share {
   std::uint64_t id = 0;   ///< the loop run's: unique in the arun process
-  std::size_t items = 0;  ///< how many leaves the loop starts (a retry asks again later)
+  std::size_t items = 0;  ///< how many leaves the loop starts at once (more, and retries, ask later)
   int throttle = 1;       ///< the most leaves of the loop running at once
 };
 

@@ -96,6 +96,10 @@ struct step_executor::foreach_run {
   }
 };
 
+// A queued leaf keeps its coroutines and job record in memory (about 25 KB) until it ends:
+// a loop hands over at most this many items at once, and the next as those end.
+constexpr std::size_t most_items_handed_off_at_once = 10000;
+
 std::shared_ptr<fan_out_share> step_executor::hand_off(const step& s, std::size_t n, int limit) {
   // The one leaf each item runs: the looping step itself, or its only body step.
   if (n < 2 || s.steps.size() > 1) return nullptr;
@@ -114,7 +118,7 @@ std::shared_ptr<fan_out_share> step_executor::hand_off(const step& s, std::size_
   static std::atomic<std::uint64_t> loops_handed_off{0};
   auto share = std::make_shared<fan_out_share>();
   share->id = ++loops_handed_off;
-  share->items = n;
+  share->items = std::min(n, most_items_handed_off_at_once);
   share->throttle = std::max(1, std::min(limit, rs_.limiter.limit()));
   return share;
 }
@@ -195,8 +199,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
       loop.limiter = &rs_.limiter;
       loop.held = slots;
       loop.unfinished = n;
+      workers = share->items;
       loop.share = std::move(share);
-      workers = n;
     } else {
       workers = 0;  // stopped while waiting for the slots: nothing started
     }

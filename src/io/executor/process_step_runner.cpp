@@ -187,6 +187,7 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
   env_overrides overrides = exports->take_environment();
   overrides.insert(overrides.end(), std::make_move_iterator(inv.env.begin()), std::make_move_iterator(inv.env.end()));
   spec.launch.env = environment_.with(overrides);
+  env_overrides().swap(overrides);  // its values are in the environment now; not kept twice
   spec.launch.working_dir = resolve_dir(options_.base_dir, inv.working_dir);
   spec.timeout = inv.timeout;
   spec.kill_grace = options_.kill_grace;

@@ -237,6 +237,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       r.launch_error = problem;
       co_return r;
     }
+    // The command and environment are in the job's files now: a fan-out's thousands of
+    // queued jobs do not each keep a copy (a large context value travels in it).
+    std::vector<std::string>().swap(job.process.launch.env);
+    std::vector<std::string>().swap(job.process.launch.argv);
     std::optional<std::chrono::seconds> backstop;
     if (job.process.timeout && job.process.timeout->count() > 0)
       // Slurm's own limit only catches a job arun can no longer stop itself.

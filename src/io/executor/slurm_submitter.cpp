@@ -164,8 +164,8 @@ void slurm_submitter::collect(waiting& w, std::size_t max_tasks) {
   auto& group = f.collecting[w.s.options];
   group.push_back(&w);
   if (group.size() >= std::max<std::size_t>(1, max_tasks)) cut(share.id, f, w.s.options);
-  if (f.arrived >= f.share.items) {
-    // Every item is in (or this is a retry after them): no reason to wait.
+  if (f.arrived == f.share.items) {
+    // Every item started at once is in: no reason to wait.
     while (!f.collecting.empty()) cut(share.id, f, f.collecting.begin()->first);
   } else if (!f.quiet_wait) {
     f.quiet_wait = true;
@@ -195,7 +195,8 @@ asio::awaitable<void> slurm_submitter::cut_when_quiet(std::uint64_t id) {
   asio::steady_timer quiet(ex);
   for (;;) {
     auto& f = fan_outs_.at(id);
-    const auto until = f.last_arrival + fan_out_quiet;
+    // Items started later (as earlier ones end, or retries) come a few at a time.
+    const auto until = f.last_arrival + (f.arrived > f.share.items ? window : fan_out_quiet);
     if (clock_type::now() >= until || f.collecting.empty()) break;
     quiet.expires_at(until);
     co_await quiet.async_wait(asio::as_tuple(asio::use_awaitable));

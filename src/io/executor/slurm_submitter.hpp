@@ -60,8 +60,9 @@ public:
 
   /// How long a submission waits for others to share its sbatch.
   static constexpr std::chrono::milliseconds window{20};
-  /// How long a fan-out's collection waits for more of its items before the ones it has go
-  /// (items a condition skipped, or that failed before submitting, never come).
+  /// How long a fan-out's collection waits for more of the items started at once before the
+  /// ones it has go (items a condition skipped, or that failed before submitting, never
+  /// come); items started later wait `window`.
   static constexpr std::chrono::milliseconds fan_out_quiet{100};
 
 private:
