@@ -293,16 +293,20 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   for (;;) {
     co_await me->wake.async_wait(asio::as_tuple(asio::use_awaitable));
     me->wake.expires_at(clock_type::time_point::max());
-    out_file.read_new(out);
-    err_file.read_new(err);
-    if (const auto text = read_whole_file(files.status())) {
-      // Another job's file (one of the instance submitted before a crash) is not this one's.
-      status = parse_slurm_exit(*text);
-      if (status && status->job_id == me->id) break;
-      status.reset();
+    const auto state = c.jobs->state_of(me->id);
+    // A job still queued has written nothing yet: thousands of queued tasks of a fan-out
+    // cost no file reads per poll.
+    if (state != "PENDING") {
+      out_file.read_new(out);
+      err_file.read_new(err);
+      if (const auto text = read_whole_file(files.status())) {
+        // Another job's file (one of the instance submitted before a crash) is not this one's.
+        status = parse_slurm_exit(*text);
+        if (status && status->job_id == me->id) break;
+        status.reset();
+      }
     }
     const auto now = clock_type::now();
-    const auto state = c.jobs->state_of(me->id);
     if (state == "PENDING" && !term_sent) {
       const auto reason = c.jobs->reason_of(me->id);
       if (auto why = slurm_never_starts(reason); !why.empty()) {
