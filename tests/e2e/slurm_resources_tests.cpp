@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <thread>
 #include <filesystem>
 #include <fstream>
@@ -430,28 +431,30 @@ steps:
 
 TEST_CASE("slurm run: after a second Ctrl-C a resume runs the jobs it cancelled again") {
   if (slurm_missing()) return;
+  // Steps that shrug off the first Ctrl-C's TERM are in flight when the second one kills
+  // them (no exit status: the stop's marker tells); plain steps die of the TERM first (the
+  // `cancelling` record tells). Either way the resume runs them again, at once.
+  const bool stubborn = GENERATE(true, false);
   {
     slurm_cluster cluster;
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
-    // The steps shrug off the first Ctrl-C's TERM, so the second one's kill finds them in
-    // flight: their jobs leave the queue without an exit status.
-    std::ofstream(dir.root / "stubborn.yaml") << R"(name: stubborn
+    std::ofstream(dir.root / "again.yaml") << R"(name: again
 steps:
   - id: each
     foreach: [a, b]
     parallel: true
-    command: touch {{item}}.started; trap '' TERM; [ -e go ] || sleep 60; echo "done {{item}}"
+    command: touch {{item}}.started; )" << (stubborn ? "trap '' TERM; " : "") << R"([ -e go ] || sleep 60; echo "done {{item}}"
 )";
     std::string id;
     {
-      arun::test::background_arun first({(dir.root / "stubborn.yaml").string(), "-C", dir.root.string(), "--executor",
+      arun::test::background_arun first({(dir.root / "again.yaml").string(), "-C", dir.root.string(), "--executor",
                                          "slurm", "--session-dir", sessions.string(), "-q"},
                                         dir.root, cluster.env());
       REQUIRE(wait_for([&] { return fs::exists(dir.root / "a.started") && fs::exists(dir.root / "b.started"); },
                        std::chrono::seconds(60)));
       ::kill(first.pid, SIGINT);
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      std::this_thread::sleep_for(std::chrono::milliseconds(stubborn ? 500 : 100));
       ::kill(first.pid, SIGINT);
       CHECK(first.wait_exit(std::chrono::seconds(30)).has_value());
       for (const auto& e : fs::directory_iterator(sessions)) id = e.path().filename().string();
@@ -459,17 +462,111 @@ steps:
     REQUIRE_FALSE(id.empty());
     REQUIRE(wait_for([&] { return cluster.queue().empty(); }, std::chrono::seconds(20)));
     std::ofstream(dir.root / "go") << "";
-    // Not followed until reported lost (30 s later, as failures): submitted again at once.
+    // Not taken up as failures (killed by SIGTERM), nor followed until reported lost.
     const auto r = arun::test::run_arun({"resume", id, "--session-dir", sessions.string(), "-q", "--output-format", "json"},
                                         dir.root.string(), std::chrono::seconds(90), cluster.env());
-    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    INFO("stubborn: " << stubborn << "\nstderr: " << r.err << "\n" << cluster.log_tail());
     REQUIRE(r.exit_code == 0);
     const auto result = arun::test::result_json(r);
     const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
     REQUIRE(outputs.size() == 2);
     CHECK(outputs.at(0) == "done a");
     CHECK(outputs.at(1) == "done b");
-    CHECK_THAT(slurp(sessions / id / "arun.log"), Catch::Contains("was cancelled by a second Ctrl-C before it ended"));
+    if (stubborn)  // the record said `cancelling` (or, had the second Ctrl-C come first, the stop's marker)
+      CHECK_THAT(slurp(sessions / id / "arun.log"), Catch::Contains("running the step again"));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm run: Ctrl-C withdraws the items of a fan-out still waiting for their array") {
+  if (slurm_missing()) return;
+  {
+    slurm_cluster::options opts;
+    opts.extra_conf = {"MaxArraySize=6"};
+    slurm_cluster cluster(opts);
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    // 12 items, 2 at a time, arrays of 5: only the first array is submitted while its first
+    // two tasks run.
+    std::ofstream(dir.root / "wide.yaml") << R"(name: wide
+steps:
+  - id: each
+    foreach: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    max_concurrent: 2
+    command: touch {{item}}.started; sleep 60
+)";
+    arun::test::background_arun run({(dir.root / "wide.yaml").string(), "-C", dir.root.string(), "--executor", "slurm",
+                                     "--session-dir", sessions.string(), "-q"},
+                                    dir.root, cluster.env());
+    const auto started = [&] {
+      int n = 0;
+      for (int i = 1; i <= 12; ++i) n += fs::exists(dir.root / (std::to_string(i) + ".started")) ? 1 : 0;
+      return n;
+    };
+    REQUIRE(wait_for([&] { return started() == 2; }, std::chrono::seconds(60)));
+    ::kill(run.pid, SIGINT);
+    CHECK(run.wait_exit(std::chrono::seconds(60)) == 128 + SIGINT);
+    CHECK(cluster.queue().empty());
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    CHECK(started() == 2);  // nothing started after the Ctrl-C
+    std::string id;
+    for (const auto& e : fs::directory_iterator(sessions)) id = e.path().filename().string();
+    // The other arrays were never submitted.
+    CHECK_THAT(slurp(sessions / id / "arun.log"), Catch::Contains("5 jobs submitted in 1 sbatch calls (1 arrays)"));
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm run: when sbatch refuses an array the fan-out's jobs go one by one within its limit") {
+  if (slurm_missing()) return;
+  {
+    // scontrol cannot tell MaxArraySize (a wrapper makes `scontrol show config` fail): arun
+    // tries arrays of 1,000, which a cluster with MaxArraySize=6 refuses.
+    slurm_cluster::options opts;
+    opts.extra_conf = {"MaxArraySize=6"};
+    slurm_cluster cluster(opts);
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    const auto ledger = dir.root / "ledger";
+    fs::create_directories(dir.root / "bin");
+    const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+    std::ofstream(dir.root / "bin" / "scontrol")
+        << "#!/bin/sh\nif [ \"$1 $2\" = \"show config\" ]; then echo 'no config' >&2; exit 1; fi\nPATH='" << path
+        << "' exec scontrol \"$@\"\n";
+    fs::permissions(dir.root / "bin" / "scontrol", fs::perms::owner_all);
+    const std::string log_line = "\"$(date +%s.%N)\" >> '" + ledger.string() + "'";
+    std::ofstream(dir.root / "fan.yaml") << R"X(name: fan
+steps:
+  - id: each
+    foreach: [1, 2, 3, 4, 5, 6, 7, 8]
+    max_concurrent: 2
+    command: |
+      echo start )X" << log_line << R"X(
+      sleep 0.4
+      echo end )X" << log_line << R"X(
+)X";
+    auto env = cluster.env();
+    env.push_back("PATH=" + (dir.root / "bin").string() + ":" + path);
+    const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", sessions.string(),
+                                         "--executor", "slurm", "fan.yaml"},
+                                        dir.root.string(), std::chrono::seconds(120), env);
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::pair<double, int>> changes;
+    std::istringstream lines(slurp(ledger));
+    for (std::string what; lines >> what;) {
+      double at = 0;
+      lines >> at;
+      changes.emplace_back(at, what == "start" ? 1 : -1);
+    }
+    REQUIRE(changes.size() == 16);
+    std::sort(changes.begin(), changes.end());
+    int running = 0, peak = 0;
+    for (const auto& c : changes) peak = std::max(peak, running += c.second);
+    CHECK(peak <= 2);
+    const std::string id(arun::test::result_json(r).at("session_id").as_string());
+    CHECK_THAT(slurp(sessions / id / "arun.log"), Catch::Contains("submitting them one by one"));
     CHECK(cluster.queue().empty());
   }
   CHECK(arun::test::leftover_processes().empty());

@@ -1,7 +1,8 @@
 // A foreach of one leaf handed to a runner that takes whole fan-outs (a cluster's job
 // arrays): every item asks at once with the loop's share, the loop holds its throttle's
 // slots and gives them back as its tail drains, and what would make a leaf wait for a slot
-// of its own (hooks, an agent rate limit, a longer body, a leaf kept local) keeps the usual
+// of its own (hooks, an agent rate limit, a longer body, a leaf kept local), or must not start
+// after an earlier item failed (a sequential loop, skip_remaining), keeps the usual
 // one-slot-per-item start.
 #include <catch2/catch.hpp>
 
@@ -135,7 +136,7 @@ TEST_CASE("fan-out: a retried item asks again with its share and the loop still 
   retry.max_attempts = 2;
   retry.initial_delay = 0.001;
   each.retry = retry;
-  const auto r = run(runner, make({each}, boost::json::array{"flaky", "steady"}), 1);
+  const auto r = run(runner, make({each}, boost::json::array{"flaky", "steady"}), 2);
   CHECK(r.status == run_status::completed);
   REQUIRE(runner.calls.size() == 3);
   CHECK(runner.calls.back().placement.fan_out);
@@ -155,6 +156,15 @@ TEST_CASE("fan-out: what would make a leaf wait for a slot of its own keeps one 
     step loop = looping(bash("each", ""), "{{items}}", 0);
     loop.command.clear();
     loop.steps = {bash("a", "{{item}}"), bash("b", "{{item}}")};
+    CHECK(run(runner, make({loop}, items), 2).status == run_status::completed);
+  }
+  SECTION("a loop that runs one item at a time") {
+    CHECK(run(runner, make({looping(bash("each", "{{item}}"), "{{items}}", 1)}, items), 2).status ==
+          run_status::completed);
+  }
+  SECTION("a leaf whose failure skips the remaining items") {
+    step loop = looping(bash("each", "{{item}}"), "{{items}}", 0);
+    loop.on_error = on_error_policy::skip_remaining;
     CHECK(run(runner, make({loop}, items), 2).status == run_status::completed);
   }
   SECTION("a leaf kept on arun's machine") {

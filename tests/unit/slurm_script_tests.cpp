@@ -130,6 +130,13 @@ TEST_CASE("an instance's job record says submitting or the job's id") {
   CHECK(done->done);
   CHECK_FALSE(task->done);
   CHECK_FALSE(parse_slurm_job_record("done x"));
+  const auto cancelling = parse_slurm_job_record("cancelling 77_12\n");
+  REQUIRE(cancelling);
+  CHECK(cancelling->id == "77_12");
+  CHECK(cancelling->cancelling);
+  CHECK_FALSE(cancelling->done);
+  CHECK_FALSE(done->cancelling);
+  CHECK_FALSE(parse_slurm_job_record("cancelling "));
   const auto submitting = parse_slurm_job_record("submitting\n");
   REQUIRE(submitting);
   CHECK(submitting->id.empty());

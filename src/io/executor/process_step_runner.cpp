@@ -77,6 +77,7 @@ leaf_outcome to_leaf_outcome(process_result&& r, const std::optional<std::chrono
   o.duration = r.duration;
   if (!r.launched()) {
     o.error = r.launch_error;
+    o.cancelled = r.cancelled;  // withdrawn before a cluster queued it
     return o;
   }
   o.started = true;

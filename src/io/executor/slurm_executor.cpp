@@ -117,6 +117,17 @@ bool terminal_state(std::string_view state) {
 
 namespace {
 
+// The job's exit status, looked up through a fresh listing of its directory: a shared
+// filesystem may answer a plain open from a cache that has not seen the file appear.
+std::optional<slurm_exit_status> exit_status_listed(const slurm_job_files& files) {
+  std::error_code ec;
+  bool listed = false;
+  for (std::filesystem::directory_iterator it(files.dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename() == "exit") listed = true;
+  const auto text = listed ? read_whole_file(files.status()) : std::nullopt;
+  return text ? parse_slurm_exit(*text) : std::nullopt;
+}
+
 // Whether the job `id` recorded in `files` was cut short by the emergency stop of an earlier
 // arun: the stop's marker is newer than the record, and the job left no exit status.
 bool cancelled_in_flight(const slurm_options& o, const slurm_job_files& files, const std::string& id) {
@@ -127,8 +138,7 @@ bool cancelled_in_flight(const slurm_options& o, const slurm_job_files& files, c
   const auto newer = marker.st_mtim.tv_sec != record.st_mtim.tv_sec ? marker.st_mtim.tv_sec > record.st_mtim.tv_sec
                                                                      : marker.st_mtim.tv_nsec >= record.st_mtim.tv_nsec;
   if (!newer) return false;
-  const auto exit_text = read_whole_file(files.status());
-  const auto status = exit_text ? parse_slurm_exit(*exit_text) : std::nullopt;
+  const auto status = exit_status_listed(files);
   return !(status && status->job_id == id);
 }
 
@@ -176,6 +186,17 @@ asio::awaitable<std::string> earlier_job(const follow_context& c, const slurm_jo
     const auto exit_text = read_whole_file(files.status());
     const auto status = exit_text ? parse_slurm_exit(*exit_text) : std::nullopt;
     co_return status && status->job_id == record->id ? record->id : std::string();
+  }
+  // Being cancelled when arun stopped (a Ctrl-C, a failed sibling): a result it reached on
+  // its own is taken up; one the cancel cut short runs anew, as a cancelled step does.
+  if (record->cancelling) {
+    if (const auto status = exit_status_listed(files); status && status->job_id == record->id)
+      if (!status->signal && status->error.empty() && status->exit_code && *status->exit_code < 128)
+        co_return record->id;
+    const bool still_queued = co_await c.memory->earlier.queued(record->id);  // g++ 12: not in a condition
+    if (still_queued) co_await c.memory->cancels.cancel(record->id, nullptr);
+    arun_log().info("{}: Slurm job {} was being cancelled when arun stopped: running the step again", key, record->id);
+    co_return std::string();
   }
   // In flight when arun stopped, whatever the journal says of the instance's earlier runs;
   // unless a second Ctrl-C cancelled it after it was submitted and it left the queue without
@@ -255,12 +276,13 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     submission.key = job.key;
     submission.options = sbatch_resource_options(resources, backstop);
     submission.fan_out = job.fan_out;
-    auto submitted = co_await c.memory->submitter.submit(std::move(submission));
+    auto submitted = co_await c.memory->submitter.submit(std::move(submission), me->wake, me->cancel_requested);
     // However the follow ends, the job's unit of its fan-out's throttle goes on.
     ended_in.fan_out = submitted.fan_out;
     ended_in.part = submitted.part;
     if (submitted.id.empty()) {
       r.launch_error = std::move(submitted.error);
+      r.cancelled = submitted.cancelled;
       co_return r;
     }
     me->id = std::move(submitted.id);
@@ -335,6 +357,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     if (me->cancel_requested && !r.timed_out) r.cancelled = true;
     if ((r.timed_out || r.cancelled) && !term_sent) {
       term_sent = now;
+      // Should arun stop before the job is gone, a resume knows it was being cancelled.
+      if (r.cancelled && !write_slurm_job_record(files, "cancelling " + me->id))
+        arun_log().warn("{}: cannot record job {} as cancelling in {} ({})", job.key, me->id, files.job(),
+                        std::strerror(errno));
       // A job not seen running gets a plain cancel: Slurm applies it to this job (or array
       // task) alone, where a signal to a pending array task reaches every pending task of
       // its array. A running one gets TERM first, so the step can end as it would locally.

@@ -171,6 +171,11 @@ std::optional<slurm_job_record> parse_slurm_job_record(std::string_view text) {
     r.done = true;
     return r;
   }
+  if (text.starts_with("cancelling ") && is_slurm_job_id(text.substr(11))) {
+    r.id = std::string(text.substr(11));
+    r.cancelling = true;
+    return r;
+  }
   if (text == "submitting") return r;
   if (!text.starts_with("submitting ")) return std::nullopt;
   text.remove_prefix(11);

@@ -103,10 +103,12 @@ bool is_slurm_job_id(std::string_view text);
 struct slurm_job_record {
   std::string id;             ///< the job's id once sbatch answered; empty while submitting
   bool done = false;          ///< the job's result reached arun ("done ID")
+  bool cancelling = false;    ///< arun was cancelling the job (Ctrl-C, a failed sibling): "cancelling ID"
   std::string array_comment;  ///< submitting as a task of this array job (its comment)
   std::size_t task = 0;       ///< ... with this index
 };
-/// "ID", "done ID", "submitting" or "submitting ARRAY-COMMENT TASK"; nullopt for anything else.
+/// "ID", "cancelling ID", "done ID", "submitting" or "submitting ARRAY-COMMENT TASK"; nullopt for
+/// anything else.
 std::optional<slurm_job_record> parse_slurm_job_record(std::string_view text);
 
 /// What the wrapper's `exit` file says.

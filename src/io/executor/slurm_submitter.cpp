@@ -45,14 +45,19 @@ slurm_submitter::slurm_submitter(const slurm_options& options, slurm_array_limit
   process_tag_ = fmt::format("{:08x}", random());
 }
 
-asio::awaitable<slurm_submitted> slurm_submitter::submit(slurm_submission s) {
+asio::awaitable<slurm_submitted> slurm_submitter::submit(slurm_submission s, asio::steady_timer& wake,
+                                                         const bool& cancel_requested) {
   const auto ex = co_await asio::this_coro::executor;
   ex_ = ex;
   const std::size_t max_tasks = co_await array_limit_.max_tasks();
-  asio::steady_timer wake(ex, asio::steady_timer::time_point::max());
   waiting me;
   me.s = std::move(s);
   me.wake = &wake;
+  if (cancel_requested) {
+    me.result.error = "cancelled before it was submitted";
+    me.result.cancelled = true;
+    co_return me.result;
+  }
   if (me.s.fan_out) {
     collect(me, max_tasks);
   } else {
@@ -62,10 +67,44 @@ asio::awaitable<slurm_submitted> slurm_submitter::submit(slurm_submission s) {
       asio::co_spawn(ex, flush_after_window(max_tasks), asio::detached);
     }
   }
-  // Woken (the timer cancelled) once the submission that carries this one has its answer.
-  while (me.result.id.empty() && me.result.error.empty())
+  // Woken (the timer cancelled) once the submission that carries this one has its answer,
+  // or the caller cancels.
+  while (me.result.id.empty() && me.result.error.empty()) {
     co_await wake.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (cancel_requested && me.result.id.empty() && me.result.error.empty() && withdraw(me)) {
+      me.result.error = "cancelled before it was submitted";
+      me.result.cancelled = true;
+    }
+  }
   co_return me.result;
+}
+
+bool slurm_submitter::withdraw(waiting& w) {
+  const auto take_out = [&w](std::vector<waiting*>& from) {
+    const auto it = std::find(from.begin(), from.end(), &w);
+    if (it == from.end()) return false;
+    from.erase(it);
+    return true;
+  };
+  if (!w.s.fan_out) {
+    const auto batch = batches_.find(w.s.options);
+    return batch != batches_.end() && take_out(batch->second);
+  }
+  const auto found = fan_outs_.find(w.s.fan_out->id);
+  if (found == fan_outs_.end()) return false;
+  auto& f = found->second;
+  if (const auto group = f.collecting.find(w.s.options); group != f.collecting.end() && take_out(group->second)) {
+    if (group->second.empty()) f.collecting.erase(group);
+    return true;
+  }
+  // In a part still waiting for its units (or whose sbatch has not started): its unit is
+  // never used.
+  if (w.result.fan_out != found->first || !take_out(f.parts.at(w.result.part).tasks)) return false;
+  f.budget.finished(w.result.part);
+  w.result.fan_out = 0;
+  share_out(found->first);
+  forget_if_done(found->first);
+  return true;
 }
 
 asio::awaitable<void> slurm_submitter::flush_after_window(std::size_t max_tasks) {
@@ -75,7 +114,7 @@ asio::awaitable<void> slurm_submitter::flush_after_window(std::size_t max_tasks)
   flush_pending_ = false;
   auto batches = std::move(batches_);
   batches_.clear();
-  const std::size_t chunk_size = std::max<std::size_t>(1, max_tasks);
+  const std::size_t chunk_size = arrays_refused_ ? 1 : std::max<std::size_t>(1, max_tasks);
   for (auto& [options, group] : batches)
     for (std::size_t from = 0; from < group.size(); from += chunk_size) {
       const auto to = std::min(group.size(), from + chunk_size);
@@ -101,7 +140,8 @@ asio::awaitable<void> slurm_submitter::submit_alone(waiting* w) {
   w->wake->cancel();
 }
 
-asio::awaitable<std::string> slurm_submitter::submit_array(std::vector<waiting*> tasks, int limit) {
+asio::awaitable<std::string> slurm_submitter::submit_array(std::vector<waiting*> tasks, int limit,
+                                                          std::vector<waiting*>* refused) {
   const auto array = slurm_array_files_for(options_.shared_dir, options_.session_id, process_tag_, ++arrays_made_);
   std::string list;
   for (const auto* t : tasks) list += t->s.files.dir + "\n";
@@ -125,16 +165,24 @@ asio::awaitable<std::string> slurm_submitter::submit_array(std::vector<waiting*>
     const auto r = co_await slurm_client(std::move(args), options_.client_env);
     base = parsed_job_id(r);
     if (base.empty() && client_failure(r).find("Invalid job array specification") != std::string::npos) {
-      // A cluster that refuses arrays after all: each instance goes on its own.
+      // A cluster that refuses arrays after all (scontrol could not tell its MaxArraySize):
+      // each instance goes on its own, from now on.
       arun_log().warn("sbatch refused an array of {} tasks ({}): submitting them one by one", tasks.size(),
                       client_failure(r));
+      arrays_refused_ = true;
+      std::vector<waiting*> alone;
       for (auto* t : tasks) {
         if (!write_slurm_job_record(t->s.files, "submitting")) {
           t->result.error = "cannot write " + t->s.files.job() + ": " + std::strerror(errno);
           t->wake->cancel();
           continue;
         }
-        co_await submit_alone(t);
+        alone.push_back(t);
+      }
+      if (refused) {
+        *refused = std::move(alone);  // the caller submits them within its fan-out's limit
+      } else {
+        for (auto* t : alone) co_await submit_alone(t);
       }
       co_return std::string();
     }
@@ -163,7 +211,7 @@ void slurm_submitter::collect(waiting& w, std::size_t max_tasks) {
   f.last_arrival = clock_type::now();
   auto& group = f.collecting[w.s.options];
   group.push_back(&w);
-  if (group.size() >= std::max<std::size_t>(1, max_tasks)) cut(share.id, f, w.s.options);
+  if (group.size() >= (arrays_refused_ ? 1 : std::max<std::size_t>(1, max_tasks))) cut(share.id, f, w.s.options);
   if (f.arrived == f.share.items) {
     // Every item started at once is in: no reason to wait.
     while (!f.collecting.empty()) cut(share.id, f, f.collecting.begin()->first);
@@ -230,12 +278,27 @@ void slurm_submitter::share_out(std::uint64_t id) {
 
 asio::awaitable<void> slurm_submitter::submit_part(std::uint64_t id, std::size_t number, int limit) {
   auto tasks = std::move(fan_outs_.at(id).parts.at(number).tasks);
+  fan_outs_.at(id).parts.at(number).tasks.clear();
   std::string array_id;
+  std::vector<waiting*> refused;
   if (tasks.size() == 1)
     co_await submit_alone(tasks.front());
-  else
-    array_id = co_await submit_array(std::move(tasks), limit);
+  else if (tasks.size() > 1)
+    array_id = co_await submit_array(std::move(tasks), limit, &refused);  // (none: every one was withdrawn)
   auto& f = fan_outs_.at(id);
+  if (!refused.empty()) {
+    // Refused as an array: the part gives its units back, and each of its jobs becomes a
+    // part of its own, submitted as units come free.
+    for (std::size_t i = 0; i < refused.size(); ++i) f.budget.finished(number);
+    for (auto* task : refused) {
+      fan_out_part single;
+      single.tasks.push_back(task);
+      single.options = task->s.options;
+      task->result.part = f.budget.add(1);
+      f.parts.push_back(std::move(single));
+    }
+    share_out(id);
+  }
   auto& p = f.parts.at(number);
   p.array_id = std::move(array_id);
   p.limit_set = limit;

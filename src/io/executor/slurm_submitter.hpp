@@ -38,6 +38,7 @@ struct slurm_submission {
 struct slurm_submitted {
   std::string id;     ///< "123", or "123_4" for a task of an array; empty on failure
   std::string error;  ///< why sbatch gave no job
+  bool cancelled = false;  ///< the caller cancelled it before it was submitted (error says so)
   /// The fan-out and part it went in (fan_out 0: none): its end goes to job_ended, whatever
   /// became of it, so that its unit of the throttle goes on.
   std::uint64_t fan_out = 0;
@@ -49,8 +50,12 @@ public:
   slurm_submitter(const slurm_options& options, slurm_array_limit& arrays);
 
   /// Submits `s` with whatever else is asked with it; also writes the instance's job record
-  /// (submitting as an array task, then the id).
-  boost::asio::awaitable<slurm_submitted> submit(slurm_submission s);
+  /// (submitting as an array task, then the id). Waits on `wake`, which the caller cancels
+  /// after setting `cancel_requested`: a submission still waiting for its sbatch (its window,
+  /// its fan-out's units) is then withdrawn and comes back `cancelled`; one whose sbatch is
+  /// running comes back with its job, which the caller cancels.
+  boost::asio::awaitable<slurm_submitted> submit(slurm_submission s, boost::asio::steady_timer& wake,
+                                                 const bool& cancel_requested);
   /// A job that submit() gave a fan-out part ended (or its submission failed).
   void job_ended(std::uint64_t fan_out, std::size_t part);
 
@@ -93,10 +98,15 @@ private:
   /// A job of its own; its result and wake are set.
   boost::asio::awaitable<void> submit_alone(waiting* w);
   /// One array job of `tasks` (at most `limit` running, 0: no limit); its tasks' results
-  /// and wakes are set. Returns the array's id, "" when it was not submitted as one.
-  boost::asio::awaitable<std::string> submit_array(std::vector<waiting*> tasks, int limit);
+  /// and wakes are set. Returns the array's id, "" when it was not submitted as one. When
+  /// sbatch refuses arrays, the tasks go one by one, or, given `refused`, are handed back
+  /// there unsubmitted.
+  boost::asio::awaitable<std::string> submit_array(std::vector<waiting*> tasks, int limit,
+                                                   std::vector<waiting*>* refused = nullptr);
 
   void collect(waiting& w, std::size_t max_tasks);
+  /// Takes `w` back while no sbatch carries it yet; false once one does.
+  bool withdraw(waiting& w);
   /// The items collected with `options` become the fan-out's next part.
   void cut(std::uint64_t id, fan_out_state& f, const std::vector<std::string>& options);
   boost::asio::awaitable<void> cut_when_quiet(std::uint64_t id);
@@ -117,6 +127,7 @@ private:
   std::uint64_t sbatch_calls_ = 0;
   std::uint64_t arrays_ = 0;
   std::uint64_t limit_updates_ = 0;
+  bool arrays_refused_ = false;  ///< sbatch refused an array: every job goes on its own
 };
 
 /// Writes the instance's job record atomically; false with errno set when it cannot.
