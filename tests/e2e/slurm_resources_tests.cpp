@@ -71,6 +71,33 @@ bool overlapping(std::vector<std::pair<double, double>> spans) {
   return false;
 }
 
+// A foreach of `items` steps, `at_once` at a time, each writing its start and end time to
+// `ledger` and printing "item N".
+std::string ledger_fan_out(const fs::path& ledger, int items, int at_once) {
+  const std::string log_line = "\"$(date +%s.%N)\" >> '" + ledger.string() + "'";
+  std::string list;
+  for (int i = 1; i <= items; ++i) list += (i > 1 ? ", " : "") + std::to_string(i);
+  return "name: fan\nsteps:\n  - id: each\n    foreach: [" + list + "]\n    max_concurrent: " +
+         std::to_string(at_once) + "\n    command: |\n      echo start " + log_line +
+         "\n      sleep 0.4\n      echo end " + log_line + "\n      echo \"item {{item}}\"\n";
+}
+
+// The most steps running at once by `ledger`'s start and end times (`steps` of each).
+int most_running(const fs::path& ledger, std::size_t steps) {
+  std::vector<std::pair<double, int>> changes;
+  std::istringstream lines(slurp(ledger));
+  for (std::string what; lines >> what;) {
+    double at = 0;
+    lines >> at;
+    changes.emplace_back(at, what == "start" ? 1 : -1);
+  }
+  REQUIRE(changes.size() == 2 * steps);
+  std::sort(changes.begin(), changes.end());
+  int running = 0, peak = 0;
+  for (const auto& c : changes) peak = std::max(peak, running += c.second);
+  return peak;
+}
+
 }  // namespace
 
 TEST_CASE("slurm run: resources become the job's sbatch options and executor local keeps a step on arun's machine") {
@@ -384,18 +411,7 @@ TEST_CASE("slurm run: a foreach larger than MaxArraySize goes as a few arrays th
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
     const auto ledger = dir.root / "ledger";
-    const std::string log_line = "\"$(date +%s.%N)\" >> '" + ledger.string() + "'";
-    std::ofstream(dir.root / "fan.yaml") << R"X(name: fan
-steps:
-  - id: each
-    foreach: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
-    max_concurrent: 3
-    command: |
-      echo start )X" << log_line << R"X(
-      sleep 0.4
-      echo end )X" << log_line << R"X(
-      echo "item {{item}}"
-)X";
+    std::ofstream(dir.root / "fan.yaml") << ledger_fan_out(ledger, 12, 3);
     const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", sessions.string(), "-j", "8",
                                          "--executor", "slurm", "fan.yaml"},
                                         dir.root.string(), std::chrono::seconds(120), cluster.env());
@@ -405,18 +421,7 @@ steps:
     const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
     REQUIRE(outputs.size() == 12);
     for (std::size_t i = 0; i < outputs.size(); ++i) CHECK(outputs.at(i) == boost::json::value("item " + std::to_string(i + 1)));
-    // The tasks running at once, from the ledger's start and end times.
-    std::vector<std::pair<double, int>> changes;
-    std::istringstream lines(slurp(ledger));
-    for (std::string what; lines >> what;) {
-      double at = 0;
-      lines >> at;
-      changes.emplace_back(at, what == "start" ? 1 : -1);
-    }
-    REQUIRE(changes.size() == 24);
-    std::sort(changes.begin(), changes.end());
-    int running = 0, peak = 0;
-    for (const auto& c : changes) peak = std::max(peak, running += c.second);
+    const int peak = most_running(ledger, 12);
     CHECK(peak <= 3);
     CHECK(peak >= 2);  // and in parallel, not one by one
     const std::string id(result.at("session_id").as_string());
@@ -535,17 +540,7 @@ TEST_CASE("slurm run: when sbatch refuses an array the fan-out's jobs go one by 
         << "#!/bin/sh\nif [ \"$1 $2\" = \"show config\" ]; then echo 'no config' >&2; exit 1; fi\nPATH='" << path
         << "' exec scontrol \"$@\"\n";
     fs::permissions(dir.root / "bin" / "scontrol", fs::perms::owner_all);
-    const std::string log_line = "\"$(date +%s.%N)\" >> '" + ledger.string() + "'";
-    std::ofstream(dir.root / "fan.yaml") << R"X(name: fan
-steps:
-  - id: each
-    foreach: [1, 2, 3, 4, 5, 6, 7, 8]
-    max_concurrent: 2
-    command: |
-      echo start )X" << log_line << R"X(
-      sleep 0.4
-      echo end )X" << log_line << R"X(
-)X";
+    std::ofstream(dir.root / "fan.yaml") << ledger_fan_out(ledger, 8, 2);
     auto env = cluster.env();
     env.push_back("PATH=" + (dir.root / "bin").string() + ":" + path);
     const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", sessions.string(),
@@ -553,18 +548,7 @@ steps:
                                         dir.root.string(), std::chrono::seconds(120), env);
     INFO("stderr: " << r.err << "\n" << cluster.log_tail());
     REQUIRE(r.exit_code == 0);
-    std::vector<std::pair<double, int>> changes;
-    std::istringstream lines(slurp(ledger));
-    for (std::string what; lines >> what;) {
-      double at = 0;
-      lines >> at;
-      changes.emplace_back(at, what == "start" ? 1 : -1);
-    }
-    REQUIRE(changes.size() == 16);
-    std::sort(changes.begin(), changes.end());
-    int running = 0, peak = 0;
-    for (const auto& c : changes) peak = std::max(peak, running += c.second);
-    CHECK(peak <= 2);
+    CHECK(most_running(ledger, 8) <= 2);
     const std::string id(arun::test::result_json(r).at("session_id").as_string());
     CHECK_THAT(slurp(sessions / id / "arun.log"), Catch::Contains("submitting them one by one"));
     CHECK(cluster.queue().empty());

@@ -163,7 +163,16 @@ TEST_CASE("fan-out: what would make a leaf wait for a slot of its own keeps one 
           run_status::completed);
   }
   SECTION("a leaf whose failure skips the remaining items") {
-    step loop = looping(bash("each", "{{item}}"), "{{items}}", 0);
+    step loop = looping(bash("each", ""), "{{items}}", 0);
+    loop.command.clear();
+    loop.steps = {bash("one", "{{item}}")};
+    loop.steps.front().on_error = on_error_policy::skip_remaining;
+    CHECK(run(runner, make({loop}, items), 2).status == run_status::completed);
+  }
+  SECTION("a loop whose failed item skips the remaining ones") {
+    step loop = looping(bash("each", ""), "{{items}}", 0);
+    loop.command.clear();
+    loop.steps = {bash("one", "{{item}}")};
     loop.on_error = on_error_policy::skip_remaining;
     CHECK(run(runner, make({loop}, items), 2).status == run_status::completed);
   }

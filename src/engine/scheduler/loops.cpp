@@ -116,7 +116,9 @@ std::shared_ptr<fan_out_share> step_executor::hand_off(const step& s, std::size_
     return nullptr;
   // One at a time (a sequential loop), or `skip_remaining`: an item must not start after an
   // earlier one failed, and a cluster starts the next queued task before arun could stop it.
-  if (limit <= 1 || rs_.limiter.limit() <= 1 || body.on_error == on_error_policy::skip_remaining) return nullptr;
+  if (limit <= 1 || rs_.limiter.limit() <= 1 || body.on_error == on_error_policy::skip_remaining ||
+      s.on_error == on_error_policy::skip_remaining)
+    return nullptr;
   if (!rs_.runner.takes_fan_outs(placement_of(body))) return nullptr;
   static std::atomic<std::uint64_t> loops_handed_off{0};
   auto share = std::make_shared<fan_out_share>();

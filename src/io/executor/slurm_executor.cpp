@@ -14,6 +14,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <fcntl.h>
@@ -128,6 +129,43 @@ std::optional<slurm_exit_status> exit_status_listed(const slurm_job_files& files
   return text ? parse_slurm_exit(*text) : std::nullopt;
 }
 
+// The environment and input may hold secrets: they do not stay on the shared filesystem.
+// Not in a coroutine: g++ 12 cannot keep a braced list of strings in a coroutine frame.
+void remove_secrets(const slurm_job_files& files) {
+  std::error_code ec;
+  for (const auto& used : {files.env(), files.argv(), files.input()}) std::filesystem::remove(used, ec);
+}
+
+// Whether job `id`, which arun was cancelling (its record says so), had written its exit
+// status before: it ended on its own, and its result stands.
+bool ended_before_cancel(const slurm_job_files& files, const std::string& id) {
+  const auto status = exit_status_listed(files);
+  if (!status || status->job_id != id) return false;
+  struct stat exit_file {}, record {};
+  if (::stat(files.status().c_str(), &exit_file) != 0 || ::stat(files.job().c_str(), &record) != 0) return false;
+  const auto& e = exit_file.st_mtim;
+  const auto& r = record.st_mtim;
+  if (e.tv_sec != r.tv_sec || e.tv_nsec != r.tv_nsec) return e.tv_sec < r.tv_sec || (e.tv_sec == r.tv_sec && e.tv_nsec < r.tv_nsec);
+  // The same instant (a coarse filesystem clock): an exit a signal did not cause.
+  return !status->signal && status->error.empty() && status->exit_code && *status->exit_code < 128;
+}
+
+std::vector<std::string> squeue_one(const std::string& id) { return {"squeue", "--noheader", "--array", "-j", id, "-o", "%i"}; }
+
+// Waits (a minute at most) until job `id` has left the queue; false if it has not.
+asio::awaitable<bool> left_the_queue(std::string id, const std::vector<std::string>& env) {
+  const auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer pause(ex);
+  for (int attempt = 0; attempt < 60; ++attempt) {
+    const auto r = co_await slurm_client(squeue_one(id), env);
+    if (r.succeeded() && r.out.text.find_first_not_of(" \n") == std::string::npos) co_return true;
+    if (!r.succeeded() && client_failure(r).find("Invalid job id") != std::string::npos) co_return true;
+    pause.expires_after(std::chrono::seconds(1));
+    co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  co_return false;
+}
+
 // Whether the job `id` recorded in `files` was cut short by the emergency stop of an earlier
 // arun: the stop's marker is newer than the record, and the job left no exit status.
 bool cancelled_in_flight(const slurm_options& o, const slurm_job_files& files, const std::string& id) {
@@ -183,18 +221,23 @@ asio::awaitable<std::string> earlier_job(const follow_context& c, const slurm_jo
   // to take up: the instance runs anew.
   if (record->done) {
     if (o.recorded && o.recorded(key)) co_return std::string();
-    const auto exit_text = read_whole_file(files.status());
-    const auto status = exit_text ? parse_slurm_exit(*exit_text) : std::nullopt;
+    const auto status = exit_status_listed(files);
     co_return status && status->job_id == record->id ? record->id : std::string();
   }
   // Being cancelled when arun stopped (a Ctrl-C, a failed sibling): a result it reached on
-  // its own is taken up; one the cancel cut short runs anew, as a cancelled step does.
+  // its own, before the cancel, is taken up; one the cancel cut short runs anew, as a
+  // cancelled step does, once what is left of the job has gone.
   if (record->cancelling) {
-    if (const auto status = exit_status_listed(files); status && status->job_id == record->id)
-      if (!status->signal && status->error.empty() && status->exit_code && *status->exit_code < 128)
-        co_return record->id;
+    if (ended_before_cancel(files, record->id)) co_return record->id;
     const bool still_queued = co_await c.memory->earlier.queued(record->id);  // g++ 12: not in a condition
-    if (still_queued) co_await c.memory->cancels.cancel(record->id, nullptr);
+    if (still_queued) {
+      co_await c.memory->cancels.cancel(record->id, nullptr);
+      const bool gone = co_await left_the_queue(record->id, o.client_env);
+      if (!gone) {
+        arun_log().warn("{}: Slurm job {} is still in the queue after its cancel: following it", key, record->id);
+        co_return record->id;
+      }
+    }
     arun_log().info("{}: Slurm job {} was being cancelled when arun stopped: running the step again", key, record->id);
     co_return std::string();
   }
@@ -220,8 +263,7 @@ asio::awaitable<std::string> earlier_job(const follow_context& c, const slurm_jo
   } else if (auto task = co_await c.memory->earlier.find(record->array_comment); !task.empty()) {
     co_return task.substr(0, task.find('_')) + "_" + std::to_string(record->task);
   }
-  if (const auto exit_text = read_whole_file(files.status()))
-    if (const auto status = parse_slurm_exit(*exit_text)) co_return status->job_id;
+  if (const auto status = exit_status_listed(files)) co_return status->job_id;
   co_return std::string();
 }
 
@@ -401,8 +443,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     r.launch_error = "Slurm job " + me->id + " left the queue without an exit status (lost; its files are in " + files.dir + ")";
     co_await c.memory->cancels.cancel(me->id, nullptr);  // in case it runs on where squeue cannot see it
   }
-  // The environment and input may hold secrets: they do not stay on the shared filesystem.
-  for (const auto& used : {files.env(), files.argv(), files.input()}) std::filesystem::remove(used, ec);
+  remove_secrets(files);
   // The result goes to the engine now: a resume takes this job up again only if the journal
   // never got it.
   if (!write_slurm_job_record(files, "done " + me->id))

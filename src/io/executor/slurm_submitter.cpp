@@ -283,6 +283,8 @@ asio::awaitable<void> slurm_submitter::submit_part(std::uint64_t id, std::size_t
   std::vector<waiting*> refused;
   if (tasks.size() == 1)
     co_await submit_alone(tasks.front());
+  else if (tasks.size() > 1 && arrays_refused_)
+    refused = std::move(tasks);  // sbatch refuses arrays here: no use asking again
   else if (tasks.size() > 1)
     array_id = co_await submit_array(std::move(tasks), limit, &refused);  // (none: every one was withdrawn)
   auto& f = fan_outs_.at(id);
@@ -296,6 +298,7 @@ asio::awaitable<void> slurm_submitter::submit_part(std::uint64_t id, std::size_t
       single.options = task->s.options;
       task->result.part = f.budget.add(1);
       f.parts.push_back(std::move(single));
+      task->wake->cancel();  // a cancel asked while sbatch ran can withdraw it now
     }
     share_out(id);
   }
