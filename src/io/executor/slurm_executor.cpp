@@ -27,8 +27,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <optional>
 #include <system_error>
 #include <unordered_set>
+#include <utility>
 
 namespace arun::io {
 namespace asio = boost::asio;
@@ -136,16 +138,23 @@ void remove_secrets(const slurm_job_files& files) {
   for (const auto& used : {files.env(), files.argv(), files.input()}) std::filesystem::remove(used, ec);
 }
 
+// Which of two files was modified first: negative `a`, positive `b`, 0 at the same instant;
+// nothing when either cannot be looked at.
+std::optional<int> modification_order(const std::string& a, const std::string& b) {
+  struct stat first {}, second {};
+  if (::stat(a.c_str(), &first) != 0 || ::stat(b.c_str(), &second) != 0) return std::nullopt;
+  const auto key = [](const struct stat& s) { return std::pair(s.st_mtim.tv_sec, s.st_mtim.tv_nsec); };
+  return key(first) < key(second) ? -1 : key(second) < key(first) ? 1 : 0;
+}
+
 // Whether job `id`, which arun was cancelling (its record says so), had written its exit
 // status before: it ended on its own, and its result stands.
 bool ended_before_cancel(const slurm_job_files& files, const std::string& id) {
   const auto status = exit_status_listed(files);
   if (!status || status->job_id != id) return false;
-  struct stat exit_file {}, record {};
-  if (::stat(files.status().c_str(), &exit_file) != 0 || ::stat(files.job().c_str(), &record) != 0) return false;
-  const auto& e = exit_file.st_mtim;
-  const auto& r = record.st_mtim;
-  if (e.tv_sec != r.tv_sec || e.tv_nsec != r.tv_nsec) return e.tv_sec < r.tv_sec || (e.tv_sec == r.tv_sec && e.tv_nsec < r.tv_nsec);
+  const auto order = modification_order(files.status(), files.job());
+  if (!order) return false;
+  if (*order != 0) return *order < 0;
   // The same instant (a coarse filesystem clock): an exit a signal did not cause.
   return !status->signal && status->error.empty() && status->exit_code && *status->exit_code < 128;
 }
@@ -169,13 +178,8 @@ asio::awaitable<bool> left_the_queue(std::string id, const std::vector<std::stri
 // Whether the job `id` recorded in `files` was cut short by the emergency stop of an earlier
 // arun: the stop's marker is newer than the record, and the job left no exit status.
 bool cancelled_in_flight(const slurm_options& o, const slurm_job_files& files, const std::string& id) {
-  struct stat marker {}, record {};
-  if (::stat(slurm_emergency_stop_marker(o.shared_dir, o.session_id).c_str(), &marker) != 0 ||
-      ::stat(files.job().c_str(), &record) != 0)
-    return false;
-  const auto newer = marker.st_mtim.tv_sec != record.st_mtim.tv_sec ? marker.st_mtim.tv_sec > record.st_mtim.tv_sec
-                                                                     : marker.st_mtim.tv_nsec >= record.st_mtim.tv_nsec;
-  if (!newer) return false;
+  const auto order = modification_order(slurm_emergency_stop_marker(o.shared_dir, o.session_id), files.job());
+  if (!order || *order < 0) return false;
   const auto status = exit_status_listed(files);
   return !(status && status->job_id == id);
 }

@@ -15,6 +15,15 @@ namespace asio = boost::asio;
 
 namespace {
 
+// The first line of `text` (without its line end), which is advanced past it.
+std::string_view take_line(std::string_view& text) {
+  const auto end = text.find('\n');
+  auto line = text.substr(0, end);
+  text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
 // Outside coroutines: g++ 12 cannot keep a braced list of strings in a coroutine frame.
 std::vector<std::string> show_licenses() { return {"scontrol", "show", "licenses", "--oneliner"}; }
 std::vector<std::string> show_config() { return {"scontrol", "show", "config"}; }
@@ -93,11 +102,8 @@ asio::awaitable<bool> slurm_earlier_jobs::queued(std::string id) {
 
 std::set<std::string, std::less<>> parse_job_ids(std::string_view text) {
   std::set<std::string, std::less<>> ids;
-  for (std::size_t at = 0; at < text.size();) {
-    auto end = text.find('\n', at);
-    if (end == std::string_view::npos) end = text.size();
-    const auto line = text.substr(at, end - at);
-    at = end + 1;
+  while (!text.empty()) {
+    const auto line = take_line(text);
     const auto id = line.substr(0, line.find(' '));
     if (!id.empty()) ids.emplace(id);
   }
@@ -122,11 +128,8 @@ asio::awaitable<std::size_t> slurm_array_limit::max_tasks() {
 
 std::optional<std::size_t> parse_max_array_size(std::string_view text) {
   constexpr std::string_view key = "MaxArraySize";
-  for (std::size_t at = 0; at < text.size();) {
-    auto end = text.find('\n', at);
-    if (end == std::string_view::npos) end = text.size();
-    auto line = text.substr(at, end - at);
-    at = end + 1;
+  while (!text.empty()) {
+    auto line = take_line(text);
     if (!line.starts_with(key)) continue;
     line.remove_prefix(key.size());
     const auto eq = line.find_first_not_of(' ');
@@ -155,10 +158,7 @@ std::set<std::string, std::less<>> parse_license_names(std::string_view text) {
 std::map<std::string, std::string, std::less<>> parse_jobs_by_comment(std::string_view text) {
   std::map<std::string, std::string, std::less<>> jobs;
   while (!text.empty()) {
-    const auto end = text.find('\n');
-    auto line = text.substr(0, end);
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const auto line = take_line(text);
     const auto space = line.find(' ');
     if (space == 0 || space == std::string_view::npos) continue;
     // The newest job of an instance wins: ids grow (squeue lists by priority, not by id).
