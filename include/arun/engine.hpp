@@ -14,6 +14,7 @@
 #include <chrono>
 #include <optional>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -67,6 +68,12 @@ struct run_options {
   approval_handler* approvals = nullptr;  ///< none: every gate suspends the run
   unsigned random_seed = 0;  ///< retry jitter; 0: from std::random_device
   agent_options agents;
+  /// --limit NAME=N: children at once of a provider or limit group; each name wins over the
+  /// recipe's `limits:`.
+  std::map<std::string, int, std::less<>> limits;
+  /// The provider of the run's agent CLI (claude, codex, copilot, fake, a custom command's
+  /// program): the limit group of agent steps that name no `limit_group`.
+  std::string agent_provider = "agent";
 };
 
 class recipe_engine {

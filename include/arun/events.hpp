@@ -22,6 +22,9 @@ enum class event_kind {
   approval_requested,
   recipe_end,
   warning,  ///< e.g. a reference without a value rendered empty (SPEC §5.2); see `message`
+  /// A limit group's effective limit adapted (halved after a rate limit, grown back by a
+  /// clean completion); see `group` and `message` (why).
+  limit_changed,
 };
 
 enum class output_stream { out, err };
@@ -49,6 +52,15 @@ struct event {
   /// step_start of a foreach step: its number of items; recipe_start: the recipe's number of
   /// top-level steps (those of its stages included)
   std::optional<std::size_t> items;
+  /// The limit group (an agent provider or a step's `limit_group`) of a leaf's step_start, and
+  /// of limit_changed: its children running (this one included) and its effective limit (0:
+  /// none of its own); empty name: none.
+  struct group_state {
+    std::string name;
+    int running = 0;
+    int limit = 0;
+    std::optional<int> configured;  ///< limit_changed: the limit it grows back to
+  } group;
 };
 
 /// Receives events synchronously on the engine's thread. Must not throw.

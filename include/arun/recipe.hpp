@@ -7,6 +7,7 @@
 #include <boost/json/value.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -116,6 +117,21 @@ struct step_resources {
 std::shared_ptr<const step_resources> inherit_resources(const std::shared_ptr<const step_resources>& inner,
                                                         const std::shared_ptr<const step_resources>& outer);
 
+/// A step's `output_schema:` (a JSON Schema, inline or from a local file), compiled by the
+/// loader, which refuses a schema that is invalid or reaches outside its file. The engine
+/// only asks it about values.
+class json_schema_check {
+public:
+  virtual ~json_schema_check() = default;
+  /// What is wrong with `value`, one message per violation, each naming where in the value
+  /// (`/items/0/name: ...`); empty: the value conforms.
+  virtual std::vector<std::string> violations(const boost::json::value& value) const = 0;
+  /// "inline" or the schema file's path as written, for messages.
+  virtual const std::string& origin() const noexcept = 0;
+  /// The schema document (as JSON), for the prompt that asks an agent again.
+  virtual const boost::json::value& document() const noexcept = 0;
+};
+
 /// Where one key's value is written, in the file of its step.
 struct key_place {
   std::string key;
@@ -170,6 +186,16 @@ struct step {
   /// `executor: local` here or on an enclosing loop step: the leaves run on arun's machine
   /// whatever the run's executor.
   bool local_only = false;
+
+  /// `output_schema:` (agent and bash steps): the output is parsed as JSON and must conform;
+  /// null: none written.
+  std::shared_ptr<const json_schema_check> output_schema;
+  /// `schema_retries:`: how many times an agent whose reply does not conform is asked again
+  /// with the validator's errors (0: fail at once).
+  int schema_retries = 2;
+  /// `limit_group:`: the per-provider limit (recipe `limits:`, `--limit`) this step's
+  /// children count against; empty: an agent step's own CLI's, none for other steps.
+  std::string limit_group;
 
   // bash (SPEC §3.3)
   std::string command;
@@ -228,6 +254,13 @@ struct rate_limits {
   rate_limit_backoff backoff;
 };
 
+/// `budget:`: when the run's agent steps have spent this much, no new agent step starts.
+struct run_budget {
+  std::optional<double> cost_usd;        ///< US dollars, as the CLIs report or the price table gives
+  std::optional<std::uint64_t> tokens;   ///< input + output tokens (cache reads and writes included)
+  bool empty() const noexcept { return !cost_usd && !tokens; }
+};
+
 enum class execution_mode { sequential, dag };
 
 enum class context_check { nonempty, path, git_repo, optional };
@@ -256,6 +289,12 @@ struct recipe {
   source_location extends_where;
   std::vector<std::pair<std::string, context_check>> context_validation;
   rate_limits rate_limiting;
+  /// `limits:`: children at once per provider (an agent CLI's provider name, or a step's
+  /// `limit_group`); the command line's --limit wins per name.
+  std::map<std::string, int, std::less<>> limits;
+  source_location limits_where;
+  run_budget budget;
+  source_location budget_where;
   execution_mode execution = execution_mode::sequential;
   std::optional<seconds_d> default_step_timeout;
   std::optional<std::string> output;  ///< the variable reported as the final output

@@ -8,6 +8,8 @@
 #include "agents/amplihack_preset.hpp"
 #include "files/install_layout.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <variant>
@@ -35,6 +37,22 @@ std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& 
       chosen = "$ARUN_AGENT_CLI: " + std::get<std::string>(chosen);
   }
   return chosen;
+}
+
+std::optional<std::pair<std::string, int>> parse_limit(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+  const auto name = text.substr(0, eq);
+  const bool name_ok = std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '-';
+  });
+  const auto digits = text.substr(eq + 1);
+  if (!name_ok || digits.empty() || digits.size() > 4 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  const int n = std::stoi(std::string(digits));
+  if (n < 1 || n > 4096) return std::nullopt;
+  return std::pair{std::string(name), n};
 }
 
 std::optional<std::string> configure_agents(const run_settings& s, const std::string& base_dir,
@@ -69,6 +87,12 @@ std::optional<std::string> configure_agents(const run_settings& s, const std::st
   if (!a.rate_limit_fallback_model.empty()) opts.rate_limit_fallback_model = a.rate_limit_fallback_model;
   opts.rate_limit_patterns = a.rate_limit_patterns;
   opts.auto_stage = a.auto_stage;
+  engine.agent_provider = io::provider_name(runner.agent);
+  for (const auto& given : a.limits) {
+    const auto limit = parse_limit(given);
+    if (!limit) return "--limit: expected NAME=N (N from 1 to 4096), got '" + given + "'";
+    engine.limits[limit->first] = limit->second;  // the last one given for a name wins
+  }
   return std::nullopt;
 }
 

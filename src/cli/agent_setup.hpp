@@ -11,12 +11,18 @@
 #include <optional>
 #include <variant>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace arun::cli {
 
 /// The agent CLI --agent-cli, --agent-command or $ARUN_AGENT_CLI chooses (claude when none
 /// does); a message when the choice is invalid.
 std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& a);
+
+/// `NAME=N` of --limit: a provider or limit_group name (letters, digits, `_ . : -`) and a
+/// limit from 1 to 4096; none when it is not one.
+std::optional<std::pair<std::string, int>> parse_limit(std::string_view text);
 
 /// Fills the runner's agent CLI and search, and the engine's agent options, from the settings
 /// and $ARUN_AGENT_CLI. An error message (a usage error) when the CLI choice is invalid.

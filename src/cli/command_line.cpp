@@ -3,6 +3,8 @@
 // library that costs ~15 s of compile time per file that includes it).
 #include "command_line.hpp"
 
+#include "agent_setup.hpp"
+
 #include <string>
 
 namespace arun::cli {
@@ -95,6 +97,19 @@ void add_agent_run_options(CLI::App& app, agent_settings& a) {
   app.add_option("--rate-limit-fallback-model", a.rate_limit_fallback_model,
                  "Model of an agent step's last rate-limit retry (e.g. auto; default: the step's own)")
       ->type_name("MODEL")
+      ->group("Agents and rate limits");
+  app.add_option("--limit", a.limits,
+                 "Children at once of one agent provider (claude, codex, copilot, fake) or limit_group, "
+                 "halved on a rate limit and grown back one per clean reply (repeatable; wins over the "
+                 "recipe's limits:)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const auto parsed = parse_limit(text);
+            return parsed ? std::string() : "expected NAME=N (N from 1 to 4096), got '" + text + "'";
+          },
+          "NAME=N"))
+      ->allow_extra_args(false)
+      ->type_name("NAME=N")
       ->group("Agents and rate limits");
   app.add_option("--rate-limit-pattern", a.rate_limit_patterns,
                  "Extra text (case-insensitive) marking a failed agent reply as rate limited (repeatable)")

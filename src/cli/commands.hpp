@@ -32,6 +32,7 @@ struct agent_settings {
   double rate_limit_max_delay = -1;   ///< seconds; -1: the recipe's, else 600
   std::vector<std::string> rate_limit_patterns;
   std::string rate_limit_fallback_model;  ///< --rate-limit-fallback-model
+  std::vector<std::string> limits;        ///< --limit NAME=N, as given (checked by the option)
 };
 
 struct run_settings {

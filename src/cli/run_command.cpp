@@ -276,7 +276,8 @@ int run_command(const run_settings& s) {
       {"rate_limit_delay", a.rate_limit_delay},
       {"rate_limit_max_delay", a.rate_limit_max_delay},
       {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())},
-      {"rate_limit_fallback_model", a.rate_limit_fallback_model}};
+      {"rate_limit_fallback_model", a.rate_limit_fallback_model},
+      {"limits", boost::json::array(a.limits.begin(), a.limits.end())}};
   state["invocation"].as_object()["keep_going"] = s.keep_going;
   // A resume follows the jobs where they were submitted.
   std::string shared_dir = s.shared_dir;

@@ -105,6 +105,7 @@ void inherit_agent_settings(const json::object& state, agent_settings& a) {
   if (a.rate_limit_max_delay < 0) a.rate_limit_max_delay = number("rate_limit_max_delay", -1);
   if (a.rate_limit_patterns.empty()) a.rate_limit_patterns = strings_of(o, "rate_limit_patterns");
   if (a.rate_limit_fallback_model.empty()) a.rate_limit_fallback_model = text_of(o, "rate_limit_fallback_model");
+  if (a.limits.empty()) a.limits = strings_of(o, "limits");
 }
 
 struct listed_session {

@@ -39,6 +39,7 @@ std::string_view to_string(event_kind k) noexcept {
     case event_kind::step_retry: return "step_retry";
     case event_kind::step_end: return "step_end";
     case event_kind::approval_requested: return "approval_requested";
+    case event_kind::limit_changed: return "limit_changed";
     case event_kind::recipe_end: return "recipe_end";
     case event_kind::warning: return "warning";
   }

@@ -21,11 +21,12 @@ struct recorder final : event_listener {
     std::chrono::nanoseconds delay;
     std::string status;
     std::string message;
+    event::group_state group;  ///< step_start of a child in a limit group; limit_changed
   };
   std::vector<seen> events;
   void on_event(const event& e) noexcept override {
     events.push_back({e.kind, e.step, e.attempt, e.delay, e.result ? std::string(to_string(e.result->status)) : "",
-                      e.message});
+                      e.message, e.group});
   }
   std::vector<seen> of(event_kind k) const {
     std::vector<seen> out;

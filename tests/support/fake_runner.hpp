@@ -11,7 +11,8 @@
 //   anything else    prints the command itself
 // It counts children in flight, so tests can check the concurrency limit. Agent steps play
 // the first line of their prompt the same way; `rate_limited_left[line]` makes that many
-// calls fail with a 429 message, `no_json_left[line]` that many reply with prose.
+// calls fail with a 429 message, `no_json_left[line]` that many reply with prose,
+// `wrong_json_left[line]` that many reply `{"unexpected": true}`.
 
 #include <arun/step_runner.hpp>
 
@@ -40,6 +41,7 @@ public:
   std::vector<agent_invocation> agent_calls;
   std::map<std::string, int> rate_limited_left;
   std::map<std::string, int> no_json_left;
+  std::map<std::string, int> wrong_json_left;
   int agents_in_flight = 0;
   int agent_peak = 0;
   /// Whether it takes whole fan-outs (a cluster's job arrays) for leaves not kept local.
@@ -87,6 +89,9 @@ public:
     } else if (auto nj = no_json_left.find(line); out.succeeded() && nj != no_json_left.end() && nj->second > 0) {
       --nj->second;
       out.stdout_text = "Sorry, no JSON today.";
+    } else if (auto wj = wrong_json_left.find(line); out.succeeded() && wj != wrong_json_left.end() && wj->second > 0) {
+      --wj->second;
+      out.stdout_text = R"({"unexpected": true})";
     }
     --agents_in_flight;
     --in_flight;

@@ -5,6 +5,7 @@
 
 #include "output_value.hpp"
 #include "policy/json_extract.hpp"
+#include "policy/schema_check.hpp"
 #include "step_preparation.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -64,20 +65,40 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   if (sc.fan_out) inv.placement.fan_out = *sc.fan_out;
   const int weight = slot_weight(s, instance, inv.placement);
   const auto dir = inv.working_dir;
-  // Kept for the parse_json reminder: same agent, persona, model and timeout.
-  const auto again = s.parse_json ? std::optional<agent_invocation>(inv) : std::nullopt;
-  auto out = co_await run_child(std::move(inv), instance, "agent", attempt, stop, weight);
+  // Kept for the calls that ask again (parse_json's reminder, output_schema's corrections):
+  // same agent, persona, model and timeout.
+  const auto again = s.parse_json || s.output_schema ? std::optional<agent_invocation>(inv) : std::nullopt;
+  const auto group = rs_.group_of(s);
+  group_lease lease;
+  auto out = co_await run_child(std::move(inv), instance, "agent", attempt, stop, weight, group, &lease);
   warn(s, instance, out.warnings);
   int calls = 1;
-  if (again && out.succeeded() && !extract_json(out.stdout_text) && !stop.stop_requested()) {
+  auto ask_again = [&](std::string_view why, std::string_view addition) {
     auto e = rs_.make_event(event_kind::step_retry, instance, instance_type(s, is_loop(s)));
     e.attempt = attempt;
     e.delay = std::chrono::nanoseconds::zero();
-    e.message = "parse_json: the reply held no JSON; asking once more for JSON only";
+    e.message = std::string(why);
     rs_.emit(e);
-    auto reminder = std::move(*again);
-    reminder.prompt.append("\n\n").append(json_only_reminder);
-    out = co_await run_child(std::move(reminder), instance, "agent", attempt, stop, weight);
+    lease.finish(false);  // the call before completed cleanly
+    auto call = *again;
+    call.prompt.append(addition);
+    return call;
+  };
+  if (again && !s.output_schema && out.succeeded() && !extract_json(out.stdout_text) && !stop.stop_requested()) {
+    auto reminder = ask_again("parse_json: the reply held no JSON; asking once more for JSON only",
+                              "\n\n" + std::string(json_only_reminder));
+    out = co_await run_child(std::move(reminder), instance, "agent", attempt, stop, weight, group, &lease);
+    warn(s, instance, out.warnings);
+    ++calls;
+  }
+  for (int round = 1; s.output_schema && round <= s.schema_retries && out.succeeded() && !stop.stop_requested(); ++round) {
+    const auto verdict = check_output(*s.output_schema, out.stdout_text);
+    if (verdict.conforms()) break;
+    auto correction = ask_again("output_schema: the reply does not conform (" + verdict.problems.front() +
+                                    (verdict.problems.size() > 1 ? ", …" : "") + "); asking again (" +
+                                    std::to_string(round) + " of " + std::to_string(s.schema_retries) + ")",
+                                schema_correction(*s.output_schema, verdict.problems, out.stdout_text));
+    out = co_await run_child(std::move(correction), instance, "agent", attempt, stop, weight, group, &lease);
     warn(s, instance, out.warnings);
     ++calls;
   }
@@ -85,10 +106,16 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   const bool cancelled = out.cancelled;
   std::string rate_text;
   if (!out.succeeded()) rate_text = out.snippet + "\n" + out.error;
-  auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs);
+  const bool clean = out.succeeded();
+  auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs, calls);
   if (o.result.attempts > 0) o.result.attempts = calls;
   o.rate_limited = o.result.status == step_status::failed && !o.result.timed_out && !cancelled &&
                    rs_.rate_limited(rate_text);
+  if (o.rate_limited) {
+    lease.finish(true);
+  } else if (clean) {
+    lease.finish(false);
+  }
   if (started && !cancelled && (s.agent.auto_stage || rs_.options.agents.auto_stage) && !stop.stop_requested())
     co_await stage_changes(s, instance, dir);
   co_return o;
@@ -142,8 +169,10 @@ asio::awaitable<instance_outcome> step_executor::recover(const step& s, scope sc
   inv.placement = placement_of(s);
   if (timeout && *timeout > 0) inv.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(*timeout));
   warn(s, instance, {"the sub-recipe failed; recovery_on_failure asks agent '" + (inv.agent.empty() ? std::string("(default)") : inv.agent) + "' to finish the work"});
-  auto out = co_await run_child(std::move(inv), id, "agent", 1, stop);
+  group_lease lease;  // the recovery agent counts against the provider's limit too
+  auto out = co_await run_child(std::move(inv), id, "agent", 1, stop, 1, rs_.options.agent_provider, &lease);
   warn(s, instance, out.warnings);
+  if (out.succeeded()) lease.finish(false);
   step_result attempt_result;
   attempt_result.step_id = id;
   attempt_result.duration = out.duration;

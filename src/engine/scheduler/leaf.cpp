@@ -6,6 +6,7 @@
 #include "spilled_output.hpp"
 #include "policy/json_extract.hpp"
 #include "policy/retry.hpp"
+#include "policy/schema_check.hpp"
 #include "step_preparation.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -30,7 +31,8 @@ std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const r
   return std::chrono::duration_cast<std::chrono::nanoseconds>(*t);
 }
 
-instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, output_store* outputs) {
+instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, output_store* outputs,
+                            int calls) {
   instance_outcome out;
   auto& r = out.result;
   r.step_id = instance;
@@ -49,7 +51,16 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
     return out;
   }
   r.status = step_status::completed;
-  if (!s.parse_json) {
+  if (s.output_schema) {
+    auto verdict = check_output(*s.output_schema, o.stdout_text);
+    if (!verdict.conforms()) {
+      r.status = step_status::failed;
+      r.error = "step '" + instance + "': " + schema_failure(*s.output_schema, verdict.problems, calls);
+      out.next = failure_flow(s);
+      return out;
+    }
+    r.output = std::move(*verdict.value);
+  } else if (!s.parse_json) {
     r.output = keep_output(o.stdout_text, outputs, instance);
   } else if (auto parsed = extract_json(o.stdout_text)) {
     r.output = std::move(*parsed);
@@ -199,21 +210,27 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   inv.placement = placement_of(s);
   if (sc.fan_out) inv.placement.fan_out = *sc.fan_out;
   const int weight = slot_weight(s, instance, inv.placement);
-  auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop, weight);
+  group_lease lease;
+  auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop, weight, rs_.group_of(s), &lease);
   warn(s, instance, out.warnings);
+  if (out.succeeded()) lease.finish(false);
   co_return to_outcome(s, instance, std::move(out), rs_.options.outputs);
 }
 
 asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, const std::string& instance,
                                                        std::string_view type, int attempt, std::stop_token stop,
-                                                       int weight) {
+                                                       int weight, std::string_view group, group_lease* lease) {
   auto* agent = std::get_if<agent_invocation>(&inv);
-  // An agent waits for its max_concurrent_llm slot first, so it never holds a global slot
-  // while it does; the min_delay_ms spacing is awaited last (holding both slots).
+  // The limit group's slot first, then an agent's max_concurrent_llm slot, so neither wait
+  // holds a global slot; the min_delay_ms spacing is awaited last (holding every slot). A
+  // leaf of a handed-off fan-out takes a group slot only when the group has a configured
+  // limit (then its loop is not handed off at all).
   std::optional<slot_lease> agent_lease;
   const auto asked = steady::now();
   bool may_start = true;
-  if (agent) may_start = co_await await_agent_slot(agent_lease, stop);
+  if (weight == 0 && !rs_.groups.configured(group)) group = {};
+  if (lease && !group.empty()) may_start = co_await rs_.groups.acquire(group, *lease, stop);
+  if (agent && may_start) may_start = co_await await_agent_slot(agent_lease, stop);
   bool got_slot = weight == 0;  // a leaf of a handed-off fan-out: its loop holds the slots
   if (may_start && !got_slot) got_slot = co_await rs_.limiter.acquire(stop, weight);  // g++ 12: no co_await in a condition
   // The spacing is claimed with every slot in hand, so the start it allows is not delayed.
@@ -233,7 +250,7 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
     o.error = "cancelled before it started";
     co_return o;
   }
-  slot_lease lease(rs_.limiter, weight);
+  slot_lease global_slots(rs_.limiter, weight);
   if (rs_.options.on_slot_wait)
     if (const auto waited = steady::now() - asked; waited >= std::chrono::milliseconds(1))
       rs_.options.on_slot_wait(instance, waited);
@@ -241,12 +258,16 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   // may wait in the cluster's queue first: it starts when the runner says it runs, prints
   // a line, or ends, so progress counts running jobs, not queued ones.
   std::optional<run_state::running_leaf> tracked;
-  std::function<void()> started = [this, &tracked, &instance, type, attempt] {
+  std::function<void()> started = [this, &tracked, &instance, type, attempt, group, lease] {
     if (tracked) return;
     tracked.emplace(rs_.track(instance, std::string(type)));
     if (type == "hook") return;  // a hook belongs to its step's instance, which has its own start
     auto start = rs_.make_event(event_kind::step_start, instance, type);
     start.attempt = attempt;
+    if (lease && lease->held()) {
+      const auto g = rs_.groups.view(group);
+      start.group = {std::string(g.name), g.running, g.limit, g.configured};
+    }
     rs_.emit(start);
   };
   if (weight > 0) started();

@@ -47,6 +47,11 @@ asio::awaitable<bool> concurrency_limiter::acquire(std::stop_token stop, int wei
   co_return false;
 }
 
+void concurrency_limiter::set_limit(int slots) noexcept {
+  limit_ = std::max(1, slots);
+  serve_waiters();
+}
+
 void concurrency_limiter::release(int weight) noexcept {
   in_use_ -= slots_for(weight);
   serve_waiters();

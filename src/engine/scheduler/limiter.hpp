@@ -25,6 +25,10 @@ public:
   /// Gives back what acquire(…, weight) took.
   void release(int weight = 1) noexcept;
 
+  /// Changes the limit (at least 1). Lowering it takes nothing back: holders keep their slots
+  /// and no waiter is served until the slots in use fall below the new limit.
+  void set_limit(int slots) noexcept;
+
   /// The slots acquire(…, weight) takes: from 1 to the limit.
   int slots_for(int weight) const noexcept;
   int limit() const noexcept { return limit_; }

@@ -108,9 +108,11 @@ std::shared_ptr<fan_out_share> step_executor::hand_off(const step& s, std::size_
       (&body != &s && is_loop(body)))
     return nullptr;
   // What would make a leaf wait for a slot of its own while the loop holds the slots: a
-  // hook or auto_stage (local children), an agent's max_concurrent_llm or min_delay_ms.
+  // hook or auto_stage (local children), an agent's max_concurrent_llm or min_delay_ms, a
+  // configured provider limit or limit_group.
   const auto& hooks = frame_.r.hooks;
   if (!hooks.pre_step.empty() || !hooks.post_step.empty() || !hooks.on_error.empty()) return nullptr;
+  if (const auto group = rs_.group_of(body); !group.empty() && rs_.groups.configured(group)) return nullptr;
   if (body.type == step_type::agent &&
       (rs_.agent_limiter || rs_.agent_spacing.count() > 0 || body.agent.auto_stage || rs_.options.agents.auto_stage))
     return nullptr;

@@ -22,6 +22,13 @@ retry_policy rate_limits_for(const agent_options& cli, const rate_limit_backoff&
                                  recipe.multiplier.value_or(2.0));
 }
 
+// The command line's limits win per name over the recipe's.
+std::map<std::string, int, std::less<>> merged_limits(std::map<std::string, int, std::less<>> cli,
+                                                      const std::map<std::string, int, std::less<>>& recipe) {
+  for (const auto& [name, limit] : recipe) cli.emplace(name, limit);
+  return cli;
+}
+
 }  // namespace
 
 run_state::run_state(step_runner& r, event_listener& listener, run_options opts, const recipe& top,
@@ -30,6 +37,13 @@ run_state::run_state(step_runner& r, event_listener& listener, run_options opts,
       options(std::move(opts)),
       executor(ex),
       limiter(ex, options.max_concurrent),
+      groups(ex, merged_limits(options.limits, top.limits), options.max_concurrent,
+             [this](const limit_group_view& v, std::string_view why) {
+               auto e = make_event(event_kind::limit_changed);
+               e.group = {std::string(v.name), v.running, v.limit, v.configured};
+               e.message = std::string(why);
+               emit(e);
+             }),
       agent_spacing(std::chrono::milliseconds(top.rate_limiting.min_delay_ms.value_or(0))),
       rate_limit_policy(rate_limits_for(options.agents, top.rate_limiting.backoff)),
       limits(top.recursion),
@@ -37,6 +51,12 @@ run_state::run_state(step_runner& r, event_listener& listener, run_options opts,
       random_(options.random_seed ? options.random_seed : std::random_device{}()),
       ticker_(ex) {
   if (top.rate_limiting.max_concurrent_llm) agent_limiter.emplace(ex, *top.rate_limiting.max_concurrent_llm);
+}
+
+std::string_view run_state::group_of(const step& s) const noexcept {
+  if (!s.limit_group.empty()) return s.limit_group;
+  if (s.type == step_type::agent) return options.agent_provider;
+  return {};
 }
 
 bool run_state::rate_limited(std::string_view output) const {

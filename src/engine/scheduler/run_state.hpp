@@ -3,6 +3,7 @@
 // interrupt, the step budget, event emission and the heartbeat ticker. One per run; the
 // scheduler runs on one thread, so nothing here needs a lock.
 
+#include "scheduler/limit_groups.hpp"
 #include "scheduler/limiter.hpp"
 
 #include <arun/engine.hpp>
@@ -38,6 +39,8 @@ public:
   /// SPEC §6.5 rate_limiting of the top-level recipe: agent children at once (none: only the
   /// global limit), and the least time between two agent starts.
   std::optional<concurrency_limiter> agent_limiter;
+  /// Per-provider limits (--limit, the recipe's `limits:`), adapting to rate limits.
+  limit_groups groups;
   const std::chrono::nanoseconds agent_spacing;
   std::optional<steady::time_point> last_agent_start;
   /// SPEC §7: how an agent's rate limit is retried when the step's `retry` does not say.
@@ -53,6 +56,10 @@ public:
   void emit(const event& e) noexcept { listener_.on_event(e); }
   /// Warning events, each text once per step (an iteration repeats its loop's warnings).
   void warn(std::string_view instance, const std::vector<std::string>& messages, std::string_view type = {});
+
+  /// The limit group the children of `s` count against: its `limit_group`, else an agent
+  /// step's provider; empty: none.
+  std::string_view group_of(const step& s) const noexcept;
 
   /// Whether a failed agent's output reads as a rate limit (SPEC §7 markers and the
   /// options' extra patterns).

@@ -157,9 +157,12 @@ private:
   /// One child under the concurrency limit (agents also under rate_limiting): step_start when
   /// it gets its slot, output events, heartbeats; stopping `stop` terminates it.
   /// `weight`: the slots of the run's limit it holds (resources.cpus of a leaf run here).
+  /// `group`: the limit group whose slot it takes first (none: empty), held in `lease` until
+  /// the caller has judged the outcome (a rate limit, a clean completion).
   boost::asio::awaitable<leaf_outcome> run_child(leaf_invocation inv, const std::string& instance,
                                                  std::string_view type, int attempt, std::stop_token stop,
-                                                 int weight = 1);
+                                                 int weight = 1, std::string_view group = {},
+                                                 group_lease* lease = nullptr);
   /// Where a leaf of `s` runs and what it asks for: its own fields over the frame's.
   leaf_placement placement_of(const step& s);
   /// The slots a leaf of `s` holds: its cpus when it runs on this machine, else 1.
@@ -246,7 +249,9 @@ private:
 /// SPEC §3.6: what a finished child leaves in the result and the context.
 /// A leaf's outcome as the instance's result; an output longer than `outputs`' threshold is
 /// stored there and referenced (spilled_output.hpp).
-instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, output_store* outputs);
+/// `calls`: the replies an agent step got in this attempt (its output is the last one's).
+instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, output_store* outputs,
+                            int calls = 1);
 /// The step's `timeout`, else the recipe's default_step_timeout; none for 0 (SPEC §3.1).
 std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r);
 

@@ -66,6 +66,7 @@ bool is_step_event(const event& e) {
     case event_kind::recipe_start:
     case event_kind::recipe_end: return false;
     case event_kind::warning: return !e.step.empty();
+    case event_kind::limit_changed: return false;
     default: return true;
   }
 }
@@ -83,6 +84,8 @@ void add_kind_fields(boost::json::object& o, const event& e) {
     case event_kind::step_start:
       if (e.attempt > 0) o["attempt"] = e.attempt;
       if (e.items) o["items"] = *e.items;
+      if (!e.group.name.empty())
+        o["limit"] = boost::json::object{{"group", e.group.name}, {"running", e.group.running}, {"limit", e.group.limit}};
       break;
     case event_kind::step_output:
       o["stream"] = to_string(e.stream);
@@ -100,6 +103,13 @@ void add_kind_fields(boost::json::object& o, const event& e) {
       break;
     case event_kind::approval_requested: o["prompt"] = sanitize_utf8(e.message); break;
     case event_kind::warning: o["message"] = sanitize_utf8(e.message); break;
+    case event_kind::limit_changed:
+      o["group"] = e.group.name;
+      o["running"] = e.group.running;
+      o["limit"] = e.group.limit;
+      o["configured"] = optional_value(e.group.configured);
+      o["reason"] = e.message;
+      break;
   }
 }
 

@@ -28,7 +28,9 @@ std::string sanitize_utf8(std::string_view text);
 ///   `error` (null when empty), taken from `e.run` when it is set.
 /// - every step event (and a warning that names a step): `step` and `step_id` (both the
 ///   instance id), `type`.
-/// - step_start: `attempt` when > 0, `items` when set.
+/// - step_start: `attempt` when > 0, `items` when set, `limit: {group, running, limit}` for a
+///   child in a limit group.
+/// - limit_changed: `group`, `running`, `limit`, `configured` (null when none), `reason`.
 /// - step_output: `stream` ("stdout" | "stderr"), `line`, `truncated`.
 /// - step_heartbeat: `elapsed`; step_retry: `attempt`, `delay`, `error` (the message).
 /// - step_end (from `e.result` when set): `status`, `duration`, `attempt` (the attempts made),

@@ -153,8 +153,19 @@ void progress_printer::handle(const event& e) {
     case event_kind::step_end: on_step_end(e); break;
     case event_kind::approval_requested: add_line(fmt::format("  ?? {} waits for approval", e.step)); break;
     case event_kind::warning: on_warning(e); break;
+    case event_kind::limit_changed: on_limit_changed(e); break;
     case event_kind::recipe_end: on_recipe_end(e); break;
   }
+}
+
+void progress_printer::on_limit_changed(const event& e) {
+  // Every decrease, and the return to the full limit; not each step of the climb.
+  const auto& g = e.group;
+  if (e.message == "rate limited")
+    add_line(fmt::format("  !! {}: rate limited; at most {} at once now ({} running)", g.name, g.limit, g.running));
+  else if (g.limit == 0 || (g.configured && g.limit >= *g.configured))
+    add_line(g.limit == 0 ? fmt::format("  .. {}: no longer limited", g.name)
+                          : fmt::format("  .. {}: back to {} at once", g.name, g.limit));
 }
 
 void progress_printer::on_step_start(const event& e) {

@@ -81,6 +81,7 @@ private:
   void on_output(const event& e);
   void on_retry(const event& e);
   void on_warning(const event& e);
+  void on_limit_changed(const event& e);
   void on_recipe_end(const event& e);
   void end_iteration(const event& e, bool failed);
   void add_line(std::string line) { pending_ += std::move(line) + '\n'; }

@@ -75,6 +75,11 @@ void status_board::on_event(const event& e, clock::time_point now) {
       return;
     case event_kind::step_start:
       if (child_type(e.step_type)) children_running_.insert(e.step);
+      if (!e.group.name.empty() && group_of_.emplace(e.step, e.group.name).second) {
+        auto& g = groups_[e.group.name];
+        ++g.running;
+        g.limit = e.group.limit;
+      }
       if (e.step_type == "loop" || e.items) loop_started_.try_emplace(e.step, now);
       if (top_level(e.step) && e.step_type != "hook") {
         top_seen_.insert(e.step);
@@ -83,10 +88,15 @@ void status_board::on_event(const event& e, clock::time_point now) {
       return;
     case event_kind::step_retry:
       if (const auto it = children_running_.find(e.step); it != children_running_.end()) children_running_.erase(it);
+      child_ended(e.step);
+      return;
+    case event_kind::limit_changed:
+      groups_[e.group.name].limit = e.group.limit;
       return;
     case event_kind::step_end: {
       if (e.step_type == "hook") return;
       if (const auto it = children_running_.find(e.step); it != children_running_.end()) children_running_.erase(it);
+      child_ended(e.step);
       if (const auto it = loop_started_.find(e.step); it != loop_started_.end()) loop_started_.erase(it);
       if (top_level(e.step)) {
         top_seen_.insert(e.step);
@@ -98,6 +108,13 @@ void status_board::on_event(const event& e, clock::time_point now) {
     }
     default: return;
   }
+}
+
+void status_board::child_ended(const std::string& instance) {
+  const auto it = group_of_.find(instance);
+  if (it == group_of_.end()) return;
+  if (auto g = groups_.find(it->second); g != groups_.end() && g->second.running > 0) --g->second.running;
+  group_of_.erase(it);
 }
 
 std::string status_board::render(const detail::loop_tracker& loops, std::size_t columns, clock::time_point now,
@@ -125,6 +142,12 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
     }
   }
   parts.push_back({fmt::format("{} running", children_running_.size()), fmt::format("{} run", children_running_.size())});
+  // Each provider under a limit: `claude 3/4`.
+  for (const auto& [name, g] : groups_)
+    if (g.limit > 0) {
+      const auto text = fmt::format("{} {}/{}", name, g.running, g.limit);
+      parts.push_back({text, text});
+    }
   if (failed_ > 0) parts.push_back({fmt::format("{} failed", failed_), fmt::format("{} fail", failed_), true});
   const auto elapsed = clock_duration(now - *started_);
   parts.push_back({elapsed, elapsed});

@@ -44,6 +44,14 @@ private:
   std::map<std::string, clock::time_point, std::less<>> loop_started_;  // loops, for the ETA
   std::set<std::string, std::less<>> children_running_;  // bash and agent instances running an attempt
   std::size_t failed_ = 0;                   // bash, agent and gate instances that failed
+  /// Per-provider limits: each group's children running and effective limit (0: none).
+  struct group_count {
+    int running = 0;
+    int limit = 0;
+  };
+  std::map<std::string, group_count, std::less<>> groups_;
+  std::map<std::string, std::string, std::less<>> group_of_;  // running instance -> its group
+  void child_ended(const std::string& instance);
 };
 
 /// `0:42`, `12:03`, `1:02:03`: elapsed and remaining times.

@@ -1,0 +1,298 @@
+// Agent fleets in the engine with a fake runner: per-provider limits (`limits:`, --limit,
+// `limit_group:`) and their adaptation to rate limits (AIMD), and `output_schema:` with its
+// correction rounds.
+#include <catch2/catch.hpp>
+
+#include "event_recorder.hpp"
+#include "fake_runner.hpp"
+#include "run_sync.hpp"
+
+#include <arun/engine.hpp>
+
+#include <algorithm>
+#include <memory>
+
+using namespace arun;
+using test::fake_runner;
+using test::recorder;
+
+namespace {
+
+step agent_step(const std::string& id, const std::string& prompt) {
+  step s;
+  s.id = id;
+  s.type = step_type::agent;
+  s.agent.prompt = prompt;
+  return s;
+}
+
+step bash_step(const std::string& id, const std::string& command) {
+  step s;
+  s.id = id;
+  s.command = command;
+  return s;
+}
+
+// `s` once per item of `items`, all at once.
+step fan_out(step s, int items) {
+  foreach_spec f;
+  boost::json::array list;
+  for (int i = 0; i < items; ++i) list.emplace_back(i);
+  f.items = std::move(list);
+  f.max_concurrent = 0;
+  s.foreach = std::move(f);
+  return s;
+}
+
+recipe make(std::vector<step> steps) {
+  recipe r;
+  r.name = "t";
+  r.steps = std::move(steps);
+  return r;
+}
+
+run_options opts() {
+  run_options o;
+  o.session_id = "sid";
+  o.working_dir = "/project";
+  o.random_seed = 3;
+  o.agents.rate_limit_delay = 0.001;
+  o.agent_provider = "fake";
+  return o;
+}
+
+run_result run(fake_runner& runner, recorder& events, const recipe& r, run_options o = opts()) {
+  recipe_engine eng(runner, events);
+  return test::run_sync(eng.run(r, std::move(o)));
+}
+
+// Every step_start of a child in `group`: never more running than the limit said then.
+void check_starts_within_limits(const recorder& events, const std::string& group) {
+  int seen = 0;
+  for (const auto& e : events.of(event_kind::step_start)) {
+    if (e.group.name != group) continue;
+    ++seen;
+    INFO(e.step << " started with " << e.group.running << " of " << group << " running, limit " << e.group.limit);
+    CHECK(e.group.running >= 1);
+    if (e.group.limit > 0) CHECK(e.group.running <= e.group.limit);
+  }
+  CHECK(seen > 0);
+}
+
+// A schema that wants an object with a string `name`.
+class needs_name final : public json_schema_check {
+public:
+  std::vector<std::string> violations(const boost::json::value& v) const override {
+    const auto* o = v.if_object();
+    if (!o) return {"/: expected an object"};
+    const auto* name = o->if_contains("name");
+    if (!name) return {"/: missing required property 'name'"};
+    if (!name->is_string()) return {"/name: expected type string"};
+    return {};
+  }
+  const std::string& origin() const noexcept override { return origin_; }
+  const boost::json::value& document() const noexcept override { return document_; }
+
+private:
+  std::string origin_ = "inline";
+  boost::json::value document_ = boost::json::object{{"type", "object"}, {"required", boost::json::array{"name"}}};
+};
+
+}  // namespace
+
+TEST_CASE("provider limits: an agent provider's limit caps its children below the global limit") {
+  fake_runner runner;
+  recorder events;
+  auto r = make({fan_out(agent_step("a", "sleep:20 out:{{item}}"), 6)});
+  r.limits["fake"] = 2;
+  const auto result = run(runner, events, r);
+  REQUIRE(result.status == run_status::completed);
+  CHECK(runner.agent_calls.size() == 6);
+  CHECK(runner.agent_peak == 2);
+  check_starts_within_limits(events, "fake");
+  // Another provider's limit does not bind these agents.
+  fake_runner other;
+  r.limits = {{"claude", 1}};
+  REQUIRE(run(other, events, r).status == run_status::completed);
+  CHECK(other.agent_peak == 6);
+}
+
+TEST_CASE("provider limits: --limit wins over the recipe per name") {
+  fake_runner runner;
+  recorder events;
+  auto r = make({fan_out(agent_step("a", "sleep:20 out:{{item}}"), 6)});
+  r.limits["fake"] = 1;
+  auto o = opts();
+  o.limits["fake"] = 3;
+  REQUIRE(run(runner, events, r, o).status == run_status::completed);
+  CHECK(runner.agent_peak == 3);
+}
+
+TEST_CASE("provider limits: limit_group puts bash steps under a limit and agents under another") {
+  fake_runner runner;
+  recorder events;
+  auto api = fan_out(bash_step("api", "sleep:20 out:x"), 5);
+  api.limit_group = "api";
+  auto agents = fan_out(agent_step("ask", "sleep:20 out:{{item}}"), 4);
+  auto r = make({api, agents});
+  r.steps[0].parallel_group = "g";
+  r.steps[1].parallel_group = "g";
+  r.limits = {{"api", 1}, {"fake", 2}};
+  REQUIRE(run(runner, events, r).status == run_status::completed);
+  CHECK(runner.agent_peak == 2);
+  CHECK(runner.peak <= 3);  // one api call and two agents at most
+  check_starts_within_limits(events, "api");
+  check_starts_within_limits(events, "fake");
+  // Each api call counted against its group.
+  for (const auto& e : events.of(event_kind::step_start))
+    if (e.step.starts_with("api[")) CHECK(e.group.name == "api");
+}
+
+TEST_CASE("provider limits: a round of rate limits halves the limit once and clean replies grow it back") {
+  fake_runner runner;
+  recorder events;
+  auto r = make({fan_out(agent_step("a", "sleep:20 out:{{item}}"), 4)});
+  r.limits["fake"] = 4;
+  for (int i = 0; i < 4; ++i) runner.rate_limited_left["sleep:20 out:" + std::to_string(i)] = 1;
+  const auto result = run(runner, events, r);
+  REQUIRE(result.status == run_status::completed);
+  CHECK(runner.agent_calls.size() == 8);
+  const auto changes = events.of(event_kind::limit_changed);
+  REQUIRE(!changes.empty());
+  // The four replies were rate limited in one round: one halving, from 4 to 2.
+  CHECK(changes.front().message == "rate limited");
+  CHECK(changes.front().group.name == "fake");
+  CHECK(changes.front().group.limit == 2);
+  CHECK(changes.front().group.configured == 4);
+  CHECK(std::count_if(changes.begin(), changes.end(), [](const auto& c) { return c.message == "rate limited"; }) == 1);
+  // Each clean completion adds one back, up to the configured 4.
+  CHECK(changes.back().message == "a clean completion");
+  CHECK(changes.back().group.limit == 4);
+  for (const auto& c : changes) CHECK(c.group.limit <= 4);
+  check_starts_within_limits(events, "fake");
+}
+
+TEST_CASE("provider limits: a limit never falls below one") {
+  fake_runner runner;
+  recorder events;
+  auto r = make({agent_step("a", "out:x")});
+  r.limits["fake"] = 1;
+  runner.rate_limited_left["out:x"] = 3;
+  REQUIRE(run(runner, events, r).status == run_status::completed);
+  CHECK(runner.agent_calls.size() == 4);
+  CHECK(events.of(event_kind::limit_changed).empty());  // 1 stays 1
+}
+
+TEST_CASE("provider limits: a provider nobody limited adapts from half of what was running") {
+  fake_runner runner;
+  recorder events;
+  auto r = make({fan_out(agent_step("a", "sleep:20 out:{{item}}"), 6)});
+  for (int i = 0; i < 6; ++i) runner.rate_limited_left["sleep:20 out:" + std::to_string(i)] = 1;
+  REQUIRE(run(runner, events, r).status == run_status::completed);
+  const auto changes = events.of(event_kind::limit_changed);
+  REQUIRE(!changes.empty());
+  CHECK(changes.front().message == "rate limited");
+  CHECK(changes.front().group.limit == 3);
+  CHECK_FALSE(changes.front().group.configured.has_value());
+  // The retries ran under the adapted limit.
+  int most = 0;
+  for (const auto& e : events.of(event_kind::step_start))
+    if (e.attempt > 1) most = std::max(most, e.group.running);
+  CHECK(most <= 3);
+}
+
+TEST_CASE("provider limits: the rate-limit wait holds no slot of the provider") {
+  fake_runner runner;
+  recorder events;
+  auto o = opts();
+  o.agents.rate_limit_delay = 0.3;
+  auto slow = agent_step("slow", "out:slow");
+  slow.parallel_group = "g";
+  auto quick = agent_step("quick", "sleep:50 out:quick");
+  quick.parallel_group = "g";
+  auto r = make({slow, quick});
+  r.limits["fake"] = 1;
+  runner.rate_limited_left["out:slow"] = 1;
+  REQUIRE(run(runner, events, r, o).status == run_status::completed);
+  // slow's first call, then quick (while slow waits to retry), then slow again.
+  REQUIRE(runner.started.size() == 3);
+  CHECK(runner.started[0] == "slow");
+  CHECK(runner.started[1] == "quick");
+  CHECK(runner.started[2] == "slow");
+  CHECK(runner.finished[1] == "quick");
+}
+
+TEST_CASE("output_schema: a reply that does not conform is asked again with the validator's errors") {
+  fake_runner runner;
+  recorder events;
+  auto a = agent_step("a", R"(out:{"name": "ok"})");
+  a.output_schema = std::make_shared<needs_name>();
+  a.output = "answer";
+  runner.wrong_json_left[R"(out:{"name": "ok"})"] = 2;
+  const auto result = run(runner, events, make({a}));
+  REQUIRE(result.status == run_status::completed);
+  REQUIRE(runner.agent_calls.size() == 3);
+  CHECK(result.step_results[0].attempts == 3);
+  CHECK(result.context.at("answer").at("name") == "ok");
+  for (std::size_t i = 1; i < 3; ++i) {
+    const auto& prompt = runner.agent_calls[i].prompt;
+    CHECK(prompt.starts_with(runner.agent_calls[0].prompt));
+    CHECK(prompt.find("## Your previous reply was not accepted") != std::string::npos);
+    CHECK(prompt.find("- /: missing required property 'name'") != std::string::npos);
+    CHECK(prompt.find(R"({"unexpected": true})") != std::string::npos);
+    CHECK(prompt.find(R"("required":["name"])") != std::string::npos);
+  }
+  const auto retries = events.of(event_kind::step_retry);
+  REQUIRE(retries.size() == 2);
+  CHECK(retries[0].message.starts_with("output_schema: the reply does not conform (/: missing required property 'name'); asking again (1 of 2)"));
+}
+
+TEST_CASE("output_schema: after schema_retries the step fails with the errors and on_error applies") {
+  fake_runner runner;
+  recorder events;
+  auto a = agent_step("a", R"(out:{"name": "ok"})");
+  a.output_schema = std::make_shared<needs_name>();
+  a.schema_retries = 1;
+  auto next = bash_step("next", "out:after");
+  runner.wrong_json_left[R"(out:{"name": "ok"})"] = 5;
+  auto result = run(runner, events, make({a, next}));
+  CHECK(result.status == run_status::failed);
+  CHECK(runner.agent_calls.size() == 2);
+  const auto& error = result.step_results[0].error;
+  CHECK(error.find("output_schema (inline): the last of 2 replies does not conform:") != std::string::npos);
+  CHECK(error.find("- /: missing required property 'name'") != std::string::npos);
+  CHECK(result.step_results[1].status == step_status::not_run);
+  CHECK(result.step_results[0].output.is_null());  // never a degraded value
+
+  fake_runner again;
+  again.wrong_json_left[R"(out:{"name": "ok"})"] = 5;
+  a.on_error = on_error_policy::continue_run;
+  a.schema_retries = 0;
+  result = run(again, events, make({a, next}));
+  CHECK(result.status == run_status::completed);
+  CHECK(again.agent_calls.size() == 1);
+  CHECK(result.step_results[0].status == step_status::failed);
+  CHECK(result.step_results[0].error.find("output_schema (inline): the output does not conform:") != std::string::npos);
+  CHECK(result.step_results[1].status == step_status::completed);
+}
+
+TEST_CASE("output_schema: a bash step's output is parsed and checked") {
+  fake_runner runner;
+  recorder events;
+  auto good = bash_step("good", R"(out:{"name": "x", "n": 1})");
+  good.output_schema = std::make_shared<needs_name>();
+  good.output = "g";
+  auto bad = bash_step("bad", R"(out:{"name": 5})");
+  bad.output_schema = good.output_schema;
+  const auto result = run(runner, events, make({good, bad}));
+  CHECK(result.status == run_status::failed);
+  CHECK(result.context.at("g").at("n") == 1);
+  CHECK(result.step_results[1].error.find("/name: expected type string") != std::string::npos);
+  CHECK(runner.calls.size() == 2);  // a bash step is not asked again
+
+  fake_runner prose;
+  auto none = bash_step("none", "out:no json here");
+  none.output_schema = good.output_schema;
+  const auto failed = run(prose, events, make({none}));
+  CHECK(failed.step_results[0].error.find("the output holds no JSON value") != std::string::npos);
+}
