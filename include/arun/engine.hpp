@@ -74,6 +74,10 @@ struct run_options {
   /// The provider of the run's agent CLI (claude, codex, copilot, fake, a custom command's
   /// program): the limit group of agent steps that name no `limit_group`.
   std::string agent_provider = "agent";
+  /// --max-cost / --max-tokens: the run's budget for agent calls; each wins over the recipe's
+  /// `budget:` field of the same kind. Reached, no new step starts, running ones finish, and
+  /// the run ends budget_exhausted.
+  run_budget budget;
 };
 
 class recipe_engine {

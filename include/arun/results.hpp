@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,11 +15,43 @@
 
 namespace arun {
 
+/// Tokens and cost of agent calls, as the agent CLI reported them (claude's JSON output,
+/// codex's JSON events). A sum when it covers several calls.
+struct agent_usage {
+  std::string provider;  ///< the CLI's provider: claude, codex, …
+  std::string model;     ///< as reported, else as asked for; empty: unknown
+  std::uint64_t calls = 0;        ///< agent calls summed here (one per reply, corrections included)
+  std::uint64_t input = 0;        ///< input tokens, cache reads and writes not included
+  std::uint64_t output = 0;
+  std::uint64_t cache_read = 0;   ///< input tokens read from the provider's prompt cache
+  std::uint64_t cache_write = 0;  ///< input tokens written to it
+  /// US dollars: the CLI's own figure, else priced from --prices; none: unknown (never a
+  /// made-up zero).
+  std::optional<double> cost_usd;
+  std::uint64_t tokens() const noexcept { return input + output + cache_read + cache_write; }
+  /// Adds `other`'s counts; the cost stays known only while both are.
+  void add(const agent_usage& other);
+};
+
+/// `into` plus `more`, where either may be absent (no usage reported).
+void add_usage(std::optional<agent_usage>& into, const std::optional<agent_usage>& more);
+
+/// The agent calls of a run for one provider and model (run_result::usage).
+struct usage_total {
+  std::string provider, model;
+  std::uint64_t calls = 0;
+  std::uint64_t input = 0, output = 0, cache_read = 0, cache_write = 0;
+  double cost_usd = 0;                   ///< of the calls whose cost is known
+  std::uint64_t calls_without_cost = 0;  ///< calls whose cost is unknown (not in cost_usd)
+};
+
 /// What happened to one step instance (SPEC §4).
 enum class step_status { completed, failed, skipped, degraded, cancelled, not_run };
 
 /// How a whole run ended (SPEC §13 `status`).
-enum class run_status { completed, failed, waiting_approval, cancelled };
+/// budget_exhausted: the run's budget (--max-cost, --max-tokens, `budget:`) was spent; the
+/// steps it did not start run on `arun resume` with a larger one.
+enum class run_status { completed, failed, waiting_approval, cancelled, budget_exhausted };
 
 std::string_view to_string(step_status s) noexcept;
 std::string_view to_string(run_status s) noexcept;
@@ -60,6 +93,9 @@ struct step_result {
   /// This instance skipped the rest of its sequence (on_error: skip_remaining, or a body that
   /// did): a resume that replays it from the journal skips the rest again.
   bool skipped_rest = false;
+  /// What the agent calls of this instance spent (a loop or sub-recipe call: everything
+  /// inside it); none when no call reported usage.
+  std::optional<agent_usage> usage;
 };
 
 /// The gate a run stopped at (SPEC §8): status `waiting_approval`.
@@ -87,6 +123,9 @@ struct run_result {
   /// Every gate the run stopped at, in instance order (status waiting_approval): a fan-out
   /// can leave several, each decided on its own (`arun approve ID --step INSTANCE`).
   std::vector<pending_approval> waiting;
+  /// The session's agent calls per provider and model (those of a resumed run's recorded
+  /// steps included), in the order first seen.
+  std::vector<usage_total> usage;
 
   bool success() const noexcept { return status == run_status::completed; }
 };

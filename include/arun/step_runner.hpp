@@ -100,8 +100,17 @@ struct leaf_outcome {
   std::string error;        ///< why it failed, without the step prefix; empty on success
   std::vector<std::string> warnings;  ///< for the step's warning events (e.g. a persona left out)
   std::chrono::nanoseconds duration{};
+  /// An agent call whose CLI reports usage (claude, codex): what it spent, also when it
+  /// failed; none: the CLI reports none.
+  std::optional<agent_usage> usage;
+  /// The CLI said the reply was refused for a rate limit (claude's 429 may exit 0).
+  bool rate_limited = false;
+  /// The CLI exited 0 but reported that the call failed (claude's `is_error`); see `error`.
+  bool reported_error = false;
 
-  bool succeeded() const noexcept { return started && exit_code == 0 && !timed_out && !cancelled; }
+  bool succeeded() const noexcept {
+    return started && exit_code == 0 && !timed_out && !cancelled && !reported_error;
+  }
 };
 
 class step_runner {

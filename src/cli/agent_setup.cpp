@@ -88,6 +88,8 @@ std::optional<std::string> configure_agents(const run_settings& s, const std::st
   opts.rate_limit_patterns = a.rate_limit_patterns;
   opts.auto_stage = a.auto_stage;
   engine.agent_provider = io::provider_name(runner.agent);
+  if (a.max_cost > 0) engine.budget.cost_usd = a.max_cost;
+  if (a.max_tokens > 0) engine.budget.tokens = static_cast<std::uint64_t>(a.max_tokens);
   for (const auto& given : a.limits) {
     const auto limit = parse_limit(given);
     if (!limit) return "--limit: expected NAME=N (N from 1 to 4096), got '" + given + "'";

@@ -111,6 +111,24 @@ void add_agent_run_options(CLI::App& app, agent_settings& a) {
       ->allow_extra_args(false)
       ->type_name("NAME=N")
       ->group("Agents and rate limits");
+  app.add_option("--max-cost", a.max_cost,
+                 "Budget of the run's agent calls in US dollars (as the CLIs report, or priced by --prices): "
+                 "reached, no new step starts and the run ends budget_exhausted (exit 6); wins over the "
+                 "recipe's budget.cost_usd")
+      ->check(quiet(CLI::Range(0.000001, 1e9)))
+      ->type_name("USD")
+      ->group("Agents and rate limits");
+  app.add_option("--max-tokens", a.max_tokens,
+                 "Budget of the run's agent calls in tokens (input, output and cache): as --max-cost; wins "
+                 "over the recipe's budget.tokens")
+      ->check(quiet(CLI::Range(1LL, 1000000000000000LL)))
+      ->type_name("N")
+      ->group("Agents and rate limits");
+  app.add_option("--prices", a.prices,
+                 "Price table (JSON or YAML: models: {NAME: {input, output, cache_read, cache_write}} in US "
+                 "dollars per million tokens) for calls whose CLI reports no cost, or to replace its figure")
+      ->type_name("FILE")
+      ->group("Agents and rate limits");
   app.add_option("--rate-limit-pattern", a.rate_limit_patterns,
                  "Extra text (case-insensitive) marking a failed agent reply as rate limited (repeatable)")
       ->allow_extra_args(false)

@@ -33,6 +33,9 @@ struct agent_settings {
   std::vector<std::string> rate_limit_patterns;
   std::string rate_limit_fallback_model;  ///< --rate-limit-fallback-model
   std::vector<std::string> limits;        ///< --limit NAME=N, as given (checked by the option)
+  double max_cost = -1;                   ///< --max-cost USD; -1: the recipe's budget, else none
+  long long max_tokens = -1;              ///< --max-tokens N; -1: the recipe's budget, else none
+  std::string prices;                     ///< --prices FILE; empty: none
 };
 
 struct run_settings {

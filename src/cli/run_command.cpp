@@ -277,7 +277,10 @@ int run_command(const run_settings& s) {
       {"rate_limit_max_delay", a.rate_limit_max_delay},
       {"rate_limit_patterns", boost::json::array(a.rate_limit_patterns.begin(), a.rate_limit_patterns.end())},
       {"rate_limit_fallback_model", a.rate_limit_fallback_model},
-      {"limits", boost::json::array(a.limits.begin(), a.limits.end())}};
+      {"limits", boost::json::array(a.limits.begin(), a.limits.end())},
+      {"max_cost", a.max_cost},
+      {"max_tokens", a.max_tokens},
+      {"prices", a.prices.empty() ? std::string() : std::filesystem::absolute(a.prices, ec).lexically_normal().string()}};
   state["invocation"].as_object()["keep_going"] = s.keep_going;
   // A resume follows the jobs where they were submitted.
   std::string shared_dir = s.shared_dir;
@@ -599,6 +602,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   }
   if (stop_signal != 0) return 128 + stop_signal;
   if (result->status == run_status::waiting_approval) return exit_waiting_approval;
+  if (result->status == run_status::budget_exhausted) return exit_budget_exhausted;
   return result->success() ? exit_success : exit_recipe_failed;
 }
 

@@ -106,6 +106,10 @@ void inherit_agent_settings(const json::object& state, agent_settings& a) {
   if (a.rate_limit_patterns.empty()) a.rate_limit_patterns = strings_of(o, "rate_limit_patterns");
   if (a.rate_limit_fallback_model.empty()) a.rate_limit_fallback_model = text_of(o, "rate_limit_fallback_model");
   if (a.limits.empty()) a.limits = strings_of(o, "limits");
+  // The budget is the session's: a resume without --max-cost keeps the one it ran with.
+  if (a.max_cost < 0) a.max_cost = number("max_cost", -1);
+  if (a.max_tokens < 0) a.max_tokens = static_cast<long long>(number("max_tokens", -1));
+  if (a.prices.empty()) a.prices = text_of(o, "prices");
 }
 
 struct listed_session {

@@ -95,6 +95,12 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   if (result.status == run_status::waiting_approval) result.waiting = std::move(seq.waiting);
   // A stop that arrived while the last step was finishing still ends the run as cancelled.
   if (result.status == run_status::completed && rs.interrupt.stop_requested()) result.status = run_status::cancelled;
+  // Steps left unstarted by the budget, not by a stop: the run is resumable with a larger one.
+  if (result.status == run_status::cancelled && !rs.interrupt.stop_requested() && rs.spend.refused_count() > 0) {
+    result.status = run_status::budget_exhausted;
+    result.error = "the budget is reached (" + rs.spend.describe() + "): the steps not started run on a resume with a larger budget";
+  }
+  result.usage = rs.spend.totals();
   result.reused = std::move(rs.reused);
   result.changed = std::move(rs.changed);
   if (r.output) {  // SPEC §2: the named variable is the recipe's final output

@@ -25,6 +25,7 @@ std::string_view to_string(run_status s) noexcept {
     case run_status::completed: return "completed";
     case run_status::failed: return "failed";
     case run_status::waiting_approval: return "waiting_approval";
+    case run_status::budget_exhausted: return "budget_exhausted";
     case run_status::cancelled: return "cancelled";
   }
   return "unknown";

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ public:
   std::map<std::string, int> rate_limited_left;
   std::map<std::string, int> no_json_left;
   std::map<std::string, int> wrong_json_left;
+  /// Set: every agent call reports this usage (as claude's JSON output does).
+  std::optional<agent_usage> usage_per_call;
   int agents_in_flight = 0;
   int agent_peak = 0;
   /// Whether it takes whole fan-outs (a cluster's job arrays) for leaves not kept local.
@@ -93,6 +96,7 @@ public:
       --wj->second;
       out.stdout_text = R"({"unexpected": true})";
     }
+    if (usage_per_call && out.started) out.usage = usage_per_call;
     --agents_in_flight;
     --in_flight;
     finished.push_back(inv.instance_id);

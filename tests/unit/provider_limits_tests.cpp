@@ -296,3 +296,139 @@ TEST_CASE("output_schema: a bash step's output is parsed and checked") {
   const auto failed = run(prose, events, make({none}));
   CHECK(failed.step_results[0].error.find("the output holds no JSON value") != std::string::npos);
 }
+
+namespace {
+
+agent_usage call_usage(std::optional<double> cost, std::string model = "m1") {
+  agent_usage u;
+  u.provider = "fake";
+  u.model = std::move(model);
+  u.calls = 1;
+  u.input = 100;
+  u.output = 20;
+  u.cache_read = 5;
+  u.cost_usd = cost;
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("usage: a step's usage sums its calls and the run totals go per provider and model") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(0.25);
+  auto a = agent_step("a", R"(out:{"name": "ok"})");
+  a.output_schema = std::make_shared<needs_name>();
+  runner.wrong_json_left[R"(out:{"name": "ok"})"] = 1;  // one correction round
+  auto b = agent_step("b", "out:plain");
+  runner.rate_limited_left["out:plain"] = 1;  // a retried attempt still spent
+  auto c = bash_step("c", "out:no agent");
+  const auto result = run(runner, events, make({a, b, c}));
+  REQUIRE(result.status == run_status::completed);
+  REQUIRE(result.step_results[0].usage);
+  CHECK(result.step_results[0].usage->calls == 2);
+  CHECK(result.step_results[0].usage->input == 200);
+  CHECK(result.step_results[0].usage->cost_usd == Approx(0.5));
+  REQUIRE(result.step_results[1].usage);
+  CHECK(result.step_results[1].usage->calls == 2);
+  CHECK_FALSE(result.step_results[2].usage);
+  REQUIRE(result.usage.size() == 1);
+  const auto& t = result.usage.front();
+  CHECK(t.provider == "fake");
+  CHECK(t.model == "m1");
+  CHECK(t.calls == 4);
+  CHECK(t.output == 80);
+  CHECK(t.cache_read == 20);
+  CHECK(t.cost_usd == Approx(1.0));
+  CHECK(t.calls_without_cost == 0);
+}
+
+TEST_CASE("usage: a loop's result sums its iterations and an unknown cost is never a zero") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(std::nullopt);
+  const auto result = run(runner, events, make({fan_out(agent_step("a", "out:{{item}}"), 3)}));
+  REQUIRE(result.step_results[0].usage);
+  CHECK(result.step_results[0].usage->calls == 3);
+  CHECK_FALSE(result.step_results[0].usage->cost_usd.has_value());
+  REQUIRE(result.usage.size() == 1);
+  CHECK(result.usage.front().calls_without_cost == 3);
+  CHECK(result.usage.front().cost_usd == 0);
+}
+
+TEST_CASE("budget: reached, no new step starts, running ones finish and the run ends budget_exhausted") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(0.10);
+  auto loop = fan_out(agent_step("a", "sleep:20 out:{{item}}"), 10);
+  loop.foreach->max_concurrent = 2;
+  auto after = bash_step("after", "out:later");
+  auto r = make({loop, after});
+  r.budget.cost_usd = 0.25;
+  const auto result = run(runner, events, r);
+  CHECK(result.status == run_status::budget_exhausted);
+  CHECK(result.error.find("the budget is reached ($0.") != std::string::npos);
+  // Two at a time: the third call reaches the budget, the fourth was already running.
+  CHECK(runner.agent_calls.size() >= 3);
+  CHECK(runner.agent_calls.size() <= 4);
+  const auto& its = *result.step_results[0].iterations;
+  CHECK(its.completed == runner.agent_calls.size());
+  CHECK(its.completed + its.not_run + its.cancelled == 10);
+  CHECK(result.step_results[0].status == step_status::cancelled);
+  CHECK(result.step_results[1].status == step_status::not_run);
+  bool warned = false;
+  for (const auto& w : events.of(event_kind::warning))
+    warned = warned || w.message.find("the budget is reached after") != std::string::npos;
+  CHECK(warned);
+
+  SECTION("the command line's budget wins over the recipe's") {
+    fake_runner more;
+    more.usage_per_call = call_usage(0.10);
+    auto o = opts();
+    o.budget.cost_usd = 100;
+    CHECK(run(more, events, r, o).status == run_status::completed);
+    CHECK(more.agent_calls.size() == 10);
+  }
+}
+
+TEST_CASE("budget: a token budget counts input output and cache tokens") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(std::nullopt);  // 125 tokens a call
+  auto loop = fan_out(agent_step("a", "out:{{item}}"), 5);
+  loop.foreach->max_concurrent = 1;
+  auto o = opts();
+  o.budget.tokens = 250;
+  const auto result = run(runner, events, make({loop}), o);
+  CHECK(result.status == run_status::budget_exhausted);
+  CHECK(runner.agent_calls.size() == 2);
+}
+
+TEST_CASE("budget: calls of unknown cost are not counted against a cost budget and are said so") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(std::nullopt);
+  auto o = opts();
+  o.budget.cost_usd = 0.01;
+  const auto result = run(runner, events, make({fan_out(agent_step("a", "out:{{item}}"), 3)}), o);
+  CHECK(result.status == run_status::completed);
+  int warnings = 0;
+  for (const auto& w : events.of(event_kind::warning))
+    if (w.message.find("reported no cost for model m1") != std::string::npos) ++warnings;
+  CHECK(warnings == 1);
+}
+
+TEST_CASE("budget: a rate-limit retry does not start once the budget is reached") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(1.0);
+  runner.rate_limited_left["out:x"] = 3;
+  auto o = opts();
+  o.budget.cost_usd = 1.0;
+  const auto result = run(runner, events, make({agent_step("a", "out:x")}), o);
+  CHECK(result.status == run_status::budget_exhausted);
+  CHECK(runner.agent_calls.size() == 1);
+  CHECK(result.step_results[0].status == step_status::cancelled);
+  CHECK(result.step_results[0].error.find("not started: the budget is reached ($1.0000 spent of the $1.0000 budget) for a retry") !=
+        std::string::npos);
+}

@@ -70,8 +70,16 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   const auto again = s.parse_json || s.output_schema ? std::optional<agent_invocation>(inv) : std::nullopt;
   const auto group = rs_.group_of(s);
   group_lease lease;
+  std::optional<agent_usage> spent;  // every call of this attempt
+  auto account = [&](leaf_outcome& call) {
+    if (!call.usage) return;
+    call.usage->calls = std::max<std::uint64_t>(call.usage->calls, 1);
+    add_usage(spent, call.usage);
+    rs_.record_spend(*call.usage, instance);
+  };
   auto out = co_await run_child(std::move(inv), instance, "agent", attempt, stop, weight, group, &lease);
   warn(s, instance, out.warnings);
+  account(out);
   int calls = 1;
   auto ask_again = [&](std::string_view why, std::string_view addition) {
     auto e = rs_.make_event(event_kind::step_retry, instance, instance_type(s, is_loop(s)));
@@ -87,8 +95,9 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   if (again && !s.output_schema && out.succeeded() && !extract_json(out.stdout_text) && !stop.stop_requested()) {
     auto reminder = ask_again("parse_json: the reply held no JSON; asking once more for JSON only",
                               "\n\n" + std::string(json_only_reminder));
-    out = co_await run_child(std::move(reminder), instance, "agent", attempt, stop, weight, group, &lease);
+    out = co_await run_child(std::move(reminder), instance, "agent", attempt, stop, weight, group, &lease, true);
     warn(s, instance, out.warnings);
+    account(out);
     ++calls;
   }
   for (int round = 1; s.output_schema && round <= s.schema_retries && out.succeeded() && !stop.stop_requested(); ++round) {
@@ -98,8 +107,9 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
                                     (verdict.problems.size() > 1 ? ", …" : "") + "); asking again (" +
                                     std::to_string(round) + " of " + std::to_string(s.schema_retries) + ")",
                                 schema_correction(*s.output_schema, verdict.problems, out.stdout_text));
-    out = co_await run_child(std::move(correction), instance, "agent", attempt, stop, weight, group, &lease);
+    out = co_await run_child(std::move(correction), instance, "agent", attempt, stop, weight, group, &lease, true);
     warn(s, instance, out.warnings);
+    account(out);
     ++calls;
   }
   const bool started = out.started;
@@ -107,10 +117,12 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   std::string rate_text;
   if (!out.succeeded()) rate_text = out.snippet + "\n" + out.error;
   const bool clean = out.succeeded();
+  const bool cli_said_rate_limited = out.rate_limited;
   auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs, calls);
   if (o.result.attempts > 0) o.result.attempts = calls;
+  o.result.usage = std::move(spent);
   o.rate_limited = o.result.status == step_status::failed && !o.result.timed_out && !cancelled &&
-                   rs_.rate_limited(rate_text);
+                   (cli_said_rate_limited || rs_.rate_limited(rate_text));
   if (o.rate_limited) {
     lease.finish(true);
   } else if (clean) {
@@ -173,12 +185,18 @@ asio::awaitable<instance_outcome> step_executor::recover(const step& s, scope sc
   auto out = co_await run_child(std::move(inv), id, "agent", 1, stop, 1, rs_.options.agent_provider, &lease);
   warn(s, instance, out.warnings);
   if (out.succeeded()) lease.finish(false);
+  if (out.usage) {
+    out.usage->calls = std::max<std::uint64_t>(out.usage->calls, 1);
+    rs_.record_spend(*out.usage, id);
+  }
   step_result attempt_result;
   attempt_result.step_id = id;
   attempt_result.duration = out.duration;
   attempt_result.exit_code = out.exit_code;
   attempt_result.timed_out = out.timed_out;
   attempt_result.attempts = out.started ? 1 : 0;
+  attempt_result.usage = out.usage;
+  add_usage(failed.result.usage, out.usage);  // the step's spend includes its recovery
   const bool recovered = out.succeeded() && ends_with_marker(out.stdout_text);
   attempt_result.status = recovered ? step_status::completed : out.cancelled ? step_status::cancelled : step_status::failed;
   if (out.succeeded()) attempt_result.output = boost::json::string(trim(out.stdout_text));

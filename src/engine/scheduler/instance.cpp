@@ -50,6 +50,12 @@ flow failure_flow(const step& s) {
   return flow::fatal;
 }
 
+std::optional<agent_usage> usage_of(const std::vector<step_result>& results) {
+  std::optional<agent_usage> sum;
+  for (const auto& r : results) add_usage(sum, r.usage);
+  return sum;
+}
+
 step_result unstarted(std::string instance, step_status status, std::string error) {
   step_result r;
   r.step_id = std::move(instance);
@@ -114,6 +120,8 @@ instance_outcome step_executor::replay(const step& s, const std::string& instanc
   instance_outcome o;  // resume: taken as it was recorded, never re-run
   o.result = done.result;
   if (o.result.skipped_rest) o.next = flow::skip_remaining;  // as it ended the first time
+  // What it spent counts against this run's budget too: a resume continues the session's.
+  if (o.result.usage) rs_.record_spend(*o.result.usage, instance);
   restore_children(*rs_.options.journal, o.result.children);
   o.updates = done.context_delta;
   auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
@@ -138,9 +146,10 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
       if (!key.empty()) rs_.changed.push_back(instance);
     }
   }
-  if (stop.stop_requested()) {
+  if (stop.stop_requested() || rs_.draining()) {
     instance_outcome o;
-    o.result = unstarted(instance, step_status::not_run);
+    o.result = unstarted(instance, step_status::not_run,
+                         stop.stop_requested() ? std::string() : "step '" + instance + "': " + rs_.refuse_for_budget());
     o.next = flow::cancelled;
     return o;
   }

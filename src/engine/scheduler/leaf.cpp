@@ -117,11 +117,14 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
   // names rate_limit itself; other failures count against the step's `retry`.
   const bool own_rate_limits = retries_rate_limits(s.retry);
   int judged = 0, rate_limited = 0;
+  std::optional<agent_usage> spent;
   std::string model;  // the rate-limit fallback model, for the last rate-limit retry only
   for (int attempt = 1;; ++attempt) {
     instance_outcome o = co_await run_attempt(s, sc, instance, attempt, stop, std::exchange(model, {}));
     // Attempts that never started a child (a missing working directory) do not count.
     o.result.attempts += attempt - 1;
+    add_usage(spent, o.result.usage);  // every attempt's calls count
+    o.result.usage = spent;
     if (o.result.status != step_status::failed || stop.stop_requested()) co_return o;
     auto failure = failure_of(o.result);
     failure.rate_limited = o.rate_limited;
@@ -155,9 +158,11 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
     asio::steady_timer wait(rs_.executor, delay);
     std::stop_callback on_stop(stop, [&wait] { wait.cancel(); });
     co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (stop.stop_requested()) {
+    if (stop.stop_requested() || rs_.draining()) {
       o.result.status = step_status::cancelled;
-      o.result.error = "step '" + instance + "': cancelled while waiting to retry; " + o.result.error;
+      o.result.error = (stop.stop_requested() ? "step '" + instance + "': cancelled while waiting to retry; "
+                                              : "step '" + instance + "': " + rs_.refuse_for_budget() + " for a retry; ") +
+                       o.result.error;
       o.next = flow::cancelled;
       o.updates = {};
       co_return o;
@@ -219,7 +224,8 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
 
 asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, const std::string& instance,
                                                        std::string_view type, int attempt, std::stop_token stop,
-                                                       int weight, std::string_view group, group_lease* lease) {
+                                                       int weight, std::string_view group, group_lease* lease,
+                                                       bool follow_up) {
   auto* agent = std::get_if<agent_invocation>(&inv);
   // The limit group's slot first, then an agent's max_concurrent_llm slot, so neither wait
   // holds a global slot; the min_delay_ms spacing is awaited last (holding every slot). A
@@ -243,11 +249,13 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   }
   // A slot can be handed over just before a sibling fails fast or the run is interrupted:
   // check again, or the child would start after its scope was stopped.
-  if (!got_slot || !may_start || stop.stop_requested()) {
+  // A budget reached while this waited for its slots: a new step does not start.
+  const bool refused = !follow_up && type != "hook" && rs_.draining();
+  if (!got_slot || !may_start || stop.stop_requested() || refused) {
     if (got_slot && weight > 0) rs_.limiter.release(weight);
     leaf_outcome o;
     o.cancelled = true;
-    o.error = "cancelled before it started";
+    o.error = refused && !stop.stop_requested() ? rs_.refuse_for_budget() : "cancelled before it started";
     co_return o;
   }
   slot_lease global_slots(rs_.limiter, weight);

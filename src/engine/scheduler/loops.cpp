@@ -73,6 +73,7 @@ struct step_executor::foreach_run {
   bool skipping = false;   // skip_remaining: no further iterations
   std::string error;       // the first fatal iteration's
   flow end = flow::next;
+  std::optional<agent_usage> usage;  // what the iterations spent
   // Iterations stopped at an approval gate, by index: the others go on to their own gates
   // or their end, so one resume after the decisions finishes the fan-out.
   std::vector<std::pair<std::size_t, pending_approval>> waiting;
@@ -133,7 +134,8 @@ std::shared_ptr<fan_out_share> step_executor::hand_off(const step& s, std::size_
 boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope sc, const std::string& instance,
                                                           foreach_run& loop) {
   const auto& as = s.foreach->as;
-  while (loop.cursor < loop.items.size() && !loop.skipping && !loop.stop.stop_requested()) {
+  // A reached budget starts no further item; the rest count as not run.
+  while (loop.cursor < loop.items.size() && !loop.skipping && !loop.stop.stop_requested() && !rs_.draining()) {
     const std::size_t i = loop.cursor++;
     // Iteration-local names hide the context's; the body's outputs stay in here too.
     boost::json::object locals = sc.locals ? *sc.locals : boost::json::object{};
@@ -143,6 +145,7 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     auto o = co_await run_instance(s, scope{sc.context, &locals, sc.exports, loop.share ? &loop.share : nullptr},
                                    instance + "[" + std::to_string(i) + "]", loop.stop.get_token(), true);
     loop.item_finished();
+    add_usage(loop.usage, o.result.usage);
     if (o.next == flow::suspend) {
       ++loop.counts.waiting;
       for (auto& w : o.waiting) loop.waiting.emplace_back(i, std::move(w));
@@ -220,13 +223,21 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   const auto finished = c.completed + c.failed + c.skipped + c.waiting + c.cancelled + c.not_run;
   loop.counts.not_run += n - finished;  // never started: the loop ended early
   if (loop.end == flow::next && stop.stop_requested()) loop.end = flow::cancelled;
+  // Items the budget left unstarted: the loop ends as a stopped one does, for resume.
+  if (loop.end == flow::next && rs_.draining() && c.not_run + c.cancelled > 0) {
+    loop.end = flow::cancelled;
+    loop.error = "step '" + instance + "': " + std::to_string(c.not_run + c.cancelled) + " of " + std::to_string(n) +
+                 " items " + rs_.refuse_for_budget();
+  }
   if (!loop.waiting.empty()) loop.end = worse(loop.end, flow::suspend);
   const auto status = loop.end == flow::fatal       ? step_status::failed
                       : loop.end == flow::cancelled ? step_status::cancelled
                       : loop.end == flow::suspend   ? step_status::not_run
                                                     : step_status::completed;
   auto o = loop_outcome(s, loop.counts, std::move(loop.collected), status, loop.end,
-                        loop.end == flow::cancelled ? "step '" + instance + "': cancelled" : loop.error);
+                        loop.end == flow::cancelled && loop.error.empty() ? "step '" + instance + "': cancelled"
+                                                                          : loop.error);
+  o.result.usage = std::move(loop.usage);
   std::stable_sort(loop.waiting.begin(), loop.waiting.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& w : loop.waiting) o.waiting.push_back(std::move(w.second));
@@ -246,6 +257,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step
     for (const auto& kv : sc.target())
       if (const auto* old = before.if_contains(kv.key()); !old || *old != kv.value()) o.updates[kv.key()] = kv.value();
   o.result.output = std::move(body.last_output);
+  o.result.usage = usage_of(body.results);
   o.next = body.end == flow::fatal ? failure_flow(s) : body.end;
   switch (body.end) {
     case flow::fatal: {
@@ -279,6 +291,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
   bool failed = false;
   std::string error;
   std::vector<pending_approval> waiting;
+  std::optional<agent_usage> spent;
   rs_.emit(rs_.make_event(event_kind::step_start, instance, "loop"));
   for (std::size_t i = 0;; ++i) {
     if (stop.stop_requested()) {
@@ -305,6 +318,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     if (!go.run) break;
     ++counts.total;
     auto o = co_await run_instance(s, inner, instance + "[" + std::to_string(i) + "]", stop, true);
+    add_usage(spent, o.result.usage);
     if (o.next == flow::suspend) {  // the next iteration depends on this one: stop here
       ++counts.waiting;
       end = flow::suspend;
@@ -352,6 +366,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
                       : end == flow::suspend   ? step_status::not_run
                                                : step_status::completed;
   auto o = loop_outcome(s, counts, std::move(collected), status, end, error);
+  o.result.usage = std::move(spent);
   o.waiting = std::move(waiting);
   if (status == step_status::completed) {
     // The loop's own variables (not its counters) become visible after it.

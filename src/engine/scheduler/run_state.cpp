@@ -22,6 +22,14 @@ retry_policy rate_limits_for(const agent_options& cli, const rate_limit_backoff&
                                  recipe.multiplier.value_or(2.0));
 }
 
+// The command line's budget wins per field over the recipe's.
+run_budget merged_budget(const run_budget& cli, const run_budget& recipe) {
+  run_budget b = recipe;
+  if (cli.cost_usd) b.cost_usd = cli.cost_usd;
+  if (cli.tokens) b.tokens = cli.tokens;
+  return b;
+}
+
 // The command line's limits win per name over the recipe's.
 std::map<std::string, int, std::less<>> merged_limits(std::map<std::string, int, std::less<>> cli,
                                                       const std::map<std::string, int, std::less<>>& recipe) {
@@ -44,6 +52,7 @@ run_state::run_state(step_runner& r, event_listener& listener, run_options opts,
                e.message = std::string(why);
                emit(e);
              }),
+      spend(merged_budget(options.budget, top.budget)),
       agent_spacing(std::chrono::milliseconds(top.rate_limiting.min_delay_ms.value_or(0))),
       rate_limit_policy(rate_limits_for(options.agents, top.rate_limiting.backoff)),
       limits(top.recursion),
@@ -51,6 +60,28 @@ run_state::run_state(step_runner& r, event_listener& listener, run_options opts,
       random_(options.random_seed ? options.random_seed : std::random_device{}()),
       ticker_(ex) {
   if (top.rate_limiting.max_concurrent_llm) agent_limiter.emplace(ex, *top.rate_limiting.max_concurrent_llm);
+}
+
+void run_state::record_spend(const agent_usage& u, std::string_view instance) {
+  const auto unknown_before = spend.uncosted_calls();
+  if (spend.add(u)) {
+    auto e = make_event(event_kind::warning);
+    e.message = "the budget is reached after '" + std::string(instance) + "' (" + spend.describe() +
+                "): no new step starts; the running ones finish";
+    emit(e);
+  }
+  if (unknown_before == 0 && spend.uncosted_calls() > 0 && spend.budget().cost_usd) {
+    auto e = make_event(event_kind::warning);
+    e.message = "a cost budget is set, but " + (u.provider.empty() ? std::string("the agent CLI") : u.provider) +
+                " reported no cost for " + (u.model.empty() ? std::string("this call") : "model " + u.model) +
+                " and --prices has no price for it: such calls are not counted against the budget";
+    emit(e);
+  }
+}
+
+std::string run_state::refuse_for_budget() {
+  spend.refused();
+  return "not started: the budget is reached (" + spend.describe() + ")";
 }
 
 std::string_view run_state::group_of(const step& s) const noexcept {

@@ -5,6 +5,7 @@
 
 #include "scheduler/limit_groups.hpp"
 #include "scheduler/limiter.hpp"
+#include "scheduler/spend.hpp"
 
 #include <arun/engine.hpp>
 
@@ -41,6 +42,8 @@ public:
   std::optional<concurrency_limiter> agent_limiter;
   /// Per-provider limits (--limit, the recipe's `limits:`), adapting to rate limits.
   limit_groups groups;
+  /// What the agent calls spent, against the run's budget.
+  spend_meter spend;
   const std::chrono::nanoseconds agent_spacing;
   std::optional<steady::time_point> last_agent_start;
   /// SPEC §7: how an agent's rate limit is retried when the step's `retry` does not say.
@@ -60,6 +63,14 @@ public:
   /// The limit group the children of `s` count against: its `limit_group`, else an agent
   /// step's provider; empty: none.
   std::string_view group_of(const step& s) const noexcept;
+
+  /// Adds what a call of `instance` spent (or a recorded instance, on resume); warns when it
+  /// makes the run reach its budget, and once when a cost budget meets a call of unknown cost.
+  void record_spend(const agent_usage& u, std::string_view instance);
+  /// The budget was reached: no new step starts (running ones finish).
+  bool draining() const noexcept { return spend.exhausted(); }
+  /// Why an instance was not started because the budget was reached (counted).
+  std::string refuse_for_budget();
 
   /// Whether a failed agent's output reads as a rate limit (SPEC §7 markers and the
   /// options' extra patterns).

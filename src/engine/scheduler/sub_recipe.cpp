@@ -116,6 +116,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   o.result.step_id = instance;
   o.result.attempts = 1;
   o.result.children = std::move(seq.results);
+  o.result.usage = usage_of(o.result.children);
   o.waiting = std::move(seq.waiting);
   switch (seq.end) {
     case flow::fatal:

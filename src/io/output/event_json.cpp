@@ -52,6 +52,7 @@ void add_step_end(boost::json::object& o, const step_result& r) {
   o["timed_out"] = r.timed_out;
   o["error"] = text_or_null(r.error);
   if (r.iterations) o["iterations"] = iterations_to_json(*r.iterations);
+  if (r.usage) o["usage"] = usage_to_json(*r.usage);
 }
 
 void add_recipe_end(boost::json::object& o, const run_result& r) {

@@ -151,6 +151,45 @@ boost::json::object iterations_to_json(const iteration_counts& c) {
   return o;
 }
 
+boost::json::object usage_to_json(const agent_usage& u) {
+  boost::json::object o;
+  o["provider"] = u.provider;
+  o["model"] = u.model;
+  o["calls"] = u.calls;
+  o["input"] = u.input;
+  o["output"] = u.output;
+  o["cache_read"] = u.cache_read;
+  o["cache_write"] = u.cache_write;
+  o["cost_usd"] = u.cost_usd ? boost::json::value(*u.cost_usd) : boost::json::value(nullptr);
+  return o;
+}
+
+std::optional<agent_usage> usage_from_json(const boost::json::value& v) {
+  const auto* o = v.if_object();
+  if (!o) return std::nullopt;
+  agent_usage u;
+  auto text = [&](std::string_view key) {
+    const auto* t = o->if_contains(key);
+    return t && t->is_string() ? std::string(t->get_string()) : std::string();
+  };
+  auto count = [&](std::string_view key) -> std::uint64_t {
+    const auto* n = o->if_contains(key);
+    if (!n || !n->is_number()) return 0;
+    const double d = n->to_number<double>();
+    return d >= 0 && d < 9007199254740992.0 ? static_cast<std::uint64_t>(d) : 0;
+  };
+  u.provider = text("provider");
+  u.model = text("model");
+  u.calls = count("calls");
+  u.input = count("input");
+  u.output = count("output");
+  u.cache_read = count("cache_read");
+  u.cache_write = count("cache_write");
+  if (const auto* c = o->if_contains("cost_usd"); c && c->is_number() && c->to_number<double>() >= 0)
+    u.cost_usd = c->to_number<double>();
+  return u;
+}
+
 boost::json::object step_to_json(const step_result& s) {
   boost::json::object o;
   o["step_id"] = s.step_id;
@@ -166,6 +205,7 @@ boost::json::object step_to_json(const step_result& s) {
   o["timed_out"] = s.timed_out;
   o["truncated"] = s.truncated;
   if (s.iterations) o["iterations"] = iterations_to_json(*s.iterations);
+  if (s.usage) o["usage"] = usage_to_json(*s.usage);
   if (!s.children.empty()) {
     boost::json::array children;
     for (const auto& child : s.children) children.push_back(step_to_json(child));
@@ -224,6 +264,35 @@ boost::json::object step_entry(const step_result& s, const log_locator& logs) {
   return entry;
 }
 
+// `{totals: {calls, …, cost_usd, calls_without_cost}, by_model: [{provider, model, …}]}`.
+boost::json::object usage_totals_to_json(const std::vector<usage_total>& totals) {
+  usage_total sum;
+  boost::json::array by_model;
+  auto fields = [](const usage_total& t) {
+    return boost::json::object{{"calls", t.calls},
+                               {"input", t.input},
+                               {"output", t.output},
+                               {"cache_read", t.cache_read},
+                               {"cache_write", t.cache_write},
+                               {"cost_usd", t.cost_usd},
+                               {"calls_without_cost", t.calls_without_cost}};
+  };
+  for (const auto& t : totals) {
+    auto entry = fields(t);
+    entry["provider"] = t.provider;
+    entry["model"] = t.model;
+    by_model.push_back(std::move(entry));
+    sum.calls += t.calls;
+    sum.input += t.input;
+    sum.output += t.output;
+    sum.cache_read += t.cache_read;
+    sum.cache_write += t.cache_write;
+    sum.cost_usd += t.cost_usd;
+    sum.calls_without_cost += t.calls_without_cost;
+  }
+  return {{"totals", fields(sum)}, {"by_model", std::move(by_model)}};
+}
+
 // result_to_json's members, `step_results` left empty.
 boost::json::object result_fields(const run_result& r) {
   boost::json::object o = document_header();
@@ -238,6 +307,7 @@ boost::json::object result_fields(const run_result& r) {
   o["context"] = r.context;
   o["step_results"] = boost::json::array();
   o["error"] = text_or_null(r.error);
+  if (!r.usage.empty()) o["usage"] = usage_totals_to_json(r.usage);
   if (!r.reused.empty() || !r.changed.empty())
     o["reload"] = {{"reused", boost::json::array(r.reused.begin(), r.reused.end())},
                    {"changed", boost::json::array(r.changed.begin(), r.changed.end())}};
@@ -294,6 +364,42 @@ bool write_result_json(const run_result& r, const log_locator& logs, const secre
   return write(text);
 }
 
+namespace {
+
+// `12 calls, 118,402 tokens (100,000 in, 18,402 out, 0 cache read, 0 cache write), $0.4200`;
+// a cost with `+ N calls of unknown cost`, or `cost unknown` when no call's is known.
+std::string usage_line(const usage_total& t) {
+  std::string text = fmt::format("{} call{}, {} tokens ({} in, {} out, {} cache read, {} cache write), ",
+                                 thousands(t.calls), t.calls == 1 ? "" : "s",
+                                 thousands(t.input + t.output + t.cache_read + t.cache_write), thousands(t.input),
+                                 thousands(t.output), thousands(t.cache_read), thousands(t.cache_write));
+  if (t.calls_without_cost == t.calls) return text + "cost unknown";
+  text += fmt::format("${:.4f}", t.cost_usd);
+  if (t.calls_without_cost > 0) text += fmt::format(" + {} calls of unknown cost", thousands(t.calls_without_cost));
+  return text;
+}
+
+std::string usage_text(const std::vector<usage_total>& totals) {
+  if (totals.empty()) return {};
+  usage_total sum;
+  for (const auto& t : totals) {
+    sum.calls += t.calls;
+    sum.input += t.input;
+    sum.output += t.output;
+    sum.cache_read += t.cache_read;
+    sum.cache_write += t.cache_write;
+    sum.cost_usd += t.cost_usd;
+    sum.calls_without_cost += t.calls_without_cost;
+  }
+  std::string text = "agents: " + usage_line(sum) + "\n";
+  if (totals.size() > 1)
+    for (const auto& t : totals)
+      text += fmt::format("  {} {}: {}\n", t.provider, t.model.empty() ? "(model unknown)" : t.model, usage_line(t));
+  return text;
+}
+
+}  // namespace
+
 std::string result_to_text(const run_result& r, const log_locator& logs) {
   std::string text = fmt::format("{}: {} in {:.2f}s (session {})\n", r.recipe_name, to_string(r.status),
                                  seconds(r.duration), r.session_id);
@@ -301,6 +407,7 @@ std::string result_to_text(const run_result& r, const log_locator& logs) {
   if (!r.output.is_null()) text += output_text(r.output);
   if (!r.error.empty()) text += fmt::format("error: {}\n", first_line(r.error));
   if (!r.step_results.empty()) text += summary_text(r) + "\n";
+  text += usage_text(r.usage);
   if (!r.reused.empty() || !r.changed.empty()) {
     auto listed = [](const std::vector<std::string>& ids) {
       std::string out;
@@ -327,6 +434,8 @@ std::string result_to_text(const run_result& r, const log_locator& logs) {
   // What was recorded stays; a resume runs what failed fatally, was cancelled or never ran.
   if ((r.status == run_status::failed || r.status == run_status::cancelled) && !r.session_id.empty())
     text += fmt::format("resume with: arun resume {}\n", r.session_id);
+  if (r.status == run_status::budget_exhausted && !r.session_id.empty())
+    text += fmt::format("resume with a larger budget: arun resume {} --max-cost USD (or --max-tokens N)\n", r.session_id);
   if (r.waiting.size() > 1)
     text += fmt::format("decide each with: arun approve {0} --step INSTANCE (or --all), then: arun resume {0}\n",
                         r.session_id);

@@ -22,6 +22,11 @@ boost::json::object document_header();
 /// `{total, completed, failed, skipped}`.
 boost::json::object iterations_to_json(const iteration_counts& c);
 
+/// `{provider, model, calls, input, output, cache_read, cache_write, cost_usd}` (cost_usd
+/// null when unknown), and back (none when `v` is not such an object).
+boost::json::object usage_to_json(const agent_usage& u);
+std::optional<agent_usage> usage_from_json(const boost::json::value& v);
+
 /// One `step_results` entry: `{step_id, status, output, error, duration, started_at, ended_at,
 /// attempts, exit_code, signal, timed_out, truncated}` (null where not applicable), plus `iterations` when the step
 /// is a loop (`s.iterations` set) and `children` (entries of the same shape, recursively) when

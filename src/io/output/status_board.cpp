@@ -102,6 +102,13 @@ void status_board::on_event(const event& e, clock::time_point now) {
         top_seen_.insert(e.step);
         if (const auto it = top_running_.find(e.step); it != top_running_.end()) top_running_.erase(it);
       }
+      if (e.step_type == "agent" && e.result && e.result->usage) {  // leaves only: a loop's sums them
+        tokens_ += e.result->usage->tokens();
+        if (e.result->usage->cost_usd) {
+          cost_usd_ += *e.result->usage->cost_usd;
+          cost_known_ = true;
+        }
+      }
       const bool counted = child_type(e.step_type) || e.step_type == "gate";
       if (counted && e.result && e.result->status == step_status::failed) ++failed_;
       return;
@@ -149,6 +156,17 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
       parts.push_back({text, text});
     }
   if (failed_ > 0) parts.push_back({fmt::format("{} failed", failed_), fmt::format("{} fail", failed_), true});
+  // What the agents spent so far: `$0.42 · 118k tok`.
+  if (cost_known_) {
+    const auto cost = fmt::format("${:.2f}", cost_usd_);
+    parts.push_back({cost, cost});
+  }
+  if (tokens_ > 0) {
+    const auto tokens = tokens_ >= 10'000'000 ? fmt::format("{}M tok", tokens_ / 1'000'000)
+                        : tokens_ >= 10'000   ? fmt::format("{}k tok", tokens_ / 1'000)
+                                              : fmt::format("{} tok", tokens_);
+    parts.push_back({tokens, tokens});
+  }
   const auto elapsed = clock_duration(now - *started_);
   parts.push_back({elapsed, elapsed});
   if (remaining) parts.push_back({"ETA " + clock_duration(*remaining), "~" + clock_duration(*remaining)});

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -52,6 +53,10 @@ private:
   std::map<std::string, group_count, std::less<>> groups_;
   std::map<std::string, std::string, std::less<>> group_of_;  // running instance -> its group
   void child_ended(const std::string& instance);
+  /// What the finished agent steps spent: tokens, the known cost, and whether any was unknown.
+  std::uint64_t tokens_ = 0;
+  double cost_usd_ = 0;
+  bool cost_known_ = false;
 };
 
 /// `0:42`, `12:03`, `1:02:03`: elapsed and remaining times.

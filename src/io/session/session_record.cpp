@@ -85,6 +85,7 @@ step_result step_from_json(const json::object& o) {
     r.iterations = iteration_counts{count(i, "total"),   count(i, "completed"), count(i, "failed"), count(i, "skipped"),
                                     count(i, "waiting"), count(i, "cancelled"), count(i, "not_run")};
   }
+  if (const auto* usage = o.if_contains("usage")) r.usage = usage_from_json(*usage);
   if (const auto* children = o.if_contains("children"); children && children->is_array())
     for (const auto& c : children->get_array())
       if (c.is_object()) r.children.push_back(step_from_json(c.get_object()));

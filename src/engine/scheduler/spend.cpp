@@ -1,0 +1,50 @@
+#include "scheduler/spend.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace arun::engine {
+namespace {
+
+std::string dollars(double d) {
+  char text[64];
+  std::snprintf(text, sizeof text, d < 10 ? "$%.4f" : "$%.2f", d);
+  return text;
+}
+
+}  // namespace
+
+bool spend_meter::add(const agent_usage& u) {
+  auto it = std::find_if(totals_.begin(), totals_.end(),
+                         [&](const usage_total& t) { return t.provider == u.provider && t.model == u.model; });
+  if (it == totals_.end()) it = totals_.insert(totals_.end(), usage_total{u.provider, u.model});
+  const std::uint64_t calls = std::max<std::uint64_t>(u.calls, 1);
+  it->calls += calls;
+  it->input += u.input;
+  it->output += u.output;
+  it->cache_read += u.cache_read;
+  it->cache_write += u.cache_write;
+  if (u.cost_usd) {
+    it->cost_usd += *u.cost_usd;
+    cost_ += *u.cost_usd;
+  } else {
+    it->calls_without_cost += calls;
+    uncosted_ += calls;
+  }
+  tokens_ += u.tokens();
+  if (exhausted_) return false;
+  exhausted_ = (budget_.cost_usd && cost_ >= *budget_.cost_usd) || (budget_.tokens && tokens_ >= *budget_.tokens);
+  return exhausted_;
+}
+
+std::string spend_meter::describe() const {
+  std::string text;
+  if (budget_.cost_usd) text = dollars(cost_) + " spent of the " + dollars(*budget_.cost_usd) + " budget";
+  if (budget_.tokens) {
+    if (!text.empty()) text += ", ";
+    text += std::to_string(tokens_) + " tokens of the " + std::to_string(*budget_.tokens) + " budget";
+  }
+  return text;
+}
+
+}  // namespace arun::engine
