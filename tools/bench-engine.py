@@ -58,6 +58,7 @@ WORKLOADS = {
     "g": "foreach 100000 x true, -j8: peak RSS (minutes a round; only when named)",
     "h": "arun validate of 5000 and 20000 steps: wall and peak RSS",
     "i": "foreach 10000 x true, -j8 against xargs and the floor",
+    "j": "200 agent steps (a tiny shell-script agent), -j16, against xargs -P16 running it",
 }
 OPT_IN = "g"
 
@@ -417,6 +418,21 @@ def group_recipe(name, count, command):
         yield f"- {{id: p{i},command: '{command}',parallel_group: g}}\n"
 
 
+# (j) The agent: reads its prompt file as a real CLI reads its prompt, replies one line.
+AGENT_SH = """#!/bin/sh
+cat "$1" >/dev/null
+echo "ok"
+"""
+
+
+def agent_recipe(name, count):
+    """A foreach of `count` parallel agent steps, no persona: the agent path's own cost."""
+    yield f"name: {name}\nsteps:\n  - id: ask\n    agent: ''\n    prompt: 'item {{{{item}}}}'\n"
+    yield "    parallel: true\n    foreach: "
+    yield from yaml_list(count)
+    yield "\n"
+
+
 def generated_recipe(name, steps):
     """The realistic mix of generated_recipe() in tools/src/bench/bench_language.cpp: bash
     steps with templates, conditions and retries, agent steps (agent team:reviewer) and
@@ -553,7 +569,8 @@ class Bench:
     def build(self, letters):
         builders = {"a": self.foreach_small, "b": self.sequential, "c": self.group_sleep,
                     "d": self.foreach_rss, "e": self.context_sweep, "f": self.group_rss,
-                    "g": self.foreach_huge, "h": self.validate, "i": self.foreach_floor}
+                    "g": self.foreach_huge, "h": self.validate, "i": self.foreach_floor,
+                    "j": self.agent_fan_out}
         assert builders.keys() == WORKLOADS.keys()
         return [w for letter in sorted(letters) for w in builders[letter]()]
 
@@ -741,6 +758,27 @@ class Bench:
             self.arun_run("arun, list in the step", inline, 8, check_arun(1, n)),
             self.xargs_run(n, 8), *self.floor_runs(n, 8),
         ], "xargs -P8", 1.05, peer_targets={"floor -P8": 1.20})]
+
+
+    def agent_fan_out(self):
+        """(j) issue 18's figure: 200 agent steps through --agent-command with a tiny shell
+        script as the agent, 16 at a time, against xargs -P16 running the same script on a
+        prompt file 200 times: the agent path's own overhead (prompt files, persona
+        resolution, environment, reply handling), within 1.10x."""
+        n = self.count(200)
+        agent = os.path.join(self.work, "agent.sh")
+        if not os.path.exists(agent):
+            write(agent, [AGENT_SH])
+            os.chmod(agent, 0o755)
+        prompt = self.file("agent-prompt.txt", lambda: ["item 0\n"])
+        recipe = self.file(f"agents-{n}.yaml", lambda: agent_recipe(f"agents-{n}", n))
+        arun = Contender("arun", [self.arun, "-q", "--output-format", "json", "--max-concurrent", "16",
+                                  "--agent-command", f"{agent} {{prompt_file}}", recipe],
+                         check_arun(1, n), arun=True)
+        seq = self.file(f"seq{n}", lambda: (f"{i}\n" for i in range(n)))
+        xargs = Contender("xargs -P16", [self.xargs, "-P16", "-I{}", agent, prompt], check_exit, stdin=seq)
+        return [Workload("j", "agents_200_j16", f"(j) {n} agent steps, -j16", [arun, xargs],
+                         "xargs -P16", 1.10)]
 
 
 # --- running and reporting -------------------------------------------------------------

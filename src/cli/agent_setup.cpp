@@ -6,6 +6,7 @@
 #include "agents/agent_cli.hpp"
 #include "agents/agent_resolution.hpp"
 #include "agents/amplihack_preset.hpp"
+#include "agents/price_table.hpp"
 #include "files/install_layout.hpp"
 
 #include <algorithm>
@@ -88,6 +89,11 @@ std::optional<std::string> configure_agents(const run_settings& s, const std::st
   opts.rate_limit_patterns = a.rate_limit_patterns;
   opts.auto_stage = a.auto_stage;
   engine.agent_provider = io::provider_name(runner.agent);
+  if (!a.prices.empty()) {
+    auto table = io::load_price_table(a.prices);
+    if (auto* error = std::get_if<std::string>(&table)) return "--prices: " + *error;
+    runner.prices = std::make_shared<const io::price_table>(std::move(std::get<io::price_table>(table)));
+  }
   if (a.max_cost > 0) engine.budget.cost_usd = a.max_cost;
   if (a.max_tokens > 0) engine.budget.tokens = static_cast<std::uint64_t>(a.max_tokens);
   for (const auto& given : a.limits) {

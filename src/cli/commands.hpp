@@ -133,6 +133,7 @@ struct logs_settings {
   std::string instance_glob;  ///< empty: every instance
   std::string stream;         ///< "out", "err", or empty: both
   bool follow = false;
+  bool transcript = false;    ///< --transcript: what each agent instance was asked and answered
 };
 int logs_command(const logs_settings& s);
 

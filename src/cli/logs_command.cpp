@@ -7,6 +7,7 @@
 #include "run_output.hpp"
 
 #include "session/instance_logs.hpp"
+#include "session/transcripts.hpp"
 #include "session/session_store.hpp"
 
 #include <fmt/format.h>
@@ -183,6 +184,32 @@ private:
   std::string last_printed_;
 };
 
+
+// --transcript: the agent calls of the matching instances, in instance order.
+int print_transcripts(const logs_settings& s, const std::string& session) {
+  std::string why;
+  auto all = io::read_transcripts(session, why);
+  if (!why.empty()) std::fprintf(stderr, "arun: warning: %s\n", why.c_str());
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return natural_less(a.instance, b.instance); });
+  std::string text;
+  std::vector<std::string> known;
+  for (const auto& t : all) {
+    known.push_back(t.instance);
+    if (s.instance_glob.empty() || instance_glob_match(s.instance_glob, t.instance)) text += io::transcript_to_text(t);
+  }
+  if (!text.empty()) return write_stdout(text) ? exit_success : exit_output_failed;
+  if (known.empty()) {
+    std::fprintf(stderr, "arun: session %s has no agent transcript (no agent step ran)\n", s.session_id.c_str());
+    return s.instance_glob.empty() ? exit_success : exit_usage;
+  }
+  std::string listed;
+  for (std::size_t i = 0; i < known.size() && i < 8; ++i) listed += (i ? ", " : "") + known[i];
+  if (known.size() > 8) listed += fmt::format(", … ({} in all)", known.size());
+  std::fprintf(stderr, "arun: no agent transcript of session %s matches '%s'; agent instances: %s\n",
+               s.session_id.c_str(), s.instance_glob.c_str(), listed.c_str());
+  return exit_usage;
+}
+
 }  // namespace
 
 int logs_command(const logs_settings& s) {
@@ -208,6 +235,7 @@ int logs_command(const logs_settings& s) {
       if (!reader.print_new(key, path, positions[key], headers)) return false;
     return true;
   };
+  if (s.transcript) return print_transcripts(s, session);
   if (!s.follow) {
     if (!print_all()) return exit_output_failed;
     if (!positions.empty()) return exit_success;

@@ -16,6 +16,7 @@
 #include "output/listener_fanout.hpp"
 #include "process/supervisor.hpp"
 #include "executor/process_step_runner.hpp"
+#include "session/transcripts.hpp"
 #include "executor/slurm_executor.hpp"
 #include "files/private_files.hpp"
 #include "process/spawn.hpp"
@@ -89,6 +90,7 @@ run_options engine_options(const run_settings& s, const std::string& base_dir) {
 struct event_sinks {
   std::shared_ptr<io::background_writer> writer = std::make_shared<io::background_writer>();
   std::unique_ptr<io::instance_logs> logs;  ///< the session's logs/, when there is a session
+  std::unique_ptr<io::transcript_store> transcripts;  ///< the session's transcripts/, likewise
   std::unique_ptr<io::progress_printer> progress;
   std::vector<std::unique_ptr<io::jsonl_event_sink>> files;
   io::listener_fanout fanout;
@@ -97,6 +99,8 @@ struct event_sinks {
     for (const auto& f : files)
       if (f->failed()) std::fprintf(stderr, "arun: warning: %s\n", f->error().c_str());
     if (logs && !logs->error().empty()) std::fprintf(stderr, "arun: warning: %s\n", logs->error().c_str());
+    if (transcripts && !transcripts->error().empty())
+      std::fprintf(stderr, "arun: warning: %s\n", transcripts->error().c_str());
   }
 };
 
@@ -110,6 +114,8 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
   if (store) {
     sinks.logs = std::make_unique<io::instance_logs>(store->dir() + "/logs", s.max_output, sinks.writer, mask);
     sinks.fanout.add(sinks.logs.get());
+    sinks.transcripts = std::make_unique<io::transcript_store>(store->dir() + "/transcripts", s.max_output,
+                                                                sinks.writer, &masker);
   }
   if (!s.quiet && s.progress != "off") {
     io::progress_options po;
@@ -440,6 +446,8 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
       return finish_unstarted(store, error, exit_usage);
     }
   }
+  if (sinks.transcripts)
+    ro.on_agent_call = [t = sinks.transcripts.get()](const io::agent_call_record& call) { t->record(call); };
   io::process_step_runner runner(std::move(ro));
   io::load_limits limits;
   limits.max_bytes = s.recipe.max_recipe_bytes;

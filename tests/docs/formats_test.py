@@ -55,6 +55,27 @@ def check(ok, what):
 # ---- recipes ---------------------------------------------------------------------------------
 
 RECIPES = {
+    "fleet.yaml": """
+name: fleet
+limits: {fake: 4}
+steps:
+  - id: ask
+    foreach: [1, 2, 3, 4]
+    parallel: true
+    agent: ""
+    prompt: |
+      item {{item}}
+      FAKE: key fleet-{{item}}
+      FAKE: rate-limit 1
+      FAKE: sleep 0.2
+      FAKE: reply-json {"n": {{item}}}
+    output_schema: {type: object, required: [n]}
+  - id: more
+    foreach: [5, 6, 7, 8]
+    max_concurrent: 1
+    agent: ""
+    prompt: "item {{item}}"
+""",
     "ok.yaml": """
 name: hello
 context:
@@ -560,6 +581,15 @@ def run_all(opts, schemas, vocab, root):
         ask = next((s for s in mix["step_results"] if s["step_id"] == "ask"), {})
         check(ask.get("status") == "completed" and ask.get("output") == {"summary": "short"},
               f"mix.yaml: the agent step's parse_json reminder did not give its JSON: {ask}")
+    # Agent fleets: a provider limit halved by rate limits and grown back (limit_changed),
+    # usage in results and events, then a budget that stops the run (budget_exhausted) and
+    # a resume with a larger one.
+    fleet = run_recipe("fleet.yaml", "--rate-limit-delay", "0.05", "--max-cost", "0.0004", expect=6)
+    if fleet:
+        check(fleet.get("status") == "budget_exhausted" and "usage" in fleet,
+              f"fleet.yaml: status {fleet.get('status')}, usage {fleet.get('usage')}")
+        show_state(arun, schemas, fleet["session_id"], "fleet-1")
+        resume(arun, schemas, root, results, events, fleet["session_id"], "fleet-2", "--max-cost", "10", expect=0)
     # Approval gates: a stage gate, then a step gate, approved then denied.
     gated = run_recipe("gate.yaml", "--no-input", expect=5, label="gate-1")
     if gated:

@@ -110,8 +110,9 @@ TEST_CASE("agent presets: claude gets the persona the model and the prompt on st
   REQUIRE(calls.size() == 1);
   const auto& c = calls[0];
   const auto wd = p.root + "/work";
-  CHECK(argv_of(c) == std::vector<std::string>{p.root + "/bin/claude", "-p", "--add-dir", wd, "--model", "persona-model",
-                                               "--append-system-prompt", "You are the careful reviewer persona.\n"});
+  CHECK(argv_of(c) == std::vector<std::string>{p.root + "/bin/claude", "-p", "--output-format", "json", "--add-dir", wd,
+                                               "--model", "persona-model", "--append-system-prompt",
+                                               "You are the careful reviewer persona.\n"});
   CHECK(str(c.at("prompt_source")) == "stdin");
   CHECK(str(c.at("cwd")) == wd);
   const auto prompt = str(c.at("stdin"));
@@ -168,7 +169,8 @@ steps:
     REQUIRE(calls.size() == 1);
     check_common(calls[0]);
     CHECK(str(calls[0].at("stdin")).starts_with("# Instructions\n\nYou are the careful reviewer persona.\n\n# Task\n\nSay hello."));
-    CHECK(argv_of(calls[0]) == std::vector<std::string>{p.root + "/bin/codex", "exec", "--model", "step-model", "-"});
+    CHECK(argv_of(calls[0]) == std::vector<std::string>{p.root + "/bin/codex", "exec", "--json", "--model", "step-model",
+                                                          "-"});
     CHECK(str(calls[0].at("prompt_source")) == "stdin");
     CHECK(str(calls[0].at("system_prompt")) == "You are the careful reviewer persona.");
   }

@@ -376,3 +376,36 @@ TEST_CASE("pattern recipes: consensus asks three personas at once and the chair 
 
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("pattern fleet-triage: schema-checked fan-out under provider limits with usage and a budget") {
+  pattern_run p;
+  auto r = p.run("fleet-triage.yaml");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto result = result_of(r);
+  CHECK(statuses(result) == std::vector<std::string>{"triage completed", "label completed", "tally completed"});
+  CHECK(json::serialize(result.at("output")) == R"({"triaged":6,"high":2})");
+  // Issue 103's first reply lacked the schema's fields: one correction round.
+  const auto calls = p.calls();
+  CHECK(calls.size() == 7);
+  int corrections = 0, peak = 0;
+  for (const auto& c : calls) {
+    if (str(c.at("stdin")).find("## Your previous reply was not accepted") != std::string::npos) ++corrections;
+    peak = std::max(peak, static_cast<int>(c.at("concurrent").as_int64()));
+  }
+  CHECK(corrections == 1);
+  CHECK(peak <= 4);  // limits: {fake: 4}
+  const auto& totals = result.at("usage").at("totals").as_object();
+  CHECK(totals.at("calls") == json::value(7));
+  CHECK(totals.at("input").as_int64() == 7 * 1200);
+  CHECK(totals.at("cost_usd").to_number<double>() > 0);
+
+  SECTION("a smaller budget stops the fan-out before every item started") {
+    pattern_run q;
+    auto stopped = q.run("fleet-triage.yaml", {"--max-cost", "0.001"});
+    CHECK(stopped.exit_code == 6);
+    CHECK(str(result_of(stopped).at("status")) == "budget_exhausted");
+    CHECK(q.calls().size() < 7);
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}

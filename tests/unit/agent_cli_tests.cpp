@@ -52,9 +52,9 @@ TEST_CASE("agent cli: claude passes the persona and model as flags and the promp
   const auto payload = compose_payload(cli, q);
   CHECK(payload.prompt == "Review the diff.");
   CHECK(payload.prompt_on_stdin);
-  CHECK(argv_of(cli, q) == strings{"claude", "-p", "--add-dir", "/work/dir", "--model", "m1", "--append-system-prompt",
-                                   "You review code."});
-  CHECK(argv_of(cli, request("", "")) == strings{"claude", "-p", "--add-dir", "/work/dir"});
+  CHECK(argv_of(cli, q) == strings{"claude", "-p", "--output-format", "json", "--add-dir", "/work/dir", "--model", "m1",
+                                   "--append-system-prompt", "You review code."});
+  CHECK(argv_of(cli, request("", "")) == strings{"claude", "-p", "--output-format", "json", "--add-dir", "/work/dir"});
 }
 
 TEST_CASE("agent cli: a claude persona over 96 KiB goes in front of the prompt instead") {
@@ -93,14 +93,16 @@ TEST_CASE("agent cli: codex reads the prompt with the persona from stdin") {
   const auto payload = compose_payload(cli, q);
   CHECK(payload.prompt_on_stdin);
   CHECK(payload.prompt.starts_with("# Instructions\n\nYou review code.\n"));
-  CHECK(argv_of(cli, q) == strings{"codex", "exec", "--model", "m1", "-"});
+  CHECK(argv_of(cli, q) == strings{"codex", "exec", "--json", "--model", "m1", "-"});
+  CHECK(argv_of(cli, request("", "")) == strings{"codex", "exec", "--json", "-"});
 }
 
 TEST_CASE("agent cli: amplihack launches the inner CLI with its arguments after --") {
   CHECK(argv_of(preset("amplihack"), request()) ==
-        strings{"amplihack", "claude", "--", "-p", "--add-dir", "/work/dir", "--model", "m1", "--append-system-prompt",
-                "You review code."});
-  CHECK(argv_of(preset("amplihack:codex"), request()) == strings{"amplihack", "codex", "--", "exec", "--model", "m1", "-"});
+        strings{"amplihack", "claude", "--", "-p", "--output-format", "json", "--add-dir", "/work/dir", "--model", "m1",
+                "--append-system-prompt", "You review code."});
+  CHECK(argv_of(preset("amplihack:codex"), request()) ==
+        strings{"amplihack", "codex", "--", "exec", "--json", "--model", "m1", "-"});
   const auto copilot = argv_of(preset("amplihack:copilot"), request());
   REQUIRE(copilot.size() > 4);
   CHECK(copilot[0] == "amplihack");
@@ -163,8 +165,22 @@ TEST_CASE("agent cli: amplihack settings come from AMPLIHACK_* with amplihack's 
 }
 
 TEST_CASE("agent cli: fake runs the stand-in agent in claude's shape") {
-  CHECK(argv_of(preset("fake"), request()) == strings{"/opt/fake-agent", "-p", "--add-dir", "/work/dir", "--model", "m1",
-                                                       "--append-system-prompt", "You review code."});
+  CHECK(argv_of(preset("fake"), request()) == strings{"/opt/fake-agent", "-p", "--output-format", "json", "--add-dir",
+                                                       "/work/dir", "--model", "m1", "--append-system-prompt",
+                                                       "You review code."});
+}
+
+TEST_CASE("agent cli: claude codex and fake speak JSON while copilot and templates speak text") {
+  CHECK(reply_format_of(preset("claude")) == reply_format::claude_json);
+  CHECK(reply_format_of(preset("fake")) == reply_format::claude_json);
+  CHECK(reply_format_of(preset("amplihack")) == reply_format::claude_json);
+  CHECK(reply_format_of(preset("codex")) == reply_format::codex_jsonl);
+  CHECK(reply_format_of(preset("amplihack:codex")) == reply_format::codex_jsonl);
+  CHECK(reply_format_of(preset("copilot")) == reply_format::text);
+  CHECK(reply_format_of(preset("amplihack:copilot")) == reply_format::text);
+  CHECK(reply_format_of(command("claude -p --output-format json")) == reply_format::text);
+  const auto copilot = argv_of(preset("copilot"), request());
+  CHECK(std::find(copilot.begin(), copilot.end(), "--output-format") == copilot.end());
 }
 
 TEST_CASE("agent cli: unknown names are refused with the choices") {

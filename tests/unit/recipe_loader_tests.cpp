@@ -420,6 +420,23 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\nsteps:\n  - id: a\n    command: x\n    condition: zzzz == 'q'\n",
        "r.yaml:5:16: error: undefined name 'zzzz' in the condition of step 'a': it is null at run time (declare it in "
        "context, or pass --set zzzz=...)"},
+      // The fields of agent fleets: output_schema, schema_retries, limit_group, limits, budget.
+      {head + "  - id: a\n    recipe: other\n    output_schema: {type: object}\n",
+       "r.yaml:5:20: error: 'output_schema' belongs to agent and bash steps, not to this recipe step"},
+      {head + "  - id: a\n    prompt: p\n    output_schema:\n      properties:\n        a: {$ref: \"other.json#/a\"}\n",
+       "r.yaml:7:19: error: output_schema: $ref 'other.json#/a' at #/properties/a points outside this schema: only local "
+       "references ('#/...') are allowed, no other file and no network"},
+      {head + "  - id: a\n    prompt: p\n    output_schema: {type: string, pattern: \"(a\"}\n",
+       "r.yaml:5:44: error: output_schema: the pattern '(a' at #/pattern is not a regular expression arun can use: "
+       "mismatched '(' and ')' in regular expression"},
+      {head + "  - id: a\n    prompt: p\n    output_schema: {type: object}\n    schema_retries: -1\n",
+       "r.yaml:6:21: error: 'schema_retries' must be a whole number from 0 to 100"},
+      {head + "  - id: a\n    command: x\n    limit_group: \"gpu pool\"\n",
+       "r.yaml:5:18: error: 'limit_group' must be a name of letters, digits, '_', '.', ':' and '-'"},
+      {"name: x\nlimits:\n  anthropic: 0\nsteps:\n  - id: a\n    command: x\n",
+       "r.yaml:3:14: error: the limit of 'anthropic' must be a whole number from 1 to 100000"},
+      {"name: x\nbudget:\n  usd: 5\nsteps:\n  - id: a\n    command: x\n",
+       "r.yaml:3:3: error: unknown key 'usd' in the budget (known keys: cost_usd, tokens)"},
   };
   for (const auto& r : rows) {
     INFO("recipe:\n" << r.text);

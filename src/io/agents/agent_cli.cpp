@@ -57,12 +57,12 @@ std::vector<std::string> preset_arguments(const agent_cli& cli, const agent_payl
       add_model();
       break;
     case agent_cli_kind::codex:
-      args.push_back("exec");
+      args.insert(args.end(), {"exec", "--json"});
       add_model();
       args.push_back("-");
       break;
     default:  // claude, and the fake agent, which takes claude's shape
-      args.insert(args.end(), {"-p", "--add-dir", request.working_dir});
+      args.insert(args.end(), {"-p", "--output-format", "json", "--add-dir", request.working_dir});
       add_model();
       if (!payload.system_prompt.empty()) args.insert(args.end(), {"--append-system-prompt", payload.system_prompt});
       break;
@@ -161,6 +161,15 @@ std::string provider_name(const agent_cli& cli) {
     return std::string(program.substr(program.rfind('/') + 1));
   }
   return std::string(name_of(cli.kind == agent_cli_kind::amplihack ? cli.inner : cli.kind));
+}
+
+reply_format reply_format_of(const agent_cli& cli) {
+  switch (shape_of(cli)) {
+    case agent_cli_kind::claude:
+    case agent_cli_kind::fake: return reply_format::claude_json;
+    case agent_cli_kind::codex: return reply_format::codex_jsonl;
+    default: return reply_format::text;
+  }
 }
 
 std::string with_instructions(const std::string& persona, const std::string& prompt) {

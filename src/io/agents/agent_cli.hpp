@@ -47,6 +47,16 @@ std::string describe(const agent_cli& cli);
 /// the CLI it launches), fake, or a custom command's program name.
 std::string provider_name(const agent_cli& cli);
 
+/// How an agent CLI's stdout carries the reply (agent_reply.hpp decodes it).
+enum class reply_format {
+  text,         ///< the reply itself (copilot, --agent-command templates): no usage
+  claude_json,  ///< one `--output-format json` result object (claude, amplihack:claude, fake)
+  codex_jsonl,  ///< `codex exec --json` events, one a line (codex, amplihack:codex)
+};
+
+/// The format the CLI's preset asks for (agent_argv passes the flags that select it).
+reply_format reply_format_of(const agent_cli& cli);
+
 /// What one agent call sends.
 struct agent_request {
   std::string system_prompt;  ///< the agent file's body; empty: none
@@ -81,7 +91,10 @@ std::string prompt_pointer(const std::string& prompt_file);
 /// front of the prompt. The persona is never dropped.
 agent_payload compose_payload(const agent_cli& cli, const agent_request& request);
 
-/// The child's argv. `prompt_file` holds payload.prompt; `system_prompt_file` holds
+/// The child's argv: claude `-p --output-format json --add-dir WD [--model M]
+/// [--append-system-prompt SYS]` (fake alike), codex `exec --json [--model M] -`, copilot
+/// `-p PROMPT [--allow-all-tools] [--model M]`, amplihack `INNER -- <INNER's arguments>`, a
+/// template its words with the placeholders filled. `prompt_file` holds payload.prompt; `system_prompt_file` holds
 /// payload.system_prompt (only read when payload.needs_system_prompt_file).
 std::vector<std::string> agent_argv(const agent_cli& cli, const agent_payload& payload, const agent_request& request,
                                     const std::string& prompt_file, const std::string& system_prompt_file);

@@ -1,5 +1,6 @@
 #include "executor/process_step_runner.hpp"
 
+#include "agents/agent_reply.hpp"
 #include "process/supervisor.hpp"
 #include "executor/shell_exports.hpp"
 #include "executor/step_environment.hpp"
@@ -99,6 +100,90 @@ std::function<void(stream_id, std::string_view, bool)> forward_lines(const outpu
   return [&on_line](stream_id s, std::string_view line, bool cut) {
     on_line(s == stream_id::out ? output_stream::out : output_stream::err, line, cut);
   };
+}
+
+// An agent CLI's output lines as a reader should see them: its stderr as it is, its JSON
+// stdout through `filter` (agent_reply.hpp).
+std::function<void(stream_id, std::string_view, bool)> filtered_lines(const output_line_handler& on_line,
+                                                                      reply_line_filter& filter) {
+  if (!on_line) return {};
+  return [&on_line, &filter](stream_id s, std::string_view line, bool cut) {
+    if (s == stream_id::err) return on_line(output_stream::err, line, cut);
+    for (const auto& shown : filter.on_stdout_line(line, cut)) on_line(shown.stream, shown.text, shown.cut);
+  };
+}
+
+// The last lines of `text` within the snippet bounds, as the capture keeps its tail.
+std::string tail_of(std::string_view text, const capture_limits& limits) {
+  auto tail = last_lines(text, limits.tail_lines);
+  if (tail.size() > limits.tail_bytes) tail.remove_prefix(tail.size() - limits.tail_bytes);
+  return std::string(tail);
+}
+
+// What an agent call reported and the step should know.
+struct agent_report {
+  std::optional<agent_usage> usage;
+  bool failed = false;  ///< the CLI reported a failure
+  bool rate_limited = false;
+  std::string error, warning;
+};
+
+// Decodes the reply of a CLI speaking `format` from `r`'s stdout, in place: the reply text
+// becomes the stdout (and its tail the snippet's stdout part). What the filter held back is
+// shown now.
+agent_report take_reply(process_result& r, reply_format format, const reply_context& context,
+                        const capture_limits& limits, const reply_line_filter& filter,
+                        const output_line_handler& on_line) {
+  agent_report report;
+  auto reply = decode_reply(format, r.out.text, context);
+  // A call that ended on its own without anything to read says why elsewhere (its exit).
+  const bool ended = r.exit_code && !r.timed_out && !r.cancelled;
+  const bool blank = r.out.text.find_first_not_of(" \t\r\n") == std::string::npos;
+  if (!reply.warning.empty() && ended && (*r.exit_code == 0 || !blank)) report.warning = std::move(reply.warning);
+  if (!reply.raw) {
+    r.out.text = std::move(reply.text);
+    r.out.tail = tail_of(r.out.text, limits);
+  }
+  if (on_line && filter.show_reply_at_end()) {
+    for (const auto line : split_lines(r.out.text)) {
+      const bool cut = line.size() > limits.max_line_bytes;
+      on_line(output_stream::out, cut ? line.substr(0, limits.max_line_bytes) : line, cut);
+    }
+  }
+  report.usage = std::move(reply.usage);
+  report.failed = reply.failed;
+  report.rate_limited = reply.rate_limited;
+  report.error = std::move(reply.error);
+  return report;
+}
+
+// The outcome of an agent call whose reply `take_reply` decoded: what the CLI reported is
+// added to what its process did.
+leaf_outcome agent_outcome(process_result&& r, const std::optional<std::chrono::nanoseconds>& timeout,
+                           agent_report&& report, std::vector<std::string>&& warnings, const agent_cli& cli,
+                           const price_table* prices) {
+  std::string err_tail = r.err.tail;
+  auto o = to_leaf_outcome(std::move(r), timeout);
+  o.warnings = std::move(warnings);
+  if (!report.warning.empty()) o.warnings.push_back(std::move(report.warning));
+  if (report.usage) {
+    report.usage->provider = provider_name(cli);
+    if (prices) apply_prices(*prices, *report.usage);
+    o.usage = std::move(report.usage);
+  }
+  if (report.failed && o.succeeded()) {
+    // Exit 0 but a failure reported (claude's is_error, codex's turn.failed): failed like a
+    // non-zero exit, with the CLI's own words.
+    o.reported_error = true;
+    o.error = describe(cli) + " reported an error: " + report.error;
+    o.snippet = std::move(err_tail);
+  }
+  const bool ended = o.exit_code && !o.timed_out && !o.cancelled;
+  if (!o.reported_error && ended && !o.succeeded() && !report.error.empty() &&
+      err_tail.find(report.error) == std::string::npos && o.stdout_text.find(report.error) == std::string::npos)
+    o.error += " (" + describe(cli) + " reported: " + report.error + ")";  // said only in its JSON
+  o.rate_limited = report.rate_limited && !o.succeeded();
+  return o;
 }
 
 // A file descriptor closed when it goes out of scope.
@@ -264,9 +349,14 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   spec.timeout = inv.timeout;
   spec.kill_grace = options_.kill_grace;
   spec.limits = options_.limits;
-  spec.on_line = forward_lines(inv.on_line);
+  const auto format = reply_format_of(options_.agent);
+  reply_line_filter filter(format);
+  spec.on_line = format == reply_format::text ? forward_lines(inv.on_line) : filtered_lines(inv.on_line, filter);
   spec.label = inv.instance_id;
   const std::string program = spec.launch.argv.front();
+  // For the transcript: what was asked, before the spec goes to the executor.
+  const auto started = std::chrono::system_clock::now();
+  auto argv = options_.on_agent_call ? spec.launch.argv : std::vector<std::string>{};
   auto r = co_await run_job(std::move(spec), std::move(inv.placement), failed.warnings, std::move(inv.on_running),
                             provider_name(options_.agent));
   if (!r.launched() && r.launch_error.find("not installed or not on PATH") != std::string::npos)
@@ -276,8 +366,35 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
                                        "--agent-cli or --agent-command (--agent-cli fake rehearses the recipe "
                                        "without one)",
                                        program, describe(options_.agent));
-  auto o = to_leaf_outcome(std::move(r), inv.timeout);
-  o.warnings = std::move(failed.warnings);
+  leaf_outcome o;
+  if (format == reply_format::text || !r.launched()) {
+    o = to_leaf_outcome(std::move(r), inv.timeout);
+    o.warnings = std::move(failed.warnings);
+  } else {
+    reply_context context;
+    context.cli = describe(options_.agent);
+    context.model = request.model;
+    context.cut = r.out.truncated;
+    auto report = take_reply(r, format, context, options_.limits, filter, inv.on_line);
+    o = agent_outcome(std::move(r), inv.timeout, std::move(report), std::move(failed.warnings), options_.agent,
+                      options_.prices.get());
+  }
+  if (options_.on_agent_call && o.started) {
+    agent_call_record call;
+    call.instance = inv.instance_id;
+    call.started = started;
+    call.ended = std::chrono::system_clock::now();
+    call.argv = std::move(argv);
+    call.model = request.model;
+    call.system_prompt = request.system_prompt;
+    call.prompt = request.prompt;
+    call.reply = o.stdout_text;
+    call.exit_code = o.exit_code;
+    call.error = o.error;
+    call.usage = o.usage;
+    call.cut = o.truncated;
+    options_.on_agent_call(call);
+  }
   co_return o;
 }
 

@@ -3,6 +3,8 @@
 
 #include "agents/agent_cli.hpp"
 #include "agents/agent_resolution.hpp"
+#include "agents/price_table.hpp"
+#include "session/transcripts.hpp"
 #include "executor/local_executor.hpp"
 #include "process/output_capture.hpp"
 #include "executor/step_environment.hpp"
@@ -11,7 +13,9 @@
 #include <arun/step_runner.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <memory>
 #include <variant>
 #include <string>
 #include <vector>
@@ -28,6 +32,11 @@ struct runner_options {
   bool allow_missing_agents = false;       ///< run without the persona (a warning) instead of failing
   executor* jobs = nullptr;                ///< where steps run; null: on this machine (local_executor)
   std::string temp_dir;                    ///< the steps' temp files (bodies, prompts, large values); empty: $TMPDIR
+  /// --prices: what agent calls cost, over the CLI's own figure; null: the CLI's figure only.
+  std::shared_ptr<const price_table> prices;
+  /// Called after every agent call that started, with what it was asked and answered (the
+  /// session's transcripts); none: not recorded.
+  std::function<void(const agent_call_record&)> on_agent_call;
 };
 
 /// Bodies larger than this go through a private temp file instead of argv (SPEC §3.3).

@@ -129,6 +129,10 @@ recipe merge_extended(recipe parent, recipe child) {
     if (std::none_of(merged.context_validation.begin(), merged.context_validation.end(),
                      [&](const auto& m) { return m.first == cv.first; }))
       merged.context_validation.push_back(cv);
+  // limits merge per name (the child's count wins); a budget is inherited whole.
+  for (auto& [name, count] : parent.limits) merged.limits.emplace(name, count);
+  if (merged.limits_where.line == 0) merged.limits_where = parent.limits_where;
+  if (merged.budget.empty()) merged.budget = parent.budget, merged.budget_where = parent.budget_where;
   if (!merged.rate_limiting.max_concurrent_llm) merged.rate_limiting.max_concurrent_llm = parent.rate_limiting.max_concurrent_llm;
   if (!merged.rate_limiting.min_delay_ms) merged.rate_limiting.min_delay_ms = parent.rate_limiting.min_delay_ms;
   auto& backoff = merged.rate_limiting.backoff;

@@ -1,5 +1,6 @@
 #include "recipe/recipe_loader.hpp"
 
+#include "recipe/fleet_fields.hpp"
 #include "recipe/resources_reader.hpp"
 #include "recipe/step_reader.hpp"
 #include "recipe/yaml_fields.hpp"
@@ -22,7 +23,7 @@ const std::vector<std::string_view> top_level_keys = {
     "name", "description", "version", "author", "created", "updated", "tags", "context", "steps", "stages",
     "recursion", "hooks", "extends", "context_validation", "rate_limiting", "execution", "default_step_timeout",
     "output", "inputs", "parameters", "metadata", "lenient_templates", "env", "orchestrator",
-    "secrets", "resources"};
+    "secrets", "resources", "limits", "budget"};
 
 constexpr std::size_t max_nesting = 64;  // SPEC §1
 
@@ -174,7 +175,8 @@ bool within_limits(const yaml::node& n, int depth, std::size_t& budget, diagnost
 
 class recipe_reader {
 public:
-  recipe_reader(const yaml::node& root, diagnostic_sink& sink) : f_(root, sink, "the recipe"), sink_(sink) {}
+  recipe_reader(const yaml::node& root, diagnostic_sink& sink, recipe_sources* sources)
+      : f_(root, sink, "the recipe"), sink_(sink), sources_(sources) {}
 
   recipe read() {
     f_.check_keys(top_level_keys);
@@ -200,6 +202,8 @@ public:
     }
     read_context_validation();
     read_rate_limiting();
+    read_limits(f_, r_);
+    read_budget(f_, r_);
     r_.resources = read_resources(f_);
     if (auto e = f_.choice("execution", {"sequential", "dag"}))
       r_.execution = *e == "dag" ? execution_mode::dag : execution_mode::sequential;
@@ -236,7 +240,7 @@ private:
   void read_steps(const yaml::node& list, std::vector<step>& into) {
     into.reserve(into.size() + list.size());  // growing by doubling would hold 1.5x the steps
     for (const auto& node : list)
-      if (auto s = read_step(node, sink_)) into.push_back(std::move(*s));
+      if (auto s = read_step(node, sink_, sources_)) into.push_back(std::move(*s));
   }
 
   void read_body() {
@@ -402,6 +406,7 @@ private:
 
   field_reader f_;
   diagnostic_sink& sink_;
+  recipe_sources* sources_;
   recipe r_;
 };
 
@@ -463,7 +468,7 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
     }
   }
   try {
-    out.value = recipe_reader(root, sink).read();
+    out.value = recipe_reader(root, sink, limits.sources).read();
   } catch (const yaml_too_large& e) {
     sink.error(root.Mark(), std::string(e.what()) + " (aliases expand beyond " + std::to_string(limits.max_nodes) + " nodes)");
   }

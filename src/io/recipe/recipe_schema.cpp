@@ -1,17 +1,12 @@
 #include "recipe/recipe_schema.hpp"
 
+#include "recipe/valijson_config.hpp"
 #include "recipe/yaml_json.hpp"
 
 #include <boost/json/parse.hpp>
-#include <valijson/adapters/boost_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validation_results.hpp>
-#include <valijson/validator.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <memory>
 
 namespace arun::io {
@@ -41,31 +36,6 @@ const valijson::Schema& compiled_schema() {
     return s;
   }();
   return *schema;
-}
-
-// valijson's context: "<root>", then "[key]" or "[index]" per level.
-std::vector<std::string> path_of(const std::vector<std::string>& context) {
-  std::vector<std::string> path;
-  for (const auto& part : context)
-    if (part.size() >= 2 && part.front() == '[' && part.back() == ']') path.push_back(part.substr(1, part.size() - 2));
-  return path;
-}
-
-// The lines valijson adds on the way out of a nested failure say nothing of their own.
-bool wrapper(const std::string& description) {
-  return description.starts_with("Failed to validate against schema associated with property") ||
-         description.starts_with("Failed to validate item #") ||
-         description.starts_with("Failed to validate against child schema #");
-}
-
-std::string sentence(std::string text) {
-  while (!text.empty() && (text.back() == '.' || text.back() == ' ')) text.pop_back();
-  if (!text.empty()) text.front() = static_cast<char>(std::tolower(static_cast<unsigned char>(text.front())));
-  return text;
-}
-
-bool strict_prefix(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  return a.size() < b.size() && std::equal(a.begin(), a.end(), b.begin());
 }
 
 // `key: null` (also `key:` and `key: ~`) is an absent key to the reader, as to the older
@@ -150,29 +120,10 @@ std::vector<schema_violation> check_recipe_schema(const boost::json::value& docu
   valijson::ValidationResults results;
   const valijson::adapters::BoostJsonAdapter adapter(document);
   if (validator.validate(compiled_schema(), adapter, &results)) return {};
-  std::vector<std::pair<std::vector<std::string>, std::string>> errors;
+  std::vector<schema_error> errors;
   valijson::ValidationResults::Error e;
   while (results.popError(e)) errors.emplace_back(path_of(e.context), e.description);
-  // Only the innermost places: an error inside a value explains its enclosing ones.
-  std::vector<schema_violation> out;
-  for (const auto& error : errors) {
-    const auto& path = error.first;
-    const auto& description = error.second;
-    // (Not a structured binding: clang 14 cannot capture one in a lambda.)
-    const bool enclosing = std::any_of(errors.begin(), errors.end(), [&](const auto& other) { return strict_prefix(path, other.first); });
-    if (enclosing) continue;
-    auto it = std::find_if(out.begin(), out.end(), [&](const schema_violation& v) { return v.path == path; });
-    if (it == out.end()) it = out.insert(out.end(), schema_violation{path, ""});
-    if (wrapper(description)) continue;
-    // Alternatives (anyOf, oneOf) each say why they failed: keep a few, in order.
-    const auto text = sentence(description);
-    if (it->message.find(text) != std::string::npos) continue;
-    if (std::count(it->message.begin(), it->message.end(), ';') >= 3) continue;
-    it->message += (it->message.empty() ? "" : "; or ") + text;
-  }
-  for (auto& v : out)
-    if (v.message.empty()) v.message = "it matches none of the forms the schema allows";
-  return out;
+  return collect_violations(errors, violation_places::innermost);
 }
 
 }  // namespace arun::io

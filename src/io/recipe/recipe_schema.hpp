@@ -3,6 +3,8 @@
 // loader runs: a recipe the reader accepts but the schema refuses is an error, so the schema
 // and the validator cannot drift apart unnoticed.
 
+#include "recipe/schema_violations.hpp"
+
 #include <arun/diagnostics.hpp>
 
 #include <boost/json/value.hpp>
@@ -15,13 +17,6 @@ namespace arun::io {
 
 /// The schema's JSON text, as compiled in.
 std::string_view recipe_schema_text();
-
-/// One place the document breaks the schema: the path of keys and indices to the value
-/// (empty: the document itself) and what the schema says about it.
-struct schema_violation {
-  std::vector<std::string> path;  ///< "steps", "0", "timeout"
-  std::string message;
-};
 
 /// The violations of `document` (a recipe as JSON, YAML 1.2 typing), most specific first: a
 /// violation inside a value is reported rather than its enclosing ones. Keys the schema does

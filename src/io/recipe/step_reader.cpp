@@ -1,5 +1,6 @@
 #include "recipe/step_reader.hpp"
 
+#include "recipe/fleet_fields.hpp"
 #include "recipe/resources_reader.hpp"
 #include "recipe/yaml_json.hpp"
 
@@ -22,7 +23,9 @@ const key_list common_keys = {
     "resources", "executor"};
 const key_list bash_keys = {"command", "output_exit_code", "max_env_value_bytes"};
 const key_list agent_keys = {"agent", "prompt", "mode", "model", "provider", "model_role",
-                             "provider_preferences", "agent_config", "auto_stage", "spawn_mode"};
+                             "provider_preferences", "agent_config", "auto_stage", "spawn_mode", "schema_retries"};
+// The fields of the steps that run a child of their own, bash and agent alike.
+const key_list leaf_keys = {"output_schema", "limit_group"};
 const key_list recipe_keys = {"recipe", "context", "sub_context", "recursion", "recovery_on_failure"};
 const key_list loop_keys = {"foreach", "as", "foreach_var", "max_concurrent", "parallel", "collect",
                             "max_iterations", "checkpoint_iterations", "while_condition",
@@ -30,7 +33,7 @@ const key_list loop_keys = {"foreach", "as", "foreach_var", "max_concurrent", "p
 
 key_list all_step_keys() {
   key_list all = common_keys;
-  for (const auto* list : {&bash_keys, &agent_keys, &recipe_keys, &loop_keys}) all.insert(all.end(), list->begin(), list->end());
+  for (const auto* list : {&bash_keys, &agent_keys, &leaf_keys, &recipe_keys, &loop_keys}) all.insert(all.end(), list->begin(), list->end());
   return all;
 }
 
@@ -73,6 +76,7 @@ void refuse_foreign_fields(const field_reader& f, step_type type) {
   };
   if (type != step_type::bash) refuse(bash_keys, "bash");
   if (type != step_type::agent) refuse(agent_keys, "agent");
+  if (type != step_type::bash && type != step_type::agent) refuse(leaf_keys, "agent and bash");
   // `context` and `recursion` only make sense on recipe steps.
   if (type != step_type::recipe) refuse(recipe_keys, "recipe");
 }
@@ -191,7 +195,7 @@ void read_recipe_call(const field_reader& f, step& s) {
   s.call.recovery_on_failure = f.json("recovery_on_failure");
 }
 
-void read_loops(const field_reader& f, step& s) {
+void read_loops(const field_reader& f, step& s, recipe_sources* sources) {
   const bool has_foreach = f.has("foreach"), has_while = f.has("while_condition");
   if (has_foreach && has_while) f.error("while_condition", "a step loops with 'foreach' or 'while_condition', not both");
   if (has_foreach) {
@@ -249,7 +253,7 @@ void read_loops(const field_reader& f, step& s) {
       return;
     }
     for (const auto& child : body)
-      if (auto c = read_step(child, f.sink())) s.steps.push_back(std::move(*c));
+      if (auto c = read_step(child, f.sink(), sources)) s.steps.push_back(std::move(*c));
     pass_placement_down(s.steps, s);
   }
 }
@@ -298,7 +302,7 @@ std::optional<retry_policy> read_retry(const field_reader& f) {
   return r;
 }
 
-std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink) {
+std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink, recipe_sources* sources) {
   if (!node.IsMap()) {
     sink.error(node.Mark(), "a step must be a mapping with an 'id' and a body (command, prompt, agent, recipe or steps)");
     return std::nullopt;
@@ -334,12 +338,19 @@ std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink) {
       if (auto c = f.text("command", true)) s.command = *c;
       s.output_exit_code = f.text("output_exit_code");
       if (auto n = f.integer("max_env_value_bytes", 1, 64 << 20)) s.max_env_value_bytes = static_cast<std::size_t>(*n);
+      read_output_schema(f, s, sources);
+      read_limit_group(f, s);
       break;
-    case step_type::agent: read_agent(f, s); break;
+    case step_type::agent:
+      read_agent(f, s);
+      read_output_schema(f, s, sources);
+      read_schema_retries(f, s);
+      read_limit_group(f, s);
+      break;
     case step_type::recipe: read_recipe_call(f, s); break;
     default: break;
   }
-  read_loops(f, s);
+  read_loops(f, s, sources);
   if (s.type == step_type::loop) refuse_foreign_fields(f, step_type::loop);
   if (s.type == step_type::gate)
     for (const char* key : {"resources", "executor"})

@@ -40,7 +40,8 @@ yaml::node field_reader::node(const char* key) const {
 }
 
 void field_reader::check_keys(const std::vector<std::string_view>& known,
-                              const std::vector<std::pair<std::string_view, std::string_view>>& refused) const {
+                              const std::vector<std::pair<std::string_view, std::string_view>>& refused,
+                              bool unknown_is_error) const {
   std::set<std::string> seen;
   const auto first = sink_.list().size();
   for (const auto& kv : map_) {
@@ -78,7 +79,12 @@ void field_reader::check_keys(const std::vector<std::string_view>& known,
     }
     // A near miss of a key valid here is a typo whose setting would be lost (`timout:` runs
     // without a timeout): an error. Other unknown keys may be another tool's: a warning.
-    if (auto hint = did_you_mean(key, known); !hint.empty())
+    auto hint = did_you_mean(key, known);
+    if (hint.empty() && unknown_is_error) {
+      hint = "known keys:";
+      for (std::size_t i = 0; i < known.size(); ++i) hint += (i ? ", " : " ") + std::string(known[i]);
+    }
+    if (!hint.empty())
       sink_.error(kv.first.Mark(), "unknown key '" + key + "' in " + where_, key, std::move(hint));
     else
       sink_.warning(kv.first.Mark(), "unknown key '" + key + "' in " + where_, key);

@@ -47,9 +47,11 @@ public:
   field_reader(const yaml::node& map, diagnostic_sink& sink, std::string where);
 
   /// Warns about keys not in `known` (with a suggestion), errors on keys in `refused`
-  /// (with the reason given next to them).
+  /// (with the reason given next to them). `unknown_is_error`: every unknown key is an error,
+  /// for mappings where a key arun would ignore costs more than a refusal (`budget`).
   void check_keys(const std::vector<std::string_view>& known,
-                  const std::vector<std::pair<std::string_view, std::string_view>>& refused = {}) const;
+                  const std::vector<std::pair<std::string_view, std::string_view>>& refused = {},
+                  bool unknown_is_error = false) const;
 
   bool has(const char* key) const { return static_cast<bool>(node(key)); }
   /// The value of `key` (the first, if written twice); an undefined node when absent or an

@@ -1,0 +1,80 @@
+#pragma once
+// What each agent instance was asked and answered, kept in its session: one JSON line per
+// call in `transcripts/<instance-id>.jsonl` (ids nest as directories, as under `logs/`) with
+// the argv (secrets masked), model, system prompt, rendered prompt (a correction round's
+// included), the full reply, how it ended and its usage. `arun logs ID INSTANCE --transcript`
+// prints them. Each text is cut at --max-output; writes go through the session's
+// background_writer, so a stalled disk never stalls the run.
+
+#include "files/background_writer.hpp"
+#include "output/secret_masker.hpp"
+
+#include <arun/results.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arun::io {
+
+/// One agent call.
+struct agent_call_record {
+  std::string instance;
+  std::chrono::system_clock::time_point started{}, ended{};
+  std::vector<std::string> argv;
+  std::string model;
+  std::string system_prompt;
+  std::string prompt;
+  std::string reply;  ///< the reply text (from the CLI's JSON output when it has one)
+  std::optional<int> exit_code;
+  std::string error;  ///< why the call failed; empty when it succeeded
+  std::optional<agent_usage> usage;
+  bool cut = false;  ///< a text was cut at the bound
+};
+
+/// `fan[3]/review.jsonl`: the file below `transcripts/` of an instance.
+std::string transcript_path(std::string_view instance);
+
+class transcript_store {
+public:
+  /// `dir`: the session's `transcripts` directory, made (0700) at the first call. Each text
+  /// of a record is cut at `max_bytes`; `masker` (may be null) masks secrets in all of them.
+  transcript_store(std::string dir, std::size_t max_bytes, std::shared_ptr<background_writer> writer,
+                   const secret_masker* masker);
+
+  /// Queues one line for the instance's file. Never throws; a failure is kept for error().
+  void record(const agent_call_record& call) noexcept;
+  /// The first error writing a transcript; empty if none.
+  std::string error() const;
+
+private:
+  std::string dir_;
+  std::size_t max_bytes_;
+  std::shared_ptr<background_writer> writer_;
+  const secret_masker* masker_;
+  struct shared_error {
+    std::mutex mutex;
+    std::string text;
+  };
+  std::shared_ptr<shared_error> error_ = std::make_shared<shared_error>();
+};
+
+/// The calls of every instance whose id matches `matches`, in instance order (natural
+/// order is the caller's), each instance's calls in the order made. `why` is set when the
+/// directory cannot be read.
+struct instance_transcript {
+  std::string instance;
+  std::vector<agent_call_record> calls;
+};
+std::vector<instance_transcript> read_transcripts(const std::string& session_dir, std::string& why);
+
+/// A transcript as a person reads it: per call a header line, the argv, then the system
+/// prompt, prompt and reply under headings.
+std::string transcript_to_text(const instance_transcript& t);
+
+}  // namespace arun::io
