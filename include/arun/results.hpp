@@ -25,11 +25,12 @@ struct agent_usage {
   std::uint64_t output = 0;
   std::uint64_t cache_read = 0;   ///< input tokens read from the provider's prompt cache
   std::uint64_t cache_write = 0;  ///< input tokens written to it
-  /// US dollars: the CLI's own figure, else priced from --prices; none: unknown (never a
-  /// made-up zero).
+  /// US dollars: the CLI's own figure, else priced from --prices; in a sum, of the calls
+  /// whose cost is known. None: no call's cost is known (never a made-up zero).
   std::optional<double> cost_usd;
+  std::uint64_t calls_without_cost = 0;  ///< calls summed here whose cost is unknown
   std::uint64_t tokens() const noexcept { return input + output + cache_read + cache_write; }
-  /// Adds `other`'s counts; the cost stays known only while both are.
+  /// Adds `other`'s counts: the known costs, and the calls of unknown cost.
   void add(const agent_usage& other);
 };
 

@@ -260,6 +260,18 @@ int resume_command(const resume_settings& r) {
     for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});
     inv->get_object()["secrets"] = std::move(secrets);
   }
+  // So do its budget, limits and prices: a plain `arun resume ID` after one with
+  // --max-cost must not fall back to the first run's budget.
+  if (auto* inv = state.if_contains("invocation"); inv && inv->is_object())
+    if (auto* agents = inv->get_object().if_contains("agents"); agents && agents->is_object()) {
+      const auto& a = s.agents;
+      auto& o = agents->get_object();
+      o["limits"] = json::array(a.limits.begin(), a.limits.end());
+      o["max_cost"] = a.max_cost;
+      o["max_tokens"] = a.max_tokens;
+      std::error_code abs_ec;
+      o["prices"] = a.prices.empty() ? std::string() : fs::absolute(a.prices, abs_ec).lexically_normal().string();
+    }
   const auto* resumes = state.if_contains("resumes");
   state["resumes"] = (resumes && resumes->is_int64() ? resumes->get_int64() : 0) + 1;
   if (!s.quiet && r.reload)

@@ -10,8 +10,10 @@ void agent_usage::add(const agent_usage& other) {
   output += other.output;
   cache_read += other.cache_read;
   cache_write += other.cache_write;
-  // A sum with an unknown part is unknown: a partial figure would read as the whole cost.
-  cost_usd = cost_usd && other.cost_usd ? std::optional<double>(*cost_usd + *other.cost_usd) : std::nullopt;
+  // The known part, with the calls of unknown cost counted beside it (a partial figure must
+  // not read as the whole cost).
+  if (other.cost_usd) cost_usd = cost_usd.value_or(0) + *other.cost_usd;
+  calls_without_cost += other.calls_without_cost;
 }
 
 void add_usage(std::optional<agent_usage>& into, const std::optional<agent_usage>& more) {

@@ -231,6 +231,12 @@ TEST_CASE("fleet e2e: a budget stops the fan-out with exit 6 and a resume with a
   r = p.arun({"resume", id, "--output-format", "json"});
   CHECK(r.exit_code == 6);
   CHECK(p.calls().size() == 3);
+  // A larger one, still short: one more item; the next resume keeps it.
+  r = p.arun({"resume", id, "--output-format", "json", "--max-cost", "0.35"});
+  CHECK(r.exit_code == 6);
+  CHECK(p.calls().size() == 4);
+  const auto state = json::parse(arun::test::read_text(fs::path(p.sessions) / id / "state.json")).as_object();
+  CHECK(state.at("invocation").at("agents").at("max_cost").to_number<double>() == Approx(0.35));
   // A larger one: the rest runs, and the totals cover the whole session.
   r = p.arun({"resume", id, "--output-format", "json", "--max-cost", "1"});
   INFO(r.err);

@@ -378,3 +378,16 @@ TEST_CASE("extends: limits merge per name and a budget is inherited whole") {
   CHECK_FALSE(merged.budget.tokens);
   CHECK(merged.limits.size() == 2);
 }
+
+TEST_CASE("output schema: a pattern checks long texts without overflowing the stack") {
+  auto compiled = arun::io::output_schema::compile(boost::json::parse(R"({"type": "string", "pattern": "^[a-z]+$"})"), "inline");
+  auto* schema = std::get_if<std::shared_ptr<const arun::io::output_schema>>(&compiled);
+  REQUIRE(schema);
+  CHECK((*schema)->violations(boost::json::string(std::string(300000, 'a'))).empty());
+  const auto bad = (*schema)->violations(boost::json::string(std::string(300000, 'a') + "B"));
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].find("pattern") != std::string::npos);
+  const auto huge = (*schema)->violations(boost::json::string(std::string(2 * 1024 * 1024, 'a')));
+  REQUIRE(huge.size() == 1);
+  CHECK(huge[0].find("too long to check against the schema's patterns") != std::string::npos);
+}

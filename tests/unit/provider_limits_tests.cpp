@@ -351,6 +351,7 @@ TEST_CASE("usage: a loop's result sums its iterations and an unknown cost is nev
   REQUIRE(result.step_results[0].usage);
   CHECK(result.step_results[0].usage->calls == 3);
   CHECK_FALSE(result.step_results[0].usage->cost_usd.has_value());
+  CHECK(result.step_results[0].usage->calls_without_cost == 3);
   REQUIRE(result.usage.size() == 1);
   CHECK(result.usage.front().calls_without_cost == 3);
   CHECK(result.usage.front().cost_usd == 0);
@@ -431,4 +432,18 @@ TEST_CASE("budget: a rate-limit retry does not start once the budget is reached"
   CHECK(result.step_results[0].status == step_status::cancelled);
   CHECK(result.step_results[0].error.find("not started: the budget is reached ($1.0000 spent of the $1.0000 budget) for a retry") !=
         std::string::npos);
+}
+
+TEST_CASE("usage: a sum keeps the known cost and counts the calls of unknown cost beside it") {
+  agent_usage known = call_usage(0.20);
+  agent_usage unknown = call_usage(std::nullopt, "m2");
+  unknown.calls_without_cost = 1;
+  std::optional<agent_usage> sum;
+  add_usage(sum, known);
+  add_usage(sum, unknown);
+  REQUIRE(sum);
+  CHECK(sum->calls == 2);
+  CHECK(sum->cost_usd == Approx(0.20));
+  CHECK(sum->calls_without_cost == 1);
+  CHECK(sum->model == "m2");
 }

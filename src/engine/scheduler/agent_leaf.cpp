@@ -74,6 +74,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   auto account = [&](leaf_outcome& call) {
     if (!call.usage) return;
     call.usage->calls = std::max<std::uint64_t>(call.usage->calls, 1);
+    if (!call.usage->cost_usd) call.usage->calls_without_cost = call.usage->calls;
     add_usage(spent, call.usage);
     rs_.record_spend(*call.usage, instance);
   };
@@ -187,6 +188,7 @@ asio::awaitable<instance_outcome> step_executor::recover(const step& s, scope sc
   if (out.succeeded()) lease.finish(false);
   if (out.usage) {
     out.usage->calls = std::max<std::uint64_t>(out.usage->calls, 1);
+    if (!out.usage->cost_usd) out.usage->calls_without_cost = out.usage->calls;
     rs_.record_spend(*out.usage, id);
   }
   step_result attempt_result;

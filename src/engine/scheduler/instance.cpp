@@ -146,10 +146,9 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
       if (!key.empty()) rs_.changed.push_back(instance);
     }
   }
-  if (stop.stop_requested() || rs_.draining()) {
+  if (stop.stop_requested()) {
     instance_outcome o;
-    o.result = unstarted(instance, step_status::not_run,
-                         stop.stop_requested() ? std::string() : "step '" + instance + "': " + rs_.refuse_for_budget());
+    o.result = unstarted(instance, step_status::not_run);
     o.next = flow::cancelled;
     return o;
   }
@@ -170,6 +169,14 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
       return finish_instance(s, instance, iteration, std::move(failed));
     }
     if (!verdict.run) return skipped();
+  }
+  // A reached budget: a step that would run does not start (one its tags or condition skip
+  // is skipped as ever).
+  if (rs_.draining()) {
+    instance_outcome o;
+    o.result = unstarted(instance, step_status::not_run, "step '" + instance + "': " + rs_.refuse_for_budget());
+    o.next = flow::cancelled;
+    return o;
   }
   // Loops and loop-body iterations are containers: what counts is the work inside them.
   const bool container = (is_loop(s) && !iteration) || (iteration && !s.steps.empty());

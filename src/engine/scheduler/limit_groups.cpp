@@ -88,7 +88,8 @@ void limit_groups::finish(std::string_view name, std::uint64_t epoch, bool rate_
   if (judged && rate_limited && epoch == g.epoch) {
     ++g.epoch;
     g.limiter.set_limit(std::max(1, std::min(before, running) / 2));
-  } else if (judged && !rate_limited && before < cap(g)) {
+  } else if (judged && !rate_limited && epoch == g.epoch && before < cap(g)) {
+    // Only calls started since the last decrease say the provider takes the lower limit.
     g.limiter.set_limit(before + 1);
   }
   g.limiter.release();

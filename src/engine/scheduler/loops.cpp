@@ -134,8 +134,9 @@ std::shared_ptr<fan_out_share> step_executor::hand_off(const step& s, std::size_
 boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope sc, const std::string& instance,
                                                           foreach_run& loop) {
   const auto& as = s.foreach->as;
-  // A reached budget starts no further item; the rest count as not run.
-  while (loop.cursor < loop.items.size() && !loop.skipping && !loop.stop.stop_requested() && !rs_.draining()) {
+  // A reached budget starts no further item: each settles before it starts (a recorded one
+  // is replayed, the others are not run).
+  while (loop.cursor < loop.items.size() && !loop.skipping && !loop.stop.stop_requested()) {
     const std::size_t i = loop.cursor++;
     // Iteration-local names hide the context's; the body's outputs stay in here too.
     boost::json::object locals = sc.locals ? *sc.locals : boost::json::object{};

@@ -24,13 +24,14 @@ bool spend_meter::add(const agent_usage& u) {
   it->output += u.output;
   it->cache_read += u.cache_read;
   it->cache_write += u.cache_write;
+  // A call's usage without a cost is one call of unknown cost; a sum says how many it holds.
+  const std::uint64_t unknown = u.cost_usd ? u.calls_without_cost : std::max(u.calls_without_cost, calls);
   if (u.cost_usd) {
     it->cost_usd += *u.cost_usd;
     cost_ += *u.cost_usd;
-  } else {
-    it->calls_without_cost += calls;
-    uncosted_ += calls;
   }
+  it->calls_without_cost += unknown;
+  uncosted_ += unknown;
   tokens_ += u.tokens();
   if (exhausted_) return false;
   exhausted_ = (budget_.cost_usd && cost_ >= *budget_.cost_usd) || (budget_.tokens && tokens_ >= *budget_.tokens);

@@ -161,6 +161,7 @@ boost::json::object usage_to_json(const agent_usage& u) {
   o["cache_read"] = u.cache_read;
   o["cache_write"] = u.cache_write;
   o["cost_usd"] = u.cost_usd ? boost::json::value(*u.cost_usd) : boost::json::value(nullptr);
+  o["calls_without_cost"] = u.calls_without_cost;
   return o;
 }
 
@@ -185,6 +186,7 @@ std::optional<agent_usage> usage_from_json(const boost::json::value& v) {
   u.output = count("output");
   u.cache_read = count("cache_read");
   u.cache_write = count("cache_write");
+  u.calls_without_cost = count("calls_without_cost");
   if (const auto* c = o->if_contains("cost_usd"); c && c->is_number() && c->to_number<double>() >= 0)
     u.cost_usd = c->to_number<double>();
   return u;

@@ -8,8 +8,11 @@
 #include <boost/json/parse_options.hpp>
 #include <boost/json/stream_parser.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -20,9 +23,12 @@ namespace json = boost::json;
 struct output_schema::compiled {
   json::value checked;     // the document valijson compiled (formats guarded, see below)
   valijson::Schema schema;
+  bool has_patterns = false;  // `pattern` or `patternProperties` somewhere: std::regex runs
 };
 
 namespace {
+
+bool names_patterns(const json::value& v);  // below, with the long-text handling
 
 constexpr std::size_t max_nesting = 64;        // as a recipe (SPEC §1)
 constexpr std::size_t max_reference_depth = 256;  // nesting with the $refs followed
@@ -346,6 +352,7 @@ std::variant<std::shared_ptr<const output_schema>, output_schema::refusal> outpu
   schema_walk walk(c->checked);
   if (auto error = walk.run(); !error.empty()) return refusal{std::move(error), walk.error_at()};
   guard_formats(c->checked, walk.format_places());
+  c->has_patterns = names_patterns(c->checked);
   try {
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
     const valijson::adapters::BoostJsonAdapter adapter(c->checked);
@@ -356,7 +363,79 @@ std::variant<std::shared_ptr<const output_schema>, output_schema::refusal> outpu
   return std::shared_ptr<const output_schema>(new output_schema(std::move(document), std::move(origin), std::move(c)));
 }
 
+namespace {
+
+// libstdc++'s std::regex recurses about once per character of the text it matches: a
+// `pattern` against a 50 KB string overflows the event loop's 8 MB stack. Such values are
+// checked on a thread with a stack that holds texts up to this size; longer ones are refused.
+constexpr std::size_t long_text_bytes = 4 * 1024;
+constexpr std::size_t longest_text_checked = 1024 * 1024;
+constexpr std::size_t pattern_stack_bytes = 512u * 1024 * 1024;  // reserved, not committed
+
+bool names_patterns(const json::value& v) {
+  if (const auto* o = v.if_object()) {
+    for (const auto& kv : *o)
+      if (kv.key() == "pattern" || kv.key() == "patternProperties" || names_patterns(kv.value())) return true;
+  } else if (const auto* a = v.if_array()) {
+    for (const auto& item : *a)
+      if (names_patterns(item)) return true;
+  }
+  return false;
+}
+
+// The longest string (or object key) in `v`.
+std::size_t longest_text(const json::value& v) {
+  std::size_t most = 0;
+  if (const auto* s = v.if_string()) return s->size();
+  if (const auto* o = v.if_object()) {
+    for (const auto& kv : *o) most = std::max({most, kv.key().size(), longest_text(kv.value())});
+  } else if (const auto* a = v.if_array()) {
+    for (const auto& item : *a) most = std::max(most, longest_text(item));
+  }
+  return most;
+}
+
+// Runs `work` on a thread of its own with a large stack, and waits for it; false when no
+// such thread could be made.
+bool run_with_large_stack(const std::function<void()>& work) {
+  pthread_attr_t attr;
+  if (::pthread_attr_init(&attr) != 0) return false;
+  ::pthread_attr_setstacksize(&attr, pattern_stack_bytes);
+  pthread_t thread;
+  auto* job = const_cast<std::function<void()>*>(&work);
+  const int made = ::pthread_create(
+      &thread, &attr, [](void* p) -> void* { (*static_cast<std::function<void()>*>(p))(); return nullptr; }, job);
+  ::pthread_attr_destroy(&attr);
+  if (made != 0) return false;
+  ::pthread_join(thread, nullptr);
+  return true;
+}
+
+}  // namespace
+
 std::vector<std::string> output_schema::violations(const json::value& value) const {
+  if (compiled_->has_patterns) {
+    const auto longest = longest_text(value);
+    if (longest > longest_text_checked)
+      return {"/: a text of " + std::to_string(longest) + " bytes is too long to check against the schema's patterns "
+              "(at most " + std::to_string(longest_text_checked) + ")"};
+    if (longest > long_text_bytes) {
+      std::vector<std::string> out;
+      const bool ran = run_with_large_stack([&] {
+        try {
+          out = check(value);
+        } catch (...) {
+          out = {"/: the value could not be checked against the schema"};
+        }
+      });
+      if (ran) return out;
+      return {"/: the value holds texts too long to check against the schema's patterns here"};
+    }
+  }
+  return check(value);
+}
+
+std::vector<std::string> output_schema::check(const json::value& value) const {
   std::vector<schema_error> errors;
   try {
     valijson::Validator validator;  // strict types: 1 is no string, "1" no number

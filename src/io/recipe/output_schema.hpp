@@ -43,6 +43,8 @@ public:
 
 private:
   struct compiled;
+  /// violations() on the calling thread's stack.
+  std::vector<std::string> check(const boost::json::value& value) const;
   output_schema(boost::json::value document, std::string origin, std::unique_ptr<compiled> c);
 
   boost::json::value document_;  // as written, for the prompt that asks an agent again

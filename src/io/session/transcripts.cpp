@@ -94,19 +94,23 @@ transcript_store::transcript_store(std::string dir, std::size_t max_bytes, std::
 void transcript_store::record(const agent_call_record& call) noexcept {
   try {
     bool cut = call.cut;
+    // Masked before it is cut: a cut through a secret would leave its beginning.
+    auto text = [&](std::string_view t) {
+      return sanitize_utf8(bounded(masker_ ? masker_->mask(t) : std::string(t), max_bytes_, cut));
+    };
     json::object o;
     o["instance"] = call.instance;
     o["started_at"] = format_rfc3339_ms(call.started);
     o["ended_at"] = format_rfc3339_ms(call.ended);
     json::array argv;
-    for (const auto& a : call.argv) argv.emplace_back(sanitize_utf8(bounded(a, max_bytes_, cut)));
+    for (const auto& a : call.argv) argv.emplace_back(text(a));
     o["argv"] = std::move(argv);
     o["model"] = call.model;
-    o["system_prompt"] = sanitize_utf8(bounded(call.system_prompt, max_bytes_, cut));
-    o["prompt"] = sanitize_utf8(bounded(call.prompt, max_bytes_, cut));
-    o["reply"] = sanitize_utf8(bounded(call.reply, max_bytes_, cut));
+    o["system_prompt"] = text(call.system_prompt);
+    o["prompt"] = text(call.prompt);
+    o["reply"] = text(call.reply);
     o["exit_code"] = text_or_null(call.exit_code);
-    o["error"] = sanitize_utf8(call.error);
+    o["error"] = text(call.error);
     o["usage"] = call.usage ? json::value(usage_to_json(*call.usage)) : json::value(nullptr);
     o["cut"] = cut;
     json::value record = std::move(o);
