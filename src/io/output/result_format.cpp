@@ -266,9 +266,23 @@ boost::json::object step_entry(const step_result& s, const log_locator& logs) {
   return entry;
 }
 
+// Every provider's and model's calls together.
+usage_total sum_of(const std::vector<usage_total>& totals) {
+  usage_total sum;
+  for (const auto& t : totals) {
+    sum.calls += t.calls;
+    sum.input += t.input;
+    sum.output += t.output;
+    sum.cache_read += t.cache_read;
+    sum.cache_write += t.cache_write;
+    sum.cost_usd += t.cost_usd;
+    sum.calls_without_cost += t.calls_without_cost;
+  }
+  return sum;
+}
+
 // `{totals: {calls, …, cost_usd, calls_without_cost}, by_model: [{provider, model, …}]}`.
 boost::json::object usage_totals_to_json(const std::vector<usage_total>& totals) {
-  usage_total sum;
   boost::json::array by_model;
   auto fields = [](const usage_total& t) {
     return boost::json::object{{"calls", t.calls},
@@ -284,15 +298,8 @@ boost::json::object usage_totals_to_json(const std::vector<usage_total>& totals)
     entry["provider"] = t.provider;
     entry["model"] = t.model;
     by_model.push_back(std::move(entry));
-    sum.calls += t.calls;
-    sum.input += t.input;
-    sum.output += t.output;
-    sum.cache_read += t.cache_read;
-    sum.cache_write += t.cache_write;
-    sum.cost_usd += t.cost_usd;
-    sum.calls_without_cost += t.calls_without_cost;
   }
-  return {{"totals", fields(sum)}, {"by_model", std::move(by_model)}};
+  return {{"totals", fields(sum_of(totals))}, {"by_model", std::move(by_model)}};
 }
 
 // result_to_json's members, `step_results` left empty.
@@ -383,17 +390,7 @@ std::string usage_line(const usage_total& t) {
 
 std::string usage_text(const std::vector<usage_total>& totals) {
   if (totals.empty()) return {};
-  usage_total sum;
-  for (const auto& t : totals) {
-    sum.calls += t.calls;
-    sum.input += t.input;
-    sum.output += t.output;
-    sum.cache_read += t.cache_read;
-    sum.cache_write += t.cache_write;
-    sum.cost_usd += t.cost_usd;
-    sum.calls_without_cost += t.calls_without_cost;
-  }
-  std::string text = "agents: " + usage_line(sum) + "\n";
+  std::string text = "agents: " + usage_line(sum_of(totals)) + "\n";
   if (totals.size() > 1)
     for (const auto& t : totals)
       text += fmt::format("  {} {}: {}\n", t.provider, t.model.empty() ? "(model unknown)" : t.model, usage_line(t));
