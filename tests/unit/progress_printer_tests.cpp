@@ -378,3 +378,36 @@ TEST_CASE("progress ignores a step_end without a result") {
   f.send(e);
   CHECK(f.file.text().empty());
 }
+
+TEST_CASE("the live status line shows each limited provider and what the agents spent") {
+  fixture f(progress_mode::live, 200);
+  f.send(f.recipe_start(1));
+  auto start = test::step_start("ask[0]");
+  start.step_type = "agent";
+  start.group = {"claude", 1, 4, 4};
+  f.send(start);
+  start.step = "ask[1]";
+  start.group.running = 2;
+  f.send(start);
+  auto done = test::finished("ask[0]", step_status::completed);
+  auto& u = done.usage.emplace();
+  u.provider = "claude";
+  u.calls = 1;
+  u.input = 40000;
+  u.output = 2000;
+  u.cost_usd = 0.42;
+  auto end = test::step_end(done);
+  end.step_type = "agent";
+  f.send(end);
+  auto changed = test::make_event(event_kind::limit_changed);
+  changed.group = {"claude", 1, 2, 4};
+  changed.message = "rate limited";
+  f.send(changed);
+  f.now += 2s;
+  f.printer.tick();
+  const auto status = visible_status(f.file.text());
+  CHECK(status.find("claude 1/2") != std::string::npos);
+  CHECK(status.find("$0.42") != std::string::npos);
+  CHECK(status.find("42k tok") != std::string::npos);
+  CHECK(f.file.text().find("!! claude: rate limited; at most 2 at once now (1 running)") != std::string::npos);
+}
