@@ -194,11 +194,9 @@ TEST_CASE("provider limits: a provider nobody limited adapts from half of what w
   CHECK(changes.front().message == "rate limited");
   CHECK(changes.front().group.limit == 3);
   CHECK_FALSE(changes.front().group.configured.has_value());
-  // The retries ran under the adapted limit.
-  int most = 0;
+  // The retries ran under the adapted limit (which grows back as they complete).
   for (const auto& e : events.of(event_kind::step_start))
-    if (e.attempt > 1) most = std::max(most, e.group.running);
-  CHECK(most <= 3);
+    if (e.attempt > 1 && e.group.limit > 0) CHECK(e.group.running <= e.group.limit);
 }
 
 TEST_CASE("provider limits: the rate-limit wait holds no slot of the provider") {
