@@ -67,6 +67,20 @@ std::string unreadable(const reply_context& c, std::string_view what, std::strin
 
 constexpr std::string_view cut_reason = "it was cut at the capture limit; raise --max-output";
 
+// Output that is not in the CLI's format: the text stays the reply, with a warning saying
+// why (`what`: "JSON output"; `no_format`: why the whole output is not in it).
+agent_reply raw_reply(std::string_view output, const reply_context& context, std::string_view what,
+                      std::string_view no_format) {
+  agent_reply reply;
+  reply.text = std::string(output);
+  reply.raw = true;
+  reply.warning = unreadable(context, what,
+                             context.cut               ? cut_reason
+                             : trim(output).empty()    ? std::string_view("the output is empty")
+                                                       : no_format);
+  return reply;
+}
+
 // The result object of claude's output: the whole output as one object or a message array
 // (--verbose), else the last line that is one.
 const json::object* find_result(std::string_view output, json::value& holder) {
@@ -175,15 +189,7 @@ agent_reply decode_claude_json(std::string_view output, const reply_context& con
   agent_reply reply;
   json::value holder;
   const auto* result = find_result(output, holder);
-  if (!result) {
-    reply.text = std::string(output);
-    reply.raw = true;
-    reply.warning = unreadable(context, "JSON output",
-                               context.cut                ? cut_reason
-                               : trim(output).empty()     ? "the output is empty"
-                                                          : "no line of it is a JSON object of \"type\":\"result\"");
-    return reply;
-  }
+  if (!result) return raw_reply(output, context, "JSON output", "no line of it is a JSON object of \"type\":\"result\"");
   reply.text = std::string(string_at(*result, "result"));
   reply.usage = claude_usage(*result, context);
   const auto* is_error = result->if_contains("is_error");
@@ -238,16 +244,7 @@ agent_reply decode_codex_jsonl(std::string_view output, const reply_context& con
   }
   if (reply.failed && reply.error.empty()) reply.error = "turn failed";
   reply.rate_limited = reads_as_rate_limit(reply.error);
-  if (!events || (context.cut && !message)) {
-    reply = {};
-    reply.text = std::string(output);
-    reply.raw = true;
-    reply.warning = unreadable(context, "JSON events",
-                               context.cut            ? cut_reason
-                               : trim(output).empty() ? "the output is empty"
-                                                      : "no line of it is a JSON event");
-    return reply;
-  }
+  if (!events || (context.cut && !message)) return raw_reply(output, context, "JSON events", "no line of it is a JSON event");
   if (context.cut) {
     // The turns after the cut are unknown: a partial count would read as the whole.
     reply.warning = context.cli + "'s JSON events were cut at the capture limit (raise --max-output): the reply is "
