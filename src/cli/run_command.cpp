@@ -90,7 +90,7 @@ run_options engine_options(const run_settings& s, const std::string& base_dir) {
 struct event_sinks {
   std::shared_ptr<io::background_writer> writer = std::make_shared<io::background_writer>();
   std::unique_ptr<io::instance_logs> logs;  ///< the session's logs/, when there is a session
-  std::unique_ptr<io::transcript_store> transcripts;  ///< the session's transcripts/, likewise
+  std::unique_ptr<io::transcript_store> transcripts;  ///< the session's transcripts.jsonl, likewise
   std::unique_ptr<io::progress_printer> progress;
   std::vector<std::unique_ptr<io::jsonl_event_sink>> files;
   io::listener_fanout fanout;
@@ -112,9 +112,10 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   // First: a failure line printed by the progress names the log its lines went to.
   if (store) {
-    sinks.logs = std::make_unique<io::instance_logs>(store->dir() + "/logs", s.max_output, sinks.writer, mask);
+    sinks.logs = std::make_unique<io::instance_logs>(store->dir() + "/logs", s.max_output, sinks.writer, mask,
+                                                     !store->resumed());
     sinks.fanout.add(sinks.logs.get());
-    sinks.transcripts = std::make_unique<io::transcript_store>(store->dir() + "/transcripts", s.max_output,
+    sinks.transcripts = std::make_unique<io::transcript_store>(io::transcripts_file(store->dir()), s.max_output,
                                                                 sinks.writer, &masker);
   }
   if (!s.quiet && s.progress != "off") {

@@ -187,3 +187,25 @@ TEST_CASE("the line filter sees every line and marker before it is stored", "[lo
   f.writer->drain();
   CHECK(read_file(f.logs / "s.out") == "password is ***\n--- arun: attempt 1 failed: bad ***; attempt 2 follows ---\n");
 }
+
+TEST_CASE("a new session's logs are made in nested directories, private, each made once", "[logs]") {
+  logs_fixture f;
+  {
+    instance_logs logs(f.logs.string(), 1 << 20, f.writer, nullptr, /*fresh=*/true);
+    for (int i = 0; i < 3; ++i) {
+      const auto id = "fan[" + std::to_string(i) + "]/ask";
+      logs.on_event(output(id, output_stream::out, "reply " + std::to_string(i)));
+      logs.on_event(arun::test::step_end(arun::test::finished(id, step_status::completed)));
+    }
+    // A line after the instance ended (a post_step hook's) appends to its file.
+    logs.on_event(output("fan[0]/ask", output_stream::out, "late"));
+  }
+  f.writer->drain();
+  CHECK(read_file(f.logs / "fan[0]" / "ask.out") == "reply 0\nlate\n");
+  CHECK(read_file(f.logs / "fan[2]" / "ask.out") == "reply 2\n");
+  struct stat st{};
+  REQUIRE(::stat((f.logs / "fan[1]").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  REQUIRE(::stat((f.logs / "fan[1]" / "ask.out").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+}

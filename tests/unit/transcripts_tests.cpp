@@ -33,29 +33,27 @@ io::agent_call_record call(std::string instance, std::string prompt, std::string
 
 }  // namespace
 
-TEST_CASE("transcripts: an instance's file nests like its logs") {
-  CHECK(io::transcript_path("ask") == "ask.jsonl");
-  CHECK(io::transcript_path("fan[3]/review") == "fan[3]/review.jsonl");
-}
-
 TEST_CASE("transcripts: calls are kept in order masked and cut at the bound then shown as text") {
   temp_dir dir{"arun-transcripts"};
   io::secret_masker masker;
   masker.add("hunter2");
   {
     auto writer = std::make_shared<io::background_writer>();
-    io::transcript_store store(dir.root.string() + "/transcripts", 2048, writer, &masker);
+    io::transcript_store store(io::transcripts_file(dir.root.string()), 2048, writer, &masker);
     store.record(call("fan[1]/ask", "first prompt with hunter2", "first reply"));
-    store.record(call("fan[1]/ask", "second prompt", std::string(5000, 'x')));
     store.record(call("other", "p", "r"));
+    store.record(call("fan[1]/ask", "second prompt", std::string(5000, 'x')));
     writer->drain();
     CHECK(store.error().empty());
   }
   std::string why;
   auto all = io::read_transcripts(dir.root.string(), why);
   CHECK(why.empty());
+  // One file for the session: the instances in the order each first called.
   REQUIRE(all.size() == 2);
-  const auto& fan = all[0].instance == "fan[1]/ask" ? all[0] : all[1];
+  CHECK(all[1].instance == "other");
+  const auto& fan = all[0];
+  CHECK(fan.instance == "fan[1]/ask");
   REQUIRE(fan.calls.size() == 2);
   CHECK(fan.calls[0].prompt == "first prompt with ***");
   CHECK(fan.calls[0].reply == "first reply");
@@ -78,8 +76,33 @@ TEST_CASE("transcripts: a session without any has none and a torn line is skippe
   std::string why;
   CHECK(io::read_transcripts(dir.root.string(), why).empty());
   CHECK(why.empty());
-  dir.write("transcripts/a.jsonl", "{\"instance\":\"a\",\"prompt\":\"p\",\"reply\":\"r\"}\n{\"instance\":\"a\",\"pro");
+  dir.write("transcripts.jsonl", "{\"instance\":\"a\",\"prompt\":\"p\",\"reply\":\"r\"}\n{\"instance\":\"a\",\"pro");
   const auto all = io::read_transcripts(dir.root.string(), why);
   REQUIRE(all.size() == 1);
   CHECK(all[0].calls.size() == 1);
+}
+
+TEST_CASE("transcripts: a second store on the same session appends as a resume does") {
+  temp_dir dir{"arun-transcripts"};
+  for (const char* prompt : {"before", "after"}) {
+    auto writer = std::make_shared<io::background_writer>();
+    io::transcript_store store(io::transcripts_file(dir.root.string()), 4096, writer, nullptr);
+    store.record(call("ask", prompt, "r"));
+    writer->drain();
+  }
+  std::string why;
+  const auto all = io::read_transcripts(dir.root.string(), why);
+  REQUIRE(all.size() == 1);
+  REQUIRE(all[0].calls.size() == 2);
+  CHECK(all[0].calls[0].prompt == "before");
+  CHECK(all[0].calls[1].prompt == "after");
+}
+
+TEST_CASE("transcripts: a file that cannot be written is reported not thrown") {
+  temp_dir dir{"arun-transcripts"};
+  auto writer = std::make_shared<io::background_writer>();
+  io::transcript_store store(dir.root.string() + "/missing/transcripts.jsonl", 4096, writer, nullptr);
+  store.record(call("ask", "p", "r"));
+  writer->drain();
+  CHECK(store.error().find("cannot write transcript") != std::string::npos);
 }

@@ -186,17 +186,6 @@ leaf_outcome agent_outcome(process_result&& r, const std::optional<std::chrono::
   return o;
 }
 
-// A file descriptor closed when it goes out of scope.
-struct owned_fd {
-  int fd = -1;
-  explicit owned_fd(int f) : fd(f) {}
-  owned_fd(const owned_fd&) = delete;
-  owned_fd& operator=(const owned_fd&) = delete;
-  ~owned_fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 std::string random_tree_id() {
   std::random_device rd;
   return fmt::format("arun-{:08x}{:08x}", rd(), rd());
@@ -330,22 +319,23 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   // The files live until the child has exited; the prompt never goes in one huge argv string.
   std::unique_ptr<private_temp_file> prompt_file, system_file;
   try {
-    prompt_file = std::make_unique<private_temp_file>("arun-prompt-", payload.prompt, options_.temp_dir);
+    // Kept open when it is the child's stdin: no second open of the file.
+    prompt_file = std::make_unique<private_temp_file>("arun-prompt-", payload.prompt, options_.temp_dir,
+                                                      payload.prompt_on_stdin);
     if (payload.needs_system_prompt_file)
       system_file = std::make_unique<private_temp_file>("arun-system-prompt-", payload.system_prompt, options_.temp_dir);
   } catch (const std::system_error& e) {
     failed.error = std::string("cannot write the prompt to a temporary file: ") + e.what();
     co_return failed;
   }
-  owned_fd prompt_in(payload.prompt_on_stdin ? ::open(prompt_file->path().c_str(), O_RDONLY | O_CLOEXEC) : -1);
-  if (payload.prompt_on_stdin && prompt_in.fd < 0) {
-    failed.error = fmt::format("cannot reopen the prompt file {}: {}", prompt_file->path(), std::strerror(errno));
+  if (payload.prompt_on_stdin && prompt_file->fd() < 0) {
+    failed.error = fmt::format("cannot rewind the prompt file {}: {}", prompt_file->path(), std::strerror(errno));
     co_return failed;
   }
   spec.launch.argv = agent_argv(options_.agent, payload, request, prompt_file->path(), system_file ? system_file->path() : "");
   spec.launch.env = agent_environment(inv.env);
   spec.launch.working_dir = request.working_dir;
-  spec.launch.stdin_fd = prompt_in.fd;
+  spec.launch.stdin_fd = prompt_file->fd();
   spec.timeout = inv.timeout;
   spec.kill_grace = options_.kill_grace;
   spec.limits = options_.limits;

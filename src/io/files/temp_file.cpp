@@ -18,7 +18,8 @@ namespace {
 
 }  // namespace
 
-private_temp_file::private_temp_file(std::string_view prefix, std::string_view content, const std::string& dir) {
+private_temp_file::private_temp_file(std::string_view prefix, std::string_view content, const std::string& dir,
+                                     bool keep_open) {
   const char* tmpdir = std::getenv("TMPDIR");
   // Absolute, because the file is used by children that run in other directories.
   std::error_code ec;
@@ -42,9 +43,16 @@ private_temp_file::private_temp_file(std::string_view prefix, std::string_view c
     }
     content.remove_prefix(static_cast<std::size_t>(n));
   }
+  if (keep_open && ::lseek(fd, 0, SEEK_SET) == 0) {
+    fd_ = fd;
+    return;
+  }
   ::close(fd);
 }
 
-private_temp_file::~private_temp_file() { ::unlink(path_.c_str()); }
+private_temp_file::~private_temp_file() {
+  if (fd_ >= 0) ::close(fd_);
+  ::unlink(path_.c_str());
+}
 
 }  // namespace arun::io

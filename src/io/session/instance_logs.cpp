@@ -102,6 +102,7 @@ struct instance_logs::log_file {
   std::string path;
   std::uint64_t max_bytes = 0;
   bool replace = true;  // the first open in this run starts the file afresh (a resume re-runs it)
+  std::shared_ptr<std::unordered_set<std::string>> made_dirs;
   int fd = -1;
   std::uint64_t size = 0;
   bool failed = false;
@@ -112,8 +113,12 @@ struct instance_logs::log_file {
 
   // 0 or an errno value.
   int open_file(bool truncate) {
-    std::error_code ec;
-    if (!make_private_directories(std::filesystem::path(path).parent_path().string(), ec)) return ec.value();
+    auto parent = std::filesystem::path(path).parent_path().string();
+    if (!made_dirs->contains(parent)) {
+      std::error_code ec;
+      if (!make_private_directories(parent, ec)) return ec.value();
+      made_dirs->insert(std::move(parent));
+    }
     int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
     if (truncate) flags |= O_TRUNC;
     fd = ::open(path.c_str(), flags, 0600);
@@ -161,8 +166,9 @@ struct instance_logs::log_file {
 };
 
 instance_logs::instance_logs(std::string dir, std::uint64_t max_bytes, std::shared_ptr<background_writer> writer,
-                             line_filter filter)
-    : dir_(std::move(dir)), max_bytes_(max_bytes), writer_(std::move(writer)), filter_(std::move(filter)) {}
+                             line_filter filter, bool fresh)
+    : dir_(std::move(dir)), max_bytes_(max_bytes), writer_(std::move(writer)), filter_(std::move(filter)),
+      fresh_(fresh) {}
 
 instance_logs::~instance_logs() {
   std::vector<std::string> instances;
@@ -203,8 +209,10 @@ void instance_logs::add_line(const event& e) {
     log.file = std::make_shared<log_file>();
     log.file->path = dir_ + "/" + relative;
     log.file->max_bytes = max_bytes_;
-    // Started afresh once per run (a resume re-runs the instance); after that appended to.
-    log.file->replace = started_.insert(relative).second;
+    log.file->made_dirs = made_dirs_;
+    // Started afresh once per run (a resume re-runs the instance); after that appended to. A
+    // new session has nothing to replace.
+    log.file->replace = started_.insert(relative).second && !fresh_;
     open_by_instance_[e.step].push_back(relative);
     if (!hooks) written_[e.step] |= e.stream == output_stream::out ? 1 : 2;
   }

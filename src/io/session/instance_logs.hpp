@@ -46,8 +46,9 @@ std::optional<instance_log_name> parse_instance_log_path(std::string_view relati
 class instance_logs final : public event_listener {
 public:
   /// `dir`: the session's `logs` directory, made (0700) when the first line arrives.
+  /// `fresh`: the session is new, so no file of an earlier run is there to replace.
   instance_logs(std::string dir, std::uint64_t max_bytes, std::shared_ptr<background_writer> writer,
-                line_filter filter = nullptr);
+                line_filter filter = nullptr, bool fresh = false);
   /// Hands every buffered line to the writer and has the files closed after them.
   ~instance_logs() override;
   instance_logs(const instance_logs&) = delete;
@@ -80,7 +81,10 @@ private:
   std::uint64_t max_bytes_;
   std::shared_ptr<background_writer> writer_;
   line_filter filter_;
-  bool dir_made_ = false;
+  bool fresh_;
+  // Directories under `dir` made so far: only the writer's jobs touch it, so a fan-out does
+  // not look each one up again per instance.
+  std::shared_ptr<std::unordered_set<std::string>> made_dirs_ = std::make_shared<std::unordered_set<std::string>>();
   std::unordered_map<std::string, open_log> open_;  // by relative path
   std::unordered_map<std::string, std::vector<std::string>> open_by_instance_;  // instance -> relative paths
   std::unordered_set<std::string> started_;  // relative paths opened in this run

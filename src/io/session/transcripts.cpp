@@ -1,11 +1,9 @@
 #include "session/transcripts.hpp"
 
 #include "files/json_text.hpp"
-#include "files/private_files.hpp"
 #include "output/event_json.hpp"
 #include "output/result_format.hpp"
 #include "output/value_summary.hpp"
-#include "session/instance_logs.hpp"
 
 #include <fmt/format.h>
 
@@ -16,14 +14,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 
 namespace arun::io {
 namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
-
-constexpr std::string_view log_suffix = ".out";
 
 // `text` cut at `max_bytes` (on a character boundary), with a note of what was left out.
 std::string bounded(std::string_view text, std::size_t max_bytes, bool& cut) {
@@ -80,16 +77,29 @@ void append_section(std::string& text, std::string_view heading, std::string_vie
 
 }  // namespace
 
-std::string transcript_path(std::string_view instance) {
-  auto path = instance_log_path(instance, output_stream::out);
-  path.resize(path.size() - log_suffix.size());
-  return path + ".jsonl";
-}
+std::string transcripts_file(const std::string& session_dir) { return session_dir + "/transcripts.jsonl"; }
 
-transcript_store::transcript_store(std::string dir, std::size_t max_bytes, std::shared_ptr<background_writer> writer,
+struct transcript_store::open_file {
+  std::string path;
+  int fd = -1;
+  std::mutex mutex;  // guards `error`: the writer's thread sets it, the run reads it
+  std::string error;
+
+  ~open_file() {
+    if (fd >= 0) ::close(fd);
+  }
+  void fail(std::string why) {
+    std::lock_guard lock(mutex);
+    if (error.empty()) error = "cannot write transcript '" + path + "': " + why;
+  }
+};
+
+transcript_store::transcript_store(std::string path, std::size_t max_bytes, std::shared_ptr<background_writer> writer,
                                    const secret_masker* masker)
-    : dir_(std::move(dir)), max_bytes_(std::max<std::size_t>(max_bytes, 1024)), writer_(std::move(writer)),
-      masker_(masker) {}
+    : max_bytes_(std::max<std::size_t>(max_bytes, 1024)), writer_(std::move(writer)), masker_(masker),
+      file_(std::make_shared<open_file>()) {
+  file_->path = std::move(path);
+}
 
 void transcript_store::record(const agent_call_record& call) noexcept {
   try {
@@ -116,67 +126,44 @@ void transcript_store::record(const agent_call_record& call) noexcept {
     json::value record = std::move(o);
     if (masker_) masker_->mask_json(record);
     auto line = to_json_text(record) + "\n";
-    const auto path = dir_ + "/" + transcript_path(call.instance);
-    writer_->post(line.size(), [path, line = std::move(line), error = error_] {
-      std::error_code ec;
-      const auto parent = fs::path(path).parent_path().string();
-      std::string why;
-      if (!make_private_directories(parent, ec)) {
-        why = ec.message();
-      } else {
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (fd < 0) {
-          why = std::strerror(errno);
-        } else {
-          // One write: a line is whole or absent, even when two runs share a session by mistake.
-          const auto written = ::write(fd, line.data(), line.size());
-          if (written != static_cast<ssize_t>(line.size())) why = written < 0 ? std::strerror(errno) : "short write";
-          ::close(fd);
-        }
+    writer_->post(line.size(), [file = file_, line = std::move(line)] {
+      if (file->fd < 0) {
+        file->fd = ::open(file->path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (file->fd < 0) return file->fail(std::strerror(errno));
       }
-      if (why.empty()) return;
-      std::lock_guard lock(error->mutex);
-      if (error->text.empty()) error->text = "cannot write transcript '" + path + "': " + why;
+      // One write: a line is whole or absent, even when two runs share a session by mistake.
+      const auto written = ::write(file->fd, line.data(), line.size());
+      if (written != static_cast<ssize_t>(line.size())) file->fail(written < 0 ? std::strerror(errno) : "short write");
     });
   } catch (...) {
-    std::lock_guard lock(error_->mutex);
-    if (error_->text.empty()) error_->text = "cannot record a transcript of '" + call.instance + "'";
+    file_->fail("cannot record the call of '" + call.instance + "': out of memory");
   }
 }
 
 std::string transcript_store::error() const {
-  std::lock_guard lock(error_->mutex);
-  return error_->text;
+  std::lock_guard lock(file_->mutex);
+  return file_->error;
 }
 
 std::vector<instance_transcript> read_transcripts(const std::string& session_dir, std::string& why) {
   std::vector<instance_transcript> out;
-  const fs::path root = fs::path(session_dir) / "transcripts";
-  std::error_code ec;
-  if (!fs::exists(root, ec)) return out;
-  fs::recursive_directory_iterator it(root, ec), end;
-  if (ec) {
-    why = "cannot read " + root.string() + ": " + ec.message();
+  const auto path = transcripts_file(session_dir);
+  std::ifstream in(path);
+  if (!in) {
+    std::error_code ec;
+    if (fs::exists(path, ec)) why = "cannot read " + path + ": " + std::strerror(errno);
     return out;
   }
-  for (; it != end; it.increment(ec)) {
-    if (ec) {
-      why = "cannot read " + root.string() + ": " + ec.message();
-      break;
-    }
-    if (!it->is_regular_file(ec) || it->path().extension() != ".jsonl") continue;
-    std::ifstream in(it->path());
-    instance_transcript t;
-    for (std::string line; std::getline(in, line);) {
-      boost::system::error_code parse_error;
-      const auto v = parse_json_text(line, parse_error);
-      if (parse_error || !v.is_object()) continue;  // a line cut by a crash: the others stand
-      if (auto call = call_from_json(v.get_object())) {
-        if (t.instance.empty()) t.instance = call->instance;
-        t.calls.push_back(std::move(*call));
-      }
-    }
-    if (!t.calls.empty()) out.push_back(std::move(t));
+  std::unordered_map<std::string, std::size_t> index;  // instance -> its place in `out`
+  for (std::string line; std::getline(in, line);) {
+    boost::system::error_code parse_error;
+    const auto v = parse_json_text(line, parse_error);
+    if (parse_error || !v.is_object()) continue;  // a line cut by a crash: the others stand
+    auto call = call_from_json(v.get_object());
+    if (!call) continue;
+    auto [it, added] = index.try_emplace(call->instance, out.size());
+    if (added) out.push_back({call->instance, {}});
+    out[it->second].calls.push_back(std::move(*call));
   }
   return out;
 }

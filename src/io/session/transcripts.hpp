@@ -1,9 +1,10 @@
 #pragma once
 // What each agent instance was asked and answered, kept in its session: one JSON line per
-// call in `transcripts/<instance-id>.jsonl` (ids nest as directories, as under `logs/`) with
-// the argv (secrets masked), model, system prompt, rendered prompt (a correction round's
-// included), the full reply, how it ended and its usage. `arun logs ID INSTANCE --transcript`
-// prints them. Each text is cut at --max-output; writes go through the session's
+// call in the session's `transcripts.jsonl`, naming its instance, with the argv (secrets
+// masked), model, system prompt, rendered prompt (a correction round's included), the full
+// reply, how it ended and its usage. `arun logs ID INSTANCE --transcript` prints them. Each
+// text is cut at --max-output. One file for the whole session, kept open: a fan-out of
+// hundreds of agents creates no file per instance. Writes go through the session's
 // background_writer, so a stalled disk never stalls the run.
 
 #include "files/background_writer.hpp"
@@ -37,36 +38,34 @@ struct agent_call_record {
   bool cut = false;  ///< a text was cut at the bound
 };
 
-/// `fan[3]/review.jsonl`: the file below `transcripts/` of an instance.
-std::string transcript_path(std::string_view instance);
+/// The session's transcript file, `transcripts.jsonl`.
+std::string transcripts_file(const std::string& session_dir);
 
 class transcript_store {
 public:
-  /// `dir`: the session's `transcripts` directory, made (0700) at the first call. Each text
-  /// of a record is cut at `max_bytes`; `masker` (may be null) masks secrets in all of them.
-  transcript_store(std::string dir, std::size_t max_bytes, std::shared_ptr<background_writer> writer,
+  /// `path`: the session's transcript file, made (0600) at the first call and appended to
+  /// (a resume adds its calls). Each text of a record is cut at `max_bytes`; `masker` (may be
+  /// null) masks secrets in all of them.
+  transcript_store(std::string path, std::size_t max_bytes, std::shared_ptr<background_writer> writer,
                    const secret_masker* masker);
 
-  /// Queues one line for the instance's file. Never throws; a failure is kept for error().
+  /// Queues one line for the file. Never throws; a failure is kept for error().
   void record(const agent_call_record& call) noexcept;
   /// The first error writing a transcript; empty if none.
   std::string error() const;
 
 private:
-  std::string dir_;
   std::size_t max_bytes_;
   std::shared_ptr<background_writer> writer_;
   const secret_masker* masker_;
-  struct shared_error {
-    std::mutex mutex;
-    std::string text;
-  };
-  std::shared_ptr<shared_error> error_ = std::make_shared<shared_error>();
+  // Opened by the writer's first job and closed when the last queued job is done with it.
+  struct open_file;
+  std::shared_ptr<open_file> file_;
 };
 
-/// The calls of every instance whose id matches `matches`, in instance order (natural
-/// order is the caller's), each instance's calls in the order made. `why` is set when the
-/// directory cannot be read.
+/// The calls of every instance, in the order each first called (natural order is the
+/// caller's), each instance's calls in the order made. `why` is set when the file exists but
+/// cannot be read.
 struct instance_transcript {
   std::string instance;
   std::vector<agent_call_record> calls;
