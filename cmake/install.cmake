@@ -74,5 +74,5 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "git, python3")
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libarun-dev)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS
-    "libboost1.81-dev, libboost-json1.81-dev, libyaml-cpp-dev (>= 0.7), libspdlog-dev (>= 1:1.10)")
+    "libboost1.81-dev, libboost-json1.81-dev, libyaml-cpp-dev (>= 0.7), libspdlog-dev (>= 1:1.10), nettle-dev")
 include(CPack)

@@ -59,6 +59,7 @@ WORKLOADS = {
     "h": "arun validate of 5000 and 20000 steps: wall and peak RSS",
     "i": "foreach 10000 x true, -j8 against xargs and the floor",
     "j": "200 agent steps (a tiny shell-script agent), -j16, against xargs -P16 running it",
+    "k": "a cached foreach of 1000 x sleep 0.05, -j8: the second run against the first",
 }
 OPT_IN = "g"
 
@@ -433,6 +434,15 @@ def agent_recipe(name, count):
     yield "\n"
 
 
+def cached_recipe(name, count):
+    """A foreach of `count` parallel items with `cache: true`, each a 50 ms unit of work (far
+    less than any agent call): what a second run of the same fan-out saves."""
+    yield f"name: {name}\nsteps:\n  - id: each\n    command: 'sleep 0.05; echo {{{{item}}}}'\n"
+    yield "    cache: true\n    parallel: true\n    foreach: "
+    yield from yaml_list(count)
+    yield "\n"
+
+
 def generated_recipe(name, steps):
     """The realistic mix of generated_recipe() in tools/src/bench/bench_language.cpp: bash
     steps with templates, conditions and retries, agent steps (agent team:reviewer) and
@@ -570,7 +580,7 @@ class Bench:
         builders = {"a": self.foreach_small, "b": self.sequential, "c": self.group_sleep,
                     "d": self.foreach_rss, "e": self.context_sweep, "f": self.group_rss,
                     "g": self.foreach_huge, "h": self.validate, "i": self.foreach_floor,
-                    "j": self.agent_fan_out}
+                    "j": self.agent_fan_out, "k": self.cached_fan_out}
         assert builders.keys() == WORKLOADS.keys()
         return [w for letter in sorted(letters) for w in builders[letter]()]
 
@@ -779,6 +789,43 @@ class Bench:
         xargs = Contender("xargs -P16", [self.xargs, "-P16", "-I{}", agent, prompt], check_exit, stdin=seq)
         return [Workload("j", "agents_200_j16", f"(j) {n} agent steps, -j16", [arun, xargs],
                          "xargs -P16", 1.10)]
+
+
+    def cached_fan_out(self):
+        """(k) issue 19's figure: a foreach of 1,000 items with `cache: true`, 8 at a time, run
+        again with the cache its first run filled: the second run (every item a hit, no
+        child) within 5% of the first's time. Each round's first run starts from an empty
+        cache; the second finds it full (filled untimed when a first run has not just done
+        it)."""
+        n = self.count(1000)
+        recipe = self.file(f"cached-{n}.yaml", lambda: cached_recipe(f"cached-{n}", n))
+        cache = os.path.join(self.work, "cache-k")
+        warm = os.path.join(self.work, "cache-k.warm")
+        base = [self.arun, "-q", "--output-format", "json", "--max-concurrent", "8", "--cache-dir", cache,
+                *recipe_limit(recipe), recipe]
+
+        def empty():
+            shutil.rmtree(cache, ignore_errors=True)
+            if os.path.exists(warm):
+                os.unlink(warm)
+
+        def filled():
+            if os.path.exists(warm):
+                return
+            subprocess.run(base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            write(warm, [""])
+
+        def all_cached(run):
+            error = check_arun(1, n)(run)
+            if error:
+                return error
+            cached = json.loads(run.stdout())["step_results"][0]["iterations"].get("cached", 0)
+            return None if cached == n else f"{cached} of {n} items came from the cache"
+
+        second = Contender("arun, second run", base, all_cached, before=filled, arun=True)
+        first = Contender("arun, first run", base, check_arun(1, n), before=empty)
+        return [Workload("k", "cached_1000_second_run", f"(k) cached foreach {n} x sleep 0.05, -j8",
+                         [second, first], "arun, first run", 0.05)]
 
 
 # --- running and reporting -------------------------------------------------------------
@@ -1014,7 +1061,9 @@ def main():
         # No run writes into the real home or session store (DESIGN.md §4).
         env = dict(os.environ, HOME=os.path.join(work, "home"),
                    XDG_STATE_HOME=os.path.join(work, "state"),
+                   XDG_CACHE_HOME=os.path.join(work, "cache"),
                    ARUN_SESSION_DIR=os.path.join(work, "sessions"))
+        env.pop("ARUN_CACHE_DIR", None)
         os.mkdir(env["HOME"])
         meter = compile_c(work, "meter", METER_C, "contenders are started from Python, "
                           "whose own RSS is then a floor under every peak RSS")

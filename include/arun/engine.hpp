@@ -4,6 +4,7 @@
 
 #include <arun/events.hpp>
 #include <arun/recipe.hpp>
+#include <arun/result_cache.hpp>
 #include <arun/results.hpp>
 #include <arun/run_services.hpp>
 #include <arun/step_runner.hpp>
@@ -78,6 +79,12 @@ struct run_options {
   /// `budget:` field of the same kind. Reached, no new step starts, running ones finish, and
   /// the run ends budget_exhausted.
   run_budget budget;
+  /// Where steps with `cache:` find and keep their outputs; none (--no-cache): every step
+  /// runs and nothing is stored.
+  result_cache* cache = nullptr;
+  /// --refresh-cache: whether an instance of the step (its id, its instance id) must run
+  /// even on a cache hit; its new output replaces the entry. Empty: none.
+  std::function<bool(std::string_view step_id, std::string_view instance)> refresh_cache;
 };
 
 class recipe_engine {

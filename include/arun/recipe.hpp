@@ -132,6 +132,23 @@ public:
   virtual const boost::json::value& document() const noexcept = 0;
 };
 
+/// Who may reuse a cached output (a step's `cache.scope`): any run (`global`, the default),
+/// runs of the same recipe (`recipe`), or the same session (`session`: its resumes).
+enum class cache_scope { global, recipe, session };
+
+/// A step's `cache:` (bash and agent steps): an instance whose content key (what decides its
+/// result) was stored by an earlier successful instance reuses that output without running.
+struct step_cache {
+  /// Extra values folded into the key (templates, rendered per instance): what the result
+  /// depends on that the command or prompt does not show (a model's version, a date).
+  std::vector<std::string> key;
+  std::optional<std::chrono::seconds> max_age;  ///< an older entry is not reused; none: any age
+  cache_scope scope = cache_scope::global;
+  /// Globs (templates rendered; relative to the step's working directory) of the files
+  /// whose contents count in the key.
+  std::vector<std::string> files;
+};
+
 /// Where one key's value is written, in the file of its step.
 struct key_place {
   std::string key;
@@ -196,6 +213,8 @@ struct step {
   /// `limit_group:`: the per-provider limit (recipe `limits:`, `--limit`) this step's
   /// children count against; empty: an agent step's own CLI's, none for other steps.
   std::string limit_group;
+  /// `cache:` (bash and agent steps); null: not cached.
+  std::shared_ptr<const step_cache> cache;
 
   // bash (SPEC §3.3)
   std::string command;

@@ -66,6 +66,7 @@ struct iteration_counts {
   std::size_t waiting = 0;  ///< stopped at an approval gate (the run waits for approval)
   std::size_t cancelled = 0;  ///< stopped while running (the interrupt, a fatal failure): a resume runs them
   std::size_t not_run = 0;    ///< never started: the loop ended early
+  std::size_t cached = 0;     ///< of the completed: reused from the cache (`cache:`), no child ran
 };
 
 /// The outcome of one step instance.
@@ -97,6 +98,8 @@ struct step_result {
   /// What the agent calls of this instance spent (a loop or sub-recipe call: everything
   /// inside it); none when no call reported usage.
   std::optional<agent_usage> usage;
+  /// A leaf whose output came from the cache (`cache:`): no child ran. Status completed.
+  bool cached = false;
 };
 
 /// The gate a run stopped at (SPEC §8): status `waiting_approval`.

@@ -113,9 +113,23 @@ struct leaf_outcome {
   }
 };
 
+/// What, besides its invocation, decides what a leaf does where this runner runs it: the
+/// content key of a cached step (`cache:`) covers it.
+struct leaf_identity {
+  std::string working_dir;  ///< absolute: where the child would run
+  /// The runner's own choices, as text: an agent's CLI, resolved model and persona.
+  std::string text;
+  std::string error;  ///< set: the leaf cannot run (an unknown persona); no key, no lookup
+};
+
 class step_runner {
 public:
   virtual ~step_runner() = default;
+
+  /// The identity of a bash or agent leaf (a cached step's key). The defaults: the working
+  /// directory as given, nothing else.
+  virtual leaf_identity identity(const bash_invocation& inv);
+  virtual leaf_identity identity(const agent_invocation& inv);
 
   /// Runs a bash step to completion. Expected failures (non-zero exit, timeout, missing
   /// program or working directory) are reported in the outcome, never thrown. Cancellation

@@ -232,6 +232,26 @@ void add_execution_options(CLI::App& app, run_settings& s) {
                  "Where sessions live (default $ARUN_SESSION_DIR, else $XDG_STATE_HOME/arun/sessions)")
       ->type_name("DIR")
       ->group(limits);
+  const std::string cache = "Cache";
+  auto* no_cache = app.add_flag("--no-cache", s.no_cache,
+                                "Steps with cache: run as if they had none: nothing is looked up or stored")
+                       ->group(cache);
+  app.add_option("--refresh-cache", s.refresh_cache,
+                 "Run the instances of this step (its id, or an instance glob such as 'fan[*]') even when the "
+                 "cache has their output, and store the new one (repeatable)")
+      ->excludes(no_cache)
+      ->allow_extra_args(false)
+      ->type_name("STEP")
+      ->group(cache);
+  app.add_option("--cache-dir", s.cache_dir,
+                 "Where cached outputs live (default $ARUN_CACHE_DIR, else $XDG_CACHE_HOME/arun, else ~/.cache/arun)")
+      ->type_name("DIR")
+      ->group(cache);
+  app.add_option("--cache-max-size", s.cache_max_bytes,
+                 "The cache's size cap: past it, the least recently used outputs go when a run ends (default 1G)")
+      ->transform(CLI::AsSizeValue(false))
+      ->type_name("SIZE")
+      ->group(cache);
 }
 
 void add_resume_options(CLI::App& app, resume_settings& r) {

@@ -8,6 +8,7 @@
 #include <boost/json/object.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,10 @@ struct run_settings {
   std::string session_dir;  ///< --session-dir; empty: session_root's default
   bool yes = false;         ///< --yes: approve every gate
   bool no_input = false;    ///< --no-input: never ask on the terminal
+  bool no_cache = false;    ///< --no-cache: steps with `cache:` run, and nothing is stored
+  std::vector<std::string> refresh_cache;  ///< --refresh-cache: step ids or instance globs run despite a hit
+  std::string cache_dir;    ///< --cache-dir; empty: $ARUN_CACHE_DIR, $XDG_CACHE_HOME/arun, ~/.cache/arun
+  std::uint64_t cache_max_bytes = std::uint64_t{1} << 30;  ///< --cache-max-size
 };
 
 int run_command(const run_settings& s);
@@ -92,6 +97,18 @@ struct sessions_settings {
   bool dry_run = false;         ///< clean --dry-run: say what would go
   std::string output_format = "text";
 };
+/// `arun cache list|clear`.
+struct cache_settings {
+  std::string cache_dir;               ///< --cache-dir; empty: the default
+  std::string output_format = "text";  ///< list
+  std::vector<std::string> steps;      ///< --step: instance globs of the instances that stored entries
+  std::string recipe;                  ///< --recipe: entries stored by this recipe
+  std::string older_than;              ///< clear --older-than AGE (unused for that long)
+  bool dry_run = false;                ///< clear --dry-run
+};
+int cache_list(const cache_settings& s);
+int cache_clear(const cache_settings& s);
+
 /// `arun approve|deny ID`: which gates, and what to say.
 struct decision_settings {
   bool approve = true;

@@ -102,6 +102,28 @@ int main(int argc, char** argv) {
       ->required()
       ->check(quiet(CLI::Range(0.0, 100000.0)));
   sessions_clean->add_flag("--dry-run", sessions_options.dry_run, "Only say which sessions would be removed");
+  cache_settings cache_options;
+  auto* cache = app.add_subcommand("cache", "The cache of step outputs (steps with cache:): list, clear");
+  cache->require_subcommand(1, 1);
+  auto* cache_list_cmd = cache->add_subcommand("list", "Cached outputs, most recently used first: age, size, recipe, instance");
+  auto* cache_clear_cmd = cache->add_subcommand("clear", "Remove cached outputs: all, or those the options pick");
+  for (auto* cmd : {cache_list_cmd, cache_clear_cmd}) {
+    cmd->add_option("--cache-dir", cache_options.cache_dir,
+                    "Where cached outputs live (default $ARUN_CACHE_DIR, else $XDG_CACHE_HOME/arun, else ~/.cache/arun)")
+        ->type_name("DIR");
+    cmd->add_option("--step", cache_options.steps,
+                    "Only outputs stored by these instances: an instance id or glob ('fan[*]', 'triage*'); repeatable")
+        ->allow_extra_args(false)
+        ->type_name("INSTANCE");
+    cmd->add_option("--recipe", cache_options.recipe, "Only outputs stored by runs of this recipe (its name)")
+        ->type_name("NAME");
+  }
+  cache_list_cmd->add_option("--output-format", cache_options.output_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  cache_clear_cmd->add_option("--older-than", cache_options.older_than,
+                              "Only outputs unused for this long: 90s, 15m, 12h, 7d, 2w")
+      ->type_name("AGE");
+  cache_clear_cmd->add_flag("--dry-run", cache_options.dry_run, "Only say how many outputs would be removed");
   init_settings init_options;
   auto* init = app.add_subcommand("init", "Write a commented starter recipe, NAME.yaml (default recipe.yaml)");
   init->add_option("name", init_options.name, "The recipe's name or file (NAME.yaml)");
@@ -178,6 +200,8 @@ int main(int argc, char** argv) {
   if (sessions_list->parsed()) return sessions_list_command(sessions_options);
   if (sessions_show->parsed()) return sessions_show_command(sessions_options);
   if (sessions_clean->parsed()) return sessions_clean_command(sessions_options);
+  if (cache_list_cmd->parsed()) return cache_list(cache_options);
+  if (cache_clear_cmd->parsed()) return cache_clear(cache_options);
   if (config_cmd->parsed()) return config_command(config_format);
   if (init->parsed()) return init_command(init_options);
   if (completions->parsed()) return completions_command(app, completion_shell);

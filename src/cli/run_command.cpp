@@ -17,6 +17,8 @@
 #include "process/supervisor.hpp"
 #include "executor/process_step_runner.hpp"
 #include "session/transcripts.hpp"
+#include "cache/result_store.hpp"
+#include "instance_glob.hpp"
 #include "executor/slurm_executor.hpp"
 #include "files/private_files.hpp"
 #include "process/spawn.hpp"
@@ -343,6 +345,29 @@ std::variant<std::unique_ptr<io::slurm_executor>, std::string> make_slurm_execut
 
 }  // namespace
 
+// --refresh-cache naming no cached step of the recipe (or its sub-recipes known now) is most
+// likely a typo: said, not refused (a sub-recipe loaded later may have it).
+static void warn_unknown_refresh(const std::vector<std::string>& names, const recipe_input& input) {
+  std::vector<std::string> cached;
+  auto collect = [&](const recipe& r) {
+    for_each_step(r, [&](const step& st, int) {
+      if (st.cache) cached.push_back(st.id);
+    });
+  };
+  collect(*input.value);
+  for (const auto& child : input.sub_recipes) collect(child);
+  for (const auto& n : names) {
+    const bool known = std::any_of(cached.begin(), cached.end(), [&](const std::string& id) {
+      return id == n || instance_glob_match(n, id) || n.starts_with(id + "[") || n.starts_with(id + "/");
+    });
+    if (known) continue;
+    std::string list;
+    for (const auto& id : cached) list += (list.empty() ? "" : ", ") + id;
+    std::fprintf(stderr, "arun: warning: --refresh-cache %s names no step with cache: (%s)\n", n.c_str(),
+                 list.empty() ? "the recipe has none" : ("those with one: " + list).c_str());
+  }
+}
+
 int execute_run(const run_settings& s, const recipe_input& input, const std::string& base_dir,
                 const std::string& session_id, io::session_store* store) {
   const recipe& loaded = *input.value;
@@ -380,6 +405,19 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   }
   if (s.dry_run) {
     return print_plan(plan_run(loaded, options), loaded, s.output_format, &masker) ? exit_success : exit_output_failed;
+  }
+  // Steps with `cache:` find and keep their outputs here; --no-cache leaves the engine none.
+  std::optional<io::result_store> cache;
+  if (!s.no_cache) {
+    cache.emplace(s.cache_dir.empty() ? io::default_cache_dir() : s.cache_dir, s.cache_max_bytes);
+    options.cache = &*cache;
+  }
+  if (!s.refresh_cache.empty()) {
+    warn_unknown_refresh(s.refresh_cache, input);
+    options.refresh_cache = [names = s.refresh_cache](std::string_view step_id, std::string_view instance) {
+      return std::any_of(names.begin(), names.end(),
+                         [&](const std::string& n) { return n == step_id || instance_glob_match(n, instance); });
+    };
   }
   // An agent CLI that is not there is said before the first step, not only at the first agent
   // step after an hour of work. A warning: the agent steps may all be skipped (tags, conditions)
@@ -593,6 +631,15 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
                result->changed.size());
       for (const auto& id : result->changed) log.debug("reload: {} changed", id);
     }
+  }
+  if (cache && cache->stored_bytes() > 0) {
+    // Past its cap the cache loses its least recently used outputs: once a run, not per store.
+    std::string error;
+    const auto removed = cache->trim(error);
+    if (!error.empty()) io::arun_log().warn("cache: {}", error);
+    if (removed.entries > 0)
+      io::arun_log().info("cache: {} least recently used outputs removed ({} bytes): over --cache-max-size",
+                          removed.entries, removed.bytes);
   }
   if (sinks.logs) sinks.logs->flush();
   sinks.writer->drain();

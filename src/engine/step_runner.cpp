@@ -11,4 +11,8 @@ boost::asio::awaitable<leaf_outcome> step_runner::run_agent(agent_invocation) {
 
 bool step_runner::takes_fan_outs(const leaf_placement&) const { return false; }
 
+leaf_identity step_runner::identity(const bash_invocation& inv) { return {inv.working_dir, {}, {}}; }
+
+leaf_identity step_runner::identity(const agent_invocation& inv) { return {inv.working_dir, {}, {}}; }
+
 }  // namespace arun

@@ -76,6 +76,18 @@ steps:
     agent: ""
     prompt: "item {{item}}"
 """,
+    "cached.yaml": """
+name: cached
+steps:
+  - id: fan
+    foreach: [1, 2, 3]
+    parallel: true
+    command: echo "item {{item}}"
+    cache: true
+  - id: one
+    command: echo one
+    cache: {key: [v1], max_age: 7d, scope: recipe}
+""",
     "ok.yaml": """
 name: hello
 context:
@@ -269,6 +281,8 @@ env:
 context:
   items: [1, 2]
   final: ""
+limits: {fake: 2, api: 1}
+budget: {cost_usd: 5, tokens: 100000}
 steps:
   - id: build
     name: Build
@@ -282,6 +296,8 @@ steps:
     when_tags: [ci]
     working_dir: .
     env: {MODE: fast}
+    limit_group: api
+    cache: {key: [v1], max_age: 7d, scope: recipe, files: ["*.yaml"]}
   - id: ask
     agent: helper
     mode: ANALYZE
@@ -289,6 +305,9 @@ steps:
     prompt: "Look at {{built}}"
     parse_json: true
     parse_json_required: true
+    output_schema: {type: object}
+    schema_retries: 1
+    cache: true
     depends_on: [build]
   - id: call
     recipe: child.yaml
@@ -590,6 +609,13 @@ def run_all(opts, schemas, vocab, root):
               f"fleet.yaml: status {fleet.get('status')}, usage {fleet.get('usage')}")
         show_state(arun, schemas, fleet["session_id"], "fleet-1")
         resume(arun, schemas, root, results, events, fleet["session_id"], "fleet-2", "--max-cost", "10", expect=0)
+    # Cached steps: the second run reuses every output (`cached` in results and events).
+    run_recipe("cached.yaml", expect=0, label="cached-1")
+    again = run_recipe("cached.yaml", expect=0, label="cached-2")
+    if again:
+        fan, one = again["step_results"]
+        check(fan.get("iterations", {}).get("cached") == 3 and one.get("cached") is True,
+              f"cached.yaml: the second run did not reuse its outputs: {again['step_results']}")
     # Approval gates: a stage gate, then a step gate, approved then denied.
     gated = run_recipe("gate.yaml", "--no-input", expect=5, label="gate-1")
     if gated:

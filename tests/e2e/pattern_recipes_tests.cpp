@@ -409,3 +409,31 @@ TEST_CASE("pattern fleet-triage: schema-checked fan-out under provider limits wi
   }
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("pattern cached-review: a second run asks no agent and an edited change is asked alone") {
+  pattern_run p;
+  const auto cache = p.root + "/cache";
+  auto run = [&](std::vector<std::string> more) {
+    more.insert(more.end(), {"--cache-dir", cache});
+    return p.run("cached-review.yaml", std::move(more));
+  };
+  auto first = run({});
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  const auto one = result_of(first);
+  CHECK(json::serialize(one.at("context").at("verdicts")) == R"({"approve":3,"reject":1})");
+  CHECK(p.calls().size() == 4);
+
+  auto second = run({});
+  REQUIRE(second.exit_code == 0);
+  const auto two = result_of(second);
+  CHECK(p.calls().size() == 4);  // every reply came from the cache
+  CHECK(step_of(two, "review").at("iterations").at("cached") == json::value(4));
+  CHECK(two.at("context").at("reviews") == one.at("context").at("reviews"));
+
+  // A new guidelines version is another key for every change: all are asked again.
+  auto bumped = run({"--set", "guidelines_version=2027-01"});
+  REQUIRE(bumped.exit_code == 0);
+  CHECK(p.calls().size() == 8);
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -22,11 +22,13 @@ struct recorder final : event_listener {
     std::string status;
     std::string message;
     event::group_state group;  ///< step_start of a child in a limit group; limit_changed
+    bool cached = false;       ///< step_end: the output came from the cache
+    int attempts = 0;          ///< step_end: the result's attempts
   };
   std::vector<seen> events;
   void on_event(const event& e) noexcept override {
     events.push_back({e.kind, e.step, e.attempt, e.delay, e.result ? std::string(to_string(e.result->status)) : "",
-                      e.message, e.group});
+                      e.message, e.group, e.result && e.result->cached, e.result ? e.result->attempts : 0});
   }
   std::vector<seen> of(event_kind k) const {
     std::vector<seen> out;

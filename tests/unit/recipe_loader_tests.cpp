@@ -437,6 +437,22 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:3:14: error: the limit of 'anthropic' must be a whole number from 1 to 100000"},
       {"name: x\nbudget:\n  usd: 5\nsteps:\n  - id: a\n    command: x\n",
        "r.yaml:3:3: error: unknown key 'usd' in the budget (known keys: cost_usd, tokens)"},
+      // The cache of a step: its fields, each where it is written.
+      {head + "  - id: a\n    command: x\n    cache: yes please\n",
+       "r.yaml:5:12: error: 'cache' must be true, false or a mapping (key, max_age, scope, files)"
+       " (cache: {key: [\"v2\"], max_age: 7d, scope: recipe, files: [\"src/**/*.py\"]})"},
+      {head + "  - id: a\n    command: x\n    cache:\n      max_age: 3 days\n",
+       "r.yaml:6:16: error: 'max_age' must be an age: '3 days': expected a number with s, m, h, d or w, such as 7d "
+       "(max_age: 7d (s, m, h, d or w; a bare number is seconds))"},
+      {head + "  - id: a\n    command: x\n    cache:\n      scope: team\n",
+       "r.yaml:6:14: error: 'scope' must be one of global, recipe, session, not 'team'"},
+      {head + "  - id: a\n    command: x\n    cache:\n      files: {src: yes}\n",
+       "r.yaml:6:14: error: 'files' must be a glob (relative to the step's working directory) or a list of them"
+       " (cache: {key: [\"v2\"], max_age: 7d, scope: recipe, files: [\"src/**/*.py\"]})"},
+      {head + "  - id: a\n    command: x\n    cache:\n      ttl: 7d\n",
+       "r.yaml:6:7: error: unknown key 'ttl' in the cache of step 'a' (known keys: key, max_age, scope, files)"},
+      {head + "  - id: a\n    foreach: [1]\n    steps:\n      - id: b\n        command: x\n    cache: true\n",
+       "r.yaml:8:12: error: 'cache' belongs to agent and bash steps, not to this loop step"},
   };
   for (const auto& r : rows) {
     INFO("recipe:\n" << r.text);

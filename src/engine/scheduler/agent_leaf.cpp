@@ -59,6 +59,11 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   if (!prepared.error.empty()) co_return failed_before_start(s, instance, prepared.error);
   auto inv = std::move(prepared.invocation);
   inv.instance_id = instance;
+  // Before the rate-limit fallback model: the key is of the work asked for. A hit is reused
+  // before any slot or spacing is waited for, and spends nothing.
+  auto cache = probe_cache(s, sc, instance, inv);
+  warn(s, instance, cache.warnings);
+  if (cache.hit) co_return cached_outcome(s, instance, std::move(*cache.hit));
   inv.timeout = effective_timeout(s, frame_.r);
   if (!model.empty()) inv.model = model;
   inv.placement = placement_of(s);
@@ -119,7 +124,10 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   if (!out.succeeded()) rate_text = out.snippet + "\n" + out.error;
   const bool clean = out.succeeded();
   const bool cli_said_rate_limited = out.rate_limited;
+  const auto reply = cache.key.empty() ? std::string() : out.stdout_text;
+  const auto took = out.duration;
   auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs, calls);
+  remember_output(s, instance, cache, o, reply, took);
   if (o.result.attempts > 0) o.result.attempts = calls;
   o.result.usage = std::move(spent);
   o.rate_limited = o.result.status == step_status::failed && !o.result.timed_out && !cancelled &&

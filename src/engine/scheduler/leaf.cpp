@@ -211,6 +211,10 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   if (!prepared.error.empty()) co_return failed_before_start(s, instance, prepared.error);
   bash_invocation inv = std::move(prepared.invocation);
   inv.instance_id = instance;
+  // A cached output is reused before any slot is asked for: a hit starts nothing.
+  auto cache = probe_cache(s, sc, instance, inv);
+  warn(s, instance, cache.warnings);
+  if (cache.hit) co_return cached_outcome(s, instance, std::move(*cache.hit));
   inv.timeout = effective_timeout(s, frame_.r);
   inv.placement = placement_of(s);
   if (sc.fan_out) inv.placement.fan_out = *sc.fan_out;
@@ -219,7 +223,12 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop, weight, rs_.group_of(s), &lease);
   warn(s, instance, out.warnings);
   if (out.succeeded()) lease.finish(false);
-  co_return to_outcome(s, instance, std::move(out), rs_.options.outputs);
+  if (cache.key.empty()) co_return to_outcome(s, instance, std::move(out), rs_.options.outputs);
+  const auto text = out.stdout_text;
+  const auto took = out.duration;
+  auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs);
+  remember_output(s, instance, cache, o, text, took);
+  co_return o;
 }
 
 asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, const std::string& instance,

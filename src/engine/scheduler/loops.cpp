@@ -155,6 +155,7 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     const auto st = o.result.status;
     if (finished_well(st)) {
       ++loop.counts.completed;
+      if (o.result.cached) ++loop.counts.cached;
       loop.collected[i] = std::move(o.result.output);
     } else {
       count_unfinished(loop.counts, st);
@@ -329,8 +330,12 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     for (auto& kv : o.updates) locals[kv.key()] = std::move(kv.value());
     const auto st = o.result.status;
     collected.push_back(finished_well(st) ? o.result.output : nullptr);
-    if (finished_well(st)) ++counts.completed;
-    else count_unfinished(counts, st);
+    if (finished_well(st)) {
+      ++counts.completed;
+      if (o.result.cached) ++counts.cached;
+    } else {
+      count_unfinished(counts, st);
+    }
     if (o.next == flow::fatal || o.next == flow::cancelled) {
       end = o.next;
       failed = o.next == flow::fatal;

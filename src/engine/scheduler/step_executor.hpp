@@ -231,6 +231,27 @@ private:
   /// definition, the recipe's env, the loop locals, and the value of every name its
   /// templates and condition read (built-ins left out: they change from run to run).
   std::string content_key(const step& s, scope sc) const;
+  // cache_leaf.cpp
+  /// A cached step's key for one instance and, unless --refresh-cache names it, the output
+  /// stored under it. `key` empty: the instance is not cached (no `cache:`, --no-cache, or
+  /// its key could not be made: then `warnings` say why and it simply runs).
+  struct cache_probe {
+    std::string key;
+    std::optional<cached_output> hit;
+    std::vector<std::string> warnings;
+  };
+  cache_probe probe_cache(const step& s, scope sc, const std::string& instance, const bash_invocation& inv);
+  cache_probe probe_cache(const step& s, scope sc, const std::string& instance, const agent_invocation& inv);
+  /// The part of a key both kinds share (`cache.key`, `cache.files`, the scope), the hash,
+  /// and the lookup.
+  cache_probe finish_probe(const step& s, scope sc, const std::string& instance, std::string material,
+                           const std::string& working_dir);
+  /// The outcome of a hit: completed and `cached`, the output derived from the stored text
+  /// as if the child had just printed it; no child, no attempt.
+  instance_outcome cached_outcome(const step& s, const std::string& instance, cached_output&& hit);
+  /// Keeps a completed instance's stdout under its key; a failure is a warning.
+  void remember_output(const step& s, const std::string& instance, const cache_probe& probe,
+                       const instance_outcome& o, const std::string& stdout_text, std::chrono::nanoseconds took);
   /// A recorded instance, as the journal has it: step_end, and the outcome to go on with.
   instance_outcome replay(const step& s, const std::string& instance, bool iteration, const finished_instance& done);
   /// step_end (and the journal, when skipped) for a step the sequence never started.

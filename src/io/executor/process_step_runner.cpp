@@ -293,6 +293,35 @@ std::vector<std::string> process_step_runner::agent_environment(const env_overri
   return env;
 }
 
+leaf_identity process_step_runner::identity(const bash_invocation& inv) {
+  return {resolve_dir(options_.base_dir, inv.working_dir), "bash", {}};
+}
+
+leaf_identity process_step_runner::identity(const agent_invocation& inv) {
+  leaf_identity id;
+  id.working_dir = resolve_dir(options_.base_dir, inv.working_dir);
+  // What run_agent would choose: the CLI (a custom command's whole template), the persona's
+  // text and the model resolved from the step, its provider preferences and the persona.
+  std::string system_prompt, agent_model;
+  if (!inv.agent.empty()) {
+    const auto& found = persona(inv.agent);
+    if (const auto* agent = std::get_if<resolved_agent>(&found)) {
+      system_prompt = agent->system_prompt;
+      if (const auto* m = agent->front_matter.if_contains("model"); m && m->is_string()) agent_model = m->get_string();
+    } else if (!options_.allow_missing_agents) {
+      id.error = std::get<std::string>(found);
+      return id;
+    }
+  }
+  const auto model = choose_model(options_.agent, inv.model, inv.provider, inv.provider_preferences, agent_model);
+  std::string cli = describe(options_.agent);
+  for (const auto& word : options_.agent.command_template) cli += " " + word;
+  id.text = fmt::format("cli {}:{}\nmodel {}:{}\nsystem {}:{}\nsuffix {}:{}", cli.size(), cli, model.model.size(),
+                        model.model, system_prompt.size(), system_prompt, options_.agent.system_prompt_suffix.size(),
+                        options_.agent.system_prompt_suffix);
+  return id;
+}
+
 boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invocation inv) {
   leaf_outcome failed;
   agent_request request;

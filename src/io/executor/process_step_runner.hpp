@@ -49,6 +49,8 @@ public:
   boost::asio::awaitable<leaf_outcome> run_bash(bash_invocation inv) override;
   boost::asio::awaitable<leaf_outcome> run_agent(agent_invocation inv) override;
   bool takes_fan_outs(const leaf_placement& p) const override;
+  leaf_identity identity(const bash_invocation& inv) override;
+  leaf_identity identity(const agent_invocation& inv) override;
 
 private:
   /// The agent file of `reference`, resolved once per run; an error text when it cannot be.

@@ -34,6 +34,7 @@ struct loop_progress {
   std::optional<std::size_t> items;  ///< foreach: the number of items; while: unknown
   std::size_t done = 0;              ///< iterations that ended, whatever their status
   std::size_t failed = 0;            ///< of which failed or cancelled
+  std::size_t cached = 0;            ///< of which reused from the cache (`cache:`)
   std::size_t retries = 0;           ///< retries of instances inside its iterations
   std::set<std::string, std::less<>> running;     ///< iteration ids started and not ended (<= concurrency)
   std::uint64_t order = 0;           ///< start order, for a stable status line
@@ -51,7 +52,7 @@ public:
   /// Iteration `id` (`L[i]`) starts; registers `L` (items unknown) when its start was not seen.
   loop_progress* start_iteration(std::string_view id);
   /// Iteration `id` ended; null when its loop is unknown.
-  loop_progress* end_iteration(std::string_view id, bool failed);
+  loop_progress* end_iteration(std::string_view id, bool failed, bool cached = false);
   /// An instance inside an iteration is retried; null when its loop is unknown.
   loop_progress* retry(std::string_view id);
 

@@ -45,10 +45,11 @@ std::string status_mark(step_status s, bool color) {
 }
 
 std::string step_end_line(const event& e, const step_result& r, bool color) {
-  std::string line = fmt::format("  {} {} {} ({:.2f}s)", status_mark(r.status, color), e.step, to_string(r.status),
-                                 seconds(r.duration));
+  std::string line = fmt::format("  {} {} {} ({:.2f}s)", status_mark(r.status, color), e.step,
+                                 r.cached ? "cached" : to_string(r.status), seconds(r.duration));
   if (r.iterations) {
     line += fmt::format(" {}/{} iterations completed", r.iterations->completed, r.iterations->total);
+    if (r.iterations->cached > 0) line += fmt::format(" ({} cached)", r.iterations->cached);
     if (r.iterations->failed > 0) line += fmt::format(", {} failed", r.iterations->failed);
     if (r.iterations->waiting > 0) line += fmt::format(", {} waiting for approval", r.iterations->waiting);
     if (r.iterations->cancelled > 0) line += fmt::format(", {} cancelled", r.iterations->cancelled);
@@ -82,6 +83,7 @@ bool summary_due(const detail::loop_progress& l) {
 std::string summary_line(const detail::loop_progress& l) {
   std::string line = l.items ? fmt::format("  .. {} {}/{} iterations done, {} failed", l.id, l.done, *l.items, l.failed)
                              : fmt::format("  .. {} {} iterations done, {} failed", l.id, l.done, l.failed);
+  if (l.cached > 0) line += fmt::format(", {} cached", l.cached);
   if (l.retries > 0) line += fmt::format(", {} retries", l.retries);
   return line;
 }
@@ -215,7 +217,7 @@ void progress_printer::on_step_end(const event& e) {
 }
 
 void progress_printer::end_iteration(const event& e, bool failed) {
-  const auto* loop = loops_.end_iteration(e.step, failed);
+  const auto* loop = loops_.end_iteration(e.step, failed, e.result && e.result->cached);
   if (loop == nullptr) return;
   // Live mode shows the counts in the status line; nested loops are summarised by the outer.
   if (options_.mode == progress_mode::plain && !loop->nested() && summary_due(*loop)) add_line(summary_line(*loop));

@@ -39,6 +39,7 @@ std::string_view first_line(std::string_view text) { return text.substr(0, text.
 
 std::string iterations_text(const iteration_counts& c) {
   std::string text = fmt::format(" iterations {}/{} completed", c.completed, c.total);
+  if (c.cached > 0) text += fmt::format(" ({} cached)", c.cached);
   if (c.failed > 0) text += fmt::format(", {} failed", c.failed);
   if (c.skipped > 0) text += fmt::format(", {} skipped", c.skipped);
   if (c.cancelled > 0) text += fmt::format(", {} cancelled", c.cancelled);
@@ -59,7 +60,9 @@ bool looks_like_error(std::string_view line) {
 
 void append_step_text(std::string& text, const step_result& s, int depth, const log_locator& logs) {
   const std::string indent(static_cast<std::size_t>(2 + 2 * depth), ' ');
-  text += fmt::format("{}{:<9} {} ({:.2f}s)", indent, to_string(s.status), s.step_id, seconds(s.duration));
+  // A cached leaf says so where its status goes: it completed without running.
+  text += fmt::format("{}{:<9} {} ({:.2f}s)", indent, s.cached ? "cached" : to_string(s.status), s.step_id,
+                      seconds(s.duration));
   if (s.iterations) text += iterations_text(*s.iterations);
   if (!s.error.empty()) text += fmt::format(" {}", first_line(s.error));
   text += "\n";
@@ -78,13 +81,15 @@ std::string summary_text(const run_result& r) {
   std::map<step_status, std::size_t> steps;
   iteration_counts loops;
   bool any_loop = false;
+  std::size_t cached_steps = 0;
   for (const auto& s : r.step_results) {
     ++steps[s.status];
+    cached_steps += s.cached ? 1 : 0;
     if (!s.iterations) continue;
     any_loop = true;
     const auto& c = *s.iterations;
     loops.total += c.total, loops.completed += c.completed, loops.failed += c.failed, loops.skipped += c.skipped;
-    loops.cancelled += c.cancelled, loops.not_run += c.not_run, loops.waiting += c.waiting;
+    loops.cancelled += c.cancelled, loops.not_run += c.not_run, loops.waiting += c.waiting, loops.cached += c.cached;
   }
   std::string text = fmt::format("{} step{}:", thousands(r.step_results.size()), r.step_results.size() == 1 ? "" : "s");
   const char* separator = " ";
@@ -92,11 +97,13 @@ std::string summary_text(const run_result& r) {
                             step_status::skipped, step_status::not_run})
     if (steps[status] > 0) {
       text += fmt::format("{}{} {}", separator, thousands(steps[status]), status == step_status::not_run ? "not run" : to_string(status));
+      if (status == step_status::completed && cached_steps > 0) text += fmt::format(" ({} cached)", thousands(cached_steps));
       separator = ", ";
     }
   if (any_loop) {
     text += fmt::format(" · {} iteration{}: {} completed", thousands(loops.total), loops.total == 1 ? "" : "s",
                         thousands(loops.completed));
+    if (loops.cached > 0) text += fmt::format(" ({} cached)", thousands(loops.cached));
     for (const auto& [count, what] : {std::pair{loops.failed, "failed"}, {loops.skipped, "skipped"},
                                       {loops.cancelled, "cancelled"}, {loops.not_run, "not run"},
                                       {loops.waiting, "waiting for approval"}})
@@ -148,6 +155,7 @@ boost::json::object iterations_to_json(const iteration_counts& c) {
   // Only when there are any: the older shape {total, completed, failed, skipped} stays.
   if (c.cancelled > 0) o["cancelled"] = c.cancelled;
   if (c.not_run > 0) o["not_run"] = c.not_run;
+  if (c.cached > 0) o["cached"] = c.cached;
   return o;
 }
 
@@ -206,6 +214,7 @@ boost::json::object step_to_json(const step_result& s) {
   o["signal"] = optional_value(s.signal);
   o["timed_out"] = s.timed_out;
   o["truncated"] = s.truncated;
+  if (s.cached) o["cached"] = true;  // only then: the shape of other results stays
   if (s.iterations) o["iterations"] = iterations_to_json(*s.iterations);
   if (s.usage) o["usage"] = usage_to_json(*s.usage);
   if (!s.children.empty()) {

@@ -47,6 +47,14 @@ json::object approval_to_json(const std::string& prompt, const std::optional<dou
 
 json::array steps_to_json(const std::vector<step>& steps);
 
+json::object cache_to_json(const step_cache& c) {
+  json::object o{{"key", strings(c.key)},
+                 {"scope", c.scope == cache_scope::recipe ? "recipe" : c.scope == cache_scope::session ? "session" : "global"},
+                 {"files", strings(c.files)}};
+  o["max_age"] = c.max_age ? json::value(c.max_age->count()) : json::value(nullptr);
+  return o;
+}
+
 json::object step_to_json(const step& s) {
   json::object o{{"step_id", s.id}, {"type", to_string(s.type)}};
   auto text = [&](const char* key, const std::string& value) {
@@ -97,6 +105,12 @@ json::object step_to_json(const step& s) {
   if (!s.when_tags.empty()) o["tags"] = strings(s.when_tags);
   text("working_dir", s.working_dir);
   if (!s.env.empty()) o["env"] = pairs(s.env);
+  if (s.output_schema) {
+    o["output_schema"] = json::object{{"origin", s.output_schema->origin()}, {"schema", s.output_schema->document()}};
+    if (s.type == step_type::agent) o["schema_retries"] = s.schema_retries;
+  }
+  text("limit_group", s.limit_group);
+  if (s.cache) o["cache"] = cache_to_json(*s.cache);
   if (!s.steps.empty()) o["steps"] = steps_to_json(s.steps);
   return o;
 }
@@ -123,6 +137,17 @@ json::object explain_to_json(const recipe& r) {
   if (r.default_step_timeout) about["default_step_timeout"] = r.default_step_timeout->count();
   if (!r.inputs.is_null()) about["inputs"] = r.inputs;
   if (!r.parameters.is_null()) about["parameters"] = r.parameters;
+  if (!r.limits.empty()) {
+    json::object limits;
+    for (const auto& [name, n] : r.limits) limits[name] = n;
+    about["limits"] = std::move(limits);
+  }
+  if (r.budget.cost_usd || r.budget.tokens) {
+    json::object budget;
+    if (r.budget.cost_usd) budget["cost_usd"] = *r.budget.cost_usd;
+    if (r.budget.tokens) budget["tokens"] = *r.budget.tokens;
+    about["budget"] = std::move(budget);
+  }
   if (r.output) about["output"] = *r.output;
   auto doc = document_header();
   doc["recipe"] = std::move(about);

@@ -83,8 +83,10 @@ step_result step_from_json(const json::object& o) {
   if (const auto* it = o.if_contains("iterations"); it && it->is_object()) {
     const auto& i = it->get_object();
     r.iterations = iteration_counts{count(i, "total"),   count(i, "completed"), count(i, "failed"), count(i, "skipped"),
-                                    count(i, "waiting"), count(i, "cancelled"), count(i, "not_run")};
+                                    count(i, "waiting"), count(i, "cancelled"), count(i, "not_run"),
+                                    count(i, "cached")};
   }
+  if (const auto* c = o.if_contains("cached"); c && c->is_bool()) r.cached = c->get_bool();
   if (const auto* usage = o.if_contains("usage")) r.usage = usage_from_json(*usage);
   if (const auto* children = o.if_contains("children"); children && children->is_array())
     for (const auto& c : children->get_array())

@@ -1,0 +1,150 @@
+// Cached leaves (a step's `cache:`): the key of an instance is a hash of what decides its
+// result — the step type, the rendered command (with the values of the variables it reads)
+// or prompt, the agent, model and CLI with the persona, the env, the working directory, the
+// contents of the files `cache.files` names and the values of `cache.key` — so a later run
+// of the same work reuses the stored output instead of starting a child. Built from the
+// rendered instance, never from the YAML text: how a recipe is formatted is not content.
+#include "scheduler/step_executor.hpp"
+
+#include <arun/value_format.hpp>
+
+#include <map>
+
+namespace arun::engine {
+namespace {
+
+// `name len:value` lines: a value holding a newline cannot pass for another field.
+void field(std::string& m, std::string_view name, std::string_view value) {
+  m.append(name).append(" ").append(std::to_string(value.size())).append(":").append(value).append("\n");
+}
+
+// The last value of each name, in name order: the order env keys are written in is not
+// content, and a later entry of the same name wins, as when the child starts.
+void env_fields(std::string& m, const std::vector<std::pair<std::string, std::string>>& env) {
+  std::map<std::string_view, std::string_view> last;
+  for (const auto& [name, value] : env) last[name] = value;
+  for (const auto& [name, value] : last) field(m, "env " + std::string(name), value);
+}
+
+}  // namespace
+
+step_executor::cache_probe step_executor::probe_cache(const step& s, scope sc, const std::string& instance,
+                                                      const bash_invocation& inv) {
+  if (!s.cache || !rs_.options.cache) return {};
+  std::string m = "arun cache key 1\ntype bash\n";
+  field(m, "command", inv.command);
+  // The values the script reads: every variable it names (a template's ${RECIPE_VAR_…}, an
+  // alias it expands itself), in name order. Others cannot change what it does.
+  std::map<std::string_view, std::string_view> read;
+  for (const auto& v : inv.exports)
+    if (inv.command.find(v.name) != std::string::npos) read[v.name] = v.value;
+  for (const auto& [name, value] : read) field(m, "var " + std::string(name), value);
+  env_fields(m, inv.env);
+  auto identity = rs_.runner.identity(inv);
+  cache_probe probe;
+  if (!identity.error.empty()) {
+    probe.warnings.push_back("cache: not used for this instance: " + identity.error);
+    return probe;
+  }
+  field(m, "cwd", identity.working_dir);
+  field(m, "runner", identity.text);
+  return finish_probe(s, sc, instance, std::move(m), identity.working_dir);
+}
+
+step_executor::cache_probe step_executor::probe_cache(const step& s, scope sc, const std::string& instance,
+                                                      const agent_invocation& inv) {
+  if (!s.cache || !rs_.options.cache) return {};
+  std::string m = "arun cache key 1\ntype agent\n";
+  field(m, "agent", inv.agent);
+  field(m, "prompt", inv.prompt);
+  field(m, "model", inv.model);
+  field(m, "provider", inv.provider);
+  field(m, "provider_preferences", inv.provider_preferences.is_null() ? "" : to_compact_json(inv.provider_preferences));
+  env_fields(m, inv.env);
+  auto identity = rs_.runner.identity(inv);
+  cache_probe probe;
+  if (!identity.error.empty()) {
+    probe.warnings.push_back("cache: not used for this instance: " + identity.error);
+    return probe;
+  }
+  field(m, "cwd", identity.working_dir);
+  field(m, "runner", identity.text);
+  return finish_probe(s, sc, instance, std::move(m), identity.working_dir);
+}
+
+step_executor::cache_probe step_executor::finish_probe(const step& s, scope sc, const std::string& instance,
+                                                       std::string material, const std::string& working_dir) {
+  cache_probe probe;
+  const auto& c = *s.cache;
+  const auto builtins = step_builtins(s, instance);
+  const auto in = view(sc, builtins);
+  // Renders one `key`/`files` entry; false (with a warning) when it cannot be rendered.
+  auto render = [&](std::string_view what, const std::string& text, std::string& out) {
+    auto r = render_text(text, in);
+    probe.warnings.insert(probe.warnings.end(), r.warnings.begin(), r.warnings.end());
+    if (!r.ok()) {
+      probe.warnings.push_back("cache: not used for this instance: " + std::string(what) + ": " + r.error);
+      return false;
+    }
+    out = std::move(r.text);
+    return true;
+  };
+  for (const auto& k : c.key) {
+    std::string value;
+    if (!render("cache.key", k, value)) return probe;
+    field(material, "key", value);
+  }
+  if (!c.files.empty()) {
+    std::vector<std::string> globs;
+    for (const auto& g : c.files) {
+      std::string glob;
+      if (!render("cache.files", g, glob)) return probe;
+      globs.push_back(std::move(glob));
+    }
+    std::string error;
+    auto digest = rs_.options.cache->digest_files(globs, working_dir, probe.warnings, error);
+    if (!error.empty()) {
+      probe.warnings.push_back("cache: not used for this instance: " + error);
+      return probe;
+    }
+    field(material, "files", digest);
+  }
+  switch (c.scope) {
+    case cache_scope::global: break;
+    case cache_scope::recipe: field(material, "recipe", frame_.r.name); break;
+    case cache_scope::session: field(material, "session", rs_.options.session_id); break;
+  }
+  probe.key = rs_.options.cache->hash(material);
+  const bool refresh = rs_.options.refresh_cache && rs_.options.refresh_cache(s.id, instance);
+  if (!refresh) probe.hit = rs_.options.cache->find(probe.key, c.max_age);
+  return probe;
+}
+
+instance_outcome step_executor::cached_outcome(const step& s, const std::string& instance, cached_output&& hit) {
+  leaf_outcome o;
+  o.started = true;  // as if: the outcome is judged as the stored run's was
+  o.exit_code = 0;
+  o.stdout_text = std::move(hit.stdout_text);
+  auto out = to_outcome(s, instance, std::move(o), rs_.options.outputs);
+  out.result.cached = true;
+  out.result.attempts = 0;  // no child ran
+  out.result.exit_code = std::nullopt;
+  return out;
+}
+
+void step_executor::remember_output(const step& s, const std::string& instance, const cache_probe& probe,
+                                    const instance_outcome& o, const std::string& stdout_text,
+                                    std::chrono::nanoseconds took) {
+  // Only a clean completion: a degraded parse_json or a failure is never worth reusing.
+  if (probe.key.empty() || o.result.status != step_status::completed || o.result.truncated) return;
+  cached_output entry;
+  entry.stdout_text = stdout_text;
+  entry.duration = took;
+  entry.recipe = frame_.r.name;
+  entry.instance = instance;
+  entry.session = rs_.options.session_id;
+  entry.created = std::chrono::system_clock::now();
+  if (auto why = rs_.options.cache->store(probe.key, entry); !why.empty()) warn(s, instance, {why});
+}
+
+}  // namespace arun::engine

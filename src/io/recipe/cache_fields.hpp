@@ -1,0 +1,14 @@
+#pragma once
+// A step's `cache:` (bash and agent steps), read when the recipe loads, with a position for
+// every mistake: a max_age that cannot be read fails `validate`, not the first lookup.
+
+#include "recipe/yaml_fields.hpp"
+
+#include <arun/recipe.hpp>
+
+namespace arun::io {
+
+/// `cache: true`, `cache: false` (none), or `cache: {key, max_age, scope, files}`.
+void read_cache(const field_reader& f, step& s);
+
+}  // namespace arun::io
