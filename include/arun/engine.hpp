@@ -85,6 +85,8 @@ struct run_options {
   /// --refresh-cache: whether an instance of the step (its id, its instance id) must run
   /// even on a cache hit; its new output replaces the entry. Empty: none.
   std::function<bool(std::string_view step_id, std::string_view instance)> refresh_cache;
+  /// Makes the trees of steps with `isolation:`; none: such a step fails before it starts.
+  workspace_provider* workspaces = nullptr;
 };
 
 class recipe_engine {

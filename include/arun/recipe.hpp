@@ -149,6 +149,11 @@ struct step_cache {
   std::vector<std::string> files;
 };
 
+/// A step's `isolation:` (bash and agent steps): where each instance runs. `worktree`: a git
+/// worktree of its own, on a branch of its own, made from the run's base commit; `copy`: a
+/// copy of its working directory (trees that are not git checkouts).
+enum class isolation_kind { none, worktree, copy };
+
 /// Where one key's value is written, in the file of its step.
 struct key_place {
   std::string key;
@@ -215,6 +220,8 @@ struct step {
   std::string limit_group;
   /// `cache:` (bash and agent steps); null: not cached.
   std::shared_ptr<const step_cache> cache;
+  /// `isolation:` (bash and agent steps).
+  isolation_kind isolation = isolation_kind::none;
 
   // bash (SPEC §3.3)
   std::string command;

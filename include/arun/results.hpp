@@ -100,6 +100,9 @@ struct step_result {
   std::optional<agent_usage> usage;
   /// A leaf whose output came from the cache (`cache:`): no child ran. Status completed.
   bool cached = false;
+  /// An isolated leaf (`isolation:`): its worktree or copy (removed after a success unless
+  /// kept, kept after a failure), and its branch (worktrees). Empty otherwise.
+  std::string worktree, branch;
 };
 
 /// The gate a run stopped at (SPEC §8): status `waiting_approval`.

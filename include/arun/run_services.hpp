@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 namespace arun {
 
@@ -68,6 +70,30 @@ public:
   virtual std::optional<std::string> store(std::string_view instance, std::string text) = 0;
   /// The text stored at `file`, or nullopt (with the reason in `why`) when it cannot be read.
   virtual std::optional<std::string> load(std::string_view file, std::string& why) = 0;
+};
+
+/// The tree an isolated leaf (`isolation:`) runs in.
+struct workspace {
+  std::string root;    ///< the worktree or copy (absolute): {{step.worktree}}
+  std::string dir;     ///< where the leaf runs: the step's working directory inside `root`
+  std::string branch;  ///< the worktree's branch: {{step.branch}}; empty for a copy
+};
+
+/// Makes and finishes the private trees of isolated leaves (git worktrees, copies). The engine
+/// runs no git and copies no file: io does, under the session.
+class workspace_provider {
+public:
+  virtual ~workspace_provider() = default;
+  /// The instance's own tree for a leaf that would run in `working_dir` (as rendered: empty
+  /// for the run's working directory, relative to it, or absolute). A tree left by an earlier
+  /// attempt of the instance is replaced. The error text when it cannot be made.
+  virtual boost::asio::awaitable<std::variant<workspace, std::string>> make(isolation_kind kind, std::string instance,
+                                                                            std::string working_dir) = 0;
+  /// The leaf ended. Succeeded: a worktree's changes are committed on its branch, and the
+  /// tree is removed (unless kept by --keep-worktrees); failed: it stays for inspection.
+  /// Problems are warnings, never a failure of the step.
+  virtual boost::asio::awaitable<std::vector<std::string>> finish(isolation_kind kind, workspace w, std::string instance,
+                                                                  bool succeeded) = 0;
 };
 
 enum class approval_verdict { approved, denied, suspend };

@@ -232,6 +232,10 @@ void add_execution_options(CLI::App& app, run_settings& s) {
                  "Where sessions live (default $ARUN_SESSION_DIR, else $XDG_STATE_HOME/arun/sessions)")
       ->type_name("DIR")
       ->group(limits);
+  app.add_flag("--keep-worktrees", s.keep_worktrees,
+               "Keep the worktrees and copies of steps with isolation: after a success too (their branches "
+               "always stay)")
+      ->group(running);
   const std::string cache = "Cache";
   auto* no_cache = app.add_flag("--no-cache", s.no_cache,
                                 "Steps with cache: run as if they had none: nothing is looked up or stored")
@@ -248,7 +252,8 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->type_name("DIR")
       ->group(cache);
   app.add_option("--cache-max-size", s.cache_max_bytes,
-                 "The cache's size cap: past it, the least recently used outputs go when a run ends (default 1G)")
+                 "The cache's size cap: past it, the least recently used outputs go when a run ends (default 1G; 0: "
+                 "none)")
       ->transform(CLI::AsSizeValue(false))
       ->type_name("SIZE")
       ->group(cache);

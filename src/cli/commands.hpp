@@ -70,6 +70,7 @@ struct run_settings {
   std::vector<std::string> refresh_cache;  ///< --refresh-cache: step ids or instance globs run despite a hit
   std::string cache_dir;    ///< --cache-dir; empty: $ARUN_CACHE_DIR, $XDG_CACHE_HOME/arun, ~/.cache/arun
   std::uint64_t cache_max_bytes = std::uint64_t{1} << 30;  ///< --cache-max-size
+  bool keep_worktrees = false;  ///< --keep-worktrees: isolated steps' trees stay after a success too
 };
 
 int run_command(const run_settings& s);

@@ -17,6 +17,7 @@
 #include "process/supervisor.hpp"
 #include "executor/process_step_runner.hpp"
 #include "session/transcripts.hpp"
+#include "session/workspaces.hpp"
 #include "cache/result_store.hpp"
 #include "instance_glob.hpp"
 #include "executor/slurm_executor.hpp"
@@ -405,6 +406,20 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   }
   if (s.dry_run) {
     return print_plan(plan_run(loaded, options), loaded, s.output_format, &masker) ? exit_success : exit_output_failed;
+  }
+  // Steps with `isolation:` run in trees of their own, kept in the session. A resume first
+  // removes the trees its crashed or stopped instances left (a failed one's stays for
+  // inspection until it runs again).
+  std::optional<io::session_workspaces> workspaces;
+  if (store) {
+    if (store->resumed())
+      for (const auto& problem : io::remove_session_workspaces(store->dir(), [store](std::string_view instance) {
+             const auto* done = store->find(instance);
+             return done && done->result.status == step_status::failed;
+           }))
+        std::fprintf(stderr, "arun: warning: %s\n", problem.c_str());
+    workspaces.emplace(store->dir(), session_id, base_dir, s.keep_worktrees);
+    options.workspaces = &*workspaces;
   }
   // Steps with `cache:` find and keep their outputs here; --no-cache leaves the engine none.
   std::optional<io::result_store> cache;

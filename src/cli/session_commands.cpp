@@ -9,6 +9,7 @@
 #include "files/json_text.hpp"
 #include "recipe/recipe_library.hpp"
 #include "session/session_store.hpp"
+#include "session/workspaces.hpp"
 #include "output/value_summary.hpp"
 
 #include <arun/value_format.hpp>
@@ -453,7 +454,13 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
       if (verbose) std::fprintf(stderr, "arun: keeping %s (held by a running arun)\n", x.id.c_str());
       continue;
     }
-    if (!rule.dry_run) fs::remove_all(x.dir, ec);
+    if (!rule.dry_run) {
+      // Its isolated steps' worktrees are unregistered from their checkouts first: removing
+      // the directories alone would leave them registered (branches stay: they hold the work).
+      for (const auto& problem : io::remove_session_workspaces(x.dir))
+        std::fprintf(stderr, "arun: %s: %s\n", x.id.c_str(), problem.c_str());
+      fs::remove_all(x.dir, ec);
+    }
     if (lock >= 0) ::close(lock);
     if (ec) {
       std::fprintf(stderr, "arun: cannot remove %s: %s\n", x.dir.c_str(), ec.message().c_str());

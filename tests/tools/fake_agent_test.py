@@ -685,6 +685,18 @@ class FakeAgentTest(unittest.TestCase):
         self.assertEqual(json.loads(outs[1]), {"unexpected": "schema-fail attempt 1"})
         self.assertEqual(json.loads(outs[2]), {"ok": 1})
 
+    def test_write_edits_files_in_the_working_directory(self):
+        work = os.path.join(self.state, "checkout")
+        os.makedirs(work)
+        prompt = "Edit it\nFAKE: write notes/a.txt first line\nFAKE: write b.txt two words\n"
+        r = self.run_fake(["-p"], prompt, cwd=work)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(work, "notes", "a.txt")) as f:
+            self.assertEqual(f.read(), "first line\n")
+        with open(os.path.join(work, "b.txt")) as f:
+            self.assertEqual(f.read(), "two words\n")
+        self.assertEqual(self.calls()[0]["wrote"], [os.path.join(work, "notes", "a.txt"), os.path.join(work, "b.txt")])
+
 
 def group_members(pgid):
     """Live (non-zombie) processes whose process group is PGID."""

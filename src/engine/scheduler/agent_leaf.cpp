@@ -53,12 +53,19 @@ asio::awaitable<bool> step_executor::await_agent_spacing(std::stop_token stop) {
 
 asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope sc, const std::string& instance,
                                                            int attempt, std::stop_token stop, const std::string& model) {
-  const auto builtins = step_builtins(s, instance);
+  auto builtins = step_builtins(s, instance);
+  auto tree = co_await isolate(s, sc, instance, builtins);
+  if (!tree.error.empty()) co_return failed_before_start(s, instance, tree.error);
   auto prepared = prepare_agent(s.agent, s, view(sc, builtins), rs_.options.working_dir, frame_.r.env);
   warn(s, instance, prepared.warnings);
-  if (!prepared.error.empty()) co_return failed_before_start(s, instance, prepared.error);
+  if (!prepared.error.empty()) {
+    auto failed = failed_before_start(s, instance, prepared.error);
+    if (tree.ws) co_await release(s, instance, *tree.ws, failed);
+    co_return failed;
+  }
   auto inv = std::move(prepared.invocation);
   inv.instance_id = instance;
+  if (tree.ws) inv.working_dir = tree.ws->dir;
   // Before the rate-limit fallback model: the key is of the work asked for. A hit is reused
   // before any slot or spacing is waited for, and spends nothing.
   auto cache = probe_cache(s, sc, instance, inv);
@@ -139,6 +146,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   }
   if (started && !cancelled && (s.agent.auto_stage || rs_.options.agents.auto_stage) && !stop.stop_requested())
     co_await stage_changes(s, instance, dir);
+  if (tree.ws) co_await release(s, instance, *tree.ws, o);
   co_return o;
 }
 

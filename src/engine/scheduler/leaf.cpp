@@ -205,12 +205,19 @@ int step_executor::slot_weight(const step& s, const std::string& instance, const
 
 asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope sc, const std::string& instance,
                                                           int attempt, std::stop_token stop) {
-  const auto builtins = step_builtins(s, instance);
+  auto builtins = step_builtins(s, instance);
+  auto tree = co_await isolate(s, sc, instance, builtins);
+  if (!tree.error.empty()) co_return failed_before_start(s, instance, tree.error);
   auto prepared = prepare_bash(s, view(sc, builtins), frame_.r.env, sc.export_table());
   warn(s, instance, prepared.warnings);
-  if (!prepared.error.empty()) co_return failed_before_start(s, instance, prepared.error);
+  if (!prepared.error.empty()) {
+    auto failed = failed_before_start(s, instance, prepared.error);
+    if (tree.ws) co_await release(s, instance, *tree.ws, failed);
+    co_return failed;
+  }
   bash_invocation inv = std::move(prepared.invocation);
   inv.instance_id = instance;
+  if (tree.ws) inv.working_dir = tree.ws->dir;
   // A cached output is reused before any slot is asked for: a hit starts nothing.
   auto cache = probe_cache(s, sc, instance, inv);
   warn(s, instance, cache.warnings);
@@ -223,6 +230,11 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   auto out = co_await run_child(std::move(inv), instance, "bash", attempt, stop, weight, rs_.group_of(s), &lease);
   warn(s, instance, out.warnings);
   if (out.succeeded()) lease.finish(false);
+  if (tree.ws) {
+    auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs);
+    co_await release(s, instance, *tree.ws, o);
+    co_return o;
+  }
   if (cache.key.empty()) co_return to_outcome(s, instance, std::move(out), rs_.options.outputs);
   const auto text = out.stdout_text;
   const auto took = out.duration;

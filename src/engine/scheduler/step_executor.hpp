@@ -231,6 +231,19 @@ private:
   /// definition, the recipe's env, the loop locals, and the value of every name its
   /// templates and condition read (built-ins left out: they change from run to run).
   std::string content_key(const step& s, scope sc) const;
+  // isolation.cpp
+  struct isolated {
+    std::optional<workspace> ws;  ///< none: the step is not isolated
+    std::string error;            ///< set: its tree could not be made; the instance fails before it starts
+  };
+  /// The instance's own tree when `s` has `isolation:`; step.worktree and step.branch join
+  /// `builtins` for its templates.
+  boost::asio::awaitable<isolated> isolate(const step& s, scope sc, const std::string& instance,
+                                           boost::json::object& builtins);
+  /// After the instance's last call: the host commits and removes its tree (a success) or
+  /// keeps it (a failure, named in the error); the result names the tree and branch.
+  boost::asio::awaitable<void> release(const step& s, const std::string& instance, const workspace& ws,
+                                       instance_outcome& o);
   // cache_leaf.cpp
   /// A cached step's key for one instance and, unless --refresh-cache names it, the output
   /// stored under it. `key` empty: the instance is not cached (no `cache:`, --no-cache, or

@@ -52,6 +52,8 @@ void add_step_end(boost::json::object& o, const step_result& r) {
   o["timed_out"] = r.timed_out;
   o["error"] = text_or_null(r.error);
   if (r.cached) o["cached"] = true;  // the output came from the cache: no child ran
+  if (!r.worktree.empty()) o["worktree"] = r.worktree;
+  if (!r.branch.empty()) o["branch"] = r.branch;
   if (r.iterations) o["iterations"] = iterations_to_json(*r.iterations);
   if (r.usage) o["usage"] = usage_to_json(*r.usage);
 }

@@ -215,6 +215,8 @@ boost::json::object step_to_json(const step_result& s) {
   o["timed_out"] = s.timed_out;
   o["truncated"] = s.truncated;
   if (s.cached) o["cached"] = true;  // only then: the shape of other results stays
+  if (!s.worktree.empty()) o["worktree"] = s.worktree;
+  if (!s.branch.empty()) o["branch"] = s.branch;
   if (s.iterations) o["iterations"] = iterations_to_json(*s.iterations);
   if (s.usage) o["usage"] = usage_to_json(*s.usage);
   if (!s.children.empty()) {

@@ -68,4 +68,14 @@ void read_cache(const field_reader& f, step& s) {
   s.cache = std::make_shared<const step_cache>(std::move(cache));
 }
 
+void read_isolation(const field_reader& f, step& s) {
+  const auto kind = f.choice("isolation", {"worktree", "copy", "none"});
+  if (!kind) return;
+  s.isolation = *kind == "worktree" ? isolation_kind::worktree : *kind == "copy" ? isolation_kind::copy : isolation_kind::none;
+  if (s.isolation != isolation_kind::none && s.cache)
+    f.error("isolation", "'isolation' and 'cache' do not go together: a reused output brings back no " +
+                             std::string(s.isolation == isolation_kind::worktree ? "worktree and no branch" : "copy"),
+            "drop one of them");
+}
+
 }  // namespace arun::io

@@ -26,7 +26,7 @@ const key_list bash_keys = {"command", "output_exit_code", "max_env_value_bytes"
 const key_list agent_keys = {"agent", "prompt", "mode", "model", "provider", "model_role",
                              "provider_preferences", "agent_config", "auto_stage", "spawn_mode", "schema_retries"};
 // The fields of the steps that run a child of their own, bash and agent alike.
-const key_list leaf_keys = {"output_schema", "limit_group", "cache"};
+const key_list leaf_keys = {"output_schema", "limit_group", "cache", "isolation"};
 const key_list recipe_keys = {"recipe", "context", "sub_context", "recursion", "recovery_on_failure"};
 const key_list loop_keys = {"foreach", "as", "foreach_var", "max_concurrent", "parallel", "collect",
                             "max_iterations", "checkpoint_iterations", "while_condition",
@@ -342,6 +342,7 @@ std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink, rec
       read_output_schema(f, s, sources);
       read_limit_group(f, s);
       read_cache(f, s);
+      read_isolation(f, s);
       break;
     case step_type::agent:
       read_agent(f, s);
@@ -349,6 +350,7 @@ std::optional<step> read_step(const yaml::node& node, diagnostic_sink& sink, rec
       read_schema_retries(f, s);
       read_limit_group(f, s);
       read_cache(f, s);
+      read_isolation(f, s);
       break;
     case step_type::recipe: read_recipe_call(f, s); break;
     default: break;

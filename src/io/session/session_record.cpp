@@ -87,6 +87,8 @@ step_result step_from_json(const json::object& o) {
                                     count(i, "cached")};
   }
   if (const auto* c = o.if_contains("cached"); c && c->is_bool()) r.cached = c->get_bool();
+  if (const auto* w = o.if_contains("worktree"); w && w->is_string()) r.worktree = w->get_string();
+  if (const auto* b = o.if_contains("branch"); b && b->is_string()) r.branch = b->get_string();
   if (const auto* usage = o.if_contains("usage")) r.usage = usage_from_json(*usage);
   if (const auto* children = o.if_contains("children"); children && children->is_array())
     for (const auto& c : children->get_array())

@@ -1,0 +1,310 @@
+#include "session/workspaces.hpp"
+
+#include "executor/step_environment.hpp"
+#include "files/json_text.hpp"
+#include "files/private_files.hpp"
+#include "process/supervisor.hpp"
+#include "session/instance_logs.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/json/parse.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace arun::io {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+constexpr auto git_timeout = std::chrono::minutes(5);
+
+// An argv tail built outside the coroutines: g++ 12 mishandles braced lists of strings in a
+// coroutine's frame.
+template <typename... T>
+std::vector<std::string> words(T&&... w) {
+  std::vector<std::string> v;
+  (v.emplace_back(std::forward<T>(w)), ...);
+  return v;
+}
+
+struct git_result {
+  bool ok = false;
+  std::string out, why;  ///< stdout (trimmed); why it failed (stderr's last line, or the launch error)
+};
+
+process_spec git_spec(const std::string& dir, std::vector<std::string> args) {
+  process_spec spec;
+  spec.launch.argv = {"git", "-C", dir};
+  spec.launch.argv.insert(spec.launch.argv.end(), args.begin(), args.end());
+  auto env = current_environment();
+  env.push_back("GIT_TERMINAL_PROMPT=0");
+  spec.launch.env = std::move(env);
+  spec.timeout = git_timeout;
+  spec.kill_grace = std::chrono::seconds(2);
+  spec.label = "git";
+  return spec;
+}
+
+git_result judged(const process_result& r) {
+  git_result g;
+  g.ok = r.succeeded();
+  g.out = r.out.text;
+  while (!g.out.empty() && (g.out.back() == '\n' || g.out.back() == '\r')) g.out.pop_back();
+  if (!r.launched()) {
+    g.why = r.launch_error;
+  } else if (!g.ok) {
+    auto err = r.err.text;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    g.why = err.substr(err.rfind('\n') + 1);
+    if (g.why.empty()) g.why = r.timed_out ? "timed out" : "exit code " + std::to_string(r.exit_code.value_or(-1));
+  }
+  return g;
+}
+
+boost::asio::awaitable<git_result> git(const std::string& dir, std::vector<std::string> args) {
+  co_return judged(co_await run_process(git_spec(dir, std::move(args))));
+}
+
+// For the commands that run outside the engine's loop (sessions clean, a resume's start).
+git_result git_now(const std::string& dir, std::vector<std::string> args) {
+  boost::asio::io_context ctx;
+  auto done = boost::asio::co_spawn(ctx, run_process(git_spec(dir, std::move(args))), boost::asio::use_future);
+  ctx.run();
+  return judged(done.get());
+}
+
+// `fan[3]/review` -> `fan[3]/review`, safe as a path below the session (as its logs are).
+std::string tree_path(const std::string& instance) {
+  auto p = instance_log_path(instance, output_stream::out);
+  return p.substr(0, p.size() - 4);  // ".out"
+}
+
+std::string index_file(const std::string& session_dir) { return session_dir + "/workspaces.json"; }
+
+}  // namespace
+
+std::string instance_branch(const std::string& session_id, const std::string& instance) {
+  std::string name;
+  for (const char c : instance) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (plain) name += c;
+    else if (c == '/') name += '/';
+    else if (c == ']') continue;
+    else name += '-';  // `[`, `.`, anything else git refuses or reads specially
+  }
+  // No empty component, none starting with '-' or '.', no trailing '/'.
+  std::string clean;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const auto slash = name.find('/', start);
+    auto part = name.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    while (!part.empty() && part.front() == '-') part.erase(part.begin());
+    if (!part.empty()) clean += (clean.empty() ? "" : "/") + part;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return "arun/" + session_id + "/" + (clean.empty() ? std::string("step") : clean);
+}
+
+session_workspaces::session_workspaces(std::string session_dir, std::string session_id, std::string base_dir,
+                                       bool keep_all)
+    : session_dir_(std::move(session_dir)), session_id_(std::move(session_id)), base_dir_(std::move(base_dir)),
+      keep_all_(keep_all) {
+  // A resume goes on from the same base commits, and knows the trees kept before.
+  std::ifstream in(index_file(session_dir_));
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  boost::system::error_code ec;
+  const auto v = json::parse(text, ec);
+  if (ec || !v.is_object()) return;
+  if (const auto* bases = v.as_object().if_contains("bases"); bases && bases->is_object())
+    for (const auto& [repo, commit] : bases->get_object())
+      if (commit.is_string()) bases_[std::string(repo)] = std::string(commit.get_string());
+  if (const auto* trees = v.as_object().if_contains("trees"); trees && trees->is_object())
+    for (const auto& [instance, t] : trees->get_object()) {
+      if (!t.is_object()) continue;
+      auto text_of = [&](const char* k) {
+        const auto* x = t.get_object().if_contains(k);
+        return x && x->is_string() ? std::string(x->get_string()) : std::string();
+      };
+      trees_[std::string(instance)] = {text_of("kind"), text_of("root"), text_of("repo"), text_of("branch")};
+    }
+}
+
+std::string session_workspaces::save_index() const {
+  json::object bases, trees;
+  for (const auto& [repo, commit] : bases_) bases[repo] = commit;
+  for (const auto& [instance, t] : trees_)
+    trees[instance] = json::object{{"kind", t.kind}, {"root", t.root}, {"repo", t.repo}, {"branch", t.branch}};
+  const json::object doc{{"bases", std::move(bases)}, {"trees", std::move(trees)}};
+  return replace_private_file(index_file(session_dir_), to_json_text(doc) + "\n") ? std::string()
+                                                                                  : "cannot write " + index_file(session_dir_);
+}
+
+void session_workspaces::remember(const std::string& instance, const std::string& kind, const std::string& root,
+                                  const std::string& repo, const std::string& branch) {
+  trees_[instance] = {kind, root, repo, branch};
+  (void)save_index();  // a lost index only leaves a tree for `git worktree prune` to find
+}
+
+void session_workspaces::forget(const std::string& instance) {
+  trees_.erase(instance);
+  (void)save_index();
+}
+
+boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces::make(isolation_kind kind,
+                                                                                      std::string instance,
+                                                                                      std::string working_dir) {
+  std::error_code ec;
+  const auto dir = fs::absolute(fs::path(base_dir_) / working_dir, ec).lexically_normal().string();
+  if (kind == isolation_kind::copy) co_return make_copy(instance, dir);
+  co_return co_await make_worktree(instance, dir);
+}
+
+boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces::make_worktree(const std::string& instance,
+                                                                                               const std::string& dir) {
+  auto top = co_await git(dir, words("rev-parse", "--show-toplevel"));
+  if (!top.ok)
+    co_return "worktree: " + dir + " is not in a git checkout (" + top.why + "); isolation: copy works without git";
+  const std::string repo = top.out;
+  std::error_code ec;
+  const auto inside = fs::path(dir).lexically_relative(repo).string();
+  if (!bases_.contains(repo)) {
+    auto head = co_await git(repo, words("rev-parse", "--verify", "HEAD^{commit}"));
+    if (!head.ok) co_return "worktree: " + repo + " has no commit to start from (" + head.why + ")";
+    bases_[repo] = head.out;
+  }
+  const auto root = session_dir_ + "/worktrees/" + tree_path(instance);
+  const auto branch = instance_branch(session_id_, instance);
+  // An earlier attempt's tree (a retry, a resume) goes first: each attempt starts afresh.
+  if (fs::exists(root, ec)) {
+    auto removed = co_await git(repo, words("worktree", "remove", "--force", root));
+    (void)removed;  // a tree git no longer knows is removed below all the same
+    fs::remove_all(root, ec);
+  }
+  auto pruned = co_await git(repo, words("worktree", "prune"));
+  (void)pruned;  // best effort: stale registrations of earlier trees
+  make_private_directories(fs::path(root).parent_path().string(), ec);
+  auto added = co_await git(repo, words("worktree", "add", "--quiet", "-B", branch, root, bases_.at(repo)));
+  if (!added.ok) co_return "worktree: git worktree add " + root + " failed: " + added.why;
+  remember(instance, "worktree", root, repo, branch);
+  workspace w;
+  w.root = root;
+  w.dir = inside.empty() || inside == "." ? root : root + "/" + inside;
+  w.branch = branch;
+  co_return w;
+}
+
+std::variant<workspace, std::string> session_workspaces::make_copy(const std::string& instance, const std::string& dir) {
+  const auto root = session_dir_ + "/copies/" + tree_path(instance);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return "copy: the working directory " + dir + " does not exist";
+  // A session below the directory copied would copy itself.
+  const auto session = fs::absolute(session_dir_, ec).lexically_normal().string();
+  if (session == dir || session.starts_with(dir + "/"))
+    return "copy: the session directory " + session + " is inside " + dir + ", which would copy itself";
+  fs::remove_all(root, ec);
+  make_private_directories(fs::path(root).parent_path().string(), ec);
+  fs::copy(dir, root, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  if (ec) {
+    fs::remove_all(root, ec);
+    return "copy: cannot copy " + dir + " to " + root + ": " + ec.message();
+  }
+  remember(instance, "copy", root, {}, {});
+  return workspace{root, root, {}};
+}
+
+boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isolation_kind kind, workspace w,
+                                                                            std::string instance, bool succeeded) {
+  std::vector<std::string> warnings;
+  if (!succeeded) co_return warnings;  // kept for inspection; listed in the index
+  if (kind == isolation_kind::worktree) {
+    // What the step left uncommitted goes on its branch, so removing the tree loses nothing.
+    auto added = co_await git(w.root, words("add", "-A"));
+    auto changed = co_await git(w.root, words("diff", "--cached", "--quiet"));
+    if (added.ok && !changed.ok) {
+      auto commit = words("commit", "--quiet", "--no-verify", "-m", "arun: " + instance + " (session " + session_id_ + ")");
+      auto who = co_await git(w.root, words("config", "user.email"));
+      if (!who.ok) {
+        const auto identity = words("-c", "user.name=arun", "-c", "user.email=arun@localhost");
+        commit.insert(commit.begin(), identity.begin(), identity.end());
+      }
+      auto committed = co_await git(w.root, commit);
+      if (!committed.ok) {
+        warnings.push_back("worktree kept: committing its changes on " + w.branch + " failed: " + committed.why);
+        co_return warnings;
+      }
+    } else if (!added.ok) {
+      warnings.push_back("worktree kept: git add failed: " + added.why);
+      co_return warnings;
+    }
+    if (keep_all_) co_return warnings;
+    const auto repo = trees_.contains(instance) ? trees_.at(instance).repo : std::string();
+    const auto checkout = repo.empty() ? w.root : repo;
+    auto removed = co_await git(checkout, words("worktree", "remove", "--force", w.root));
+    if (!removed.ok) {
+      warnings.push_back("worktree " + w.root + " could not be removed: " + removed.why);
+      co_return warnings;
+    }
+    forget(instance);
+    co_return warnings;
+  }
+  if (keep_all_) co_return warnings;
+  std::error_code ec;
+  fs::remove_all(w.root, ec);
+  if (ec) warnings.push_back("copy " + w.root + " could not be removed: " + ec.message());
+  else forget(instance);
+  co_return warnings;
+}
+
+std::vector<std::string> remove_session_workspaces(const std::string& session_dir,
+                                                   const std::function<bool(std::string_view instance)>& keep) {
+  std::vector<std::string> problems;
+  std::ifstream in(index_file(session_dir));
+  if (!in) return problems;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  if (ec || !v.is_object()) return {"cannot read " + index_file(session_dir)};
+  auto* trees = v.as_object().if_contains("trees");
+  if (!trees || !trees->is_object()) return problems;
+  std::set<std::string, std::less<>> repos;
+  json::object kept;
+  for (const auto& [instance, t] : trees->get_object()) {
+    if (!t.is_object()) continue;
+    if (keep && keep(std::string_view(instance))) {
+      kept[instance] = t;
+      continue;
+    }
+    const auto* root = t.get_object().if_contains("root");
+    const auto* repo = t.get_object().if_contains("repo");
+    if (!root || !root->is_string()) continue;
+    const std::string path(root->get_string());
+    if (repo && repo->is_string() && !repo->get_string().empty()) {
+      const std::string checkout(repo->get_string());
+      repos.insert(checkout);
+      std::error_code exists_ec;
+      if (fs::exists(checkout, exists_ec)) (void)git_now(checkout, {"worktree", "remove", "--force", path});
+    }
+    std::error_code rm;
+    fs::remove_all(path, rm);
+    if (rm) problems.push_back("cannot remove " + path + ": " + rm.message());
+  }
+  // Registrations whose directories are gone (a tree removed by hand, a crash mid-removal).
+  for (const auto& checkout : repos) {
+    std::error_code exists_ec;
+    if (!fs::exists(checkout, exists_ec)) continue;
+    if (auto pruned = git_now(checkout, {"worktree", "prune"}); !pruned.ok)
+      problems.push_back("git worktree prune in " + checkout + " failed: " + pruned.why);
+  }
+  v.as_object()["trees"] = std::move(kept);
+  if (!replace_private_file(index_file(session_dir), to_json_text(v) + "\n"))
+    problems.push_back("cannot write " + index_file(session_dir));
+  return problems;
+}
+
+}  // namespace arun::io
