@@ -437,3 +437,25 @@ TEST_CASE("pattern cached-review: a second run asks no agent and an edited chang
   CHECK(p.calls().size() == 8);
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("pattern parallel-fixes: three agents in worktrees each leave one commit on their own branch") {
+  pattern_run p;
+  const auto repo = p.root + "/checkout";
+  fs::create_directories(repo);
+  const auto setup = std::system(("cd '" + repo + "' && git init -q && echo base > README.md && git add README.md && "
+                                  "git -c user.name=t -c user.email=t@t commit -qm base").c_str());
+  REQUIRE(setup == 0);
+  auto r = p.run("parallel-fixes.yaml", {}, repo);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto result = result_of(r);
+  const auto session = str(result.at("session_id"));
+  const auto branches = str(result.at("context").at("branches"));
+  for (const auto* line : {"/fix-0: config/login.conf", "/fix-1: export/encoding.conf", "/fix-2: api/paging.conf"})
+    CHECK(branches.find("arun/" + session + std::string(line)) != std::string::npos);
+  CHECK_FALSE(fs::exists(repo + "/config"));  // the checkout itself is untouched
+  const auto calls = p.calls();
+  REQUIRE(calls.size() == 3);
+  CHECK(max_overlap(calls) >= 2);  // they ran at the same time
+  CHECK(arun::test::leftover_processes().empty());
+}

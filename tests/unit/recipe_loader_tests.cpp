@@ -453,6 +453,14 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:6:7: error: unknown key 'ttl' in the cache of step 'a' (known keys: key, max_age, scope, files)"},
       {head + "  - id: a\n    foreach: [1]\n    steps:\n      - id: b\n        command: x\n    cache: true\n",
        "r.yaml:8:12: error: 'cache' belongs to agent and bash steps, not to this loop step"},
+      // isolation: its values, and never with cache.
+      {head + "  - id: a\n    command: x\n    isolation: container\n",
+       "r.yaml:5:16: error: 'isolation' must be one of worktree, copy, none, not 'container'"},
+      {head + "  - id: a\n    prompt: p\n    cache: true\n    isolation: worktree\n",
+       "r.yaml:6:16: error: 'isolation' and 'cache' do not go together: a reused output brings back no worktree and no "
+       "branch (drop one of them)"},
+      {head + "  - id: a\n    recipe: other.yaml\n    isolation: copy\n",
+       "r.yaml:5:16: error: 'isolation' belongs to agent and bash steps, not to this recipe step"},
   };
   for (const auto& r : rows) {
     INFO("recipe:\n" << r.text);

@@ -1,6 +1,7 @@
-// Cached steps (`cache:`) in the engine with a fake runner and an in-memory cache: what the
-// content key covers and what it leaves out, hits that start nothing, what is stored (only
-// clean completions), --refresh-cache, and the loader's `cache:` field with its positions.
+// The engine's services for leaves of agent fleets, with a fake runner: cached steps
+// (`cache:`, an in-memory cache: what the content key covers and what it leaves out, hits that
+// start nothing, what is stored (only clean completions), --refresh-cache, the loader's field
+// with its positions) and isolated steps (`isolation:`, a provider that makes no tree).
 #include <catch2/catch.hpp>
 
 #include "event_recorder.hpp"
@@ -367,4 +368,86 @@ steps: [{id: a,   command: "echo hi", env: {B: "2", A: "1"}, cache: {scope: reci
   CHECK(has("ttl"));
   auto on_loop = io::load_recipe_text("name: r\nsteps:\n  - id: a\n    recipe: other\n    cache: true\n", "r.yaml");
   CHECK_FALSE(on_loop.value);
+}
+
+// ---- isolation: the engine's side, with a provider that makes no tree ----
+
+namespace {
+
+class fake_workspaces final : public workspace_provider {
+public:
+  std::vector<std::string> made, finished_ok, finished_failed;
+  std::string refuse;  ///< set: make() fails with it
+  boost::asio::awaitable<std::variant<workspace, std::string>> make(isolation_kind kind, std::string instance,
+                                                                    std::string working_dir) override {
+    if (!refuse.empty()) co_return refuse;
+    made.push_back(instance + " in '" + working_dir + "'");
+    workspace w;
+    w.root = "/trees/" + instance;
+    w.dir = w.root + (working_dir.empty() ? "" : "/" + working_dir);
+    w.branch = kind == isolation_kind::worktree ? "arun/sid/" + instance : "";
+    co_return w;
+  }
+  boost::asio::awaitable<std::vector<std::string>> finish(isolation_kind, workspace w, std::string instance,
+                                                          bool succeeded) override {
+    (succeeded ? finished_ok : finished_failed).push_back(instance + " " + w.root);
+    co_return std::vector<std::string>{};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("isolation: each instance runs in its own tree named to its templates and is finished by outcome", "[isolation]") {
+  fake_workspaces trees;
+  step s;
+  s.id = "fix";
+  s.command = "out:{{item}} at {{step.worktree}} on {{step.branch}}";
+  s.working_dir = "sub";
+  s.isolation = isolation_kind::worktree;
+  s.on_error = on_error_policy::continue_run;
+  s.output = "fix";
+  auto loop = fan_out(s, 2);
+  step failing;
+  failing.id = "bad";
+  failing.command = "fail:2";
+  failing.isolation = isolation_kind::copy;
+  failing.on_error = on_error_policy::continue_run;
+  run_options o;
+  o.session_id = "sid";
+  o.working_dir = "/project";
+  o.workspaces = &trees;
+  fake_runner runner;
+  const auto result = run(runner, make({loop, failing}), std::move(o));
+  REQUIRE(runner.calls.size() == 3);
+  CHECK(runner.calls[0].working_dir == "/trees/fix[0]/sub");
+  CHECK(trees.made.size() == 3);
+  CHECK(trees.made[0] == "fix[0] in 'sub'");
+  CHECK(result.step_results[0].output.as_array()[0] == "0 at /trees/fix[0] on arun/sid/fix[0]");
+  CHECK(trees.finished_ok.size() == 2);
+  REQUIRE(trees.finished_failed.size() == 1);
+  CHECK(trees.finished_failed[0] == "bad /trees/bad");
+  const auto& bad = result.step_results[1];
+  CHECK(bad.worktree == "/trees/bad");
+  CHECK(bad.branch.empty());
+  CHECK(bad.error.find("copy kept: /trees/bad") != std::string::npos);
+}
+
+TEST_CASE("isolation: a tree that cannot be made fails the instance before it starts and no session means no tree", "[isolation]") {
+  fake_workspaces trees;
+  trees.refuse = "worktree: /x is not in a git checkout";
+  step s;
+  s.id = "a";
+  s.command = "out:hi";
+  s.isolation = isolation_kind::worktree;
+  run_options o;
+  o.workspaces = &trees;
+  fake_runner runner;
+  const auto refused = run(runner, make({s}), std::move(o));
+  CHECK(runner.calls.empty());
+  CHECK(refused.step_results[0].status == step_status::failed);
+  CHECK(refused.step_results[0].error.find("isolation: worktree: /x is not in a git checkout") != std::string::npos);
+  fake_runner none;
+  const auto without = run(none, make({s}), run_options{});
+  CHECK(none.calls.empty());
+  CHECK(without.step_results[0].error.find("keeps no session") != std::string::npos);
 }
