@@ -88,6 +88,21 @@ steps:
     command: echo one
     cache: {key: [v1], max_age: 7d, scope: recipe}
 """,
+    "isolated.yaml": """
+name: isolated
+steps:
+  - id: init
+    command: rm -rf repo && git init -q repo && cd repo && echo x > f && git add f && git -c user.name=t -c user.email=t@t commit -qm base
+  - id: edit
+    working_dir: repo
+    isolation: worktree
+    command: echo y > g
+  - id: copy
+    working_dir: repo
+    isolation: copy
+    command: "false"
+    on_error: continue
+""",
     "ok.yaml": """
 name: hello
 context:
@@ -308,6 +323,10 @@ steps:
     output_schema: {type: object}
     schema_retries: 1
     cache: true
+    depends_on: [build]
+  - id: edit
+    command: echo edit
+    isolation: worktree
     depends_on: [build]
   - id: call
     recipe: child.yaml
@@ -616,6 +635,12 @@ def run_all(opts, schemas, vocab, root):
         fan, one = again["step_results"]
         check(fan.get("iterations", {}).get("cached") == 3 and one.get("cached") is True,
               f"cached.yaml: the second run did not reuse its outputs: {again['step_results']}")
+    # Isolated steps: a worktree and its branch, a copy kept after a failure.
+    iso = run_recipe("isolated.yaml", expect=0)
+    if iso:
+        edit, copy = iso["step_results"][1], iso["step_results"][2]
+        check(edit.get("branch", "").startswith("arun/") and "worktree" in copy,
+              f"isolated.yaml: no branch or kept copy in {iso['step_results']}")
     # Approval gates: a stage gate, then a step gate, approved then denied.
     gated = run_recipe("gate.yaml", "--no-input", expect=5, label="gate-1")
     if gated:

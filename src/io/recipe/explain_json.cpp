@@ -111,6 +111,7 @@ json::object step_to_json(const step& s) {
   }
   text("limit_group", s.limit_group);
   if (s.cache) o["cache"] = cache_to_json(*s.cache);
+  if (s.isolation != isolation_kind::none) o["isolation"] = s.isolation == isolation_kind::worktree ? "worktree" : "copy";
   if (!s.steps.empty()) o["steps"] = steps_to_json(s.steps);
   return o;
 }
