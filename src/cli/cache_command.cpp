@@ -53,8 +53,11 @@ struct selection {
 bool picked(const cache_settings& s, const io::result_store::entry_info& e, std::optional<std::chrono::seconds> age,
             clock_type::time_point now) {
   if (!s.recipe.empty() && e.recipe != s.recipe) return false;
+  // A step id picks all its instances (`fan` picks `fan[3]`), as --refresh-cache does.
+  auto step_id = std::string_view(e.instance).substr(e.instance.rfind('/') + 1);
+  step_id = step_id.substr(0, step_id.find('['));
   if (!s.steps.empty() && std::none_of(s.steps.begin(), s.steps.end(), [&](const std::string& g) {
-        return instance_glob_match(g, e.instance);
+        return instance_glob_match(g, e.instance) || g == step_id;
       }))
     return false;
   return !age || now - e.last_used >= *age;

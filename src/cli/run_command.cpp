@@ -297,6 +297,12 @@ int run_command(const run_settings& s) {
   if (!shared_dir.empty()) shared_dir = std::filesystem::absolute(shared_dir, ec).lexically_normal().string();
   state["invocation"].as_object()["executor"] = {{"name", s.executor.empty() ? "local" : s.executor},
                                                 {"shared_dir", shared_dir}};
+  // The cache the run used, for its resumes (an absolute directory; empty: the default).
+  state["invocation"].as_object()["cache"] = {
+      {"dir", s.cache_dir.empty() ? std::string() : std::filesystem::absolute(s.cache_dir, ec).lexically_normal().string()},
+      {"off", s.no_cache},
+      {"max_bytes", s.cache_max_bytes},
+      {"keep_worktrees", s.keep_worktrees}};
   // Where each secret came from, never its value: a resume asks the same sources again.
   boost::json::array secrets;
   for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});
@@ -358,8 +364,11 @@ static void warn_unknown_refresh(const std::vector<std::string>& names, const re
   collect(*input.value);
   for (const auto& child : input.sub_recipes) collect(child);
   for (const auto& n : names) {
+    // `call[0]/leaf`, `fan[*]`: the step is the last component without its indices.
+    auto last = std::string_view(n).substr(n.rfind('/') + 1);
+    last = last.substr(0, last.find('['));
     const bool known = std::any_of(cached.begin(), cached.end(), [&](const std::string& id) {
-      return id == n || instance_glob_match(n, id) || n.starts_with(id + "[") || n.starts_with(id + "/");
+      return id == n || id == last || instance_glob_match(n, id);
     });
     if (known) continue;
     std::string list;
@@ -425,6 +434,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   std::optional<io::result_store> cache;
   if (!s.no_cache) {
     cache.emplace(s.cache_dir.empty() ? io::default_cache_dir() : s.cache_dir, s.cache_max_bytes);
+    cache->limit_output(s.max_output);
     options.cache = &*cache;
   }
   if (!s.refresh_cache.empty()) {

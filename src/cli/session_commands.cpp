@@ -247,15 +247,31 @@ int resume_command(const resume_settings& r) {
       if (s.executor.empty()) s.executor = name;
       if (s.shared_dir.empty() && s.executor == name) s.shared_dir = text_of(ex->get_object(), "shared_dir");
     }
+  // So does the cache it used: the same directory, off when it was off (unless told now).
+  if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
+    if (const auto* c = inv->get_object().if_contains("cache"); c && c->is_object()) {
+      const auto& cache = c->get_object();
+      if (s.cache_dir.empty()) s.cache_dir = text_of(cache, "dir");
+      s.no_cache = s.no_cache || (flag_of(cache, "off") && s.refresh_cache.empty());
+      s.keep_worktrees = s.keep_worktrees || flag_of(cache, "keep_worktrees");
+      if (const auto* max = cache.if_contains("max_bytes"); max && max->is_number() && s.cache_max_bytes == (std::uint64_t{1} << 30))
+        s.cache_max_bytes = max->to_number<std::uint64_t>();
+    }
   std::error_code ec;
   if (!fs::is_directory(s.recipe.working_dir, ec)) {
     std::fprintf(stderr, "arun: cannot resume: the session's working directory %s is gone\n", s.recipe.working_dir.c_str());
     return exit_usage;
   }
   auto& state = store.state();
-  // A later resume keeps this one's --set values too.
-  if (auto* inv = state.if_contains("invocation"); inv && inv->is_object())
+  // A later resume keeps this one's --set values too, and its cache.
+  if (auto* inv = state.if_contains("invocation"); inv && inv->is_object()) {
     inv->get_object()["sets"] = json::array(s.recipe.sets.begin(), s.recipe.sets.end());
+    inv->get_object()["cache"] = {
+        {"dir", s.cache_dir.empty() ? std::string() : fs::absolute(s.cache_dir, ec).lexically_normal().string()},
+        {"off", s.no_cache},
+        {"max_bytes", s.cache_max_bytes},
+        {"keep_worktrees", s.keep_worktrees}};
+  }
   if (auto* inv = state.if_contains("invocation"); inv && inv->is_object()) {
     json::array secrets;
     for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});

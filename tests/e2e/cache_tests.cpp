@@ -198,6 +198,10 @@ TEST_CASE("cache e2e: arun cache list and clear show and remove entries by step 
   const auto some = run_arun({"cache", "clear", "--cache-dir", p.cache.string(), "--step", "fan[1*]"}, p.dir.root.string());
   CHECK(some.out.find("removed 3 cached outputs") != std::string::npos);
   CHECK(p.cache_list().at("entries").as_array().size() == 9);
+  // A step id picks every instance of the step.
+  const auto by_step = run_arun({"cache", "clear", "--cache-dir", p.cache.string(), "--step", "fan", "--dry-run"},
+                                p.dir.root.string());
+  CHECK(by_step.out.find("would remove 9 cached outputs") != std::string::npos);
   const auto all = run_arun({"cache", "clear", "--cache-dir", p.cache.string()}, p.dir.root.string());
   CHECK(all.out.find("removed 9 cached outputs") != std::string::npos);
   CHECK(p.cache_list().at("entries").as_array().empty());
@@ -239,4 +243,40 @@ TEST_CASE("cache e2e: validate places a bad cache field") {
   CHECK(r.err.find("bad.yaml:6:16: error: 'max_age'") != std::string::npos);
   CHECK(r.err.find("bad.yaml:7:7") != std::string::npos);
   CHECK(r.err.find("scopes") != std::string::npos);
+}
+
+TEST_CASE("cache e2e: a resume uses the cache directory of its run and a --no-cache run stays without one") {
+  cache_project p;
+  const auto recipe = p.dir.write("resume.yaml", "name: resume\nsteps:\n  - id: fan\n    foreach: [1, 2, 3]\n"
+                                                 "    parallel: true\n    command: echo {{item}} >> " + p.ran.string() +
+                                                     "; echo {{item}}\n    cache: true\n"
+                                                 "  - id: gate\n    command: test -e " + (p.dir.root / "go").string() + "\n");
+  const auto first = run_arun({recipe, "--session-dir", p.sessions.string(), "--cache-dir", p.cache.string(), "-q"},
+                              p.dir.root.string());
+  CHECK(first.exit_code == 1);
+  CHECK(p.runs() == 3);
+  std::string session;
+  for (const auto& e : fs::directory_iterator(p.sessions)) session = e.path().filename().string();
+  p.dir.write("go", "");
+  // --reload runs the fan-out again (its step changed): from the run's cache, not the default one.
+  p.dir.write("resume.yaml", read_text(recipe) + "  - id: more\n    command: echo more\n");
+  const auto resumed = run_arun({"resume", session, "--reload", "--session-dir", p.sessions.string(), "-q", "--output-format", "json"},
+                                p.dir.root.string());
+  INFO(resumed.err);
+  CHECK(resumed.exit_code == 0);
+  CHECK(p.runs() == 3);
+  CHECK_FALSE(fs::exists(fs::path(std::getenv("XDG_CACHE_HOME")) / "arun" / "results"));
+
+  // A run with --no-cache: its resume neither reads nor writes the cache.
+  cache_project q;
+  const auto off = q.dir.write("off.yaml", "name: off\nsteps:\n  - id: a\n    command: echo a >> " + q.ran.string() +
+                                             "; echo a\n    cache: true\n  - id: gate\n    command: test -e " +
+                                             (q.dir.root / "go").string() + "\n");
+  CHECK(run_arun({off, "--session-dir", q.sessions.string(), "--cache-dir", q.cache.string(), "--no-cache", "-q"},
+                 q.dir.root.string()).exit_code == 1);
+  std::string off_session;
+  for (const auto& e : fs::directory_iterator(q.sessions)) off_session = e.path().filename().string();
+  q.dir.write("go", "");
+  CHECK(run_arun({"resume", off_session, "--session-dir", q.sessions.string(), "-q"}, q.dir.root.string()).exit_code == 0);
+  CHECK_FALSE(fs::exists(q.cache / "results"));
 }

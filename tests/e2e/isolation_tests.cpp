@@ -162,7 +162,7 @@ TEST_CASE("isolation e2e: kill -9 in a worktree fan-out then resume and clean le
   REQUIRE_FALSE(session.empty());
   const auto resumed = run_arun({"resume", session, "--session-dir", p.sessions.string(), "-q", "--output-format", "json"},
                                 p.repo.string(), std::chrono::seconds(120), p.env());
-  INFO(resumed.err);
+  INFO(resumed.err << resumed.out);
   REQUIRE(resumed.exit_code == 0);
   CHECK(p.registered() == 1);
   for (int i = 0; i < 6; ++i)

@@ -161,10 +161,12 @@ TEST_CASE("cache: the key covers the rendered command the values it reads env cw
   const auto x_one = key_of(with_x, opts(unused));
   with_x.context["x"] = "two";
   CHECK(key_of(with_x, opts(unused)) != x_one);
-  // A context value the step does not read is not part of its work.
+  // The whole context is exported to a bash step: a script it runs may read any of it.
   with_x.context["x"] = "one";
-  with_x.context["unrelated"] = "anything";
-  CHECK(key_of(with_x, opts(unused)) == x_one);
+  with_x.context["target"] = "staging";
+  const auto staging = key_of(with_x, opts(unused));
+  with_x.context["target"] = "production";
+  CHECK(key_of(with_x, opts(unused)) != staging);
 
   auto env_step = bash_step("a", "out:hi");
   env_step.env = {{"A", "1"}, {"B", "2"}};
@@ -241,6 +243,72 @@ TEST_CASE("cache: only clean completions are stored and a failure runs again nex
   const auto degraded = run(third, make({prose}), opts(cache));
   CHECK(degraded.step_results[0].status == step_status::degraded);
   CHECK(cache.stores == 0);
+}
+
+TEST_CASE("cache: an output holding a secret is not kept and one the step now refuses is no hit", "[cache]") {
+  memory_cache cache;
+  recipe r = make({bash_step("a", "out:token {{token}}")});
+  r.context["token"] = "hunter2";
+  auto o = opts(cache);
+  o.secret_names.insert("token");
+  fake_runner first;
+  recorder events;
+  run(first, r, std::move(o), &events);
+  CHECK(first.calls.size() == 1);
+  CHECK(cache.stores == 0);
+  bool warned = false;
+  for (const auto& e : events.of(event_kind::warning)) warned = warned || e.message.find("holds a secret") != std::string::npos;
+  CHECK(warned);
+
+  // Stored as prose; the step now wants JSON: the stored output is no hit, the step runs.
+  memory_cache prose_cache;
+  auto prose = bash_step("b", "out:plain words");
+  fake_runner before;
+  run(before, make({prose}), opts(prose_cache));
+  CHECK(prose_cache.stores == 1);
+  prose.parse_json = true;
+  prose.parse_json_required = true;
+  prose.on_error = on_error_policy::continue_run;
+  fake_runner after;
+  const auto judged = run(after, make({prose}), opts(prose_cache));
+  CHECK(after.calls.size() == 1);
+  CHECK_FALSE(judged.step_results[0].cached);
+}
+
+TEST_CASE("cache: an agent's schema is part of its key and a fallback model's reply is not kept", "[cache]") {
+  memory_cache cache;
+  step s;
+  s.id = "ask";
+  s.type = step_type::agent;
+  s.agent.prompt = "classify";
+  s.agent.model = "big";
+  s.cache = std::make_shared<const step_cache>();
+  fake_runner first;
+  run(first, make({s}), opts(cache));
+  REQUIRE(cache.asked.size() == 1);
+  s.parse_json = true;
+  fake_runner second;
+  run(second, make({s}), opts(cache));
+  REQUIRE(cache.asked.size() == 2);
+  CHECK(cache.asked[0] != cache.asked[1]);
+  CHECK(cache.asked[1].find("parse_json 11:best_effort") != std::string::npos);
+
+  // Rate limited until the last retry, which the fallback model answers: not kept.
+  memory_cache fallback_cache;
+  step limited = s;
+  limited.parse_json = false;
+  limited.agent.prompt = "busy";
+  auto o = opts(fallback_cache);
+  o.agents.rate_limit_retries = 1;
+  o.agents.rate_limit_delay = 0.001;
+  o.agents.rate_limit_fallback_model = "cheap";
+  fake_runner third;
+  third.rate_limited_left["busy"] = 1;
+  const auto result = run(third, make({limited}), std::move(o));
+  REQUIRE(third.agent_calls.size() == 2);
+  CHECK(third.agent_calls[1].model == "cheap");
+  CHECK(result.step_results[0].status == step_status::completed);
+  CHECK(fallback_cache.stores == 0);
 }
 
 TEST_CASE("cache: max_age goes to the lookup and refresh runs the step again and replaces its entry", "[cache]") {

@@ -496,3 +496,18 @@ TEST_CASE("result_store: parse_age reads s m h d w and bare seconds and explains
   CHECK_FALSE(io::parse_age("5300w", why));
   CHECK(io::parse_age("5200w", why) == seconds(5200LL * 7 * 86400));
 }
+
+TEST_CASE("result_store: an output longer than the run keeps is no hit", "[cache]") {
+  arun::test::temp_dir dir{"arun-result-store-limit"};
+  arun::io::result_store store(dir.root.string(), 0);
+  arun::cached_output out;
+  out.stdout_text = std::string(100, 'x');
+  out.instance = "a";
+  const auto key = store.hash("long output");
+  REQUIRE(store.store(key, out).empty());
+  CHECK(store.find(key, std::nullopt));
+  store.limit_output(10);
+  CHECK_FALSE(store.find(key, std::nullopt));
+  store.limit_output(100);
+  CHECK(store.find(key, std::nullopt));
+}

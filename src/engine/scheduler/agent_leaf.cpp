@@ -70,7 +70,8 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   // before any slot or spacing is waited for, and spends nothing.
   auto cache = probe_cache(s, sc, instance, inv);
   warn(s, instance, cache.warnings);
-  if (cache.hit) co_return cached_outcome(s, instance, std::move(*cache.hit));
+  if (cache.hit)
+    if (auto reused = cached_outcome(s, instance, std::move(*cache.hit))) co_return std::move(*reused);
   inv.timeout = effective_timeout(s, frame_.r);
   if (!model.empty()) inv.model = model;
   inv.placement = placement_of(s);
@@ -134,7 +135,8 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   const auto reply = cache.key.empty() ? std::string() : out.stdout_text;
   const auto took = out.duration;
   auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs, calls);
-  remember_output(s, instance, cache, o, reply, took);
+  // A reply of the rate-limit fallback model is not the requested model's: not kept.
+  if (model.empty()) remember_output(s, sc, instance, cache, o, reply, took);
   if (o.result.attempts > 0) o.result.attempts = calls;
   o.result.usage = std::move(spent);
   o.rate_limited = o.result.status == step_status::failed && !o.result.timed_out && !cancelled &&

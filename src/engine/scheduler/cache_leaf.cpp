@@ -33,12 +33,11 @@ step_executor::cache_probe step_executor::probe_cache(const step& s, scope sc, c
   if (!s.cache || !rs_.options.cache) return {};
   std::string m = "arun cache key 1\ntype bash\n";
   field(m, "command", inv.command);
-  // The values the script reads: every variable it names (a template's ${RECIPE_VAR_…}, an
-  // alias it expands itself), in name order. Others cannot change what it does.
-  std::map<std::string_view, std::string_view> read;
-  for (const auto& v : inv.exports)
-    if (inv.command.find(v.name) != std::string::npos) read[v.name] = v.value;
-  for (const auto& [name, value] : read) field(m, "var " + std::string(name), value);
+  // Every variable the script gets, in name order: the context is exported whole, and a
+  // script it runs (`./deploy.sh` reading $TARGET) may read any of it without naming it.
+  std::map<std::string_view, std::string_view> exported;
+  for (const auto& v : inv.exports) exported[v.name] = v.value;
+  for (const auto& [name, value] : exported) field(m, "var " + std::string(name), value);
   env_fields(m, inv.env);
   auto identity = rs_.runner.identity(inv);
   cache_probe probe;
@@ -60,6 +59,11 @@ step_executor::cache_probe step_executor::probe_cache(const step& s, scope sc, c
   field(m, "model", inv.model);
   field(m, "provider", inv.provider);
   field(m, "provider_preferences", inv.provider_preferences.is_null() ? "" : to_compact_json(inv.provider_preferences));
+  // How the reply is judged decides which reply the calls end with (parse_json's reminder,
+  // output_schema's corrections): another schema is other work.
+  field(m, "parse_json", s.parse_json ? (s.parse_json_required ? "required" : "best_effort") : "");
+  field(m, "output_schema", s.output_schema ? to_compact_json(s.output_schema->document()) : "");
+  field(m, "schema_retries", std::to_string(s.schema_retries));
   env_fields(m, inv.env);
   auto identity = rs_.runner.identity(inv);
   cache_probe probe;
@@ -120,23 +124,45 @@ step_executor::cache_probe step_executor::finish_probe(const step& s, scope sc, 
   return probe;
 }
 
-instance_outcome step_executor::cached_outcome(const step& s, const std::string& instance, cached_output&& hit) {
+std::optional<instance_outcome> step_executor::cached_outcome(const step& s, const std::string& instance,
+                                                             cached_output&& hit) {
   leaf_outcome o;
   o.started = true;  // as if: the outcome is judged as the stored run's was
   o.exit_code = 0;
   o.stdout_text = std::move(hit.stdout_text);
   auto out = to_outcome(s, instance, std::move(o), rs_.options.outputs);
+  // Judged now as it was then: an output the step's present parse_json or output_schema
+  // refuses is no hit (the step runs, and an agent is asked again as it would be).
+  if (out.result.status != step_status::completed) return std::nullopt;
   out.result.cached = true;
   out.result.attempts = 0;  // no child ran
   out.result.exit_code = std::nullopt;
   return out;
 }
 
-void step_executor::remember_output(const step& s, const std::string& instance, const cache_probe& probe,
+bool step_executor::holds_secret(scope sc, std::string_view text) const {
+  auto check = [&](std::string_view name) {
+    const auto* v = sc.context ? sc.context->if_contains(name) : nullptr;
+    return v && v->is_string() && !v->get_string().empty() && text.find(std::string_view(v->get_string())) != std::string_view::npos;
+  };
+  for (const auto& name : rs_.options.secret_names)
+    if (check(name)) return true;
+  for (const auto& name : frame_.r.secrets)
+    if (check(name)) return true;
+  return false;
+}
+
+void step_executor::remember_output(const step& s, scope sc, const std::string& instance, const cache_probe& probe,
                                     const instance_outcome& o, const std::string& stdout_text,
                                     std::chrono::nanoseconds took) {
   // Only a clean completion: a degraded parse_json or a failure is never worth reusing.
   if (probe.key.empty() || o.result.status != step_status::completed || o.result.truncated) return;
+  // A secret never goes to the cache (which outlives the session, unmasked): such an output
+  // is not kept.
+  if (holds_secret(sc, stdout_text)) {
+    warn(s, instance, {"cache: the output holds a secret's value, so it is not kept in the cache"});
+    return;
+  }
   cached_output entry;
   entry.stdout_text = stdout_text;
   entry.duration = took;

@@ -221,7 +221,8 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   // A cached output is reused before any slot is asked for: a hit starts nothing.
   auto cache = probe_cache(s, sc, instance, inv);
   warn(s, instance, cache.warnings);
-  if (cache.hit) co_return cached_outcome(s, instance, std::move(*cache.hit));
+  if (cache.hit)
+    if (auto reused = cached_outcome(s, instance, std::move(*cache.hit))) co_return std::move(*reused);
   inv.timeout = effective_timeout(s, frame_.r);
   inv.placement = placement_of(s);
   if (sc.fan_out) inv.placement.fan_out = *sc.fan_out;
@@ -239,7 +240,7 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   const auto text = out.stdout_text;
   const auto took = out.duration;
   auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs);
-  remember_output(s, instance, cache, o, text, took);
+  remember_output(s, sc, instance, cache, o, text, took);
   co_return o;
 }
 

@@ -261,10 +261,15 @@ private:
                            const std::string& working_dir);
   /// The outcome of a hit: completed and `cached`, the output derived from the stored text
   /// as if the child had just printed it; no child, no attempt.
-  instance_outcome cached_outcome(const step& s, const std::string& instance, cached_output&& hit);
-  /// Keeps a completed instance's stdout under its key; a failure is a warning.
-  void remember_output(const step& s, const std::string& instance, const cache_probe& probe,
+  /// None when the step, judging the stored output now (parse_json, output_schema), would not
+  /// complete with it: then the hit is no hit and the step runs.
+  std::optional<instance_outcome> cached_outcome(const step& s, const std::string& instance, cached_output&& hit);
+  /// Keeps a completed instance's stdout under its key; a failure is a warning. An output
+  /// holding a secret's value is not kept.
+  void remember_output(const step& s, scope sc, const std::string& instance, const cache_probe& probe,
                        const instance_outcome& o, const std::string& stdout_text, std::chrono::nanoseconds took);
+  /// Whether `text` holds the value of a secret (--secret, --secret-env, a recipe's `secrets:`).
+  bool holds_secret(scope sc, std::string_view text) const;
   /// A recorded instance, as the journal has it: step_end, and the outcome to go on with.
   instance_outcome replay(const step& s, const std::string& instance, bool iteration, const finished_instance& done);
   /// step_end (and the journal, when skipped) for a step the sequence never started.

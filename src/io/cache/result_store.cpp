@@ -232,6 +232,8 @@ std::optional<cached_output> result_store::find(const std::string& key,
     if (!read_rest(fd, text)) return std::nullopt;
     auto entry = parse_entry(text, key);
     if (!entry) return std::nullopt;
+    // Longer than this run keeps (--max-output): the step runs, and is cut as it would be.
+    if (output_limit_ > 0 && entry->stdout_text.size() > output_limit_) return std::nullopt;
     // In whole seconds: ages are given in seconds, and max_age in nanoseconds could overflow.
     if (max_age && std::chrono::duration_cast<std::chrono::seconds>(clock_type::now() - entry->created) >= *max_age)
       return std::nullopt;

@@ -83,6 +83,9 @@ public:
   /// file sizes and times. A missing cache is no error.
   removal trim(std::string& error);
 
+  /// Outputs longer than `bytes` (the run's --max-output) are no hits; 0: no bound.
+  void limit_output(std::uint64_t bytes) noexcept { output_limit_ = bytes; }
+
   /// The bytes of the entries this object stored (a run that stored nothing needs no trim).
   std::uint64_t stored_bytes() const noexcept { return stored_bytes_.load(); }
 
@@ -96,6 +99,7 @@ private:
   std::string dir_;
   std::uint64_t max_bytes_;
   std::atomic<std::uint64_t> stored_bytes_{0};
+  std::uint64_t output_limit_ = 0;
 };
 
 }  // namespace arun::io

@@ -125,13 +125,14 @@ session_workspaces::session_workspaces(std::string session_dir, std::string sess
     for (const auto& [repo, commit] : bases->get_object())
       if (commit.is_string()) bases_[std::string(repo)] = std::string(commit.get_string());
   if (const auto* trees = v.as_object().if_contains("trees"); trees && trees->is_object())
-    for (const auto& [instance, t] : trees->get_object()) {
-      if (!t.is_object()) continue;
-      auto text_of = [&](const char* k) {
-        const auto* x = t.get_object().if_contains(k);
+    for (const auto& entry : trees->get_object()) {
+      if (!entry.value().is_object()) continue;
+      const auto& t = entry.value().get_object();
+      auto text_of = [&t](const char* k) {
+        const auto* x = t.if_contains(k);
         return x && x->is_string() ? std::string(x->get_string()) : std::string();
       };
-      trees_[std::string(instance)] = {text_of("kind"), text_of("root"), text_of("repo"), text_of("branch")};
+      trees_[std::string(entry.key())] = {text_of("kind"), text_of("root"), text_of("repo"), text_of("branch")};
     }
 }
 
@@ -181,8 +182,9 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
   const auto root = session_dir_ + "/worktrees/" + tree_path(instance);
   const auto branch = instance_branch(session_id_, instance);
   // An earlier attempt's tree (a retry, a resume) goes first: each attempt starts afresh.
+  // Forced twice: a tree whose `git worktree add` was killed half-way is locked.
   if (fs::exists(root, ec)) {
-    auto removed = co_await git(repo, words("worktree", "remove", "--force", root));
+    auto removed = co_await git(repo, words("worktree", "remove", "--force", "--force", root));
     (void)removed;  // a tree git no longer knows is removed below all the same
     fs::remove_all(root, ec);
   }
@@ -245,7 +247,7 @@ boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isol
     if (keep_all_) co_return warnings;
     const auto repo = trees_.contains(instance) ? trees_.at(instance).repo : std::string();
     const auto checkout = repo.empty() ? w.root : repo;
-    auto removed = co_await git(checkout, words("worktree", "remove", "--force", w.root));
+    auto removed = co_await git(checkout, words("worktree", "remove", "--force", "--force", w.root));
     if (!removed.ok) {
       warnings.push_back("worktree " + w.root + " could not be removed: " + removed.why);
       co_return warnings;
@@ -288,7 +290,7 @@ std::vector<std::string> remove_session_workspaces(const std::string& session_di
       const std::string checkout(repo->get_string());
       repos.insert(checkout);
       std::error_code exists_ec;
-      if (fs::exists(checkout, exists_ec)) (void)git_now(checkout, {"worktree", "remove", "--force", path});
+      if (fs::exists(checkout, exists_ec)) (void)git_now(checkout, {"worktree", "remove", "--force", "--force", path});
     }
     std::error_code rm;
     fs::remove_all(path, rm);
