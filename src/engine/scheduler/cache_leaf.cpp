@@ -39,15 +39,7 @@ step_executor::cache_probe step_executor::probe_cache(const step& s, scope sc, c
   for (const auto& v : inv.exports) exported[v.name] = v.value;
   for (const auto& [name, value] : exported) field(m, "var " + std::string(name), value);
   env_fields(m, inv.env);
-  auto identity = rs_.runner.identity(inv);
-  cache_probe probe;
-  if (!identity.error.empty()) {
-    probe.warnings.push_back("cache: not used for this instance: " + identity.error);
-    return probe;
-  }
-  field(m, "cwd", identity.working_dir);
-  field(m, "runner", identity.text);
-  return finish_probe(s, sc, instance, std::move(m), identity.working_dir);
+  return finish_probe(s, sc, instance, std::move(m), rs_.runner.identity(inv));
 }
 
 step_executor::cache_probe step_executor::probe_cache(const step& s, scope sc, const std::string& instance,
@@ -65,20 +57,19 @@ step_executor::cache_probe step_executor::probe_cache(const step& s, scope sc, c
   field(m, "output_schema", s.output_schema ? to_compact_json(s.output_schema->document()) : "");
   field(m, "schema_retries", std::to_string(s.schema_retries));
   env_fields(m, inv.env);
-  auto identity = rs_.runner.identity(inv);
+  return finish_probe(s, sc, instance, std::move(m), rs_.runner.identity(inv));
+}
+
+step_executor::cache_probe step_executor::finish_probe(const step& s, scope sc, const std::string& instance,
+                                                       std::string material, const leaf_identity& identity) {
   cache_probe probe;
   if (!identity.error.empty()) {
     probe.warnings.push_back("cache: not used for this instance: " + identity.error);
     return probe;
   }
-  field(m, "cwd", identity.working_dir);
-  field(m, "runner", identity.text);
-  return finish_probe(s, sc, instance, std::move(m), identity.working_dir);
-}
-
-step_executor::cache_probe step_executor::finish_probe(const step& s, scope sc, const std::string& instance,
-                                                       std::string material, const std::string& working_dir) {
-  cache_probe probe;
+  field(material, "cwd", identity.working_dir);
+  field(material, "runner", identity.text);
+  const auto& working_dir = identity.working_dir;
   const auto& c = *s.cache;
   const auto builtins = step_builtins(s, instance);
   const auto in = view(sc, builtins);

@@ -255,10 +255,10 @@ private:
   };
   cache_probe probe_cache(const step& s, scope sc, const std::string& instance, const bash_invocation& inv);
   cache_probe probe_cache(const step& s, scope sc, const std::string& instance, const agent_invocation& inv);
-  /// The part of a key both kinds share (`cache.key`, `cache.files`, the scope), the hash,
-  /// and the lookup.
+  /// The part of a key both kinds share (the runner's identity, `cache.key`, `cache.files`,
+  /// the scope), the hash, and the lookup.
   cache_probe finish_probe(const step& s, scope sc, const std::string& instance, std::string material,
-                           const std::string& working_dir);
+                           const leaf_identity& identity);
   /// The outcome of a hit: completed and `cached`, the output derived from the stored text
   /// as if the child had just printed it; no child, no attempt.
   /// None when the step, judging the stored output now (parse_json, output_schema), would not
