@@ -10,6 +10,7 @@
 
 #include <boost/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -194,4 +195,38 @@ TEST_CASE("slurm run: without Slurm's clients on PATH the run stops before any s
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--executor slurm needs Slurm's sbatch on PATH") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.root / "ran"));
+}
+
+TEST_CASE("slurm run: steps with isolation run as jobs in their worktrees under the session and commit there") {
+  if (const auto why = slurm_cluster::unavailable_reason(); !why.empty()) {
+    WARN("no Slurm here: " << why);
+    return;
+  }
+  {
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    const auto repo = dir.root / "repo";
+    fs::create_directories(repo);
+    REQUIRE(std::system(("cd '" + repo.string() + "' && git init -q && echo base > README.md && git add README.md && "
+                         "git -c user.name=t -c user.email=t@t commit -qm base").c_str()) == 0);
+    std::ofstream(dir.root / "iso.yaml") << "name: iso\nsteps:\n  - id: w\n    foreach: [0, 1, 2]\n    parallel: true\n"
+                                            "    isolation: worktree\n    command: echo {{item}} > mine.txt; pwd\n";
+    const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", (dir.root / "sessions").string(),
+                                         "--executor", "slurm", "-C", repo.string(), (dir.root / "iso.yaml").string()},
+                                        repo.string(), std::chrono::seconds(90), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    const auto result = arun::test::result_json(r);
+    const std::string id(result.at("session_id").as_string());
+    const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
+    CHECK(std::string(outputs.at(1).as_string()) == (dir.root / "sessions" / id / "worktrees" / "w[1]").string());
+    for (int i = 0; i < 3; ++i) {
+      const auto show = "cd '" + repo.string() + "' && test \"$(git show arun/" + id + "/w-" + std::to_string(i) +
+                        ":mine.txt)\" = " + std::to_string(i);
+      CHECK(std::system(show.c_str()) == 0);
+    }
+    CHECK(std::system(("test \"$(git -C '" + repo.string() + "' worktree list | wc -l)\" = 1").c_str()) == 0);
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
 }
