@@ -418,13 +418,13 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   }
   // Steps with `isolation:` run in trees of their own, kept in the session. A resume first
   // removes the trees its crashed or stopped instances left (a failed one's stays for
-  // inspection until it runs again).
+  // inspection until it runs again; with --keep-worktrees every finished one's stays).
   std::optional<io::session_workspaces> workspaces;
   if (store) {
     if (store->resumed())
-      for (const auto& problem : io::remove_session_workspaces(store->dir(), [store](std::string_view instance) {
+      for (const auto& problem : io::remove_session_workspaces(store->dir(), [store, &s](std::string_view instance) {
              const auto* done = store->find(instance);
-             return done && done->result.status == step_status::failed;
+             return done && (done->result.status == step_status::failed || s.keep_worktrees);
            }))
         std::fprintf(stderr, "arun: warning: %s\n", problem.c_str());
     workspaces.emplace(store->dir(), session_id, base_dir, s.keep_worktrees);

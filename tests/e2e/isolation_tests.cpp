@@ -92,7 +92,7 @@ TEST_CASE("isolation e2e: 8 agents in worktrees write without cross-talk and eac
   CHECK_FALSE(fs::exists(p.repo / "result.txt"));
   CHECK(sh(p.repo.string(), "git status --porcelain") == "");
   for (int i = 0; i < 8; ++i) {
-    const auto branch = "arun/" + session + "/fix-" + std::to_string(i);
+    const auto branch = "arun/" + session + "/fix/" + std::to_string(i);
     INFO(branch);
     CHECK(sh(p.repo.string(), "git show " + branch + ":result.txt") == "agent " + std::to_string(i));
     CHECK(sh(p.repo.string(), "git rev-list --count " + p.base + ".." + branch) == "1");
@@ -107,7 +107,7 @@ TEST_CASE("isolation e2e: 8 agents in worktrees write without cross-talk and eac
   REQUIRE(calls.size() == 8);
   for (const auto& c : calls) CHECK(std::string(c.at("cwd").as_string()).find("/worktrees/fix[") != std::string::npos);
   // The prompt named the instance's tree and branch.
-  CHECK(std::string(calls[0].at("stdin").as_string()).find("on arun/" + session + "/fix-") != std::string::npos);
+  CHECK(std::string(calls[0].at("stdin").as_string()).find("on arun/" + session + "/fix/") != std::string::npos);
   CHECK(arun::test::leftover_processes().empty());
 }
 
@@ -166,7 +166,7 @@ TEST_CASE("isolation e2e: kill -9 in a worktree fan-out then resume and clean le
   REQUIRE(resumed.exit_code == 0);
   CHECK(p.registered() == 1);
   for (int i = 0; i < 6; ++i)
-    CHECK(sh(p.repo.string(), "git show arun/" + session + "/s-" + std::to_string(i) + ":mine.txt") == std::to_string(i));
+    CHECK(sh(p.repo.string(), "git show arun/" + session + "/s/" + std::to_string(i) + ":mine.txt") == std::to_string(i));
   const auto clean = run_arun({"sessions", "clean", "--older-than", "0", "--session-dir", p.sessions.string()},
                               p.repo.string());
   CHECK(clean.exit_code == 0);
@@ -202,4 +202,62 @@ TEST_CASE("isolation e2e: validate places isolation with cache and on a loop ste
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("bad.yaml:6:16: error: 'isolation' and 'cache' do not go together") != std::string::npos);
   CHECK(r.err.find("bad.yaml:8:16: error: 'isolation' must be one of worktree, copy, none") != std::string::npos);
+}
+
+TEST_CASE("isolation e2e: instances whose ids look alike get branches of their own and a symlinked directory works") {
+  git_project p;
+  fs::create_directories(p.repo / "sub");
+  p.dir.write("repo/sub/keep.txt", "x\n");
+  REQUIRE(sh(p.repo.string(), "git add sub && git -c user.name=t -c user.email=t@t commit -qm sub && echo ok") == "ok");
+  fs::create_symlink(p.repo, p.dir.root / "link");
+  // `a[1]` and a step `a-1`, `a.b` and `a-b`: four instances, four branches, each its own file.
+  const auto recipe = p.dir.write("alike.yaml",
+                                  "name: alike\nsteps:\n  - id: a\n    foreach: [0, 1]\n    isolation: worktree\n"
+                                  "    command: echo {{item}} > a_{{item}}.txt\n"
+                                  "  - id: a-1\n    isolation: worktree\n    command: echo dash > dash.txt\n"
+                                  "  - id: a.b\n    isolation: worktree\n    command: echo dot > dot.txt\n"
+                                  "  - id: a-b\n    isolation: worktree\n    command: echo ab > ab.txt\n"
+                                  "  - id: via-link\n    isolation: worktree\n    working_dir: " +
+                                      (p.dir.root / "link" / "sub").string() + "\n    command: pwd; cat keep.txt\n");
+  const auto r = p.arun({recipe});
+  INFO(r.err << r.out);
+  REQUIRE(r.exit_code == 0);
+  const auto result = result_json(r);
+  const auto session = std::string(result.at("session_id").as_string());
+  const auto show = [&](const std::string& branch, const std::string& file) {
+    return sh(p.repo.string(), "git show 'arun/" + session + "/" + branch + ":" + file + "'");
+  };
+  CHECK(show("a/1", "a_1.txt") == "1");
+  CHECK(show("a-1", "dash.txt") == "dash");
+  CHECK(show("a%2Eb", "dot.txt") == "dot");
+  CHECK(show("a-b", "ab.txt") == "ab");
+  CHECK(show("a-1", "a_1.txt").starts_with("<exit"));  // not a[1]'s work
+  // Through the symlink the step ran inside its worktree, in `sub`.
+  const auto& via = result.at("step_results").as_array().at(4).as_object();
+  CHECK(std::string(via.at("output").as_string()) ==
+        (p.sessions / session / "worktrees" / "via-link" / "sub").string() + "\nx");
+  CHECK(p.registered() == 1);
+}
+
+TEST_CASE("isolation e2e: sessions clean leaves the user's own worktrees alone and copy refuses to copy its session") {
+  git_project p;
+  // The user's own worktree, on a disk that is not there right now.
+  REQUIRE(sh(p.repo.string(), "git worktree add -q ../userwt && echo ok") == "ok");
+  fs::rename(p.dir.root / "userwt", p.dir.root / "userwt-away");
+  const auto recipe = p.dir.write("one.yaml", "name: one\nsteps:\n  - id: w\n    isolation: worktree\n"
+                                              "    command: exit 1\n");
+  CHECK(p.arun({recipe}).exit_code == 1);  // its tree is kept
+  const auto clean = run_arun({"sessions", "clean", "--older-than", "0", "--session-dir", p.sessions.string()},
+                              p.repo.string());
+  CHECK(clean.exit_code == 0);
+  fs::rename(p.dir.root / "userwt-away", p.dir.root / "userwt");
+  CHECK(sh((p.dir.root / "userwt").string(), "git status --porcelain && echo fine") == "fine");
+  CHECK(p.registered() == 2);  // the checkout and the user's worktree; arun's is gone
+
+  // A session inside the directory a copy is made of is refused, not copied into itself.
+  const auto copy = p.dir.write("copy.yaml", "name: copy\nsteps:\n  - id: c\n    isolation: copy\n    command: pwd\n");
+  const auto refused = run_arun({copy, "--session-dir", (p.repo / ".sessions").string(), "-q", "--output-format", "json"},
+                                p.repo.string());
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.out.find("which would copy itself") != std::string::npos);
 }

@@ -451,7 +451,7 @@ TEST_CASE("pattern parallel-fixes: three agents in worktrees each leave one comm
   const auto result = result_of(r);
   const auto session = str(result.at("session_id"));
   const auto branches = str(result.at("context").at("branches"));
-  for (const auto* line : {"/fix-0: config/login.conf", "/fix-1: export/encoding.conf", "/fix-2: api/paging.conf"})
+  for (const auto* line : {"/fix/0: config/login.conf", "/fix/1: export/encoding.conf", "/fix/2: api/paging.conf"})
     CHECK(branches.find("arun/" + session + std::string(line)) != std::string::npos);
   CHECK_FALSE(fs::exists(repo + "/config"));  // the checkout itself is untouched
   const auto calls = p.calls();

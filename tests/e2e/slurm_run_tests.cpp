@@ -221,7 +221,7 @@ TEST_CASE("slurm run: steps with isolation run as jobs in their worktrees under 
     const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
     CHECK(std::string(outputs.at(1).as_string()) == (dir.root / "sessions" / id / "worktrees" / "w[1]").string());
     for (int i = 0; i < 3; ++i) {
-      const auto show = "cd '" + repo.string() + "' && test \"$(git show arun/" + id + "/w-" + std::to_string(i) +
+      const auto show = "cd '" + repo.string() + "' && test \"$(git show arun/" + id + "/w/" + std::to_string(i) +
                         ":mine.txt)\" = " + std::to_string(i);
       CHECK(std::system(show.c_str()) == 0);
     }

@@ -6,10 +6,15 @@
 #include "process/supervisor.hpp"
 #include "session/instance_logs.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json/parse.hpp>
+
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -36,6 +41,16 @@ struct git_result {
   bool ok = false;
   std::string out, why;  ///< stdout (trimmed); why it failed (stderr's last line, or the launch error)
 };
+
+// `rm`, `cp`: long-running file work as supervised children.
+process_spec command_spec(std::vector<std::string> argv) {
+  process_spec spec;
+  spec.launch.argv = std::move(argv);
+  spec.launch.env = current_environment();
+  spec.kill_grace = std::chrono::seconds(2);
+  spec.label = spec.launch.argv.front();
+  return spec;
+}
 
 process_spec git_spec(const std::string& dir, std::vector<std::string> args) {
   process_spec spec;
@@ -89,26 +104,18 @@ std::string index_file(const std::string& session_dir) { return session_dir + "/
 }  // namespace
 
 std::string instance_branch(const std::string& session_id, const std::string& instance) {
+  // One to one, so no two instances ever share a branch: an index becomes a component
+  // (`fan[3]/review` -> `fan/3/review`), letters, digits, '_' and '-' stay, and any other
+  // byte is written %XX ('.' too: no `..`, no `.lock`, no component starting with a dot).
   std::string name;
   for (const char c : instance) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    if (plain) name += c;
-    else if (c == '/') name += '/';
+    if (plain || c == '/') name += c;
+    else if (c == '[') name += '/';
     else if (c == ']') continue;
-    else name += '-';  // `[`, `.`, anything else git refuses or reads specially
+    else name += fmt::format("%{:02X}", static_cast<unsigned char>(c));
   }
-  // No empty component, none starting with '-' or '.', no trailing '/'.
-  std::string clean;
-  std::size_t start = 0;
-  while (start <= name.size()) {
-    const auto slash = name.find('/', start);
-    auto part = name.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    while (!part.empty() && part.front() == '-') part.erase(part.begin());
-    if (!part.empty()) clean += (clean.empty() ? "" : "/") + part;
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  return "arun/" + session_id + "/" + (clean.empty() ? std::string("step") : clean);
+  return "arun/" + session_id + "/" + (name.empty() ? std::string("step") : name);
 }
 
 session_workspaces::session_workspaces(std::string session_dir, std::string session_id, std::string base_dir,
@@ -162,7 +169,7 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
                                                                                       std::string working_dir) {
   std::error_code ec;
   const auto dir = fs::absolute(fs::path(base_dir_) / working_dir, ec).lexically_normal().string();
-  if (kind == isolation_kind::copy) co_return make_copy(instance, dir);
+  if (kind == isolation_kind::copy) co_return co_await make_copy(instance, dir);
   co_return co_await make_worktree(instance, dir);
 }
 
@@ -172,8 +179,10 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
   if (!top.ok)
     co_return "worktree: " + dir + " is not in a git checkout (" + top.why + "); isolation: copy works without git";
   const std::string repo = top.out;
+  // Where the step runs inside the checkout, as git sees it (a path through a symlink too).
+  auto prefix = co_await git(dir, words("rev-parse", "--show-prefix"));
+  const std::string inside = prefix.ok ? prefix.out : std::string();
   std::error_code ec;
-  const auto inside = fs::path(dir).lexically_relative(repo).string();
   if (!bases_.contains(repo)) {
     auto head = co_await git(repo, words("rev-parse", "--verify", "HEAD^{commit}"));
     if (!head.ok) co_return "worktree: " + repo + " has no commit to start from (" + head.why + ")";
@@ -181,6 +190,11 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
   }
   const auto root = session_dir_ + "/worktrees/" + tree_path(instance);
   const auto branch = instance_branch(session_id_, instance);
+  // Listed before it exists: a crash during `git worktree add` leaves a tree that resume and
+  // `sessions clean` know to unregister.
+  remember(instance, "worktree", root, repo, branch);
+  // git's worktree administration is not safe to run twice at once in one checkout.
+  auto hold = co_await lock(repo);
   // An earlier attempt's tree (a retry, a resume) goes first: each attempt starts afresh.
   // Forced twice: a tree whose `git worktree add` was killed half-way is locked.
   if (fs::exists(root, ec)) {
@@ -188,36 +202,66 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
     (void)removed;  // a tree git no longer knows is removed below all the same
     fs::remove_all(root, ec);
   }
-  auto pruned = co_await git(repo, words("worktree", "prune"));
-  (void)pruned;  // best effort: stale registrations of earlier trees
   make_private_directories(fs::path(root).parent_path().string(), ec);
-  auto added = co_await git(repo, words("worktree", "add", "--quiet", "-B", branch, root, bases_.at(repo)));
+  // --force: this instance's own registration may outlive its directory (a crash).
+  auto added =
+      co_await git(repo, words("worktree", "add", "--force", "--quiet", "-B", branch, root, bases_.at(repo)));
   if (!added.ok) co_return "worktree: git worktree add " + root + " failed: " + added.why;
-  remember(instance, "worktree", root, repo, branch);
   workspace w;
   w.root = root;
-  w.dir = inside.empty() || inside == "." ? root : root + "/" + inside;
+  w.dir = inside.empty() ? root : root + "/" + inside;
+  while (w.dir.size() > root.size() && w.dir.back() == '/') w.dir.pop_back();
   w.branch = branch;
   co_return w;
 }
 
-std::variant<workspace, std::string> session_workspaces::make_copy(const std::string& instance, const std::string& dir) {
+boost::asio::awaitable<session_workspaces::repo_hold> session_workspaces::lock(const std::string& repo) {
+  auto& l = locks_[repo];
+  while (l.busy) {
+    auto wake = std::make_shared<boost::asio::steady_timer>(co_await boost::asio::this_coro::executor,
+                                                             boost::asio::steady_timer::time_point::max());
+    l.waiters.push_back(wake);
+    auto ignored = co_await wake->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    (void)ignored;
+  }
+  l.busy = true;
+  co_return repo_hold(this, repo);
+}
+
+void session_workspaces::unlock(const std::string& repo) noexcept {
+  auto& l = locks_[repo];
+  l.busy = false;
+  if (l.waiters.empty()) return;
+  auto next = l.waiters.front();
+  l.waiters.pop_front();
+  next->cancel();
+}
+
+boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces::make_copy(const std::string& instance,
+                                                                                           const std::string& given) {
   const auto root = session_dir_ + "/copies/" + tree_path(instance);
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return "copy: the working directory " + dir + " does not exist";
-  // A session below the directory copied would copy itself.
-  const auto session = fs::absolute(session_dir_, ec).lexically_normal().string();
-  if (session == dir || session.starts_with(dir + "/"))
-    return "copy: the session directory " + session + " is inside " + dir + ", which would copy itself";
-  fs::remove_all(root, ec);
-  make_private_directories(fs::path(root).parent_path().string(), ec);
-  fs::copy(dir, root, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
-  if (ec) {
-    fs::remove_all(root, ec);
-    return "copy: cannot copy " + dir + " to " + root + ": " + ec.message();
-  }
+  if (!fs::is_directory(given, ec)) co_return "copy: the working directory " + given + " does not exist";
+  // A session below the directory copied would copy itself (compared as real paths).
+  const auto dir = fs::weakly_canonical(given, ec).string();
+  const auto session = fs::weakly_canonical(session_dir_, ec).string();
+  const auto rel = fs::path(session).lexically_relative(dir).string();
+  if (!rel.empty() && rel != ".." && !rel.starts_with("../"))
+    co_return "copy: the session directory " + session + " is inside " + dir + ", which would copy itself";
   remember(instance, "copy", root, {}, {});
-  return workspace{root, root, {}};
+  make_private_directories(fs::path(root).parent_path().string(), ec);
+  // By `rm` and `cp` as children: a large tree never holds up the run's loop (a Ctrl-C, the
+  // other steps).
+  auto cleared = co_await run_process(command_spec(words("rm", "-rf", "--", root)));
+  (void)cleared;
+  auto copied = co_await run_process(command_spec(words("cp", "-a", "--", dir, root)));
+  if (!copied.succeeded()) {
+    auto why = judged(copied).why;
+    auto removed = co_await run_process(command_spec(words("rm", "-rf", "--", root)));
+    (void)removed;
+    co_return "copy: cannot copy " + dir + " to " + root + ": " + why;
+  }
+  co_return workspace{root, root, {}};
 }
 
 boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isolation_kind kind, workspace w,
@@ -230,8 +274,9 @@ boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isol
     auto changed = co_await git(w.root, words("diff", "--cached", "--quiet"));
     if (added.ok && !changed.ok) {
       auto commit = words("commit", "--quiet", "--no-verify", "-m", "arun: " + instance + " (session " + session_id_ + ")");
-      auto who = co_await git(w.root, words("config", "user.email"));
-      if (!who.ok) {
+      auto email = co_await git(w.root, words("config", "user.email"));
+      auto name = co_await git(w.root, words("config", "user.name"));
+      if (!email.ok || !name.ok) {
         const auto identity = words("-c", "user.name=arun", "-c", "user.email=arun@localhost");
         commit.insert(commit.begin(), identity.begin(), identity.end());
       }
@@ -247,6 +292,7 @@ boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isol
     if (keep_all_) co_return warnings;
     const auto repo = trees_.contains(instance) ? trees_.at(instance).repo : std::string();
     const auto checkout = repo.empty() ? w.root : repo;
+    auto hold = co_await lock(checkout);
     auto removed = co_await git(checkout, words("worktree", "remove", "--force", "--force", w.root));
     if (!removed.ok) {
       warnings.push_back("worktree " + w.root + " could not be removed: " + removed.why);
@@ -256,9 +302,8 @@ boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isol
     co_return warnings;
   }
   if (keep_all_) co_return warnings;
-  std::error_code ec;
-  fs::remove_all(w.root, ec);
-  if (ec) warnings.push_back("copy " + w.root + " could not be removed: " + ec.message());
+  auto removed = co_await run_process(command_spec(words("rm", "-rf", "--", w.root)));
+  if (!removed.succeeded()) warnings.push_back("copy " + w.root + " could not be removed: " + judged(removed).why);
   else forget(instance);
   co_return warnings;
 }
@@ -296,12 +341,31 @@ std::vector<std::string> remove_session_workspaces(const std::string& session_di
     fs::remove_all(path, rm);
     if (rm) problems.push_back("cannot remove " + path + ": " + rm.message());
   }
-  // Registrations whose directories are gone (a tree removed by hand, a crash mid-removal).
+  // This session's registrations whose directories are gone (a crash mid-add or mid-removal):
+  // only those — a blanket `git worktree prune` would also drop the user's own worktrees on a
+  // disk that is not mounted now.
+  if (const auto* bases = v.as_object().if_contains("bases"); bases && bases->is_object())
+    for (const auto& b : bases->get_object()) repos.insert(std::string(b.key()));
+  std::error_code canon_ec;
+  const auto ours = fs::weakly_canonical(fs::path(session_dir) / "worktrees", canon_ec).string() + "/";
+  const auto ours_as_given = (fs::path(session_dir) / "worktrees").lexically_normal().string() + "/";
   for (const auto& checkout : repos) {
     std::error_code exists_ec;
     if (!fs::exists(checkout, exists_ec)) continue;
-    if (auto pruned = git_now(checkout, {"worktree", "prune"}); !pruned.ok)
-      problems.push_back("git worktree prune in " + checkout + " failed: " + pruned.why);
+    const auto common = git_now(checkout, {"rev-parse", "--path-format=absolute", "--git-common-dir"});
+    if (!common.ok) continue;
+    std::error_code list_ec;
+    for (const auto& admin : fs::directory_iterator(fs::path(common.out) / "worktrees", list_ec)) {
+      std::ifstream gitdir_file(admin.path() / "gitdir");
+      std::string gitdir;
+      std::getline(gitdir_file, gitdir);  // WORKTREE/.git
+      std::error_code gone_ec;
+      if ((gitdir.starts_with(ours) || gitdir.starts_with(ours_as_given)) && !fs::exists(gitdir, gone_ec)) {
+        std::error_code rm;
+        fs::remove_all(admin.path(), rm);
+        if (rm) problems.push_back("cannot unregister " + admin.path().string() + ": " + rm.message());
+      }
+    }
   }
   v.as_object()["trees"] = std::move(kept);
   if (!replace_private_file(index_file(session_dir), to_json_text(v) + "\n"))

@@ -9,6 +9,12 @@
 
 #include <arun/run_services.hpp>
 
+#include <boost/asio/steady_timer.hpp>
+
+#include <deque>
+#include <memory>
+#include <utility>
+
 #include <functional>
 #include <map>
 #include <mutex>
@@ -32,11 +38,37 @@ public:
 private:
   boost::asio::awaitable<std::variant<workspace, std::string>> make_worktree(const std::string& instance,
                                                                              const std::string& dir);
-  std::variant<workspace, std::string> make_copy(const std::string& instance, const std::string& dir);
+  boost::asio::awaitable<std::variant<workspace, std::string>> make_copy(const std::string& instance,
+                                                                         const std::string& dir);
   void remember(const std::string& instance, const std::string& kind, const std::string& root,
                 const std::string& repo, const std::string& branch);
   void forget(const std::string& instance);
   std::string save_index() const;
+
+  // One git worktree administration at a time per checkout (add, remove): git's is not safe
+  // to run twice at once. A hold releases on destruction.
+  class repo_hold {
+  public:
+    repo_hold(session_workspaces* owner, std::string repo) : owner_(owner), repo_(std::move(repo)) {}
+    repo_hold(repo_hold&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), repo_(std::move(o.repo_)) {}
+    repo_hold(const repo_hold&) = delete;
+    repo_hold& operator=(const repo_hold&) = delete;
+    repo_hold& operator=(repo_hold&&) = delete;
+    ~repo_hold() {
+      if (owner_) owner_->unlock(repo_);
+    }
+
+  private:
+    session_workspaces* owner_;
+    std::string repo_;
+  };
+  boost::asio::awaitable<repo_hold> lock(const std::string& repo);
+  void unlock(const std::string& repo) noexcept;
+  struct repo_lock {
+    bool busy = false;
+    std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters;
+  };
+  std::map<std::string, repo_lock> locks_;
 
   std::string session_dir_, session_id_, base_dir_;
   bool keep_all_;
