@@ -231,10 +231,10 @@ boost::asio::awaitable<session_workspaces::repo_hold> session_workspaces::lock(c
 void session_workspaces::unlock(const std::string& repo) noexcept {
   auto& l = locks_[repo];
   l.busy = false;
-  if (l.waiters.empty()) return;
-  auto next = l.waiters.front();
-  l.waiters.pop_front();
-  next->cancel();
+  // Every waiter wakes and checks again; one takes the lock. Waking one alone could wake a
+  // waiter that a stopped run has already abandoned, and leave the others waiting for good.
+  for (auto& waiter : l.waiters) waiter->cancel();
+  l.waiters.clear();
 }
 
 boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces::make_copy(const std::string& instance,
