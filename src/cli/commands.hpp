@@ -81,6 +81,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
                 const std::string& session_id, io::session_store* store);
 /// How a run was invoked, kept in state.json so `resume` loads the recipe the same way.
 boost::json::object invocation_to_json(const recipe_options& o, const std::string& base_dir);
+/// The cache settings of a run (--cache-dir as an absolute path, --no-cache, --cache-max-size,
+/// --keep-worktrees), kept in state.json so its resumes use them again.
+boost::json::object cache_invocation(const run_settings& s);
 
 struct resume_settings {
   std::string session_id;

@@ -205,6 +205,15 @@ int finish_after_store_failure(io::session_store& store, run_result& r, const st
 
 }  // namespace
 
+boost::json::object cache_invocation(const run_settings& s) {
+  std::error_code ec;
+  return {{"dir", s.cache_dir.empty() ? std::string()
+                                      : std::filesystem::absolute(s.cache_dir, ec).lexically_normal().string()},
+          {"off", s.no_cache},
+          {"max_bytes", s.cache_max_bytes},
+          {"keep_worktrees", s.keep_worktrees}};
+}
+
 boost::json::object invocation_to_json(const recipe_options& o, const std::string& base_dir) {
   auto strings = [](const std::vector<std::string>& v) { return boost::json::array(v.begin(), v.end()); };
   // Directories as absolute paths: a resume may start from another directory.
@@ -298,11 +307,7 @@ int run_command(const run_settings& s) {
   state["invocation"].as_object()["executor"] = {{"name", s.executor.empty() ? "local" : s.executor},
                                                 {"shared_dir", shared_dir}};
   // The cache the run used, for its resumes (an absolute directory; empty: the default).
-  state["invocation"].as_object()["cache"] = {
-      {"dir", s.cache_dir.empty() ? std::string() : std::filesystem::absolute(s.cache_dir, ec).lexically_normal().string()},
-      {"off", s.no_cache},
-      {"max_bytes", s.cache_max_bytes},
-      {"keep_worktrees", s.keep_worktrees}};
+  state["invocation"].as_object()["cache"] = cache_invocation(s);
   // Where each secret came from, never its value: a resume asks the same sources again.
   boost::json::array secrets;
   for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});

@@ -266,11 +266,7 @@ int resume_command(const resume_settings& r) {
   // A later resume keeps this one's --set values too, and its cache.
   if (auto* inv = state.if_contains("invocation"); inv && inv->is_object()) {
     inv->get_object()["sets"] = json::array(s.recipe.sets.begin(), s.recipe.sets.end());
-    inv->get_object()["cache"] = {
-        {"dir", s.cache_dir.empty() ? std::string() : fs::absolute(s.cache_dir, ec).lexically_normal().string()},
-        {"off", s.no_cache},
-        {"max_bytes", s.cache_max_bytes},
-        {"keep_worktrees", s.keep_worktrees}};
+    inv->get_object()["cache"] = cache_invocation(s);
   }
   if (auto* inv = state.if_contains("invocation"); inv && inv->is_object()) {
     json::array secrets;

@@ -5,6 +5,7 @@
 
 #include "event_recorder.hpp"
 #include "fake_runner.hpp"
+#include "recipe_builders.hpp"
 #include "run_sync.hpp"
 
 #include <arun/engine.hpp>
@@ -15,6 +16,7 @@
 #include <memory>
 
 using namespace arun;
+using arun::test::make;
 using test::fake_runner;
 using test::recorder;
 
@@ -26,13 +28,6 @@ step agent_step(const std::string& id, const std::string& prompt) {
   s.type = step_type::agent;
   s.agent.prompt = prompt;
   return s;
-}
-
-recipe make(std::vector<step> steps) {
-  recipe r;
-  r.name = "t";
-  r.steps = std::move(steps);
-  return r;
 }
 
 run_options opts() {

@@ -6,6 +6,7 @@
 
 #include "event_recorder.hpp"
 #include "fake_runner.hpp"
+#include "recipe_builders.hpp"
 #include "run_sync.hpp"
 
 #include "recipe/recipe_loader.hpp"
@@ -16,6 +17,8 @@
 #include <map>
 
 using namespace arun;
+using arun::test::make;
+using arun::test::fan_out;
 using test::fake_runner;
 using test::recorder;
 
@@ -61,23 +64,6 @@ step bash_step(const std::string& id, const std::string& command) {
   s.output = id;
   s.cache = std::make_shared<const step_cache>();
   return s;
-}
-
-step fan_out(step s, int items) {
-  foreach_spec f;
-  boost::json::array list;
-  for (int i = 0; i < items; ++i) list.emplace_back(i);
-  f.items = std::move(list);
-  f.max_concurrent = 0;
-  s.foreach = std::move(f);
-  return s;
-}
-
-recipe make(std::vector<step> steps) {
-  recipe r;
-  r.name = "t";
-  r.steps = std::move(steps);
-  return r;
 }
 
 run_options opts(memory_cache& cache) {

@@ -5,6 +5,7 @@
 
 #include "event_recorder.hpp"
 #include "fake_runner.hpp"
+#include "recipe_builders.hpp"
 #include "run_sync.hpp"
 
 #include <arun/engine.hpp>
@@ -13,6 +14,8 @@
 #include <memory>
 
 using namespace arun;
+using arun::test::make;
+using arun::test::fan_out;
 using test::fake_runner;
 using test::recorder;
 
@@ -31,24 +34,6 @@ step bash_step(const std::string& id, const std::string& command) {
   s.id = id;
   s.command = command;
   return s;
-}
-
-// `s` once per item of `items`, all at once.
-step fan_out(step s, int items) {
-  foreach_spec f;
-  boost::json::array list;
-  for (int i = 0; i < items; ++i) list.emplace_back(i);
-  f.items = std::move(list);
-  f.max_concurrent = 0;
-  s.foreach = std::move(f);
-  return s;
-}
-
-recipe make(std::vector<step> steps) {
-  recipe r;
-  r.name = "t";
-  r.steps = std::move(steps);
-  return r;
 }
 
 run_options opts() {

@@ -4,6 +4,7 @@
 
 #include "event_recorder.hpp"
 #include "fake_runner.hpp"
+#include "recipe_builders.hpp"
 #include "run_sync.hpp"
 
 #include <arun/engine.hpp>
@@ -20,6 +21,7 @@
 #include <set>
 
 using namespace arun;
+using arun::test::make;
 using test::fake_runner;
 using test::recorder;
 
@@ -30,13 +32,6 @@ step bash(const std::string& id, const std::string& command) {
   s.id = id;
   s.command = command;
   return s;
-}
-
-recipe make(std::vector<step> steps) {
-  recipe r;
-  r.name = "t";
-  r.steps = std::move(steps);
-  return r;
 }
 
 run_options opts(int max_concurrent = 8) {
