@@ -139,15 +139,19 @@ session_workspaces::session_workspaces(std::string session_dir, std::string sess
         const auto* x = t.if_contains(k);
         return x && x->is_string() ? std::string(x->get_string()) : std::string();
       };
-      trees_[std::string(entry.key())] = {text_of("kind"), text_of("root"), text_of("repo"), text_of("branch")};
+      const auto* kept = t.if_contains("kept");
+      trees_[std::string(entry.key())] = {text_of("kind"), text_of("root"), text_of("repo"), text_of("branch"),
+                                          kept && kept->is_bool() && kept->get_bool()};
     }
 }
 
 std::string session_workspaces::save_index() const {
   json::object bases, trees;
   for (const auto& [repo, commit] : bases_) bases[repo] = commit;
-  for (const auto& [instance, t] : trees_)
+  for (const auto& [instance, t] : trees_) {
     trees[instance] = json::object{{"kind", t.kind}, {"root", t.root}, {"repo", t.repo}, {"branch", t.branch}};
+    if (t.kept) trees[instance].as_object()["kept"] = true;
+  }
   const json::object doc{{"bases", std::move(bases)}, {"trees", std::move(trees)}};
   return replace_private_file(index_file(session_dir_), to_json_text(doc) + "\n") ? std::string()
                                                                                   : "cannot write " + index_file(session_dir_);
@@ -207,6 +211,11 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
   auto added =
       co_await git(repo, words("worktree", "add", "--force", "--quiet", "-B", branch, root, bases_.at(repo)));
   if (!added.ok) co_return "worktree: git worktree add " + root + " failed: " + added.why;
+  // The registration git just made, read before the step runs: the commit after it is pinned
+  // to it, whatever the step does to the tree's `.git` (docs/isolation.md).
+  auto found = co_await find_registration(repo, root, branch, bases_.at(repo));
+  if (auto* error = std::get_if<std::string>(&found)) co_return *error;
+  registrations_[instance] = std::move(std::get<worktree_registration>(found));
   workspace w;
   w.root = root;
   w.dir = inside.empty() ? root : root + "/" + inside;
@@ -269,24 +278,18 @@ boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isol
   std::vector<std::string> warnings;
   if (!succeeded) co_return warnings;  // kept for inspection; listed in the index
   if (kind == isolation_kind::worktree) {
-    // What the step left uncommitted goes on its branch, so removing the tree loses nothing.
-    auto added = co_await git(w.root, words("add", "-A"));
-    auto changed = co_await git(w.root, words("diff", "--cached", "--quiet"));
-    if (added.ok && !changed.ok) {
-      auto commit = words("commit", "--quiet", "--no-verify", "-m", "arun: " + instance + " (session " + session_id_ + ")");
-      auto email = co_await git(w.root, words("config", "user.email"));
-      auto name = co_await git(w.root, words("config", "user.name"));
-      if (!email.ok || !name.ok) {
-        const auto identity = words("-c", "user.name=arun", "-c", "user.email=arun@localhost");
-        commit.insert(commit.begin(), identity.begin(), identity.end());
-      }
-      auto committed = co_await git(w.root, commit);
-      if (!committed.ok) {
-        warnings.push_back("worktree kept: committing its changes on " + w.branch + " failed: " + committed.why);
-        co_return warnings;
-      }
-    } else if (!added.ok) {
-      warnings.push_back("worktree kept: git add failed: " + added.why);
+    // What the step left uncommitted goes on its branch, so removing the tree loses nothing:
+    // only in the tree arun registered, on its branch; anything else keeps the tree.
+    const auto reg = registrations_.find(instance);
+    if (reg == registrations_.end()) {
+      warnings.push_back("worktree kept at " + w.root + ", nothing committed: its registration is unknown");
+      co_return warnings;
+    }
+    auto done = co_await commit_worktree(reg->second, "arun: " + instance + " (session " + session_id_ + ")");
+    warnings = std::move(done.warnings);
+    if (done.keep) {
+      if (auto t = trees_.find(instance); t != trees_.end()) t->second.kept = true;
+      (void)save_index();
       co_return warnings;
     }
     if (keep_all_) co_return warnings;
@@ -323,7 +326,8 @@ std::vector<std::string> remove_session_workspaces(const std::string& session_di
   json::object kept;
   for (const auto& [instance, t] : trees->get_object()) {
     if (!t.is_object()) continue;
-    if (keep && keep(std::string_view(instance))) {
+    const auto* kept_after_success = t.get_object().if_contains("kept");
+    if (keep && (keep(std::string_view(instance)) || (kept_after_success && *kept_after_success == true))) {
       kept[instance] = t;
       continue;
     }

@@ -7,6 +7,8 @@
 // crash left (`git worktree remove`, `git worktree prune`): no worktree stays registered in
 // the user's checkout after its session is gone. Branches stay: they hold the work.
 
+#include "session/worktree_commit.hpp"
+
 #include <arun/run_services.hpp>
 
 #include <boost/asio/steady_timer.hpp>
@@ -75,8 +77,11 @@ private:
   std::map<std::string, std::string> bases_;  ///< checkout -> the run's base commit
   struct tree {
     std::string kind, root, repo, branch;
+    bool kept = false;  ///< kept after a success (not committed): a resume leaves it
   };
   std::map<std::string, tree> trees_;  ///< instance -> its live or kept tree
+  /// instance -> the registration its worktree got when made: commits are pinned to it.
+  std::map<std::string, worktree_registration> registrations_;
 };
 
 /// The branch of an instance: `arun/SESSION/fan-3/review` for `fan[3]/review` (what git
