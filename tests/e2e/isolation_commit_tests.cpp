@@ -110,7 +110,7 @@ TEST_CASE("worktree commit e2e: sessions inside the user's checkout: the user's 
   const auto recipe = c.dir.write(
       "r.yaml", "name: w\nsteps:\n"
                 "  - id: gone\n    isolation: worktree\n    command: rm -rf .git && echo a > a.txt\n"
-                "  - id: elsewhere\n    isolation: worktree\n    command: printf 'gitdir: " +
+                "  - id: elsewhere\n    isolation: worktree\n    command: |\n      printf 'gitdir: " +
                     (c.repo / ".git").string() + "\\n' > .git && echo b > b.txt\n"
                     "  - id: swapped\n    isolation: worktree\n    command: |\n"
                     "      d=$(pwd); cd .. && rm -rf \"$d\" && ln -s " +
