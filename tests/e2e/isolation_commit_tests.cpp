@@ -220,3 +220,22 @@ TEST_CASE("worktree commit e2e: a branch moved off the base commits there with a
   CHECK(resumed.exit_code == 1);
   CHECK(fs::exists(kept / "g.txt"));
 }
+
+TEST_CASE("worktree commit e2e: arun's commit runs no hook of the repository's, post-commit included") {
+  checkout c;
+  // Hooks a step could plant (they are the checkout's, shared by its worktrees): --no-verify
+  // alone skips pre-commit and commit-msg, not these.
+  for (const auto* hook : {"prepare-commit-msg", "post-commit", "pre-commit"})
+    c.dir.write("home/project/.git/hooks/" + std::string(hook), "#!/bin/sh\ntouch \"" +
+                                                                     (c.dir.root / hook).string() + "\"\n");
+  REQUIRE(sh(c.repo, "chmod +x .git/hooks/* && echo ok") == "ok");
+  const auto recipe = c.dir.write("r.yaml", one_step("echo w > w.txt"));
+  const auto r = c.arun(recipe);
+  INFO(r.err << r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(sh(c.repo, "git show arun/" + c.session_of(r) + "/w:w.txt") == "w");
+  for (const auto* hook : {"prepare-commit-msg", "post-commit", "pre-commit"}) {
+    INFO(hook);
+    CHECK_FALSE(fs::exists(c.dir.root / hook));
+  }
+}
