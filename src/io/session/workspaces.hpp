@@ -89,4 +89,8 @@ std::string instance_branch(const std::string& session_id, const std::string& in
 std::vector<std::string> remove_session_workspaces(const std::string& session_dir,
                                                    const std::function<bool(std::string_view instance)>& keep = {});
 
+/// The trees `SESSION/workspaces.json` lists that exist where arun makes them (below the
+/// session's `worktrees/` or `copies/`): a failed step's kept work, or --keep-worktrees'.
+std::vector<std::string> kept_session_trees(const std::string& session_dir);
+
 }  // namespace arun::io
