@@ -121,11 +121,18 @@ TEST_CASE("the session root's symlinks are no sessions: clean leaves what they l
   const auto fake = v.dir.root / "elsewhere" / "20990101-000000-abcdef";
   for (const auto& name : {"lock", "recipe.yaml"}) std::ofstream(fake / name) << "";
   fs::copy_file(v.session / "state.json", fake / "state.json");
-  fs::create_directory_symlink(fake, v.sessions / "20990101-000000-abcdef");
+  // ... with a tree of its own, which a removal through the link would reach.
+  fs::create_directories(fake / "copies" / "x");
+  std::ofstream(fake / "copies" / "x" / "precious") << "keep me";
+  const auto link = v.sessions / "20990101-000000-abcdef";
+  std::ofstream(fake / "workspaces.json")
+      << "{\"trees\":{\"x\":{\"kind\":\"copy\",\"root\":\"" << (link / "copies" / "x").string() << "\"}}}";
+  fs::create_directory_symlink(fake, link);
   const auto r = v.clean();
   INFO(r.err);
   CHECK(fs::exists(fake / "state.json"));
   CHECK(fs::exists(fake / "lock"));
+  CHECK(fs::exists(fake / "copies" / "x" / "precious"));
   CHECK_FALSE(fs::exists(v.session));
 }
 
@@ -140,7 +147,7 @@ TEST_CASE("the retention prune keeps a session holding a kept copy; sessions cle
   const auto kept = fs::directory_iterator(sessions)->path();
   REQUIRE(fs::exists(kept / "copies" / "edit" / "work.txt"));
   const auto ok = dir.write("ok.yaml", "name: ok\nsteps:\n  - id: a\n    command: 'true'\n");
-  for (const char* rule : {"ARUN_RETENTION_SESSIONS=1", "ARUN_RETENTION_DAYS=0"}) {
+  for (const char* rule : {"ARUN_RETENTION_SESSIONS=1", "ARUN_RETENTION_DAYS=1"}) {
     INFO(rule);
     // Sessions older than a day: made so by their state.json's time.
     fs::last_write_time(kept / "state.json", fs::file_time_type::clock::now() - std::chrono::hours(72));
