@@ -137,6 +137,7 @@ int cache_clear(const cache_settings& s) {
   } else {
     removed = store.remove_if(doomed, error);
   }
+  for (const auto& refused : removed.refused) std::fprintf(stderr, "arun: warning: %s\n", refused.c_str());
   if (!error.empty()) {
     std::fprintf(stderr, "arun: cannot clear the cache %s: %s\n", dir.c_str(), error.c_str());
     return exit_usage;

@@ -136,10 +136,13 @@ struct prune_rule {
   std::optional<double> older_than_days;  ///< none: no age limit
   std::optional<std::size_t> keep_newest;
   bool dry_run = false;
+  /// Leaves sessions holding kept worktrees or copies (the automatic prune of every run).
+  bool spare_kept_trees = false;
 };
 struct prune_report {
   std::vector<std::string> removed;  ///< (or, dry run, that would be)
-  std::size_t kept = 0;              ///< matched but kept: waiting or live
+  std::size_t kept = 0;              ///< matched but kept: waiting, live or spared
+  std::vector<std::string> spared;   ///< matched but kept for their kept trees
 };
 /// `verbose`: says on stderr which matching sessions are kept and why.
 prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose);

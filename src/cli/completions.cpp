@@ -8,6 +8,7 @@
 #include "user_config.hpp"
 
 #include "recipe/discovery.hpp"
+#include "output/terminal_text.hpp"
 #include "session/session_store.hpp"
 
 #include <CLI/CLI.hpp>
@@ -110,13 +111,15 @@ void add_session_ids(candidates& out, std::string session_dir) {
     if (!io::valid_session_id(id) || !id.starts_with(out.prefix)) continue;
     if (offered++ == max_sessions_offered) break;
     std::string description;
-    if (auto state = io::session_store::read_state((fs::path(root) / id).string());
+    // Read without blocking and bounded (a FIFO or a huge state.json must not hang TAB), and
+    // shown escaped (no state.json drives the terminal).
+    if (auto state = io::session_store::read_state((fs::path(root) / id).string(), std::size_t{16} << 20);
         const auto* object = std::get_if<boost::json::object>(&state)) {
       const auto text = [&](const char* key) {
         const auto* v = object->if_contains(key);
         return v && v->is_string() ? std::string(v->get_string()) : std::string();
       };
-      description = text("status") + " " + text("recipe_name");
+      description = io::printable_text(text("status") + " " + text("recipe_name"));
     }
     out.add(id, description);
   }

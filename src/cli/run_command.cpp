@@ -259,10 +259,17 @@ int run_command(const run_settings& s) {
     if (s.retention_days > 0) rule.older_than_days = s.retention_days;
     if (s.retention_sessions > 0)  // the run's own session makes one more
       rule.keep_newest = static_cast<std::size_t>(s.retention_sessions) - 1;
+    rule.spare_kept_trees = true;
     const auto report = prune_sessions(io::session_root(s.session_dir), rule, false);
     if (!report.removed.empty() && !s.quiet)
       std::fprintf(stderr, "arun: removed %zu old session%s (retention: %d days, %d sessions; arun config)\n",
                    report.removed.size(), report.removed.size() == 1 ? "" : "s", s.retention_days, s.retention_sessions);
+    if (!report.spared.empty() && !s.quiet)
+      std::fprintf(stderr,
+                   "arun: kept %zu old session%s holding worktrees or copies with a failed step's work (%s%s); "
+                   "arun sessions clean --older-than DAYS removes them\n",
+                   report.spared.size(), report.spared.size() == 1 ? "" : "s", report.spared.front().c_str(),
+                   report.spared.size() > 1 ? ", ..." : "");
   }
   // SPEC §12: every run has a session; it exists before any step runs.
   auto created = io::session_store::create(io::session_root(s.session_dir), session_id);
@@ -667,6 +674,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     std::string error;
     const auto removed = cache->trim(error);
     if (!error.empty()) io::arun_log().warn("cache: {}", error);
+    for (const auto& refused : removed.refused) io::arun_log().warn("cache: {}", refused);
     if (removed.entries > 0)
       io::arun_log().info("cache: {} least recently used outputs removed ({} bytes): over --cache-max-size",
                           removed.entries, removed.bytes);

@@ -10,6 +10,8 @@
 #include "recipe/recipe_library.hpp"
 #include "session/session_store.hpp"
 #include "session/workspaces.hpp"
+#include "files/owned_tree.hpp"
+#include "output/terminal_text.hpp"
 #include "output/value_summary.hpp"
 
 #include <arun/value_format.hpp>
@@ -18,6 +20,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +30,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <sstream>
 #include <variant>
 
 namespace arun::cli {
@@ -34,8 +39,9 @@ namespace arun::cli {
 std::vector<std::string> session_ids(const std::string& root) {
   std::vector<std::string> out;
   std::error_code ec;
+  // Real directories only: a symlink in the root leads elsewhere, and is no session arun made.
   for (const auto& entry : std::filesystem::directory_iterator(root, ec))
-    if (entry.is_directory(ec)) out.push_back(entry.path().filename().string());
+    if (entry.is_directory(ec) && !entry.is_symlink(ec)) out.push_back(entry.path().filename().string());
   std::sort(out.begin(), out.end(), std::greater<>());
   return out;
 }
@@ -113,6 +119,9 @@ void inherit_agent_settings(const json::object& state, agent_settings& a) {
   if (a.prices.empty()) a.prices = text_of(o, "prices");
 }
 
+// The largest state.json a listing reads (a resume reads more): beyond it, "unreadable".
+constexpr std::size_t listing_state_bytes = std::size_t{256} << 20;
+
 struct listed_session {
   std::string id, dir;
   json::object state;
@@ -125,7 +134,7 @@ std::vector<listed_session> list_sessions(const std::string& root) {
     listed_session s;
     s.dir = (fs::path(root) / id).string();
     s.id = std::move(id);
-    auto state = io::session_store::read_state(s.dir);
+    auto state = io::session_store::read_state(s.dir, listing_state_bytes);
     if (auto* problem = std::get_if<std::string>(&state))
       s.problem = *problem;
     else
@@ -348,13 +357,16 @@ int sessions_list_command(const sessions_settings& s) {
   }
   if (sessions.empty()) std::fprintf(stderr, "arun: no sessions in %s\n", root.c_str());
   for (const auto& x : sessions) {
+    // What a session's files say is shown escaped: no state.json drives the terminal.
+    const auto shown = [&x](std::string_view key, std::string fallback = {}) {
+      return io::printable_text(text_of(x.state, key, std::move(fallback)));
+    };
     if (!x.problem.empty()) {
-      text += fmt::sprintf("%-24s %-17s %s\n", x.id.c_str(), "unreadable", x.problem.c_str());
+      text += fmt::sprintf("%-24s %-17s %s\n", x.id.c_str(), "unreadable", io::printable_text(x.problem).c_str());
       continue;
     }
-    text += fmt::sprintf("%-24s %-17s %-24s %s  %s\n", x.id.c_str(), text_of(x.state, "status").c_str(),
-                         text_of(x.state, "recipe_name").c_str(), progress_of(x.state).c_str(),
-                         text_of(x.state, "updated", text_of(x.state, "created")).c_str());
+    text += fmt::sprintf("%-24s %-17s %-24s %s  %s\n", x.id.c_str(), shown("status").c_str(), shown("recipe_name").c_str(),
+                         progress_of(x.state).c_str(), shown("updated", text_of(x.state, "created")).c_str());
   }
   return print_all(text);
 }
@@ -375,24 +387,36 @@ int sessions_show_command(const sessions_settings& s) {
   if (s.output_format == "json") {
     return print_all(io::to_json_text(st) + "\n");
   }
+  // What the session's files say is shown escaped: no state.json or event drives the terminal.
+  const auto shown = [&st](std::string_view key, std::string fallback = {}) {
+    return io::printable_text(text_of(st, key, std::move(fallback)));
+  };
   text += fmt::sprintf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n",
-                       s.session_id.c_str(), text_of(st, "status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
-                       text_of(st, "recipe_name").c_str(), text_of(st, "recipe_path").c_str(),
-                       text_of(st, "updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
+                       s.session_id.c_str(), shown("status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
+                       shown("recipe_name").c_str(), shown("recipe_path").c_str(),
+                       shown("updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
   if (const auto* output = st.if_contains("output"); output && !output->is_null())
-    text += fmt::sprintf("output   %s\n", io::value_line(*output, 200).c_str());
+    text += fmt::sprintf("output   %s\n", io::printable_text(io::value_line(*output, 200)).c_str());
   if (const auto error = text_of(st, "error"); !error.empty())
-    text += fmt::sprintf("error    %s\n", std::string(error.substr(0, error.find('\n'))).c_str());
+    text += fmt::sprintf("error    %s\n", io::printable_text(error.substr(0, error.find('\n'))).c_str());
   if (std::error_code ec; fs::is_directory(dir + "/logs", ec))
     text += fmt::sprintf("logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
   for (const auto& gate : waiting_gates(st))
-    text += fmt::sprintf("waiting  approval at %s: %s\n", gate.step.c_str(), gate.prompt.c_str());
-  // The last events, one line each.
-  std::ifstream in(dir + "/events.jsonl");
+    text += fmt::sprintf("waiting  approval at %s: %s\n", io::printable_text(gate.step).c_str(),
+                         io::printable_text(gate.prompt).c_str());
+  // The last events, one line each; the file read through the session's descriptor, never
+  // blocking (a FIFO planted as events.jsonl is skipped).
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(std::move(line));
-    if (lines.size() > 10) lines.erase(lines.begin());
+  {
+    std::string why_not;
+    auto session = io::owned_dir::open(dir);
+    std::optional<std::string> events;
+    if (auto* d = std::get_if<io::owned_dir>(&session)) events = d->read_file("events.jsonl", std::size_t{1} << 30, why_not);
+    std::istringstream in(events.value_or(""));
+    for (std::string line; std::getline(in, line);) {
+      lines.push_back(std::move(line));
+      if (lines.size() > 10) lines.erase(lines.begin());
+    }
   }
   if (!lines.empty()) text += fmt::sprintf("last events:\n");
   for (const auto& line : lines) {
@@ -408,14 +432,38 @@ int sessions_show_command(const sessions_settings& s) {
       what += ": " + io::shortened_line(error.substr(0, error.find('\n')), 160);
     else if (const auto message = text_of(e, "message"); !message.empty())
       what = io::shortened_line(message, 160);
-    text += fmt::sprintf("  %s %-14s %s %s\n", text_of(e, "ts").c_str(), text_of(e, "event").c_str(),
-                         text_of(e, "step").c_str(), what.c_str());
+    text += fmt::sprintf("  %s %-14s %s %s\n", io::printable_text(text_of(e, "ts")).c_str(),
+                         io::printable_text(text_of(e, "event")).c_str(), io::printable_text(text_of(e, "step")).c_str(),
+                         io::printable_text(what).c_str());
   }
   return print_all(text);
 }
 
+namespace {
+
+// A session arun made: a real directory (not a symlink) of the user's, named as arun names
+// sessions, with its `lock` file.
+bool made_by_arun(const io::owned_dir& root, const std::string& id) {
+  if (!io::valid_session_id(id)) return false;
+  struct stat st {};
+  if (::fstatat(root.fd(), id.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+    return false;
+  return ::fstatat(root.fd(), (id + "/lock").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
 prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose) {
   prune_report report;
+  // Everything removed is below the root's descriptor: no session name, and nothing in a
+  // session, leads a removal out of it (docs/security.md, "Paths arun deletes or follows").
+  auto opened = io::owned_dir::open(root, io::owned_dir::link::follow);
+  if (auto* error = std::get_if<std::string>(&opened)) {
+    std::error_code ec;
+    if (fs::exists(root, ec)) std::fprintf(stderr, "arun: warning: not pruning sessions: %s\n", error->c_str());
+    return report;
+  }
+  const auto& root_dir = std::get<io::owned_dir>(opened);
   const auto now = fs::file_time_type::clock::now();
   const auto limit = std::chrono::duration_cast<fs::file_time_type::duration>(
       std::chrono::duration<double>(rule.older_than_days.value_or(0) * 86400.0));
@@ -433,7 +481,7 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
   for (auto& id : session_ids(root)) {
     std::error_code ec;
     auto dir = (fs::path(root) / id).string();
-    if (!io::valid_session_id(id) || !fs::exists(dir + "/lock", ec)) {
+    if (!made_by_arun(root_dir, id)) {
       if (verbose) std::fprintf(stderr, "arun: leaving %s alone (not a session)\n", dir.c_str());
       continue;
     }
@@ -445,7 +493,6 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
   std::size_t index = 0;
   for (const auto& x : sessions) {
     const bool beyond_count = rule.keep_newest && index++ >= *rule.keep_newest;
-    std::error_code ec;
     const bool too_old = rule.older_than_days && now - x.changed >= limit;
     if (!too_old && !beyond_count) continue;
     const auto state = io::session_store::read_state(x.dir);
@@ -458,24 +505,34 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
       if (verbose) std::fprintf(stderr, "arun: keeping %s (waiting for approval)\n", x.id.c_str());
       continue;
     }
+    // Kept worktrees and copies hold work no commit has (a failed step's edits): the automatic
+    // prune never takes them; `arun sessions clean` does, when the user asks (docs/sessions.md).
+    const auto trees = io::kept_session_trees(x.dir);
+    if (rule.spare_kept_trees && !trees.empty()) {
+      ++report.kept;
+      report.spared.push_back(x.id);
+      continue;
+    }
     // Removed under its lock, so a resume cannot start on it meanwhile.
-    const int lock = ::open((x.dir + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+    const int lock = ::openat(root_dir.fd(), (x.id + "/lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
       ::close(lock);
       ++report.kept;
       if (verbose) std::fprintf(stderr, "arun: keeping %s (held by a running arun)\n", x.id.c_str());
       continue;
     }
+    std::string problem;
     if (!rule.dry_run) {
+      for (const auto& tree : trees) std::fprintf(stderr, "arun: %s: removing its kept tree %s\n", x.id.c_str(), tree.c_str());
       // Its isolated steps' worktrees are unregistered from their checkouts first: removing
       // the directories alone would leave them registered (branches stay: they hold the work).
-      for (const auto& problem : io::remove_session_workspaces(x.dir))
-        std::fprintf(stderr, "arun: %s: %s\n", x.id.c_str(), problem.c_str());
-      fs::remove_all(x.dir, ec);
+      for (const auto& p : io::remove_session_workspaces(x.dir))
+        std::fprintf(stderr, "arun: warning: %s: %s\n", x.id.c_str(), p.c_str());
+      problem = root_dir.remove(x.id);
     }
     if (lock >= 0) ::close(lock);
-    if (ec) {
-      std::fprintf(stderr, "arun: cannot remove %s: %s\n", x.dir.c_str(), ec.message().c_str());
+    if (!problem.empty()) {
+      std::fprintf(stderr, "arun: cannot remove session %s: %s\n", x.id.c_str(), problem.c_str());
       continue;
     }
     report.removed.push_back(x.id);

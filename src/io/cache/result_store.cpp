@@ -4,6 +4,7 @@
 #include "cache/sha256.hpp"
 #include "files/fd_write.hpp"
 #include "files/json_text.hpp"
+#include "files/owned_tree.hpp"
 #include "files/private_files.hpp"
 #include "output/event_json.hpp"
 
@@ -130,36 +131,71 @@ std::optional<cached_output> parse_entry(std::string_view text, const std::strin
 // One entry file or temp file seen by a scan of the cache.
 struct file_seen {
   std::string key, path;
+  std::size_t shard = 0;  ///< its directory, an index into scan_result::shards
+  std::string name;       ///< its name there
   std::uint64_t bytes = 0;
   clock_type::time_point mtime{};
   ino_t inode = 0;
 };
 
 struct scan_result {
+  std::vector<owned_dir> shards;  ///< every file is reached through these, never by path
   std::vector<file_seen> entries, temps;
+  std::vector<std::string> refused;  ///< what the scan would not enter, and why
 };
 
-// Every `results/KK/KEY.json` and `results/KK/.tmp-*` below `dir`, by their stat alone.
-// Files that vanish meanwhile (another process's trim) are left out; false with `error` set
-// only when `dir/results` exists but cannot be read.
+// Every `results/KK/KEY.json` and `results/KK/.tmp-*` below `dir`, by their stat alone, each
+// reached through the descriptors of `dir` (a root the user named: it may be a symlink),
+// `results` and its shard (neither may be: a symlinked shard is refused, so nothing outside
+// the cache is listed or removed). Only the user's own files count. Files that vanish
+// meanwhile (another process's trim) are left out; false with `error` set only when
+// `dir/results` exists but cannot be read.
 bool scan(const std::string& dir, scan_result& out, std::string& error) {
   const auto results = dir + "/results";
-  DIR* top = ::opendir(results.c_str());
-  if (top == nullptr) {
-    if (errno == ENOENT || errno == ENOTDIR) return true;
-    error = "cannot read " + results + ": " + std::strerror(errno);
+  struct stat top_st {};
+  if (::stat(results.c_str(), &top_st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return true;
+  auto root = owned_dir::open(dir, owned_dir::link::follow);
+  auto* root_dir = std::get_if<owned_dir>(&root);
+  auto top = root_dir ? root_dir->open_below("results") : std::variant<owned_dir, std::string>(std::get<std::string>(root));
+  if (auto* why = std::get_if<std::string>(&top)) {
+    error = "cannot read " + results + ": " + *why;
     return false;
   }
+  const auto& results_dir = std::get<owned_dir>(top);
   std::vector<std::string> shards;
-  while (const dirent* e = ::readdir(top)) {
-    const std::string_view name = e->d_name;
-    if (name.size() == 2 && is_hex(name)) shards.emplace_back(name);
+  {
+    const int listing = ::dup(results_dir.fd());
+    DIR* d = listing >= 0 ? ::fdopendir(listing) : nullptr;
+    if (d == nullptr) {
+      if (listing >= 0) ::close(listing);
+      error = "cannot read " + results + ": " + std::strerror(errno);
+      return false;
+    }
+    while (const dirent* e = ::readdir(d)) {
+      const std::string_view name = e->d_name;
+      if (name.size() == 2 && is_hex(name)) shards.emplace_back(name);
+    }
+    ::closedir(d);
   }
-  ::closedir(top);
   for (const auto& shard : shards) {
+    auto opened = results_dir.open_below(shard);
+    if (auto* why = std::get_if<std::string>(&opened)) {
+      struct stat st {};
+      // Removed meanwhile holds no entries; anything else that is no directory of the user's
+      // (a symlink above all) is refused aloud.
+      if (::fstatat(results_dir.fd(), shard.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+        out.refused.push_back("left " + results + "/" + shard + " alone: " + *why);
+      continue;
+    }
+    out.shards.push_back(std::move(std::get<owned_dir>(opened)));
+    const auto index = out.shards.size() - 1;
+    const int listing = ::dup(out.shards.back().fd());
+    DIR* d = listing >= 0 ? ::fdopendir(listing) : nullptr;
+    if (d == nullptr) {
+      if (listing >= 0) ::close(listing);
+      continue;
+    }
     const auto shard_dir = results + "/" + shard;
-    DIR* d = ::opendir(shard_dir.c_str());
-    if (d == nullptr) continue;  // removed meanwhile, or not a directory: holds no entries
     while (const dirent* e = ::readdir(d)) {
       const std::string_view name = e->d_name;
       const bool temp = name.substr(0, temp_prefix.size()) == temp_prefix;
@@ -167,9 +203,11 @@ bool scan(const std::string& dir, scan_result& out, std::string& error) {
                                                                                   : std::string_view();
       if (!temp && !(result_store::valid_key(key) && key.substr(0, 2) == shard)) continue;
       struct stat st {};
-      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-      file_seen f{std::string(temp ? std::string_view() : key), shard_dir + "/" + std::string(name),
-                  static_cast<std::uint64_t>(st.st_size), mtime_of(st), st.st_ino};
+      if (::fstatat(out.shards.back().fd(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+          st.st_uid != ::geteuid())
+        continue;
+      file_seen f{std::string(temp ? std::string_view() : key), shard_dir + "/" + std::string(name), index,
+                  std::string(name), static_cast<std::uint64_t>(st.st_size), mtime_of(st), st.st_ino};
       (temp ? out.temps : out.entries).push_back(std::move(f));
     }
     ::closedir(d);
@@ -180,14 +218,49 @@ bool scan(const std::string& dir, scan_result& out, std::string& error) {
 enum class removal_outcome { removed, gone, kept };
 
 // Removes `f` unless another process replaced or used it since the scan saw it.
-removal_outcome unlink_if_unchanged(const file_seen& f, std::string& error) {
+removal_outcome unlink_if_unchanged(const scan_result& seen, const file_seen& f, std::string& error) {
+  const int dir = seen.shards[f.shard].fd();
   struct stat st {};
-  if (::lstat(f.path.c_str(), &st) != 0) return errno == ENOENT ? removal_outcome::gone : removal_outcome::kept;
+  if (::fstatat(dir, f.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? removal_outcome::gone : removal_outcome::kept;
   if (st.st_ino != f.inode || mtime_of(st) != f.mtime) return removal_outcome::kept;
-  if (::unlink(f.path.c_str()) == 0) return removal_outcome::removed;
+  if (::unlinkat(dir, f.name.c_str(), 0) == 0) return removal_outcome::removed;
   if (errno == ENOENT) return removal_outcome::gone;
   if (error.empty()) error = "cannot remove " + f.path + ": " + std::strerror(errno);
   return removal_outcome::kept;
+}
+
+// What `arun cache list` shows of `f`, read through its shard's descriptor without following
+// a symlink or blocking; nullopt when it was removed since the scan.
+std::optional<result_store::entry_info> info_of(const scan_result& seen, file_seen f) {
+  const int fd = ::openat(seen.shards[f.shard].fd(), f.name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT) return std::nullopt;
+  result_store::entry_info info;
+  info.key = std::move(f.key);
+  info.path = std::move(f.path);
+  info.bytes = f.bytes;
+  info.last_used = f.mtime;
+  std::optional<cached_output> entry;
+  if (fd >= 0) {
+    const fd_closer closer{fd};
+    struct stat st {};
+    std::string text;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      info.bytes = static_cast<std::uint64_t>(st.st_size), info.last_used = mtime_of(st);
+      if (read_rest(fd, text)) entry = parse_entry(text, info.key);
+    }
+  }
+  if (entry) {
+    info.recipe = std::move(entry->recipe);
+    info.instance = std::move(entry->instance);
+    info.session = std::move(entry->session);
+    info.created = entry->created;
+    info.duration = entry->duration;
+  } else {
+    info.damaged = true;
+    info.created = info.last_used;
+  }
+  return info;
 }
 
 }  // namespace
@@ -290,34 +363,8 @@ std::vector<result_store::entry_info> result_store::list(std::string& error) con
   scan_result seen;
   std::vector<entry_info> out;
   if (!scan(dir_, seen, error)) return out;
-  for (auto& f : seen.entries) {
-    const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) continue;  // removed since the scan
-    entry_info info;
-    info.key = std::move(f.key);
-    info.path = std::move(f.path);
-    info.bytes = f.bytes;
-    info.last_used = f.mtime;
-    std::optional<cached_output> entry;
-    if (fd >= 0) {
-      const fd_closer closer{fd};
-      struct stat st {};
-      std::string text;
-      if (::fstat(fd, &st) == 0) info.bytes = static_cast<std::uint64_t>(st.st_size), info.last_used = mtime_of(st);
-      if (read_rest(fd, text)) entry = parse_entry(text, info.key);
-    }
-    if (entry) {
-      info.recipe = std::move(entry->recipe);
-      info.instance = std::move(entry->instance);
-      info.session = std::move(entry->session);
-      info.created = entry->created;
-      info.duration = entry->duration;
-    } else {
-      info.damaged = true;
-      info.created = info.last_used;
-    }
-    out.push_back(std::move(info));
-  }
+  for (auto& f : seen.entries)
+    if (auto info = info_of(seen, std::move(f))) out.push_back(std::move(*info));
   std::sort(out.begin(), out.end(), [](const entry_info& a, const entry_info& b) {
     return a.last_used != b.last_used ? a.last_used > b.last_used : a.key < b.key;
   });
@@ -327,13 +374,18 @@ std::vector<result_store::entry_info> result_store::list(std::string& error) con
 result_store::removal result_store::remove_if(const std::function<bool(const entry_info&)>& doomed,
                                               std::string& error) {
   removal removed;
-  for (const auto& e : list(error)) {
-    if (!doomed(e)) continue;
-    if (::unlink(e.path.c_str()) == 0) {
+  scan_result seen;
+  if (!scan(dir_, seen, error)) return removed;
+  removed.refused = seen.refused;
+  for (const auto& f : seen.entries) {
+    const auto info = info_of(seen, f);
+    if (!info || !doomed(*info)) continue;
+    const int dir = seen.shards[f.shard].fd();
+    if (::unlinkat(dir, f.name.c_str(), 0) == 0) {
       ++removed.entries;
-      removed.bytes += e.bytes;
+      removed.bytes += info->bytes;
     } else if (errno != ENOENT && error.empty()) {
-      error = "cannot remove " + e.path + ": " + std::strerror(errno);
+      error = "cannot remove " + f.path + ": " + std::strerror(errno);
     }
   }
   return removed;
@@ -343,9 +395,10 @@ result_store::removal result_store::trim(std::string& error) {
   removal removed;
   scan_result seen;
   if (!scan(dir_, seen, error)) return removed;
+  removed.refused = seen.refused;
   const auto now = clock_type::now();
   for (const auto& t : seen.temps)
-    if (now - t.mtime > stale_temp_age) unlink_if_unchanged(t, error);
+    if (now - t.mtime > stale_temp_age) unlink_if_unchanged(seen, t, error);
   if (max_bytes_ == 0) return removed;
   std::uint64_t total = 0;
   for (const auto& f : seen.entries) total += f.bytes;
@@ -357,7 +410,7 @@ result_store::removal result_store::trim(std::string& error) {
   for (const auto& f : seen.entries) {
     if (total <= target) break;
     // One used or rewritten since the scan is not least recently used any more: keep it.
-    const auto outcome = unlink_if_unchanged(f, error);
+    const auto outcome = unlink_if_unchanged(seen, f, error);
     if (outcome == removal_outcome::removed) {
       ++removed.entries;
       removed.bytes += f.bytes;

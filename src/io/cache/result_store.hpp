@@ -65,7 +65,8 @@ public:
     std::chrono::nanoseconds duration{};
     bool damaged = false;  ///< unreadable, cut, edited or of another format: never reused
   };
-  /// Every entry file, damaged ones flagged, most recently used first. Entries removed while
+  /// Every entry file of the user's, damaged ones flagged, most recently used first; shards
+  /// that are symlinks are not entered. Entries removed while
   /// listing (another process's trim) are left out; a missing cache is an empty list. `error`
   /// is set only when the cache directory itself cannot be read.
   std::vector<entry_info> list(std::string& error) const;
@@ -73,6 +74,9 @@ public:
   struct removal {
     std::size_t entries = 0;
     std::uint64_t bytes = 0;
+    /// What was left alone, one warning each: a shard that is a symlink or not the user's
+    /// directory (nothing is removed through it).
+    std::vector<std::string> refused;
   };
   /// Removes the entries `doomed` picks (from list()); what was removed. `error` names the
   /// first file that could not be removed (the others are still tried).

@@ -1,6 +1,7 @@
 #include "session/instance_logs.hpp"
 
 #include "files/fd_write.hpp"
+#include "files/owned_tree.hpp"
 #include "files/private_files.hpp"
 
 #include <fmt/format.h>
@@ -100,6 +101,7 @@ std::optional<instance_log_name> parse_instance_log_path(std::string_view relati
 // Lives on the writer's thread once created: only jobs of the writer touch it.
 struct instance_logs::log_file {
   std::string path;
+  std::string root, relative;  ///< the logs directory, and `path` below it
   std::uint64_t max_bytes = 0;
   bool replace = true;  // the first open in this run starts the file afresh (a resume re-runs it)
   std::shared_ptr<std::unordered_set<std::string>> made_dirs;
@@ -119,7 +121,8 @@ struct instance_logs::log_file {
       if (!make_private_directories(parent, ec)) return ec.value();
       made_dirs->insert(std::move(parent));
     }
-    int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+    // Never written through a symlink planted as a log file.
+    int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
     if (truncate) flags |= O_TRUNC;
     fd = ::open(path.c_str(), flags, 0600);
     if (fd < 0) return errno;
@@ -141,8 +144,11 @@ struct instance_logs::log_file {
       if (replace) {
         // A new file, not a truncated one: `arun logs -f` sees a new inode and reads it from
         // the start, as after a rotation.
-        ::unlink((path + ".1").c_str());
-        ::unlink(path.c_str());
+        // Through the logs directory's descriptor: nothing on the way leads the removal out.
+        if (auto opened = owned_dir::open(root); auto* logs = std::get_if<owned_dir>(&opened)) {
+          (void)logs->remove(relative + ".1");
+          (void)logs->remove(relative);
+        }
       }
       if (const int err = open_file(std::exchange(replace, false))) return err;
     }
@@ -208,6 +214,8 @@ void instance_logs::add_line(const event& e) {
   if (created) {
     log.file = std::make_shared<log_file>();
     log.file->path = dir_ + "/" + relative;
+    log.file->root = dir_;
+    log.file->relative = relative;
     log.file->max_bytes = max_bytes_;
     log.file->made_dirs = made_dirs_;
     // Started afresh once per run (a resume re-runs the instance); after that appended to. A

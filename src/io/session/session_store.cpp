@@ -5,6 +5,7 @@
 #include "output/arun_log.hpp"
 #include "files/fd_write.hpp"
 #include "files/json_text.hpp"
+#include "files/owned_tree.hpp"
 #include "files/private_files.hpp"
 
 #include <arun/value_format.hpp>
@@ -225,10 +226,15 @@ bool current_format(const json::object& o) {
 
 }  // namespace
 
-std::variant<json::object, std::string> session_store::read_state(const std::string& dir) {
+std::variant<json::object, std::string> session_store::read_state(const std::string& dir, std::size_t max_bytes) {
   const auto path = dir + "/state.json";
-  const auto text = read_whole_file(path);
-  if (!text) return "no state.json in " + dir;
+  // Through the session's descriptor, never blocking: a FIFO, a device or a symlink planted as
+  // state.json is unreadable, not a hang (docs/security.md, "Paths arun deletes or follows").
+  auto session = owned_dir::open(dir);
+  if (auto* error = std::get_if<std::string>(&session)) return *error;
+  std::string why_not;
+  const auto text = std::get<owned_dir>(session).read_file("state.json", max_bytes, why_not);
+  if (!text) return why_not.starts_with("no such file") ? "no state.json in " + dir : why_not;
   boost::system::error_code ec;
   auto v = parse_json_text(*text, ec);
   if (ec || !v.is_object()) return path + " is not a JSON object (" + (ec ? ec.message() : std::string("wrong type")) + ")";
@@ -275,6 +281,8 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::open(co
   const auto dir = root + "/" + id;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return "no session " + id + " in " + root;
+  // A symlink is no session arun made: a resume removes trees below it.
+  if (fs::is_symlink(dir, ec)) return dir + " is a symlink, not a session directory arun made";
   auto lock = take_lock(dir, id);
   if (auto* e = std::get_if<std::string>(&lock)) return *e;
   auto fail = [&](std::string message) {

@@ -84,8 +84,11 @@ public:
   /// again too. An instance that runs again also re-opens the loops and calls containing it.
   static std::variant<std::unique_ptr<session_store>, std::string> open(const std::string& root,
                                                                         const std::string& id, bool retry_failed);
-  /// Reads state.json without locking (sessions list/show); an error text when unusable.
-  static std::variant<boost::json::object, std::string> read_state(const std::string& dir);
+  /// Reads state.json without locking (sessions list/show); an error text when unusable: not
+  /// a regular file (never blocks on a FIFO), larger than `max_bytes`, a symlink, or in a
+  /// session directory that is a symlink or not the user's.
+  static std::variant<boost::json::object, std::string> read_state(const std::string& dir,
+                                                                  std::size_t max_bytes = std::size_t{1} << 30);
 
   ~session_store() override;
   session_store(const session_store&) = delete;

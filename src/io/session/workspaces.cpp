@@ -2,6 +2,7 @@
 
 #include "executor/step_environment.hpp"
 #include "files/json_text.hpp"
+#include "files/owned_tree.hpp"
 #include "files/private_files.hpp"
 #include "process/supervisor.hpp"
 #include "session/instance_logs.hpp"
@@ -16,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -204,7 +206,9 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
   if (fs::exists(root, ec)) {
     auto removed = co_await git(repo, words("worktree", "remove", "--force", "--force", root));
     (void)removed;  // a tree git no longer knows is removed below all the same
-    fs::remove_all(root, ec);
+    // Through the session's descriptor: nothing on the way is followed out of it.
+    if (auto opened = owned_dir::open(session_dir_); auto* session = std::get_if<owned_dir>(&opened))
+      (void)session->remove("worktrees/" + tree_path(instance));
   }
   make_private_directories(fs::path(root).parent_path().string(), ec);
   // --force: this instance's own registration may outlive its directory (a crash).
@@ -311,14 +315,75 @@ boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isol
   co_return warnings;
 }
 
+namespace {
+
+// The largest workspaces.json a removal reads: far beyond any real index.
+constexpr std::size_t max_index_bytes = 16 << 20;
+
+// Where arun makes the tree of `instance` (worktrees/… or copies/… below the session): the
+// only place a removal goes, whatever workspaces.json says (docs/security.md, "Paths arun
+// deletes or follows"). Empty for a kind arun does not make.
+std::string own_tree(std::string_view kind, const std::string& instance) {
+  if (kind == "worktree") return "worktrees/" + tree_path(instance);
+  if (kind == "copy") return "copies/" + tree_path(instance);
+  return {};
+}
+
+// Whether the index's `root` is that place: by the session's path as given or its real path.
+bool names_own_tree(const std::string& session_dir, const std::string& own, const std::string& root) {
+  if (fs::path(root).lexically_normal() == (fs::path(session_dir) / own).lexically_normal()) return true;
+  std::string why;
+  const auto rel = path_below(session_dir, root, why);
+  return rel && *rel == own;
+}
+
+// This session's registrations in `checkout` whose directories are gone (a crash mid-add, or
+// a tree removed above): only those — a blanket `git worktree prune` would also drop the
+// user's own worktrees on a disk that is not mounted now. Each goes through the checkout's
+// `worktrees/` descriptor, never through a path the index or a `gitdir` file names.
+void unregister_gone(const std::string& checkout, const std::vector<std::string>& ours,
+                     std::vector<std::string>& problems) {
+  std::error_code exists_ec;
+  if (!fs::exists(checkout, exists_ec)) return;
+  const auto common = git_now(checkout, {"rev-parse", "--path-format=absolute", "--git-common-dir"});
+  if (!common.ok) return;
+  auto admin = owned_dir::open(common.out + "/worktrees");
+  auto* dir = std::get_if<owned_dir>(&admin);
+  if (!dir) return;  // no worktrees registered at all (or not the user's: left alone)
+  std::error_code list_ec;
+  for (const auto& entry : fs::directory_iterator(common.out + "/worktrees", list_ec)) {
+    const auto name = entry.path().filename().string();
+    std::string why;
+    const auto text = dir->read_file(name + "/gitdir", 64 * 1024, why);
+    if (!text) continue;
+    const auto gitdir = text->substr(0, text->find('\n'));  // WORKTREE/.git
+    const bool mine = std::any_of(ours.begin(), ours.end(), [&](const std::string& p) { return gitdir.starts_with(p); });
+    std::error_code gone_ec;
+    if (!mine || fs::exists(fs::symlink_status(gitdir, gone_ec))) continue;
+    if (auto problem = dir->remove(name); !problem.empty()) problems.push_back("cannot unregister a worktree: " + problem);
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> remove_session_workspaces(const std::string& session_dir,
                                                    const std::function<bool(std::string_view instance)>& keep) {
   std::vector<std::string> problems;
-  std::ifstream in(index_file(session_dir));
-  if (!in) return problems;
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto opened = owned_dir::open(session_dir);
+  if (auto* error = std::get_if<std::string>(&opened)) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(session_dir, ec))) problems.push_back("left its trees alone: " + *error);
+    return problems;
+  }
+  const auto& session = std::get<owned_dir>(opened);
+  std::string why;
+  const auto text = session.read_file("workspaces.json", max_index_bytes, why);
+  if (!text) {
+    if (session.has("workspaces.json")) problems.push_back("cannot read the tree index: " + why);
+    return problems;
+  }
   boost::system::error_code ec;
-  auto v = json::parse(text, ec);
+  auto v = json::parse(*text, ec);
   if (ec || !v.is_object()) return {"cannot read " + index_file(session_dir)};
   auto* trees = v.as_object().if_contains("trees");
   if (!trees || !trees->is_object()) return problems;
@@ -331,50 +396,54 @@ std::vector<std::string> remove_session_workspaces(const std::string& session_di
       kept[instance] = t;
       continue;
     }
-    const auto* root = t.get_object().if_contains("root");
-    const auto* repo = t.get_object().if_contains("repo");
-    if (!root || !root->is_string()) continue;
-    const std::string path(root->get_string());
-    if (repo && repo->is_string() && !repo->get_string().empty()) {
-      const std::string checkout(repo->get_string());
-      repos.insert(checkout);
-      std::error_code exists_ec;
-      if (fs::exists(checkout, exists_ec)) (void)git_now(checkout, {"worktree", "remove", "--force", "--force", path});
+    auto field = [&t](const char* k) {
+      const auto* x = t.get_object().if_contains(k);
+      return x && x->is_string() ? std::string(x->get_string()) : std::string();
+    };
+    const auto own = own_tree(field("kind"), std::string(instance));
+    const auto root = field("root");
+    // The index is data: a root anywhere but where arun makes this instance's tree is refused.
+    if (own.empty() || !names_own_tree(session_dir, own, root)) {
+      problems.push_back("left " + (root.empty() ? std::string("a tree") : root) + " alone: " + index_file(session_dir) +
+                         " lists it for " + std::string(instance) + ", but arun makes that tree only at " +
+                         session_dir + "/" + (own.empty() ? "worktrees/..." : own));
+      continue;
     }
-    std::error_code rm;
-    fs::remove_all(path, rm);
-    if (rm) problems.push_back("cannot remove " + path + ": " + rm.message());
+    if (const auto repo = field("repo"); !repo.empty()) repos.insert(repo);
+    if (auto problem = session.remove(own); !problem.empty()) problems.push_back(problem);
   }
-  // This session's registrations whose directories are gone (a crash mid-add or mid-removal):
-  // only those — a blanket `git worktree prune` would also drop the user's own worktrees on a
-  // disk that is not mounted now.
+  // Registrations whose directories are gone: those of this session's worktrees/ only.
   if (const auto* bases = v.as_object().if_contains("bases"); bases && bases->is_object())
     for (const auto& b : bases->get_object()) repos.insert(std::string(b.key()));
   std::error_code canon_ec;
-  const auto ours = fs::weakly_canonical(fs::path(session_dir) / "worktrees", canon_ec).string() + "/";
-  const auto ours_as_given = (fs::path(session_dir) / "worktrees").lexically_normal().string() + "/";
-  for (const auto& checkout : repos) {
-    std::error_code exists_ec;
-    if (!fs::exists(checkout, exists_ec)) continue;
-    const auto common = git_now(checkout, {"rev-parse", "--path-format=absolute", "--git-common-dir"});
-    if (!common.ok) continue;
-    std::error_code list_ec;
-    for (const auto& admin : fs::directory_iterator(fs::path(common.out) / "worktrees", list_ec)) {
-      std::ifstream gitdir_file(admin.path() / "gitdir");
-      std::string gitdir;
-      std::getline(gitdir_file, gitdir);  // WORKTREE/.git
-      std::error_code gone_ec;
-      if ((gitdir.starts_with(ours) || gitdir.starts_with(ours_as_given)) && !fs::exists(gitdir, gone_ec)) {
-        std::error_code rm;
-        fs::remove_all(admin.path(), rm);
-        if (rm) problems.push_back("cannot unregister " + admin.path().string() + ": " + rm.message());
-      }
-    }
-  }
+  const std::vector<std::string> ours{
+      fs::weakly_canonical(fs::path(session_dir) / "worktrees", canon_ec).string() + "/",
+      (fs::path(session_dir) / "worktrees").lexically_normal().string() + "/"};
+  for (const auto& checkout : repos) unregister_gone(checkout, ours, problems);
   v.as_object()["trees"] = std::move(kept);
   if (!replace_private_file(index_file(session_dir), to_json_text(v) + "\n"))
     problems.push_back("cannot write " + index_file(session_dir));
   return problems;
+}
+
+std::vector<std::string> kept_session_trees(const std::string& session_dir) {
+  std::vector<std::string> out;
+  auto opened = owned_dir::open(session_dir);
+  const auto* session = std::get_if<owned_dir>(&opened);
+  if (!session) return out;
+  std::string why;
+  const auto text = session->read_file("workspaces.json", max_index_bytes, why);
+  if (!text) return out;
+  boost::system::error_code ec;
+  const auto v = json::parse(*text, ec);
+  const auto* trees = !ec && v.is_object() ? v.get_object().if_contains("trees") : nullptr;
+  if (!trees || !trees->is_object()) return out;
+  for (const auto& [instance, t] : trees->get_object()) {
+    const auto* kind = t.is_object() ? t.get_object().if_contains("kind") : nullptr;
+    const auto own = kind && kind->is_string() ? own_tree(kind->get_string(), std::string(instance)) : std::string();
+    if (!own.empty() && session->has(own)) out.push_back(session_dir + "/" + own);
+  }
+  return out;
 }
 
 }  // namespace arun::io

@@ -89,9 +89,16 @@ private:
 std::string instance_branch(const std::string& session_id, const std::string& instance);
 
 /// Removes the trees `SESSION/workspaces.json` lists except those `keep` says to keep (by
-/// instance id; none: remove all), unregisters them from their checkouts and prunes those
-/// checkouts' stale worktrees. What could not be removed, one message each.
+/// instance id; none: remove all), then this session's registrations in their checkouts whose
+/// trees are gone. The index is data: a tree is removed only where arun makes it
+/// (`SESSION/worktrees|copies/INSTANCE`, through the session's descriptor, never following a
+/// symlink), and an entry naming another path is left alone. What could not be removed or was
+/// refused, one message each.
 std::vector<std::string> remove_session_workspaces(const std::string& session_dir,
                                                    const std::function<bool(std::string_view instance)>& keep = {});
+
+/// The trees `SESSION/workspaces.json` lists that exist where arun makes them (below the
+/// session's `worktrees/` or `copies/`): a failed step's kept work, or --keep-worktrees'.
+std::vector<std::string> kept_session_trees(const std::string& session_dir);
 
 }  // namespace arun::io
