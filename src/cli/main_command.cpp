@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"bash", "zsh", "fish"}));
   std::string config_format = "text";
-  auto* config_cmd = app.add_subcommand("config", "Show the effective defaults and where each comes from");
+  auto* config_cmd = app.add_subcommand(
+      "config", "Show the effective defaults, where each comes from, and whether ./.arun.yaml is trusted: trust, untrust");
   config_cmd->add_option("--output-format", config_format, "text or json")->check(CLI::IsMember({"text", "json"}));
   std::string trust_file;
   auto* config_trust = config_cmd->add_subcommand(

@@ -152,8 +152,7 @@ void judge_project_file(const io::inspected_file& file, project_file& project) {
     case io::trust_state::unknown: project.state = "unknown"; break;
   }
   if (verdict.state == io::trust_state::refused)
-    project.fix = "make it and its directory yours and writable only by you (chown, chmod go-w), review it, then run "
-                  "'arun config trust'";
+    project.fix = "chown it and its directory to you, chmod go-w, review it, then run 'arun config trust'";
   else if (!project.trusted)
     project.fix = "review it, then run 'arun config trust'";
 }

@@ -103,7 +103,7 @@ TEST_CASE("config: the user's file, the project's .arun.yaml and ARUN_* set defa
   CHECK(arun::test::leftover_processes().empty());
 }
 
-TEST_CASE("config: a bad value is an error with its place; an unknown key a warning with a suggestion") {
+TEST_CASE("config: a bad value is an error with its place (an unknown key a warning with a suggestion)") {
   config_project p;
   p.dir.write("project/.arun.yaml", "max_concurent: 3\nmax_concurrent: lots\n");
   p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
@@ -123,7 +123,7 @@ TEST_CASE("config: a bad value is an error with its place; an unknown key a warn
         std::string::npos);
 }
 
-TEST_CASE("config: retention prunes old sessions when a run starts, never one waiting; clean --dry-run removes nothing") {
+TEST_CASE("config: retention prunes old sessions when a run starts (never one waiting) and clean --dry-run removes nothing") {
   config_project p;
   p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
   p.dir.write("project/gate.yaml", "name: gate\nsteps:\n  - id: g\n    requires_approval: true\n    approval_prompt: ok?\n");
@@ -202,7 +202,7 @@ const char* const every_key = "color: never\nmax_concurrent: 3\nlog_level: debug
 
 }  // namespace
 
-TEST_CASE("config: an untrusted ./.arun.yaml sets only harmless keys; 'config trust' records its hash, an edit undoes it") {
+TEST_CASE("config: an untrusted ./.arun.yaml sets only harmless keys until 'config trust' records its hash (an edit undoes it)") {
   config_project p;
   p.dir.write("project/.arun.yaml", every_key);
   p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
@@ -285,7 +285,7 @@ TEST_CASE("config: an untrusted ./.arun.yaml sets only harmless keys; 'config tr
   }
 }
 
-TEST_CASE("config: a project file another user owns or others can write is never trusted, by hash or by 'config trust'") {
+TEST_CASE("config: a project file another user owns or others can write is never trusted (by hash or by 'config trust')") {
   if (::geteuid() != 0) {
     WARN("needs root to chown files to another user");
     return;

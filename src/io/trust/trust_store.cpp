@@ -100,7 +100,7 @@ bool write_trust_store(const trust_store& store, std::string& error) {
 }
 
 trust_verdict judge_trust(const inspected_file& file, const trust_store& store) {
-  if (!file.refusal.empty()) return {trust_state::refused, "cannot be trusted: " + file.refusal};
+  if (!file.refusal.empty()) return {trust_state::refused, "cannot be trusted (" + file.refusal + ")"};
   if (!store.error.empty()) return {trust_state::unknown, "is not trusted (" + store.error + ")"};
   const auto found = store.files.find(file.real_path);
   if (found == store.files.end()) return {trust_state::never_trusted, "is not trusted"};
