@@ -12,6 +12,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -384,4 +385,23 @@ TEST_CASE("config: a cloned directory's .arun.yaml cannot move the sessions or p
   CHECK(now.size() == 5);
   for (const auto& id : victims) CHECK(std::find(now.begin(), now.end(), id) != now.end());
   CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("config: a FIFO ./.arun.yaml is ignored (never waited on) and a user config others can write gets a warning") {
+  config_project p;
+  REQUIRE(::mkfifo((p.project / ".arun.yaml").c_str(), 0644) == 0);
+  p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
+  const auto run = p.arun({"r.yaml", "-q"});
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.find("arun: ./.arun.yaml cannot be read: " + fs::canonical(p.project).string() +
+                     "/.arun.yaml is not a regular file (ignored)") != std::string::npos);
+  // The user's own file stays the user's word, with a warning like ssh's StrictModes.
+  fs::remove(p.project / ".arun.yaml");
+  p.dir.write("xdg/arun/config.yaml", "max_concurrent: 3\n");
+  fs::permissions(p.home / "arun", fs::perms::all, fs::perm_options::replace);
+  const auto loose = p.arun({"config", "--output-format", "json"});
+  CHECK(arun::test::result_json(loose).at("settings").at("max_concurrent").at("value") == "3");
+  CHECK(loose.err.find("arun: warning: your config file " + (p.home / "arun/config.yaml").string() +
+                       " could be changed by another user: the directory " + fs::canonical(p.home / "arun").string() +
+                       " is writable by group and others") != std::string::npos);
 }
