@@ -71,6 +71,11 @@ int trust(const std::string& path, io::trust_store& store) {
     std::fprintf(stderr, "arun: %s\n", error.c_str());
     return exit_store_failed;
   }
+  // A record in a directory others can write is written but never believed: say so now.
+  if (const auto check = io::read_trust_store(store.path); !check.error.empty()) {
+    std::fprintf(stderr, "arun: the trust was recorded but cannot be used: %s (chmod go-w)\n", check.error.c_str());
+    return exit_usage;
+  }
   std::fprintf(stderr, "arun: trusted %s (%s, sha256 %s) until it changes; 'arun config' shows what it sets\n",
                path.c_str(), file.real_path.c_str(), file.sha256.substr(0, 12).c_str());
   return exit_success;

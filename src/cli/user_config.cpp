@@ -153,6 +153,8 @@ void judge_project_file(const io::inspected_file& file, project_file& project) {
   }
   if (verdict.state == io::trust_state::refused)
     project.fix = "chown it and its directory to you, chmod go-w, review it, then run 'arun config trust'";
+  else if (verdict.state == io::trust_state::unknown)
+    project.fix = "fix or remove the trust record, then run 'arun config trust'";
   else if (!project.trusted)
     project.fix = "review it, then run 'arun config trust'";
 }
