@@ -149,6 +149,9 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
 
 /// `arun config [--output-format json]`: every setting, its value and where it came from.
 int config_command(const std::string& format);
+/// `arun config trust [FILE]` (`trust`) and `arun config untrust [FILE]`: records (or drops)
+/// the user's trust of a project file's content (default ./.arun.yaml).
+int config_trust_command(const std::string& file, bool trust);
 
 /// `arun logs ID [INSTANCE-GLOB] [--stream out|err] [-f]`.
 struct logs_settings {

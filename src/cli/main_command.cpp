@@ -134,8 +134,15 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"bash", "zsh", "fish"}));
   std::string config_format = "text";
-  auto* config_cmd = app.add_subcommand("config", "Show the effective defaults and where each comes from");
+  auto* config_cmd = app.add_subcommand(
+      "config", "Show the effective defaults, where each comes from, and whether ./.arun.yaml is trusted: trust, untrust");
   config_cmd->add_option("--output-format", config_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  std::string trust_file;
+  auto* config_trust = config_cmd->add_subcommand(
+      "trust", "Trust a project's config file as it is now (its content's SHA-256): all its keys apply");
+  auto* config_untrust = config_cmd->add_subcommand("untrust", "Forget the trust of a project's config file");
+  for (auto* cmd : {config_trust, config_untrust})
+    cmd->add_option("file", trust_file, "The project's config file (default ./.arun.yaml)")->type_name("FILE");
   // What the completion scripts ask on TAB: answered from the model above, before anything
   // that could print (config warnings) or fail.
   if (argc > 1 && std::string_view(argv[1]) == "__complete")
@@ -202,6 +209,8 @@ int main(int argc, char** argv) {
   if (sessions_clean->parsed()) return sessions_clean_command(sessions_options);
   if (cache_list_cmd->parsed()) return cache_list(cache_options);
   if (cache_clear_cmd->parsed()) return cache_clear(cache_options);
+  if (config_trust->parsed() || config_untrust->parsed())
+    return config_trust_command(trust_file, config_trust->parsed());
   if (config_cmd->parsed()) return config_command(config_format);
   if (init->parsed()) return init_command(init_options);
   if (completions->parsed()) return completions_command(app, completion_shell);

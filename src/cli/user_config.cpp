@@ -1,5 +1,8 @@
 #include "user_config.hpp"
 
+#include "trust/inspected_file.hpp"
+#include "trust/trust_store.hpp"
+
 #include <arun/diagnostics.hpp>
 
 #include <fmt/format.h>
@@ -7,12 +10,14 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 
 namespace arun::cli {
 namespace {
+
+constexpr const char* project_file_name = ".arun.yaml";
 
 struct known_key {
   const char* name;
@@ -69,12 +74,9 @@ std::string located(const std::string& file, const std::vector<std::string>& lin
   return out;
 }
 
-void read_file(const std::string& path, user_config& config) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;  // no such file: nothing to read
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+// Parses one file's text; a key `allowed` refuses is not read, only named in `ignored`.
+void read_text(const std::string& path, const std::string& text, user_config& config,
+               const std::function<bool(std::string_view)>& allowed, std::vector<std::string>& ignored) {
   std::vector<std::string> lines;
   std::istringstream split(text);
   for (std::string line; std::getline(split, line);) lines.push_back(line);
@@ -106,6 +108,11 @@ void read_file(const std::string& path, user_config& config) {
                                                      : hint));
       continue;
     }
+    // An untrusted key is neither applied nor checked: its value is not the user's word.
+    if (!allowed(name)) {
+      if (std::find(ignored.begin(), ignored.end(), name) == ignored.end()) ignored.push_back(name);
+      continue;
+    }
     const std::string value = kv.second.IsScalar() ? kv.second.Scalar() : std::string();
     if (!valid(*key, value)) {
       config.errors.push_back(located(path, lines, kv.second.Mark(), "error",
@@ -116,19 +123,84 @@ void read_file(const std::string& path, user_config& config) {
   }
 }
 
-std::string user_config_file() {
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) return std::string(xdg) + "/arun/config.yaml";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.config/arun/config.yaml";
-  return {};
+// The user's own file is the user's word; one that others could change is still read, with a
+// warning (ssh's StrictModes refuses such a file; arun only says so).
+void read_user_file(const std::string& path, user_config& config) {
+  const auto file = io::inspect_file(path, max_config_file_bytes);
+  if (!file.present) return;
+  if (!file.error.empty()) {
+    config.warnings.push_back("arun: " + file.error + " (ignored)");
+    return;
+  }
+  if (!file.refusal.empty())
+    config.warnings.push_back(fmt::format("arun: warning: your config file {} could be changed by another user: {} "
+                                          "(chown it and its directory to you, chmod go-w)",
+                                          path, file.refusal));
+  std::vector<std::string> none;
+  read_text(path, file.content, config, [](std::string_view) { return true; }, none);
+}
+
+void judge_project_file(const io::inspected_file& file, project_file& project) {
+  const auto verdict = io::judge_trust(file, io::read_trust_store());
+  project.trusted = verdict.state == io::trust_state::trusted;
+  project.reason = verdict.reason;
+  switch (verdict.state) {
+    case io::trust_state::trusted: project.state = "trusted"; break;
+    case io::trust_state::never_trusted: project.state = "not_trusted"; break;
+    case io::trust_state::changed: project.state = "changed"; break;
+    case io::trust_state::refused: project.state = "refused"; break;
+    case io::trust_state::unknown: project.state = "unknown"; break;
+  }
+  if (verdict.state == io::trust_state::refused)
+    project.fix = "chown it and its directory to you, chmod go-w, review it, then run 'arun config trust'";
+  else if (verdict.state == io::trust_state::unknown)
+    project.fix = "fix or remove the trust record, then run 'arun config trust'";
+  else if (!project.trusted)
+    project.fix = "review it, then run 'arun config trust'";
+}
+
+// `./.arun.yaml` came with the directory, maybe from a clone: its content is trusted only as
+// the user trusted it (its hash), else it sets only harmless keys.
+void read_project_file(user_config& config) {
+  auto& project = config.project;
+  const auto file = io::inspect_file(project_file_name, max_config_file_bytes);
+  project.present = file.present;
+  project.symlink = file.symlink;
+  project.real_path = file.real_path;
+  if (!file.present) {
+    project.state = "absent";
+    return;
+  }
+  const std::string shown = file.symlink ? project.path + " (a link to " + file.real_path + ")" : project.path;
+  if (!file.error.empty()) {
+    project.state = "unreadable";
+    project.reason = "cannot be read: " + file.error;
+    project.warning = fmt::format("arun: {} {} (ignored)", shown, project.reason);
+    config.warnings.push_back(project.warning);
+    return;
+  }
+  judge_project_file(file, project);
+  const bool trusted = project.trusted;
+  read_text(project_file_name, file.content, config,
+            [trusted](std::string_view key) { return trusted || harmless_key(key); }, project.ignored);
+  if (project.ignored.empty()) return;
+  project.warning =
+      fmt::format("arun: {} {}: ignored {} ({})", shown, project.reason, fmt::join(project.ignored, ", "), project.fix);
+  config.warnings.push_back(project.warning);
 }
 
 }  // namespace
 
+bool harmless_key(std::string_view key) {
+  // Display and concurrency only: nothing here names a program or a path, or deletes.
+  return key == "color" || key == "max_concurrent" || key == "log_level";
+}
+
 user_config load_user_config() {
   user_config config;
   for (const auto& key : known_keys) config.entries[key.name] = {key.fallback, "default"};
-  if (const auto file = user_config_file(); !file.empty()) read_file(file, config);
-  read_file(".arun.yaml", config);
+  if (const auto dir = io::user_config_dir(); !dir.empty()) read_user_file(dir + "/config.yaml", config);
+  read_project_file(config);
   for (const auto& key : known_keys) {
     const char* env = std::getenv(key.env);
     if (!env || !*env) continue;

@@ -2,6 +2,8 @@
 // `.arun.yaml` and ARUN_* variables, later winning, shown by `arun config` with their sources;
 // a bad config is an error with its file, line and caret; retention prunes old sessions when
 // a run starts (never one waiting for approval); `sessions clean --dry-run` removes nothing.
+// A project's `.arun.yaml` is untrusted until `arun config trust` records its content's hash
+// (issue 33, trust rule 1): until then it sets only harmless keys.
 #include <catch2/catch.hpp>
 
 #include "arun_cli.hpp"
@@ -9,6 +11,9 @@
 #include "temp_dir.hpp"
 
 #include <boost/json/parse.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -29,9 +34,16 @@ struct config_project {
   fs::path project = dir.root / "project";
   fs::path sessions = dir.root / "sessions";
 
-  config_project() { fs::create_directories(project); }
+  config_project() {
+    fs::create_directories(project);
+    // A directory others can write makes its .arun.yaml untrustable: not the case here, whatever the umask.
+    fs::permissions(project, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+  }
   std::vector<std::string> env(std::vector<std::string> more = {}) const {
     more.push_back("XDG_CONFIG_HOME=" + home.string());
+    more.push_back("HOME=" + (dir.root / "home").string());
+    more.push_back("XDG_STATE_HOME=" + (dir.root / "state").string());
     for (const char* unset : {"ARUN_MAX_CONCURRENT", "ARUN_COLOR", "ARUN_RETENTION_DAYS", "ARUN_RETENTION_SESSIONS",
                               "ARUN_SESSION_DIR", "ARUN_LOG"})
       if (std::find_if(more.begin(), more.end(), [&](const std::string& e) { return e.starts_with(unset); }) == more.end())
@@ -39,8 +51,14 @@ struct config_project {
     return more;
   }
   arun::test::arun_run arun(std::vector<std::string> args, std::vector<std::string> more_env = {}) const {
-    return run_arun(std::move(args), project.string(), std::chrono::seconds(60), env(std::move(more_env)));
+    return arun_in(project, std::move(args), std::move(more_env));
   }
+  arun::test::arun_run arun_in(const fs::path& where, std::vector<std::string> args,
+                               std::vector<std::string> more_env = {}) const {
+    return run_arun(std::move(args), where.string(), std::chrono::seconds(60), env(std::move(more_env)));
+  }
+  // The sessions a run without --session-dir makes (XDG_STATE_HOME's).
+  fs::path default_sessions() const { return dir.root / "state" / "arun" / "sessions"; }
 };
 
 std::size_t sessions_in(const fs::path& root) {
@@ -86,7 +104,7 @@ TEST_CASE("config: the user's file, the project's .arun.yaml and ARUN_* set defa
   CHECK(arun::test::leftover_processes().empty());
 }
 
-TEST_CASE("config: a bad value is an error with its place; an unknown key a warning with a suggestion") {
+TEST_CASE("config: a bad value is an error with its place (an unknown key a warning with a suggestion)") {
   config_project p;
   p.dir.write("project/.arun.yaml", "max_concurent: 3\nmax_concurrent: lots\n");
   p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
@@ -106,7 +124,7 @@ TEST_CASE("config: a bad value is an error with its place; an unknown key a warn
         std::string::npos);
 }
 
-TEST_CASE("config: retention prunes old sessions when a run starts, never one waiting; clean --dry-run removes nothing") {
+TEST_CASE("config: retention prunes old sessions when a run starts (never one waiting) and clean --dry-run removes nothing") {
   config_project p;
   p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
   p.dir.write("project/gate.yaml", "name: gate\nsteps:\n  - id: g\n    requires_approval: true\n    approval_prompt: ok?\n");
@@ -161,4 +179,229 @@ TEST_CASE("config: retention prunes old sessions when a run starts, never one wa
   CHECK_FALSE(fs::exists(older));
   CHECK(sessions_in(p.sessions) == 5);
   CHECK(arun::test::leftover_processes().empty());
+}
+
+namespace {
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::vector<std::string> session_ids_in(const fs::path& root) {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.is_directory()) ids.push_back(e.path().filename().string());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+const char* const every_key = "color: never\nmax_concurrent: 3\nlog_level: debug\nsession_dir: planted\n"
+                              "agent_cli: fake\nretention_days: 1\nretention_sessions: 1\n";
+
+}  // namespace
+
+TEST_CASE("config: an untrusted ./.arun.yaml sets only harmless keys until 'config trust' records its hash (an edit undoes it)") {
+  config_project p;
+  p.dir.write("project/.arun.yaml", every_key);
+  p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
+  auto settings = [&] {
+    const auto r = p.arun({"config", "--output-format", "json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return arun::test::result_json(r);
+  };
+  const auto before = settings();
+  const auto& s = before.at("settings");
+  CHECK(s.at("color").at("source") == ".arun.yaml:1");
+  CHECK(s.at("max_concurrent").at("value") == "3");
+  CHECK(s.at("log_level").at("value") == "debug");
+  for (const char* key : {"session_dir", "agent_cli", "retention_days", "retention_sessions"})
+    CHECK(s.at(key).at("source") == "default");
+  const auto& project = before.at("project_file");
+  CHECK(project.at("trusted") == false);
+  CHECK(project.at("state") == "not_trusted");
+  CHECK(project.at("real_path").as_string() == fs::canonical(p.project / ".arun.yaml").string());
+  CHECK(project.at("ignored") == boost::json::parse(R"(["session_dir","agent_cli","retention_days","retention_sessions"])"));
+
+  // A run: one warning line naming the ignored keys and the command; the session goes where
+  // the user's defaults say, not where the file says.
+  const auto run = p.arun({"r.yaml"});
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.find("arun: ./.arun.yaml is not trusted: ignored session_dir, agent_cli, retention_days, "
+                     "retention_sessions (review it, then run 'arun config trust')\n") != std::string::npos);
+  CHECK(count_of(run.err, "arun config trust") == 1);
+  CHECK_FALSE(fs::exists(p.project / "planted"));
+  CHECK(sessions_in(p.default_sessions()) == 1);
+  // ARUN_* variables stay the user's word.
+  const auto env_dir = p.dir.root / "from-env";
+  CHECK(p.arun({"r.yaml", "-q"}, {"ARUN_SESSION_DIR=" + env_dir.string()}).exit_code == 0);
+  CHECK(sessions_in(env_dir) == 1);
+
+  // Trusted: every key applies, silently; the record is the user's only.
+  const auto trusted = p.arun({"config", "trust"});
+  INFO(trusted.err);
+  CHECK(trusted.exit_code == 0);
+  CHECK(trusted.err.find("arun: trusted .arun.yaml (" + fs::canonical(p.project / ".arun.yaml").string()) !=
+        std::string::npos);
+  const auto record = p.home / "arun" / "trusted.json";
+  REQUIRE(fs::exists(record));
+  CHECK((fs::status(record).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  const auto after = settings();
+  CHECK(after.at("project_file").at("trusted") == true);
+  CHECK(after.at("settings").at("session_dir").at("source") == ".arun.yaml:4");
+  CHECK(after.at("settings").at("retention_sessions").at("value") == "1");
+  const auto trusted_run = p.arun({"r.yaml"});
+  CHECK(trusted_run.exit_code == 0);
+  CHECK(trusted_run.err.find("not trusted") == std::string::npos);
+  CHECK(sessions_in(p.project / "planted") == 1);
+
+  SECTION("an edited file is untrusted again, and says it changed") {
+    p.dir.write("project/.arun.yaml", std::string(every_key) + "# one more line\n");
+    const auto edited = p.arun({"r.yaml", "-q"});
+    CHECK(edited.err.find("arun: ./.arun.yaml changed since it was trusted: ignored session_dir, agent_cli, "
+                          "retention_days, retention_sessions (review it, then run 'arun config trust')") !=
+          std::string::npos);
+    CHECK(sessions_in(p.project / "planted") == 1);
+    CHECK(settings().at("project_file").at("state") == "changed");
+    CHECK(p.arun({"config"}).out.find("project file: ./.arun.yaml changed since it was trusted: ignored session_dir") !=
+          std::string::npos);
+  }
+  SECTION("untrust forgets it") {
+    CHECK(p.arun({"config", "untrust"}).err.find("is no longer trusted") != std::string::npos);
+    CHECK(settings().at("project_file").at("state") == "not_trusted");
+    CHECK(p.arun({"config", "untrust"}).err.find("was not trusted") != std::string::npos);
+  }
+  SECTION("a damaged trust record trusts nothing and is not overwritten") {
+    p.dir.write("xdg/arun/trusted.json", "{not json");
+    fs::permissions(record, fs::perms::owner_read | fs::perms::owner_write);
+    CHECK(settings().at("project_file").at("state") == "unknown");
+    const auto refused = p.arun({"config", "trust"});
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.err.find("arun: cannot use the trust record: " + record.string() + " is not a trust record arun wrote") !=
+          std::string::npos);
+    CHECK(read_text(record) == "{not json");
+  }
+}
+
+TEST_CASE("config: a project file another user owns or others can write is never trusted (by hash or by 'config trust')") {
+  if (::geteuid() != 0) {
+    WARN("needs root to chown files to another user");
+    return;
+  }
+  config_project p;
+  const auto file = p.project / ".arun.yaml";
+  p.dir.write("project/.arun.yaml", every_key);
+  // Whatever the umask: the file and its directory start as a careful user's.
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(p.project, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+  const auto real = fs::canonical(file).string();
+  auto trust = [&] { return p.arun({"config", "trust"}); };
+
+  REQUIRE(::chown(file.c_str(), 4242, 4242) == 0);
+  auto r = trust();
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("arun: refusing to trust .arun.yaml: " + real + " is owned by uid 4242 (you are root (uid 0)), mode 0644") !=
+        std::string::npos);
+  CHECK(r.err.find("chown, chmod go-w") != std::string::npos);
+  CHECK_FALSE(fs::exists(p.home / "arun" / "trusted.json"));
+  CHECK(p.arun({"config"}).out.find("project file: ./.arun.yaml cannot be trusted (" + real + " is owned by uid 4242") !=
+        std::string::npos);
+
+  REQUIRE(::chown(file.c_str(), 0, 0) == 0);
+  fs::permissions(file, fs::perms::group_write, fs::perm_options::add);
+  r = trust();
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find(real + " is writable by group (owner root (uid 0), mode 0664)") != std::string::npos);
+
+  fs::permissions(file, fs::perms::group_write, fs::perm_options::remove);
+  fs::permissions(p.project, fs::perms::all, fs::perm_options::replace);
+  r = trust();
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("the directory " + fs::canonical(p.project).string() +
+                   " is writable by group and others (owner root (uid 0), mode 0777)") != std::string::npos);
+
+  // Trusted while it was safe, then handed to another user: its hash alone no longer trusts it.
+  fs::permissions(p.project, fs::perms::others_write | fs::perms::group_write, fs::perm_options::remove);
+  REQUIRE(trust().exit_code == 0);
+  REQUIRE(p.arun({"config"}).out.find("project file: ./.arun.yaml is trusted") != std::string::npos);
+  REQUIRE(::chown(file.c_str(), 4242, 4242) == 0);
+  const auto shown = arun::test::result_json(p.arun({"config", "--output-format", "json"})).at("project_file");
+  CHECK(shown.at("state") == "refused");
+  CHECK(shown.at("reason").as_string().starts_with("cannot be trusted (" + real + " is owned by uid 4242"));
+  p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
+  const auto refused_run = p.arun({"r.yaml", "-q", "--session-dir", (p.dir.root / "s").string()});
+  CHECK(refused_run.err.find("arun: ./.arun.yaml cannot be trusted (" + real + " is owned by uid 4242") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(p.project / "planted"));
+
+  // A link is resolved and its target judged: the real path is what is trusted and shown.
+  fs::remove(file);
+  p.dir.write("elsewhere/shared.yaml", every_key);
+  REQUIRE(::chown((p.dir.root / "elsewhere/shared.yaml").c_str(), 4242, 4242) == 0);
+  fs::create_symlink(p.dir.root / "elsewhere/shared.yaml", file);
+  const auto linked = p.arun({"config"});
+  CHECK(linked.out.find("project file: ./.arun.yaml (a link to " + fs::canonical(file).string() +
+                        ") cannot be trusted") != std::string::npos);
+  CHECK(trust().exit_code == 2);
+}
+
+TEST_CASE("config: a cloned directory's .arun.yaml cannot move the sessions or prune the user's own (issue 33)") {
+  config_project p;
+  p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
+  const auto elsewhere = p.dir.root / "elsewhere";
+  fs::create_directories(elsewhere);
+  // The victim's own sessions, in the default session directory.
+  for (int i = 0; i < 3; ++i) REQUIRE(p.arun_in(elsewhere, {(p.project / "r.yaml").string(), "-q"}).exit_code == 0);
+  const auto victims = session_ids_in(p.default_sessions());
+  REQUIRE(victims.size() == 3);
+  // The clone: a planted session directory with a fake old session that claims a tree outside it.
+  p.dir.write("victim-precious/work.txt", "mine");
+  REQUIRE(p.arun({"r.yaml", "-q", "--session-dir", (p.project / ".arun-sessions").string()}).exit_code == 0);
+  const auto planted = session_ids_in(p.project / ".arun-sessions");
+  REQUIRE(planted.size() == 1);
+  p.dir.write("project/.arun-sessions/" + planted[0] + "/workspaces.json",
+              R"({"trees":{"x":{"kind":"copy","root":")" + (p.dir.root / "victim-precious").string() + R"("}}})");
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(24 * 400);
+  fs::last_write_time(p.project / ".arun-sessions" / planted[0] / "state.json", old);
+  p.dir.write("project/.arun.yaml", "session_dir: .arun-sessions\nretention_sessions: 1\n");
+
+  const auto run = p.arun({"r.yaml"});
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.find("ignored session_dir, retention_sessions") != std::string::npos);
+  CHECK(session_ids_in(p.project / ".arun-sessions") == planted);
+  CHECK(fs::exists(p.dir.root / "victim-precious/work.txt"));
+  auto now = session_ids_in(p.default_sessions());
+  CHECK(now.size() == 4);
+  for (const auto& id : victims) CHECK(std::find(now.begin(), now.end(), id) != now.end());
+
+  // Retention alone (defect 5): the user's own sessions stay.
+  p.dir.write("project/.arun.yaml", "retention_sessions: 1\nretention_days: 0\n");
+  CHECK(p.arun({"r.yaml", "-q"}).exit_code == 0);
+  now = session_ids_in(p.default_sessions());
+  CHECK(now.size() == 5);
+  for (const auto& id : victims) CHECK(std::find(now.begin(), now.end(), id) != now.end());
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("config: a FIFO ./.arun.yaml is ignored (never waited on) and a user config others can write gets a warning") {
+  config_project p;
+  REQUIRE(::mkfifo((p.project / ".arun.yaml").c_str(), 0644) == 0);
+  p.dir.write("project/r.yaml", "name: r\nsteps:\n  - id: a\n    command: echo a\n");
+  const auto run = p.arun({"r.yaml", "-q"});
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.find("arun: ./.arun.yaml cannot be read: " + fs::canonical(p.project).string() +
+                     "/.arun.yaml is not a regular file (ignored)") != std::string::npos);
+  // The user's own file stays the user's word, with a warning like ssh's StrictModes.
+  fs::remove(p.project / ".arun.yaml");
+  p.dir.write("xdg/arun/config.yaml", "max_concurrent: 3\n");
+  fs::permissions(p.home / "arun", fs::perms::all, fs::perm_options::replace);
+  const auto loose = p.arun({"config", "--output-format", "json"});
+  CHECK(arun::test::result_json(loose).at("settings").at("max_concurrent").at("value") == "3");
+  CHECK(loose.err.find("arun: warning: your config file " + (p.home / "arun/config.yaml").string() +
+                       " could be changed by another user: the directory " + fs::canonical(p.home / "arun").string() +
+                       " is writable by group and others") != std::string::npos);
 }
