@@ -7,7 +7,8 @@
 namespace arun {
 
 std::optional<std::string> bash_script_preview(const std::string& command) {
-  // Stand-in values: "0" is an integer, a name and inert code, so every position accepts it.
+  // Stand-in values: "0" is an integer and a name, so every position but code accepts it (a
+  // reference in code is refused by validate itself: check_references).
   boost::json::object context;
   for (const auto& span : engine::find_references(command)) context[span.ref.root] = 0;
   const engine::render_scope scope{context, nullptr, engine::undefined_mode::lenient};
