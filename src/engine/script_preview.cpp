@@ -1,6 +1,7 @@
 // The script a bash step will run, for static checks (`bash -n` at validate).
 #include <arun/validation.hpp>
 
+#include "shell/shell_lexer.hpp"
 #include "shell/shell_render.hpp"
 #include "template/reference.hpp"
 
@@ -16,5 +17,7 @@ std::optional<std::string> bash_script_preview(const std::string& command) {
   if (!rendered.ok()) return std::nullopt;
   return std::move(rendered.script);
 }
+
+bool bash_script_closed(std::string_view script) { return engine::lex_shell(script, {}).complete; }
 
 }  // namespace arun

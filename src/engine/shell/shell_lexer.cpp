@@ -75,6 +75,7 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
       word_unit(st, f, limit);
     }
   }
+  if (c != closer::end) open_ = true;  // `$(`, `<(` or a backtick never closed
   end_word(st);
   end_command(st);
 }
@@ -370,6 +371,7 @@ void lexer::read_heredocs(const frame& f, std::size_t limit) {
   for (const auto index : pending) {
     const auto begin = i_;
     const auto [end, resume] = find_delimiter(out_.heredocs[index], limit);
+    if (end == limit) open_ = true;
     out_.heredocs[index].body = {begin, end};
     const bool quoted = out_.heredocs[index].quoted;
     const bool arithmetic = index < arithmetic_bodies_.size() && arithmetic_bodies_[index];
@@ -419,7 +421,7 @@ std::pair<std::size_t, std::size_t> lexer::find_delimiter(const heredoc_body& h,
     if (!opaque && candidate == h.delimiter) return {line, std::min(p + 1, limit)};
     line = p + 1;
   }
-  return {limit, limit};
+  return {limit, limit};  // bash reads to the end of the text (and warns)
 }
 
 }  // namespace detail

@@ -78,6 +78,10 @@ struct shell_lex_result {
   /// levels, or a heredoc delimiter whose value only bash can tell (`$(…)`, backticks,
   /// escapes inside `$'…'`).
   std::string stopped;
+  /// False when the text ends inside a construct bash would keep reading (a quote, `$( )`,
+  /// backticks, `${ }`, `$(( ))`, a heredoc without its delimiter line, a trailing backslash):
+  /// text that follows it would become part of it (`validate` checks such a script alone).
+  bool complete = true;
 };
 
 /// Lexes `script` as bash's parser would, reading each of `opaque` (sorted, disjoint ranges)

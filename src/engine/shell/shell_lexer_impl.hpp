@@ -176,6 +176,7 @@ public:
 
   shell_lex_result run() {
     commands(frame{}, closer::end, s_.size());
+    out_.complete = !open_ && !stopped_;
     return std::move(out_);
   }
 
@@ -197,6 +198,7 @@ private:
   std::size_t next_hole_ = 0;
   std::size_t depth_ = 0;
   bool stopped_ = false;
+  bool open_ = false;  // the text ended inside a construct (shell_lex_result::complete)
   std::vector<std::size_t> pending_;  // heredocs announced on the current line
   attribute_names& names_;
   bool learned_ = false;
