@@ -13,18 +13,11 @@ bool is_identifier(std::string_view w) {
 
 bool has(std::string_view flags, char c) { return flags.find(c) != std::string_view::npos; }
 
-// Commands whose operands are text to search for or print: `grep sh` names no program to run.
-bool searches_text(std::string_view command) {
-  for (std::string_view n : {"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "pgrep", "pkill", "killall", "which",
-                             "whereis", "type", "man", "apropos", "echo", "printf"})
-    if (command == n) return true;
-  return false;
-}
-
 std::string_view basename(std::string_view w) {
   const auto slash = w.rfind('/');
   return slash == std::string_view::npos ? w : w.substr(slash + 1);
 }
+
 
 // Bash's own integer variables (`declare -pi`), and two it evaluates on assignment too.
 bool special_integer(std::string_view name) {
@@ -64,11 +57,15 @@ constexpr command_entry commands_table[] = {
     {"sudo", command_kind::wrapper}, {"doas", command_kind::wrapper}, {"xargs", command_kind::wrapper},
 };
 
+}  // namespace
+
 command_kind kind_of(std::string_view command) {
   for (const auto& e : commands_table)
     if (e.name == command) return e.kind;
   return command_kind::other;
 }
+
+namespace {
 
 // Option letters that take the next word (or the rest of their word) as their argument.
 std::string_view options_with_argument(const command_args& a) {
@@ -225,37 +222,10 @@ void lexer::command_word(command_state& st, std::string_view w) {
   if (a.kind == command_kind::other) start_program(st, a.command);
 }
 
-// `taskset 1 env -S …`, `ionice parallel …`: a program that runs its arguments, standing as an
-// argument of another, is read as if it were the command (builtins cannot stand there).
-bool lexer::start_runner(command_state& st, std::string_view word) {
-  const std::string name(basename(word));  // `word` may be the current command's own text
-  const auto kind = kind_of(name);
-  const bool runner = kind == command_kind::parallel || kind == command_kind::remote ||
-                      kind == command_kind::runs_option || kind == command_kind::runs_all ||
-                      (kind == command_kind::wrapper && name != "builtin" && name != "command" && name != "exec");
-  if (!runner) return false;
-  st.args = command_args{};
-  st.args.command = std::string(name);
-  st.args.kind = kind;
-  if (kind == command_kind::wrapper) st.command_again = true;  // its next word is a command word
-  return true;
-}
-
 void lexer::argument_word(command_state& st) {
   auto& a = st.args;
   const auto& t = st.shape.text;
-  // A word naming a shell or interpreter starts one: `find -exec sh -c`, `ionice -c3 python3 -c`,
-  // `docker exec c sh -c`, `xargs -0 perl -e`.
-  if ((a.kind == command_kind::other || a.kind == command_kind::runs_option) && !a.option && !searches_text(a.command)) {
-    if (t.find_first_of("\x01\x02") == std::string::npos && (start_program(st, t) || start_runner(st, t))) return;
-    if (!t.empty() && t[0] == '\x02' && (s_[st.word_begin] == '$' || s_[st.word_begin] == '"')) {  // `ionice -c3 "$SHELL" -c …`: an expansion may name a shell too
-      a = command_args{};
-      a.kind = command_kind::unknown;
-      a.nested = true;
-      a.command = std::string(s_.substr(st.word_begin, std::min<std::size_t>(i_ - st.word_begin, 40)));
-      return;
-    }
-  }
+  if (nested_command(st)) return;
   switch (a.kind) {
     case command_kind::other:
     case command_kind::wrapper: return;

@@ -84,6 +84,9 @@ enum class command_kind {
 // How a shell or interpreter finds its program in its arguments (shell_lexer_programs.cpp).
 struct program_rules;
 
+// The builtin or program `command` (a basename) is, by shell_lexer_commands.cpp's table.
+command_kind kind_of(std::string_view command);
+
 // How the current command reads its arguments so far.
 struct command_args {
   command_kind kind = command_kind::other;
@@ -263,6 +266,7 @@ private:
   void script_word(command_state& st, std::string_view runner);
   bool start_program(command_state& st, std::string_view name);
   bool start_runner(command_state& st, std::string_view word);
+  bool nested_command(command_state& st);
   void program_argument(command_state& st);
   bool program_option(command_state& st);
   void program_operand(command_state& st);

@@ -82,6 +82,14 @@ bool listed(std::string_view list, std::string_view name) {
   return !name.empty() && list.find(" " + std::string(name) + " ") != std::string_view::npos;
 }
 
+// Commands whose operands are text to search for or print: `grep sh` names no program to run.
+bool searches_text(std::string_view command) {
+  for (std::string_view n : {"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "pgrep", "pkill", "killall", "which",
+                             "whereis", "type", "man", "apropos", "echo", "printf"})
+    if (command == n) return true;
+  return false;
+}
+
 bool names_stdin(std::string_view operand) {
   return operand == "-" || operand == "/dev/stdin" || operand == "/dev/fd/0" || operand == "/proc/self/fd/0";
 }
@@ -151,6 +159,38 @@ bool lexer::start_program(command_state& st, std::string_view name) {
   st.args.kind = command_kind::program;
   st.args.command = std::move(command);
   st.args.program = p;
+  return true;
+}
+
+// `taskset 1 env -S …`, `ionice parallel …`: a program that runs its arguments, standing as an
+// argument of another, is read as if it were the command (builtins cannot stand there).
+bool lexer::start_runner(command_state& st, std::string_view word) {
+  const std::string name(basename(word));  // `word` may be the current command's own text
+  const auto kind = kind_of(name);
+  const bool runner = kind == command_kind::parallel || kind == command_kind::remote ||
+                      kind == command_kind::runs_option || kind == command_kind::runs_all ||
+                      (kind == command_kind::wrapper && name != "builtin" && name != "command" && name != "exec");
+  if (!runner) return false;
+  st.args = command_args{};
+  st.args.command = name;
+  st.args.kind = kind;
+  if (kind == command_kind::wrapper) st.command_again = true;  // its next word is a command word
+  return true;
+}
+
+// An argument of another command that starts a program: `find -exec sh -c`, `ionice -c3
+// python3 -c`, `docker exec c sh -c`, `xargs -0 perl -e`, `setpriv -- "$SHELL" -c`.
+bool lexer::nested_command(command_state& st) {
+  auto& a = st.args;
+  const auto& t = st.shape.text;
+  if (!(a.kind == command_kind::other || a.kind == command_kind::runs_option) || a.option || searches_text(a.command))
+    return false;
+  if (t.find_first_of("\x01\x02") == std::string::npos) return start_program(st, t) || start_runner(st, t);
+  if (t.empty() || t[0] != '\x02' || !(s_[st.word_begin] == '$' || s_[st.word_begin] == '"')) return false;
+  a = command_args{};  // an expansion may name a shell too
+  a.kind = command_kind::unknown;
+  a.nested = true;
+  a.command = std::string(s_.substr(st.word_begin, std::min<std::size_t>(i_ - st.word_begin, 40)));
   return true;
 }
 
