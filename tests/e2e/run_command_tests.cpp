@@ -802,7 +802,13 @@ TEST_CASE("validate checks each command on its own: two steps' unbalanced quotes
     temp_recipe rec(text);
     const auto r = run_arun({"validate", rec.file.string()});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains(":25:7: error: bash refuses the command of step 'a'"));
+    // (bash names the line of `$(`'s error as the script's end: then the command key is shown)
+    CHECK_THAT(r.err, Catch::Contains(":25:7: error: bash refuses the command of step 'a'") ||
+                          Catch::Contains(":24:14: error: bash refuses the command of step 'a'"));
+    if (second == "echo two}") {  // a word of its own: only the first is wrong
+      CHECK_THAT(r.err, Catch::EndsWith("\n1 error\n"));
+      continue;
+    }
     CHECK_THAT(r.err, Catch::Contains(":28:7: error: bash refuses the command of step 'b'"));
     CHECK_THAT(r.err, Catch::EndsWith("\n2 errors\n"));
   }
