@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace arun {
@@ -34,6 +35,11 @@ std::set<std::string, std::less<>> declared_names(const recipe& r, const validat
 /// expansion (values are stand-ins), for static checks such as `bash -n`; nullopt when the
 /// command cannot be rewritten (validation reports why).
 std::optional<std::string> bash_script_preview(const std::string& command);
+
+/// Whether bash's reading of `script` ends where the text ends: false when a quote, `$( )`,
+/// backticks, a heredoc or a trailing backslash is still open, so text appended to the script
+/// would be read as part of it (`validate` then checks the script with a bash of its own).
+bool bash_script_closed(std::string_view script);
 
 /// Fields this version of the engine cannot run yet: `run` refuses such recipes (exit 2)
 /// instead of running them differently from what they say.

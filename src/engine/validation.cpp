@@ -4,6 +4,7 @@
 
 #include "condition/condition.hpp"
 #include "shell/shell_lexer.hpp"
+#include "shell/shell_render.hpp"
 #include "template/reference.hpp"
 
 #include <algorithm>
@@ -351,17 +352,15 @@ void check_agent_options(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
-// For each reference of a bash `command`, whether bash reads it inside a comment, where the
-// renderer leaves it as written: the lexer the renderer uses, so heredoc lines and strings that
-// start with '#' are not comments.
-std::vector<bool> in_shell_comment(std::string_view command, const std::vector<engine::reference_span>& spans) {
+// How bash reads each reference of a bash `command`: the lexer the renderer uses, so heredoc
+// lines and strings that start with '#' are not comments, and code positions are the ones the
+// run refuses.
+std::vector<engine::shell_position> shell_positions(std::string_view command, const std::vector<engine::reference_span>& spans) {
   std::vector<engine::text_range> ranges;
   for (const auto& s : spans) ranges.push_back({s.begin, s.end});
-  const auto lexed = engine::lex_shell(command, ranges);
-  std::vector<bool> out;
-  for (const auto& pos : lexed.positions) out.push_back(pos.quoting == engine::shell_quoting::comment);
-  out.resize(spans.size(), false);
-  return out;
+  auto positions = engine::lex_shell(command, ranges).positions;
+  positions.resize(spans.size());
+  return positions;
 }
 
 void check_references(const recipe& r, const validation_options& options, std::vector<diagnostic>& out) {
@@ -380,11 +379,22 @@ void check_references(const recipe& r, const validation_options& options, std::v
   auto check_text = [&](std::string_view key, const std::string& text, const source_location& where,
                         const std::string& owner) {
     const auto spans = engine::find_references(text);
-    const auto commented = key == "command" ? in_shell_comment(text, spans) : std::vector<bool>(spans.size(), false);
+    const bool shell = key == "command" || key == "hooks";
+    const auto positions = shell ? shell_positions(text, spans) : std::vector<engine::shell_position>(spans.size());
     for (std::size_t k = 0; k < spans.size(); ++k) {
       const auto& span = spans[k];
       const auto snippet = text.substr(span.begin, span.end - span.begin);
       const auto occurrence = seen[{owner + "\n" + std::string(key), snippet}]++;
+      const bool in_comment = positions[k].quoting == engine::shell_quoting::comment;
+      if (positions[k].code && !in_comment) {
+        // Templates never reach a code position (docs/reference/templates.md, "Code positions").
+        auto d = make(severity::error, where, engine::code_position_error(positions[k].code_in, span.ref) + ", in " + owner,
+                      std::string(key), engine::code_position_hint(span.ref));
+        d.snippet = snippet;
+        d.occurrence = occurrence;
+        d.code = "code-position";
+        out.push_back(std::move(d));
+      }
       if (declared.contains(span.ref.root)) continue;
       std::string defined;
       for (const auto& n : candidates) defined += (defined.empty() ? "" : ", ") + std::string(n);
@@ -394,7 +404,6 @@ void check_references(const recipe& r, const validation_options& options, std::v
                              : "declare it in context, or pass --set " + span.ref.root + "=...";
       // In a shell comment it is left as written and changes nothing: real recipes of the
       // older runners explain their templates in comments (`# {{variable}} is substituted ...`).
-      const bool in_comment = commented[k];
       if (in_comment) hint = "it is in a shell comment, which arun leaves as written";
       auto d = make(soft || in_comment ? severity::warning : severity::error, where,
                     "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of " + owner +

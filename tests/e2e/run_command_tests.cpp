@@ -789,6 +789,51 @@ TEST_CASE("validate checks many scripts with few bash processes and still names 
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("validate checks each command on its own: two steps' unbalanced quotes never pair up") {
+  // Batched, `echo 'one` and `echo two'` made one string that closed and passed (issue 33).
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"echo 'one", "echo two'"}, {"echo \"one", "echo two\""}, {"echo $(echo one", "echo two)"},
+      {"echo `echo one", "echo two`"}, {"echo ${x:-one", "echo two}"}};
+  for (const auto& [first, second] : pairs) {
+    INFO("steps: " << first << " / " << second);
+    std::string text = "name: pair\nsteps:\n";
+    for (int i = 0; i < 10; ++i) text += "  - id: c" + std::to_string(i) + "\n    command: echo " + std::to_string(i) + "\n";
+    text += "  - id: a\n    command: |-\n      " + first + "\n  - id: b\n    command: |-\n      " + second + "\n";
+    temp_recipe rec(text);
+    const auto r = run_arun({"validate", rec.file.string()});
+    CHECK(r.exit_code == 2);
+    // (bash names the line of `$(`'s error as the script's end: then the command key is shown)
+    CHECK_THAT(r.err, Catch::Contains(":25:7: error: bash refuses the command of step 'a'") ||
+                          Catch::Contains(":24:14: error: bash refuses the command of step 'a'"));
+    if (second == "echo two}") {  // a word of its own: only the first is wrong
+      CHECK_THAT(r.err, Catch::EndsWith("\n1 error\n"));
+      continue;
+    }
+    CHECK_THAT(r.err, Catch::Contains(":28:7: error: bash refuses the command of step 'b'"));
+    CHECK_THAT(r.err, Catch::EndsWith("\n2 errors\n"));
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("a reference in a code position is refused by validate at the reference, and run starts no step") {
+  temp_recipe rec("name: code\ncontext:\n  v: hello\nsteps:\n  - id: first\n    command: touch ran; echo {{v}}\n"
+                  "  - id: wrapped\n    command: find . -maxdepth 0 -exec sh -c 'echo {{v}}' \\;\n"
+                  "  - id: piped\n    command: |\n      echo start\n      echo 'echo {{v}}' | ionice -c3 sh\n"
+                  "  - id: data\n    command: find . -maxdepth 0 -exec sh -c 'echo \"$1\"' _ {{v}} \\;\n");
+  const auto r = run_arun({"validate", rec.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(":8:51: error: {{v}} is in code that sh -c runs: its value would run as code there, "
+                                    "whatever it holds, in step 'wrapped'"));
+  CHECK_THAT(r.err, Catch::Contains(":12:18: error: {{v}} is in code that text piped into sh runs"));
+  CHECK_THAT(r.err, Catch::Contains("pass the value as data instead: as an argument, sh -c '... \"$1\"' _ {{v}}"));
+  CHECK_THAT(r.err, Catch::Contains("\"$RECIPE_VAR_v\""));
+  CHECK_THAT(r.err, Catch::EndsWith("\n2 errors\n"));
+  const auto run = run_arun({"run", rec.file.string(), "-C", rec.dir.string(), "-q"});
+  CHECK(run.exit_code == 2);
+  CHECK_FALSE(fs::exists(rec.dir / "ran"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("extends paths stay inside the allowed roots, and names ignore the current directory") {
   temp_recipe outside("name: parent\nsteps:\n  - id: p\n    command: echo parent\n");
   temp_recipe rec("name: child\nextends: ../" + outside.dir.filename().string() + "/recipe.yaml\nsteps:\n"

@@ -326,23 +326,40 @@ const std::vector<evaluated_position> evaluated_positions = {
     {"name1=; [ -v \"{{x}}\" ] && echo set", "name1", "set\n"},
     {"getopts ab {{x}} -a; echo $name1", "name1", "a\n"},
     {"builtin read {{x}} <<< v; echo $name1", "name1", "v\n"},
-    // code
-    {"eval \"echo {{x}}\"", "hello", "hello\n"},
-    {"eval 'echo {{x}}'", "hello", "hello\n"},
-    {"command eval echo {{x}}", "hello", "hello\n"},
-    {"trap \"echo {{x}}\" EXIT", "hello", "hello\n"},
-    {"trap -- 'echo {{x}}' EXIT", "hello", "hello\n"},
-    {"bash -c \"echo {{x}}\"", "hello", "hello\n"},
-    {"bash -e -o pipefail -c 'echo {{x}}'", "hello", "hello\n"},
-    {"sh -c \"echo {{x}}\"", "hello", "hello\n"},
-    {"/bin/bash -ec 'echo {{x}}'", "hello", "hello\n"},
-    {"env A=1 bash -c 'echo {{x}}'", "hello", "hello\n"},
-    {"timeout 20 bash -c 'echo {{x}}'", "hello", "hello\n"},
-    {"flock \"$D/lock\" -c 'echo {{x}}'", "hello", "hello\n"},
-    {"su root -s /bin/bash -c 'echo {{x}}'", "hello", "hello\n"},
-    {"PS4='+{{x}} '; set -x; : 2>/dev/null; set +x; echo ok", "hello", "ok\n"},
-    {"mapfile -C 'echo {{x}}' -c 1 a <<< l1", "hello", "hello 0 l1\n\n"},
-    {"shopt -s expand_aliases; alias e='echo {{x}}'\ne", "hello", "hello\n"},
+};
+
+// Code positions: a reference there is refused whatever its value, even a harmless word
+// (docs/reference/templates.md, "Code positions"). Each ran the value as code before.
+const std::vector<std::string> code_positions = {
+    "eval \"echo {{x}}\"", "eval 'echo {{x}}'", "command eval echo {{x}}", "trap \"echo {{x}}\" EXIT",
+    "trap -- 'echo {{x}}' EXIT", "bash -c \"echo {{x}}\"", "bash -e -o pipefail -c 'echo {{x}}'", "sh -c \"echo {{x}}\"",
+    "/bin/bash -ec 'echo {{x}}'", "env A=1 bash -c 'echo {{x}}'", "timeout 20 bash -c 'echo {{x}}'",
+    "flock \"$D/lock\" -c 'echo {{x}}'", "su root -s /bin/bash -c 'echo {{x}}'",
+    "PS4='+{{x}} '; set -x; : 2>/dev/null; set +x; echo ok", "mapfile -C 'echo {{x}}' -c 1 a <<< l1",
+    "shopt -s expand_aliases; alias e='echo {{x}}'\ne",
+    // defect 10 of issue 33: wrappers the rewriter did not know
+    "find \"$D\" -maxdepth 0 -exec sh -c 'echo {{x}}' \\;", "ionice -c3 sh -c 'echo {{x}}'", "taskset 1 sh -c 'echo {{x}}'",
+    "unshare -r sh -c 'echo {{x}}'", "chroot / sh -c 'echo {{x}}'", "setpriv -- sh -c 'echo {{x}}'",
+    "echo x | xargs sh -c 'echo {{x}}'", "parallel 'echo {{x}}' ::: a", "coproc sh -c 'echo {{x}}'; wait",
+    "echo 'echo {{x}}' | sh", "sh <<< 'echo {{x}}'", "source <(echo 'echo {{x}}')", ". <(echo 'echo {{x}}')",
+    "bash <<EOF\necho {{x}}\nEOF", "bash <<'EOF'\necho {{x}}\nEOF", "python3 -c 'print(\"{{x}}\")'",
+    "perl -e 'print \"{{x}}\\n\"'", "awk 'BEGIN { print \"{{x}}\" }'", "node -e 'console.log(\"{{x}}\")'",
+    "ruby -e 'puts \"{{x}}\"'", "sed 's/^/{{x}}/' <<< ''", "echo {{x}} | xargs -I{} sh -c 'echo {}'",
+    "bash -c \"$(printf 'echo %s' {{x}})\"", "\"$BASH\" -c 'echo {{x}}'", "env -S 'echo {{x}}'",
+};
+
+// The same code, each value passed as data: it runs, and the value arrives intact.
+const std::vector<std::string> code_with_data = {
+    "eval 'echo \"$RECIPE_VAR_x\"'",
+    "bash -c 'echo \"$1\"' _ {{x}}",
+    "find \"$D\" -maxdepth 0 -exec sh -c 'echo \"$1\"' _ {{x}} \\;",
+    "ionice -c3 sh -c 'echo \"$RECIPE_VAR_x\"'",
+    "printf '%s\\n' {{x}} | sh -c 'cat'",
+    "python3 -c 'import sys; print(sys.argv[1])' {{x}}",
+    "python3 -c 'import os; print(os.environ[\"RECIPE_VAR_x\"])'",
+    "perl -e 'print \"$ARGV[0]\\n\"' {{x}}",
+    "awk 'BEGIN { print ENVIRON[\"RECIPE_VAR_x\"] }'",
+    "sed --sandbox \"s|^|{{x}}|\" <<< ''",
 };
 
 // Positions that look alike but where bash only ever receives the value as data.
@@ -364,7 +381,36 @@ const std::vector<std::string> data_positions = {
 
 }  // namespace
 
-TEST_CASE("values in arithmetic, variable-name and code positions are refused unless bash cannot run them") {
+TEST_CASE("a reference in code is refused whatever its value; passed as data, the value runs as data") {
+  const scratch_dir dir;
+  const auto canary = (dir.path / "PWNED").string();
+  for (const auto& command : code_positions) {
+    INFO("command: " << command);
+    for (const std::string& value : std::vector<std::string>{"hello", "x; touch " + canary, "$(touch " + canary + ")"}) {
+      boost::json::object ctx;
+      ctx["x"] = value;
+      CHECK_THAT(engine::render_shell(command, {ctx}).error, Catch::Contains("is in code that"));
+    }
+  }
+  const bool have_tools = ::access("/usr/bin/python3", X_OK) == 0 && ::access("/usr/bin/perl", X_OK) == 0;
+  for (const auto& command : code_with_data) {
+    if (!have_tools && (command.find("python3") != std::string::npos || command.find("perl") != std::string::npos)) continue;
+    INFO("command: " << command);
+    for (const std::string& value : std::vector<std::string>{"hello", "x; touch " + canary + " #", "$(touch " + canary + ")", "`touch " + canary + "`"}) {
+      if (command.find("sed") != std::string::npos && value.find('|') != std::string::npos) continue;
+      INFO("value: " << value);
+      boost::json::object ctx;
+      ctx["x"] = value;
+      const auto run = run_rendered(command, ctx, dir);
+      CHECK(run.result.exit_code == 0);
+      CHECK(run.result.out.text == value + "\n");
+    }
+  }
+  CHECK_FALSE(fs::exists(canary));
+  CHECK(leftover_processes().empty());
+}
+
+TEST_CASE("values in arithmetic and variable-name positions are refused unless bash cannot run them") {
   const scratch_dir dir;
   const auto canary = (dir.path / "PWNED").string();
   const std::vector<std::string> hostile = {"a[$(touch " + canary + ")]", "$(touch " + canary + ")",
@@ -425,6 +471,9 @@ TEST_CASE("random compositions of commands, wrappers and quoting never run a val
       "declare -A m", "m[{Q}]=1", "read -r {Q} <<< v", "read n <<< {Q}", "printf -v {Q} %s v", "printf -v n %s {Q}",
       "printf -v 'a[{Q}]' x", "unset {Q}", "[[ -v {Q} ]]", "test -v {Q}", "declare -n r={Q}", "r={Q}",
       "export {Q}=1", "eval echo {Q}", "trap 'echo {Q}' EXIT", "bash -c 'echo {Q}'", "echo $(( {Q} ))",
+      "sh -c 'echo \"$1\"' _ {Q}", "echo {Q} | sh", "sh <<< {Q}", "source <(echo {Q})", "python3 -c 'print(1)' {Q}",
+      "find \"$D\" -maxdepth 0 -exec sh -c {Q} \\;", "echo {Q} | xargs -I{} sh -c 'echo {}'", "printf %s {Q} | sh -c cat",
+      "perl -e {Q}", "awk {Q} /dev/null", "env -S {Q}", "ionice -c3 sh -c {Q}",
       "(( {Q} ))", "let n={Q}", "[[ {Q} -eq 1 ]]", "echo ${a[{Q}]}", "echo ${s:{Q}}", "mapfile -t {Q} < /dev/null",
       "getopts ab {Q}", "echo {Q}", "cat <<< {Q}", "x={Q}", "PS4={Q}", "RANDOM={Q}", "OPTIND={Q}"};
   const std::vector<std::pair<std::string, std::string>> frames = {

@@ -75,6 +75,7 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
       word_unit(st, f, limit);
     }
   }
+  if (c != closer::end) open_ = true;  // `$(`, `<(` or a backtick never closed
   end_word(st);
   end_command(st);
 }
@@ -126,21 +127,27 @@ bool lexer::assignment_subscript(std::size_t limit) const {
 }
 
 void lexer::control(command_state& st, const frame& f, std::size_t limit) {
+  if (s_[i_] == '<' || s_[i_] == '>') begin_command(st, i_);  // `<<EOF sh`: a redirection may come first
   if (at(i_, "<<<")) {
     i_ += 3;
     st.redirect_target = true;
+    st.here_string = true;
   } else if (at(i_, "<<") && !st.test_expr) {
     heredoc_operator(f, limit);
   } else if (at(i_, "<(") || at(i_, ">(")) {
-    i_ += 2;
+    const auto start = i_;
     begin_word(st);
+    i_ += 2;
     st.word_plain = false;
     st.shape.add('\x02', true);
     commands(substitution_frame(f), closer::paren, limit);
+    st.word_substitutions.push_back({start, i_});
   } else if (at(i_, ">&") || at(i_, "<&") || at(i_, "&>") || at(i_, ">|") || at(i_, "<>")) {
+    st.stdin_redirect = at(i_, "<>");
     i_ += 2;  // redirections: the command goes on
     st.redirect_target = !st.test_expr;
   } else if (s_[i_] == '<' || s_[i_] == '>') {
+    st.stdin_redirect = s_[i_] == '<';
     ++i_;
     st.redirect_target = !st.test_expr;
   } else if (s_[i_] == ';') {
@@ -148,21 +155,36 @@ void lexer::control(command_state& st, const frame& f, std::size_t limit) {
     i_ += at(i_, ";;&") ? 3 : ends_item ? 2 : 1;
     if (ends_item && !st.cases.empty()) st.cases.back() = case_state::pattern;
     end_command(st);
+    st.after_pipe = false;
   } else if (s_[i_] == '(') {
+    if (st.in_pattern()) {
+      ++i_;
+      return;  // `(a|b)`: the optional parenthesis of a case pattern
+    }
+    begin_command(st, i_);
+    st.groups.push_back(st.pipeline_begin);
     ++i_;
-    if (st.in_pattern()) return;  // `(a|b)`: the optional parenthesis of a case pattern
     ++st.parens;
     end_command(st);
   } else if (s_[i_] == ')') {
     ++i_;
-    if (st.in_pattern())
+    if (st.in_pattern()) {
       st.cases.back() = case_state::body;
-    else if (st.parens > 0)
+    } else if (st.parens > 0) {
       --st.parens;
+      end_command(st);
+      if (!st.groups.empty()) {
+        st.pipeline_begin = st.groups.back();
+        st.groups.pop_back();
+      }
+      return;
+    }
     end_command(st);
   } else {  // & && | || |&
+    const bool pipe = !at(i_, "||") && s_[i_] == '|';
     i_ += (at(i_, "&&") || at(i_, "||") || at(i_, "|&")) ? 2 : 1;
     end_command(st);
+    st.after_pipe = pipe;
   }
 }
 
@@ -185,8 +207,15 @@ void lexer::end_word(command_state& st) {
     st.prev_word_holes = std::move(holes);
     return;
   }
-  // A redirection's target, or the fd number in front of one (`2>`), is no argument.
-  if (std::exchange(st.redirect_target, false)) return;
+  // A redirection's target, or the fd number in front of one (`2>`), is no argument; what a
+  // command reads from `<<<` or `< <( )` may be its program.
+  if (std::exchange(st.redirect_target, false)) {
+    if (std::exchange(st.here_string, false))
+      st.stdin_text.push_back({st.word_begin, i_});
+    else if (std::exchange(st.stdin_redirect, false))
+      st.stdin_text.insert(st.stdin_text.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+    return;
+  }
   if (!w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; }) && i_ < s_.size() &&
       (s_[i_] == '<' || s_[i_] == '>'))
     return;
@@ -198,11 +227,16 @@ void lexer::end_word(command_state& st) {
     if (st.args.kind == command_kind::wrapper) return;  // `command`, `env`, ...: so is the next word
   } else {
     argument_word(st);
+    if (std::exchange(st.command_again, false)) {
+      st.word_index = 0;
+      return;
+    }
   }
   ++st.word_index;
 }
 
 void lexer::end_command(command_state& st) {
+  finish_command(st);
   if (st.args.feeds_integer) {
     // `read n`, `printf -v n` into an integer variable: whatever the command reads is evaluated.
     for (const auto index : st.command_holes) out_.positions[index].arithmetic = true;
@@ -231,21 +265,30 @@ bool lexer::keyword(command_state& st, std::string_view w) {
     }
     if (w == "esac" && (top == case_state::pattern || command_word)) {
       st.cases.pop_back();
+      group_keyword(st, w);
       return false;
     }
   }
   if (w == "{" && st.args.command == "function") {  // `function f {`: the body's first command
     end_command(st);
+    group_keyword(st, w);
     return true;
   }
   if (!command_word) return false;
+  group_keyword(st, w);
+  // `coproc NAME { …; }`: NAME is no command; `coproc sh -c …`: sh is.
+  if (std::exchange(st.after_coproc, false) && is_identifier(w)) {
+    const auto next = s_.find_first_not_of(" \t", i_);
+    if (next != std::string_view::npos && (s_[next] == '{' || s_[next] == '(')) return true;
+  }
+  if (w == "coproc") st.after_coproc = true;
   if (w == "let") st.let_args = true;
   if (w == "case") st.cases.push_back(case_state::expect_in);
   if (w == "[[") {
     st.test_expr = true;
     st.prev_word_holes.clear();
   }
-  return leads_command(w);
+  return w == "coproc" || leads_command(w);
 }
 
 void lexer::comment(std::size_t limit) {
@@ -328,6 +371,7 @@ void lexer::read_heredocs(const frame& f, std::size_t limit) {
   for (const auto index : pending) {
     const auto begin = i_;
     const auto [end, resume] = find_delimiter(out_.heredocs[index], limit);
+    if (end == limit) open_ = true;
     out_.heredocs[index].body = {begin, end};
     const bool quoted = out_.heredocs[index].quoted;
     const bool arithmetic = index < arithmetic_bodies_.size() && arithmetic_bodies_[index];
@@ -336,6 +380,8 @@ void lexer::read_heredocs(const frame& f, std::size_t limit) {
       record_until(end, b);
     else
       expanding(b, '\0', end);
+    // `sh <<EOF`, `cat <<EOF | python3`: the body is a program.
+    if (index < code_bodies_.size() && !code_bodies_[index].empty()) mark_code_range({begin, end}, code_bodies_[index]);
     if (stopped_) break;
     i_ = resume;
   }
@@ -375,7 +421,7 @@ std::pair<std::size_t, std::size_t> lexer::find_delimiter(const heredoc_body& h,
     if (!opaque && candidate == h.delimiter) return {line, std::min(p + 1, limit)};
     line = p + 1;
   }
-  return {limit, limit};
+  return {limit, limit};  // bash reads to the end of the text (and warns)
 }
 
 }  // namespace detail

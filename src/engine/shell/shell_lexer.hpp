@@ -46,11 +46,17 @@ struct shell_position {
   /// `local`, `typeset`, `export` and `readonly` arguments, and a nameref's value (`declare -n
   /// r=NAME`, later `r=NAME`).
   bool name = false;
-  /// Bash (or another shell) runs the text as commands: `eval` arguments, a `trap` action,
-  /// the command string of `bash|sh|… -c` and `su|runuser|flock|script -c`, the command words
-  /// of `ssh HOST` and `watch`, `mapfile -C`, `complete -C`, `bind -x`, `alias` values, and
-  /// values given to PS0, PS1, PS2, PS4 and PROMPT_COMMAND.
+  /// A shell or another interpreter runs the text as code (docs/reference/templates.md, "Code
+  /// positions"): `eval` arguments, a `trap` action, the `-c` string of a shell wherever the
+  /// shell stands in the command (after wrappers, `find -exec`, `xargs`, `docker exec`, ...),
+  /// the code argument of interpreters (`python -c`, `perl -e`, `node -e`, awk and sed
+  /// programs, ...), text a shell or interpreter reads as its program from standard input (a
+  /// pipe, a here-string, a heredoc, `< <( )`), a process substitution run as a script (`source
+  /// <( )`, `bash <( )`), the command words of `ssh HOST`, `watch` and `parallel`, `env -S`,
+  /// `mapfile -C`, `complete -C`, `bind -x`, `alias` values, and values given to PS0, PS1, PS2,
+  /// PS4 and PROMPT_COMMAND. A reference there is refused whatever its value.
   bool code = false;
+  std::string code_in;  ///< for code: what runs it ("sh -c", "python3 -c", "the standard input of sh")
   bool escaped = false;       ///< right after a backslash that escapes the next character
   bool after_dollar = false;  ///< right after a `$` that would join with the replacement
   bool in_backticks = false;  ///< inside backticks at any depth (bash re-reads `\` and `` ` `` there)
@@ -72,6 +78,10 @@ struct shell_lex_result {
   /// levels, or a heredoc delimiter whose value only bash can tell (`$(…)`, backticks,
   /// escapes inside `$'…'`).
   std::string stopped;
+  /// False when the text ends inside a construct bash would keep reading (a quote, `$( )`,
+  /// backticks, `${ }`, `$(( ))`, a heredoc without its delimiter line, a trailing backslash):
+  /// text that follows it would become part of it (`validate` checks such a script alone).
+  bool complete = true;
 };
 
 /// Lexes `script` as bash's parser would, reading each of `opaque` (sorted, disjoint ranges)

@@ -18,6 +18,7 @@ std::string_view basename(std::string_view w) {
   return slash == std::string_view::npos ? w : w.substr(slash + 1);
 }
 
+
 // Bash's own integer variables (`declare -pi`), and two it evaluates on assignment too.
 bool special_integer(std::string_view name) {
   for (std::string_view n : {"BASHPID", "EUID", "HISTCMD", "MAILCHECK", "OPTIND", "PPID", "RANDOM", "SRANDOM", "UID",
@@ -46,10 +47,7 @@ constexpr command_entry commands_table[] = {
     {"getopts", command_kind::getopts}, {"wait", command_kind::wait},        {"eval", command_kind::eval},
     {"trap", command_kind::trap},       {"alias", command_kind::alias},      {"complete", command_kind::complete},
     {"compgen", command_kind::complete}, {"bind", command_kind::bind},
-    // Shells: their `-c` string is code.
-    {"bash", command_kind::shell}, {"sh", command_kind::shell}, {"dash", command_kind::shell},
-    {"zsh", command_kind::shell}, {"ksh", command_kind::shell}, {"mksh", command_kind::shell},
-    {"ash", command_kind::shell},
+    {"source", command_kind::source}, {".", command_kind::source}, {"parallel", command_kind::parallel},
     {"ssh", command_kind::remote}, {"su", command_kind::runs_option}, {"runuser", command_kind::runs_option},
     {"flock", command_kind::runs_option}, {"script", command_kind::runs_option}, {"watch", command_kind::runs_all},
     // Commands that run the command named by their next words.
@@ -59,11 +57,15 @@ constexpr command_entry commands_table[] = {
     {"sudo", command_kind::wrapper}, {"doas", command_kind::wrapper}, {"xargs", command_kind::wrapper},
 };
 
+}  // namespace
+
 command_kind kind_of(std::string_view command) {
   for (const auto& e : commands_table)
     if (e.name == command) return e.kind;
   return command_kind::other;
 }
+
+namespace {
 
 // Option letters that take the next word (or the rest of their word) as their argument.
 std::string_view options_with_argument(const command_args& a) {
@@ -72,7 +74,6 @@ std::string_view options_with_argument(const command_args& a) {
     case command_kind::mapfile: return "dnOsuCc";
     case command_kind::printf: return "v";
     case command_kind::wait: return "p";
-    case command_kind::shell: return "oO";
     case command_kind::complete: return "ACFGPSWXo";
     case command_kind::bind: return "mqurfx";
     case command_kind::remote: return "BbcDEeFIiJLlmOopQRSWw";
@@ -98,7 +99,7 @@ void lexer::mark(std::size_t index, word_use use) {
   auto& p = out_.positions[index];
   if (use == word_use::arithmetic) p.arithmetic = true;
   if (use == word_use::name) p.name = true;
-  if (use == word_use::code) p.code = true;
+  if (use == word_use::code) mark_code(index, "bash (a prompt or PROMPT_COMMAND)");
 }
 
 void lexer::learn(std::set<std::string, std::less<>>& set, std::string_view name) {
@@ -116,11 +117,12 @@ word_use lexer::assigned_use(std::string_view name, std::string_view flags) cons
   return word_use::plain;
 }
 
-void lexer::mark_from(const command_state& st, std::size_t from, word_use use) {
+void lexer::mark_from(command_state& st, std::size_t from, word_use use) {
   if (use == word_use::name) {
     name_word(st, from, st.shape.text.size());
     return;
   }
+  if (use == word_use::code) return code_word(st, from, "bash (a prompt or PROMPT_COMMAND)");
   for (const auto& [index, offset] : st.shape.holes)
     if (offset >= from) mark(index, use);
 }
@@ -175,42 +177,71 @@ bool lexer::assignment_word(command_state& st) {
   for (const auto& [index, offset] : st.shape.holes) {
     if (offset > k && offset < sub_end)
       out_.positions[index].arithmetic = !associative;
-    else if (offset > eq && use != word_use::name)
+    else if (offset > eq && use == word_use::arithmetic)
       mark(index, use);
   }
   if (use == word_use::name) name_word(st, eq + 1, t.size());
+  if (use == word_use::code) code_word(st, eq + 1, name);  // PS4="$(printf %s {{x}})" too
   return true;
 }
 
 void lexer::command_word(command_state& st, std::string_view w) {
   auto& a = st.args;
+  const auto& t = st.shape.text;
   if (a.kind == command_kind::wrapper) {
     if (a.option) {
+      // `env -S STRING` splits its string into a command line, with its own quotes and ${VAR}.
+      if (a.command == "env" && a.option == 'S') code_word(st, 0, "env -S");
       a.option = 0;
       return;
     }
-    if (w.size() > 1 && w[0] == '-') {
-      if (w.size() == 2 && has(options_with_argument(a), w[1])) a.option = w[1];
+    if (t.size() > 1 && t[0] == '-' && st.shape.quoted[0] == '0') {
+      if (a.command == "xargs" && (t.starts_with("-I") || t.starts_with("-i") || t.starts_with("--replace")))
+        st.replaces_input = true;  // input lines are pasted into the command's words
+      if (a.command == "env" && t.starts_with("--split-string")) {
+        if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "env -S"); else a.option = 'S';
+      } else if (a.command == "env" && t.size() > 2 && t[1] == 'S') {
+        code_word(st, 2, "env -S");
+      } else if (t.size() == 2 && has(options_with_argument(a), t[1])) {
+        a.option = t[1];
+      }
       return;
     }
     if (a.command == "env" && w.find('=') != std::string_view::npos) return;
     if (a.command == "timeout" && a.operands++ == 0) return;  // the duration
   }
   a = command_args{};
-  a.command = std::string(basename(w));
+  if (t.find_first_of("\x01\x02") != std::string::npos) {
+    // `"$SHELL" -c …`, `$PYTHON -c …`, `{{tool}} -e …`: whatever it runs may be a shell.
+    a.kind = command_kind::unknown;
+    a.command = std::string(s_.substr(st.word_begin, std::min<std::size_t>(i_ - st.word_begin, 40)));
+    return;
+  }
+  a.command = std::string(basename(t));
   a.kind = kind_of(a.command);
+  if (a.kind == command_kind::other) start_program(st, a.command);
 }
 
 void lexer::argument_word(command_state& st) {
   auto& a = st.args;
   const auto& t = st.shape.text;
+  if (nested_command(st)) return;
   switch (a.kind) {
     case command_kind::other:
     case command_kind::wrapper: return;
+    case command_kind::program:
+    case command_kind::unknown: return program_argument(st);
+    case command_kind::parallel: return parallel_argument(st);
+    case command_kind::source:
+      if (a.operands++ == 0) {
+        a.first_operand = t;
+        script_word(st, a.command);
+      }
+      return;
     case command_kind::declare: return declare_argument(st);
-    case command_kind::eval: return mark_from(st, 0, word_use::code);
+    case command_kind::eval: return code_word(st, 0, "eval");
     case command_kind::alias:
-      if (const auto eq = t.find('='); eq != std::string::npos) mark_from(st, eq + 1, word_use::code);
+      if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "alias");
       return;
     case command_kind::test:
       if (std::exchange(a.option, 0))
@@ -235,8 +266,7 @@ void lexer::argument_word(command_state& st) {
 bool lexer::option_word(command_state& st, std::string_view with_argument) {
   auto& a = st.args;
   const auto& t = st.shape.text;
-  if (t.size() < 2 || st.shape.quoted[0] == '1' || !(t[0] == '-' || (t[0] == '+' && a.kind == command_kind::shell)))
-    return false;
+  if (t.size() < 2 || st.shape.quoted[0] == '1' || t[0] != '-') return false;
   if (t == "--") {
     a.options_done = true;
     return true;
@@ -272,13 +302,13 @@ void lexer::option_argument(command_state& st, char option, std::size_t from) {
       return;
     case command_kind::mapfile:
     case command_kind::complete:
-      if (option == 'C') mark_from(st, from, word_use::code);
+      if (option == 'C') code_word(st, from, a.command + " -C");
       return;
     case command_kind::bind:
-      if (option == 'x') mark_from(st, from, word_use::code);
+      if (option == 'x') code_word(st, from, "bind -x");
       return;
     case command_kind::runs_option:
-      if (option == 'c') mark_from(st, from, word_use::code);
+      if (option == 'c') code_word(st, from, a.command + " -c");
       return;
     default: return;
   }
@@ -300,15 +330,12 @@ void lexer::operand_word(command_state& st) {
       if (a.operands == 1) name_word(st, 0, size);
       return;
     case command_kind::trap:
-      if (a.operands == 0 && !has(a.flags, 'p') && !has(a.flags, 'l')) mark_from(st, 0, word_use::code);
-      return;
-    case command_kind::shell:
-      if (a.operands == 0 && has(a.flags, 'c')) mark_from(st, 0, word_use::code);
+      if (a.operands == 0 && !has(a.flags, 'p') && !has(a.flags, 'l')) code_word(st, 0, "trap");
       return;
     case command_kind::remote:
-      if (a.operands > 0) mark_from(st, 0, word_use::code);
+      if (a.operands > 0) code_word(st, 0, a.command + " (its remote command)");
       return;
-    case command_kind::runs_all: mark_from(st, 0, word_use::code); return;
+    case command_kind::runs_all: code_word(st, 0, a.command); return;
     default: return;
   }
 }

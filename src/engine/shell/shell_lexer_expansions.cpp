@@ -10,6 +10,7 @@ void lexer::escape(const frame& f, std::size_t limit) {
     return;
   }
   if (i_ + 1 < limit) literal(f, s_[i_ + 1], true);
+  if (i_ + 1 >= limit) open_ = true;  // a trailing backslash joins the next line
   i_ = std::min(i_ + 2, limit);
 }
 
@@ -46,6 +47,7 @@ void lexer::expanding(const frame& f, char terminator, std::size_t limit) {
       ++i_;
     }
   }
+  if (terminator != '\0') open_ = true;
 }
 
 void lexer::single_quoted(const frame& f, std::size_t limit) {
@@ -58,6 +60,7 @@ void lexer::single_quoted(const frame& f, std::size_t limit) {
     if (ch == '\'') return;
     literal(f, ch);
   }
+  open_ = true;
 }
 
 void lexer::ansi_c(const frame& f, std::size_t limit) {
@@ -73,6 +76,7 @@ void lexer::ansi_c(const frame& f, std::size_t limit) {
       literal(f, s_[i_++]);
     }
   }
+  open_ = true;
 }
 
 // At `$`: `$((`, `$(`, `$[`, `${`, `$'`, `$"`, a parameter or a literal dollar.
@@ -178,6 +182,7 @@ void lexer::parameter_word(const frame& f, bool pattern, std::size_t limit) {
       ++i_;
     }
   }
+  open_ = true;
 }
 
 // Up to `end` ("))", "]" or "}") at bracket depth 0.
@@ -215,6 +220,7 @@ void lexer::arithmetic(const frame& f, std::string_view end, std::size_t limit) 
       ++i_;
     }
   }
+  open_ = true;
 }
 
 }  // namespace arun::engine::detail

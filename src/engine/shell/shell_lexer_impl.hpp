@@ -68,14 +68,24 @@ struct attribute_names {
   std::set<std::string, std::less<>> integer, nameref, associative;
 };
 
-// The builtins (and shells) whose arguments are names, arithmetic or code.
+// The builtins (and programs) whose arguments are names, arithmetic or code.
 enum class command_kind {
-  other, wrapper, declare, read, mapfile, printf, unset, test, getopts, wait, eval, trap, shell, alias,
+  other, wrapper, declare, read, mapfile, printf, unset, test, getopts, wait, eval, trap, alias,
   complete, bind,
+  program,      // a shell or interpreter (program_rules): its `-c`/`-e` argument, awk/sed programs
+  unknown,      // named by an expansion (`"$SHELL"`, `$PYTHON`): it may be a shell or interpreter
+  source,       // source, `.`: run a file, which `<( )` makes code
+  parallel,     // GNU parallel: its command words run in a shell
   remote,       // ssh: the words after the host run in the remote shell
   runs_option,  // su, runuser, flock, script: the argument of `-c` runs in a shell
   runs_all,     // watch: its words run in a shell
 };
+
+// How a shell or interpreter finds its program in its arguments (shell_lexer_programs.cpp).
+struct program_rules;
+
+// The builtin or program `command` (a basename) is, by shell_lexer_commands.cpp's table.
+command_kind kind_of(std::string_view command);
 
 // How the current command reads its arguments so far.
 struct command_args {
@@ -86,6 +96,17 @@ struct command_args {
   std::string flags;          // option letters seen (declare's attributes, unset -f, trap -p)
   int operands = 0;
   bool feeds_integer = false;  // read/printf -v/mapfile into an integer variable
+  // Programs (command_kind::program, unknown, source, parallel):
+  const program_rules* program = nullptr;
+  bool code_given = false;   // the program came as code (`-c`, `-e`, a first awk operand)
+  bool from_file = false;    // the program comes from a file (`awk -f`, `sed -f`)
+  bool ended = false;        // no program in the argv (`python -m mod`)
+  bool sandbox = false;      // sed --sandbox: its script can run and write nothing
+  bool separated = false;    // parallel: after `:::`; the rest are arguments
+  bool nested = false;       // unknown: an argument of another command (`ionice "$SHELL" -c …`)
+  std::string code_option;              // `-c`, `--eval`: names the code in messages
+  std::string first_operand;            // the first operand's literal text ("\x01" if not literal)
+  std::vector<std::size_t> sed_script;  // references in a sed script, code unless --sandbox
 };
 
 inline frame with_quoting(frame f, shell_quoting q) {
@@ -100,6 +121,8 @@ inline frame arithmetic_frame(frame f) {
 // `$( )`, `<( )`: a new command list; arithmetic and `[[ ]]` words do not reach inside.
 inline frame substitution_frame(const frame& f) { return {shell_quoting::unquoted, false, f.in_backticks}; }
 inline frame backtick_frame() { return {shell_quoting::unquoted, false, true}; }
+
+inline constexpr std::size_t no_offset = static_cast<std::size_t>(-1);
 
 enum class closer { end, paren, backtick };
 enum class case_state { expect_in, pattern, body };
@@ -125,6 +148,21 @@ struct command_state {
   std::size_t first_heredoc = 0;           // heredocs announced by the current command start here
   std::vector<case_state> cases;
   int parens = 0;
+  // Where the text a command reads as its program may come from (code positions):
+  std::size_t word_begin = 0;                // text offset of the current word
+  std::vector<text_range> word_substitutions;  // its `<( )` and `>( )`
+  std::size_t command_begin = no_offset;     // the current simple command's first word
+  std::size_t pipeline_begin = no_offset;    // the first command of its pipeline
+  std::size_t pipeline_heredocs = 0;         // heredocs announced since the pipeline began
+  bool after_pipe = false;                   // a `|` was read; the next command continues the pipeline
+  std::vector<std::size_t> groups;           // pipeline_begin at each open `{`, `(`, `if`, `while`, ...
+  bool stdin_redirect = false;               // the redirection being read is `<` or `<>`
+  bool here_string = false;                  // ... or `<<<`
+  std::vector<text_range> stdin_text;        // here-strings and `< <( )`: what the command reads
+  bool replaces_input = false;               // xargs -I: input lines are pasted into the command
+  bool code_seen = false;                    // the command runs some of its words as code
+  bool after_coproc = false;
+  bool command_again = false;                // a wrapper started among the arguments: a command word follows
 
   bool in_pattern() const { return !cases.empty() && cases.back() == case_state::pattern; }
 };
@@ -141,6 +179,7 @@ public:
 
   shell_lex_result run() {
     commands(frame{}, closer::end, s_.size());
+    out_.complete = !open_ && !stopped_;
     return std::move(out_);
   }
 
@@ -162,11 +201,13 @@ private:
   std::size_t next_hole_ = 0;
   std::size_t depth_ = 0;
   bool stopped_ = false;
+  bool open_ = false;  // the text ended inside a construct (shell_lex_result::complete)
   std::vector<std::size_t> pending_;  // heredocs announced on the current line
   attribute_names& names_;
   bool learned_ = false;
   command_state* command_ = nullptr;  // the innermost command list's state
   std::vector<bool> arithmetic_bodies_;  // per heredoc: its body feeds an integer variable
+  std::vector<std::string> code_bodies_;  // per heredoc: what runs its body as code, if anything
 
   bool more(std::size_t limit) const { return !stopped_ && i_ < limit; }
   void give_up(std::string why) {
@@ -217,6 +258,23 @@ private:
     return inner;
   }
   void mark(std::size_t index, word_use use);
+  // shell_lexer_programs.cpp: code positions.
+  void mark_code(std::size_t index, std::string_view runner);
+  void mark_code_range(text_range r, std::string_view runner);
+  std::vector<std::size_t> word_references(const command_state& st, std::size_t from) const;
+  void code_word(command_state& st, std::size_t from, std::string_view runner);
+  void script_word(command_state& st, std::string_view runner);
+  bool start_program(command_state& st, std::string_view name);
+  bool start_runner(command_state& st, std::string_view word);
+  bool nested_command(command_state& st);
+  void program_argument(command_state& st);
+  bool program_option(command_state& st);
+  void program_operand(command_state& st);
+  void parallel_argument(command_state& st);
+  bool reads_code_from_stdin(const command_state& st) const;
+  void finish_command(command_state& st);
+  void begin_command(command_state& st, std::size_t at);
+  void group_keyword(command_state& st, std::string_view w);
   // Every hole starting in [i_, end), without moving i_.
   void record_until(std::size_t end, const frame& f) {
     hole_at(i_);
@@ -229,8 +287,11 @@ private:
   void end_word(command_state& st);
   bool keyword(command_state& st, std::string_view w);
   void end_command(command_state& st);
-  static void begin_word(command_state& st) {
+  void begin_word(command_state& st) {
     if (st.in_word) return;
+    begin_command(st, i_);
+    st.word_begin = i_;
+    st.word_substitutions.clear();
     st.in_word = true;
     st.word_plain = true;
     st.word.clear();
@@ -252,7 +313,7 @@ private:
   void operand_word(command_state& st);
   void declare_argument(command_state& st);
   std::string name_word(const command_state& st, std::size_t from, std::size_t to);
-  void mark_from(const command_state& st, std::size_t from, word_use use);
+  void mark_from(command_state& st, std::size_t from, word_use use);
   void learn(std::set<std::string, std::less<>>& set, std::string_view name);
   bool integer_variable(std::string_view name) const;
   word_use assigned_use(std::string_view name, std::string_view flags) const;

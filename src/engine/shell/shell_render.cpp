@@ -23,12 +23,6 @@ bool is_name_text(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return is_alnum(c) || c == '_'; });
 }
 
-// One word without anything bash would read as syntax, expansion, pattern or separator, so
-// running it as code means what the unquoted word means: a command name or an argument.
-bool is_inert_word(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return is_alnum(c) || std::string_view("_./:@%^+=,-").find(c) != std::string_view::npos; });
-}
-
 std::string replacement(shell_quoting q, const std::string& name) {
   const auto var = "${" + name + "}";
   switch (q) {
@@ -49,6 +43,7 @@ std::string position_error(const shell_position& p, const reference& ref, std::s
   if (p.after_dollar) return r + " directly follows '$', which bash would join with the rewritten reference";
   if (p.quoting == shell_quoting::quoted_heredoc && p.in_backticks)
     return r + " is in a quoted heredoc inside backticks, where bash re-reads backslashes and backticks: use $( ) instead";
+  if (p.code) return code_position_error(p.code_in, ref) + " (" + code_position_hint(ref) + ")";
   return {};
 }
 
@@ -59,10 +54,6 @@ std::string value_error(const shell_position& p, const reference& ref, std::stri
   if (p.name && !is_name_text(text))
     return braces(ref) + " is in a variable-name position, where bash would evaluate a subscript in its value as code: the value "
            "may hold only letters, digits and '_'";
-  if (p.code && !is_inert_word(text))
-    return braces(ref) + " is in text bash runs as code (eval, trap, bash -c, PS4, ...), so its value would become shell syntax: "
-           "the value may hold only letters, digits and _ . / : @ % ^ + = , - (pass other values as data: use \"$RECIPE_VAR_...\" "
-           "inside the code's single quotes)";
   return {};
 }
 
@@ -188,6 +179,20 @@ private:
 };
 
 }  // namespace
+
+// docs/reference/templates.md, "Code positions": refused whatever the value, because no
+// quoting survives the second reading (an interpreter's own syntax, a shell reading the text).
+std::string code_position_error(std::string_view runner, const reference& ref) {
+  return braces(ref) + " is in code that " + std::string(runner.empty() ? "a shell" : runner) +
+         " runs: its value would run as code there, whatever it holds";
+}
+
+std::string code_position_hint(const reference& ref) {
+  const auto var = shell_variable_name(ref);
+  return "pass the value as data instead: as an argument, sh -c '... \"$1\"' _ " + braces(ref) +
+         ", or read it from the environment inside the code, \"$" + var + "\" (os.environ['" + var + "'], $ENV{" + var +
+         "}, ENVIRON[\"" + var + "\"])";
+}
 
 std::string shell_variable_name(const reference& ref) {
   std::string name = "RECIPE_VAR_" + shell_name_part(ref.root);

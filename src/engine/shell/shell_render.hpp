@@ -32,6 +32,11 @@ struct rendered_shell {
 /// `{{a.b[0]}}` → `RECIPE_VAR_a__b__0`, `{{repo-path}}` → `RECIPE_VAR_repo_path`.
 std::string shell_variable_name(const reference& ref);
 
+/// The refusal of a reference in a code position (shell_position::code, run by `runner`), and
+/// how to pass the value as data instead: shared by the renderer and `validate`.
+std::string code_position_error(std::string_view runner, const reference& ref);
+std::string code_position_hint(const reference& ref);
+
 /// Rewrites every reference in `command` for its position (SPEC §5.3), resolving it under the
 /// undefined rules of SPEC §5.2 (`scope`):
 ///   unquoted → `"${V}"`; in "…" and unquoted heredoc bodies → `${V}`; in '…' → `'"${V}"'`;
@@ -40,10 +45,9 @@ std::string shell_variable_name(const reference& ref);
 /// Each distinct reference gets one variable (shell_variable_name, suffixed `_2`, `_3`, … when
 /// two references flatten to the same name). Errors: a value in an arithmetic position (see
 /// shell_position::arithmetic) that is not an integer literal (`[+-]?[0-9]+`); a value in a
-/// variable-name position (shell_position::name) holding anything but `[A-Za-z0-9_]`; a value
-/// in code (shell_position::code) holding anything but `[A-Za-z0-9_./:@%^+=,-]`; a value
-/// holding a NUL byte; a value that puts its heredoc's delimiter line into a quoted heredoc
-/// body, or a line starting with a tab into a quoted `<<-` body; a reference in a heredoc
+/// variable-name position (shell_position::name) holding anything but `[A-Za-z0-9_]`; any
+/// reference in code (shell_position::code), whatever its value; a value holding a NUL byte;
+/// a value that puts its heredoc's delimiter line into a quoted heredoc body, or a line starting with a tab into a quoted `<<-` body; a reference in a heredoc
 /// delimiter, right after an escaping backslash or a `$`, in a quoted heredoc inside
 /// backticks, or after the point where the lexer stopped (shell_lex_result::stopped).
 rendered_shell render_shell(std::string_view command, const render_scope& scope);

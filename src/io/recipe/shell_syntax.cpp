@@ -116,8 +116,10 @@ std::vector<diagnostic> check_shell_syntax(const std::vector<const recipe*>& rec
   std::vector<std::vector<script_check*>> batches, alone;
   for (auto& [text, c] : by_script) {
     // A script with a brace word ({ … } groups, functions) could close one wrapper and open
-    // another with a neighbour's brace: such scripts get a bash of their own.
-    if (has_brace_word(c.script)) {
+    // another with a neighbour's brace, and one left inside a quote, `$(`, a heredoc or after a
+    // trailing backslash would read on into its neighbour (two unbalanced quotes would pair
+    // up and pass): such scripts get a bash of their own.
+    if (has_brace_word(c.script) || !bash_script_closed(c.script)) {
       alone.push_back({&c});
       continue;
     }

@@ -1,0 +1,159 @@
+// Templates never reach a code position (docs/reference/templates.md, "Code positions"): a
+// property test composing wrappers, shells, interpreters, pipes, here-strings and heredocs
+// around a reference at a code position — every one is refused, whatever the value — and the
+// same wrappers around data positions, which still render.
+#include <catch2/catch.hpp>
+
+#include "shell/shell_lexer.hpp"
+#include "shell/shell_render.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <random>
+
+using namespace arun::engine;
+
+namespace {
+
+const boost::json::object& context() {
+  static const auto ctx = boost::json::parse(R"({"v": "hello", "x": "1"})").as_object();
+  return ctx;
+}
+
+std::string render_error(const std::string& command) { return render_shell(command, {context()}).error; }
+
+// {W} is where wrappers go, {S} a shell, {Q} the reference in some quoting.
+const std::vector<std::string> code_forms = {
+    "{W}{S} -c {Q}", "{W}{S} -ec {Q}", "{W}{S} -xc {Q}", "{W}{S} -lc {Q}", "{W}{S} -e -o pipefail -c {Q}",
+    "{W}{S} -c -- {Q}", "{W}{S} +x -c {Q} _ a", "{W}{S} --norc -c {Q}", "{W}{S} -O extglob -c {Q}",
+    "{W}busybox sh -c {Q}", "{W}python3 -c {Q}", "{W}python -c {Q} arg", "{W}python3.11 -Bc {Q}",
+    "{W}perl -e {Q}", "{W}perl -ne {Q} file", "{W}perl -lne {Q}", "{W}perl -E {Q}", "{W}perl -i.bak -pe {Q} f",
+    "{W}ruby -e {Q}", "{W}ruby -ne {Q}", "{W}node -e {Q}", "{W}node --eval {Q}", "{W}node --eval={Q}", "{W}node -p {Q}",
+    "{W}node -pe {Q}", "{W}nodejs -e {Q}", "{W}php -r {Q}", "{W}lua -e {Q}", "{W}Rscript -e {Q}", "{W}julia -e {Q}",
+    "{W}awk {Q}", "{W}awk -F: {Q} file", "{W}awk -v n=1 {Q}", "{W}gawk -e {Q}", "{W}mawk {Q}",
+    "{W}sed {Q}", "{W}sed -n -e {Q} f", "{W}sed -E --expression={Q}", "{W}sed -i {Q} f",
+    "{W}expect -c {Q}", "{W}\"$SHELL\" -c {Q}", "{W}$PYTHON -c {Q}",
+    // its program from standard input
+    "printf '%s\\n' {Q} | {W}{S}", "echo {Q} | {W}{S} -s -- a", "echo {Q} | {W}python3", "echo {Q} | {W}python3 -",
+    "echo {Q} | {W}perl", "echo {Q} | {W}node", "echo {Q} | tee /dev/null | {W}{S}", "{ echo {Q}; } | {W}{S}",
+    "( echo {Q} ) | {W}{S}", "for a in 1; do echo {Q}; done | {W}{S}", "echo \"$(echo {Q})\" | {W}{S}",
+    "{W}{S} <<< {Q}", "{W}python3 <<< {Q}", "{W}{S} /dev/stdin <<< {Q}",
+    "{W}{S} <<EOF\necho {{v}}\nEOF", "{W}{S} <<'EOF'\necho {{v}}\nEOF", "{W}python3 - <<-EOF\nprint({{v}})\nEOF",
+    "cat <<EOF | {W}{S}\n{{v}}\nEOF", "{W}{S} < <(echo {Q})", "{W}{S} <(echo {Q})", "{W}{S} --rcfile <(echo {Q}) -i",
+    "{W}python3 <(echo {Q})", "{W}awk -f <(echo {Q}) file", "echo {Q} | {W}xargs -I{} {S} -c 'echo {}'",
+    "echo {Q} | {W}ssh host", "{W}ssh host {Q}", "{W}ssh -T host <<EOF\n{{v}}\nEOF",
+    // programs that run their words
+    "coproc {W}{S} -c {Q}", "{W}parallel {Q} ::: a", "{W}parallel echo {Q} ::: a", "{W}parallel -j 2 {Q} ::: a", "{W}parallel ::: {Q}",
+    "echo {Q} | {W}parallel", "{W}watch {Q}", "{W}su -c {Q}", "{W}env -S {Q}", "{W}env --split-string={Q}",
+    "{W}{S} -c \"$(printf %s {Q})\"",
+    // bash's own builtins, behind the wrappers that can reach a builtin
+    "{B}eval {Q}", "{B}eval \"$(echo {Q})\"", "{B}source <(echo {Q})", "{B}. <(printf %s {Q})", "coproc NAME { eval {Q}; }",
+    "{B}trap {Q} EXIT", "PS4={Q}", "PS4=\"$(printf %s {Q})\" cmd", "{B}source /dev/stdin <<< {Q}",
+};
+
+const std::vector<std::string> builtin_wrappers = {"", "command ", "builtin ", "time ", "! ", "command builtin "};
+
+const std::vector<std::string> wrappers = {
+    "", "env VAR=x ", "env -i ", "nice -n 5 ", "timeout 3 ", "timeout -s KILL 3 ", "ionice -c3 ", "ionice -c 3 ",
+    "taskset 1 ", "taskset -c 0 ", "setpriv -- ", "setpriv --reuid 4242 --clear-groups ", "sudo -u x ", "doas -u x ",
+    "chroot / ", "unshare -r ", "nsenter -t 1 -m ", "xargs ", "xargs -0 ", "xargs -n 1 ", "command ", "exec ",
+    "exec -a name ", "nohup ", "stdbuf -oL ", "time ", "setsid ", "flock /tmp/l ", "chrt -f 1 ", "strace -f ",
+    "docker exec c ", "kubectl exec pod -- ", "systemd-run --user --wait ", "firejail --quiet ", "env VAR=x nice timeout 3 ",
+};
+
+const std::vector<std::string> shells = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "/bin/sh", "/usr/bin/bash", "'bash'", "fish"};
+
+const std::vector<std::string> quotings = {"{{v}}", "'echo {{v}}'", "\"echo {{v}}\"", "$'echo {{v}}'", "\"$(printf %s {{v}})\"",
+                                           "'echo '{{v}}", "\"{{ v }}\""};
+
+// Where the whole command may stand.
+const std::vector<std::pair<std::string, std::string>> frames = {
+    {"", ""}, {"x=$( ", " )"}, {"if ", "; then :; fi"}, {"{ ", "; }"}, {"( ", " )"}, {"f() { ", "; }"}, {"true && ", ""},
+    {"", " &"}, {"out=`", "`"}, {": <(", ")"}, {"while ", "; do break; done"}, {"! ", ""},
+};
+
+// Data positions the same wrappers may stand in front of.
+const std::vector<std::string> data_forms = {
+    "{W}echo {Q}", "{W}printf '%s' {Q}", "{W}grep -- {Q} file", "{W}grep -c python3 {Q}", "{W}{S} -c 'echo \"$1\"' _ {Q}",
+    "{W}python3 -c 'import sys; print(sys.argv[1])' {Q}", "{W}perl -e 'print $ARGV[0]' {Q}", "{W}node -e 'x' {Q}",
+    "printf '%s' {Q} | {W}{S} -c 'cat'", "printf '%s' {Q} | {W}python3 script.py", "{W}awk '{print}' {Q}",
+    "{W}sed 's/a/b/' {Q}", "{W}sed --sandbox \"s/a/{{v}}/\" f", "{W}jq -r .x <<< {Q}", "{W}python3 -m pip install {Q}",
+    "{W}{S} script.sh {Q}", "{W}python3 script.py -c {Q}", "{W}{S} -c 'cat' <<< {Q}", "{W}parallel 'echo {}' ::: {Q}",
+    "echo {Q} | {W}parallel 'echo {}'", "{W}env VAR={Q} {S} -c 'echo \"$VAR\"'", "echo {Q} | {W}xargs -0 {S} -c 'echo \"$1\"' _",
+    "{W}{S} -c 'echo \"$RECIPE_VAR_v\"'", "{W}cat <<< {Q}", "cat <<EOF\n{{v}}\nEOF", "echo {Q} | {W}awk '{print}'",
+    "{W}{S} {Q}", "{W}source {Q}", "{W}perl -pi -e 's/a/b/' {Q}",
+};
+
+std::string fill(std::string text, std::string_view key, const std::string& with) {
+  for (std::size_t at = 0; (at = text.find(key, at)) != std::string::npos; at += with.size()) text.replace(at, key.size(), with);
+  return text;
+}
+
+// A random composition; `find -exec` wraps the first line of the command.
+std::string compose(std::mt19937& random, const std::vector<std::string>& forms, const std::vector<std::string>& quoting) {
+  const auto pick = [&](const auto& list) -> const auto& { return list[random() % list.size()]; };
+  const auto& form = pick(forms);
+  // Only programs can follow `find -exec`; bash's builtins and keywords cannot.
+  const bool program = form.starts_with("{W}");
+  auto command = fill(fill(fill(fill(form, "{S}", pick(shells)), "{Q}", pick(quoting)), "{W}", pick(wrappers)), "{B}",
+                      pick(builtin_wrappers));
+  const bool find = program && random() % 5 == 0 && command.find('|') == std::string::npos && command.find('<') == std::string::npos;
+  if (find) command = "find . -exec " + command.substr(0, command.find('\n')) + " \\;" +
+                      (command.find('\n') == std::string::npos ? "" : command.substr(command.find('\n')));
+  const auto nl = command.find('\n');
+  // A heredoc's body is read after the line that announced it: no `$( )` or backticks around it.
+  auto [open, close] = pick(frames);
+  while (nl != std::string::npos && (open.find('$') != std::string::npos || open.find('`') != std::string::npos || open.find('<') != std::string::npos))
+    std::tie(open, close) = pick(frames);
+  // A frame closes on the command's first line; heredoc bodies follow it.
+  return nl == std::string::npos ? open + command + close : open + command.substr(0, nl) + close + command.substr(nl);
+}
+
+}  // namespace
+
+TEST_CASE("property: a reference at a code position is refused whatever wraps the command") {
+  const auto seed = GENERATE(range(0, 40));
+  std::mt19937 random(static_cast<unsigned>(seed) * 7919U + 1U);
+  for (int k = 0; k < 50; ++k) {
+    const auto command = compose(random, code_forms, quotings);
+    INFO("command: " << command);
+    CHECK_THAT(render_error(command), Catch::Contains("is in code that") && Catch::Contains("runs"));
+  }
+}
+
+TEST_CASE("property: the same wrappers around data positions still render") {
+  const auto seed = GENERATE(range(0, 40));
+  std::mt19937 random(static_cast<unsigned>(seed) * 104729U + 3U);
+  const std::vector<std::string> data_quotings = {"{{v}}", "\"{{v}}\"", "'{{v}}'", "\"a {{ v }} b\""};
+  for (int k = 0; k < 50; ++k) {
+    const auto command = compose(random, data_forms, data_quotings);
+    INFO("command: " << command);
+    CHECK(render_error(command).empty());
+  }
+}
+
+TEST_CASE("every code form is refused bare, and names what would run the value") {
+  for (const auto& form : code_forms) {
+    const auto command = fill(fill(fill(fill(form, "{S}", "sh"), "{Q}", "{{v}}"), "{W}", ""), "{B}", "");
+    INFO("command: " << command);
+    CHECK_THAT(render_error(command), Catch::StartsWith("{{v}} is in code that ") && Catch::Contains("sh -c '... \"$1\"' _ {{v}}") &&
+                                          Catch::Contains("$RECIPE_VAR_v"));
+  }
+  CHECK_THAT(render_error("python3 -c {{v}}"), Catch::Contains("code that python3 -c runs"));
+  CHECK_THAT(render_error("find . -exec sh -c 'echo {{v}}' \\;"), Catch::Contains("code that sh -c runs"));
+  CHECK_THAT(render_error("echo 'echo {{v}}' | sh"), Catch::Contains("code that text piped into sh runs"));
+  CHECK_THAT(render_error("sh <<< 'echo {{v}}'"), Catch::Contains("code that the standard input of sh runs"));
+  CHECK_THAT(render_error("sed \"s/a/{{v}}/\" f"), Catch::Contains("--sandbox"));
+  CHECK_THAT(render_error("echo {{v}} |\n  sh"), Catch::Contains("text piped into sh"));
+  CHECK_THAT(render_error("x=$(cat <<EOF | sh\n{{v}}\nEOF\n)"), Catch::Contains("the standard input of sh"));
+}
+
+TEST_CASE("code positions do not leak past their command") {
+  for (const std::string command : {"echo 'x' | sh; echo {{v}}", "sh <<< x\necho {{v}}", "sh <<EOF\nx\nEOF\ncat <<EOF\n{{v}}\nEOF",
+                                    "{ echo {{v}}; }; echo x | sh", "echo {{v}} && echo x | sh", "echo {{v}}; sh -c 'x'",
+                                    "(echo {{v}}); echo x | sh", "echo {{v}} | cat; sh", "grep sh {{v}} | cat",
+                                    "echo {{v}} | grep python3", "coproc NAME { echo {{v}}; }", "python3 -c 'x' && echo {{v}}"}) {
+    INFO("command: " << command);
+    CHECK(render_error(command).empty());
+  }
+}
