@@ -61,7 +61,7 @@ held_run_end stop_held_run(const std::vector<int>& signals) {
   held_run_end end;
   {
     arun::test::background_arun arun({"-q", "--session-dir", (dir.root / "sessions").string(), "--events",
-                                      fifo.string(), "chatty.yaml"},
+                                      fifo.string(), "-C", dir.root.string(), (dir.root / "chatty.yaml").string()},
                                      dir.root);
     // Past the steps' end the FIFO is full: the run is at its end, waiting for its writes.
     REQUIRE(wait_for_file(dir.root / "done", 30s));

@@ -73,7 +73,7 @@ TEST_CASE("slurm run: a job's output is kept to --max-output and its files leave
     INFO(boost::json::serialize(loud));
     CHECK(loud.at("exit_code").as_int64() == 3);
     CHECK(loud.at("truncated").as_bool());
-    CHECK(loud.at("output").as_string().size() <= 1000);
+    CHECK(loud.at("output").is_null());  // a failed step keeps no output
     // The end of the output was read for the failure's snippet, past the 3 MB not kept.
     CHECK(std::string(loud.at("error").as_string()).find("TAIL-MARK") != std::string::npos);
     CHECK(boost::json::serialize(steps.at(1).at("output")) == "1");
@@ -100,7 +100,7 @@ TEST_CASE("slurm run: sessions clean removes a killed run's job files from the s
     std::string killed;
     {
       arun::test::background_arun arun({"-q", "--session-dir", sessions.string(), "--executor", "slurm", "--shared-dir",
-                                        shared.string(), "slow.yaml"},
+                                        shared.string(), "-C", dir.root.string(), (dir.root / "slow.yaml").string()},
                                        dir.root, cluster.env());
       REQUIRE(wait_for([&] { return fs::exists(dir.root / "started"); }, 30s));
       ::kill(arun.pid, SIGKILL);
@@ -151,7 +151,8 @@ TEST_CASE("slurm run: a held job is shown pending with its reason and fails at -
     std::string id;
     {
       arun::test::background_arun arun({"--progress", "live", "--output-format", "json", "--session-dir", sessions.string(),
-                                        "--executor", "slurm", "--pending-timeout", "8s", "later.yaml"},
+                                        "--executor", "slurm", "--pending-timeout", "8s", "-C", dir.root.string(),
+                                        (dir.root / "later.yaml").string()},
                                        dir.root, [&] {
                                          auto env = cluster.env();
                                          env.push_back("COLUMNS=200");
