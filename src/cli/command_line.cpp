@@ -165,6 +165,11 @@ void add_execution_options(CLI::App& app, run_settings& s) {
                  "the nodes share (default: the session directory)")
       ->type_name("DIR")
       ->group(running);
+  app.add_option("--pending-timeout", s.pending_timeout,
+                 "With --executor slurm: a job held or pending in the queue longer than DURATION (30s, 10m, 2h) "
+                 "is cancelled and its step fails (default: it waits as long as Slurm keeps it)")
+      ->type_name("DURATION")
+      ->group(running);
   app.add_option("--include-tags", s.include_tags, "Run only steps with one of these when_tags (comma-separated)")
       ->delimiter(',')
       ->allow_extra_args(false)

@@ -50,6 +50,7 @@ struct run_settings {
   int max_concurrent = 8;
   std::string executor;    ///< --executor: where leaf steps run (local, slurm); empty: local, or a resumed run's
   std::string shared_dir;          ///< --shared-dir: the slurm executor's job files; empty: the session dir
+  std::string pending_timeout;     ///< --pending-timeout: a Slurm job waiting longer fails; empty: never
   bool dry_run = false;
   bool keep_going = false;  ///< -k: a failing step that says nothing about failing continues the run
   bool reload = false;      ///< resume --reload: the edited recipe files, recorded work reused by content key

@@ -4,6 +4,8 @@
 #include "approvals.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "final_drain.hpp"
+#include "files/fd_write.hpp"
 #include "usage_hints.hpp"
 #include "output/diagnostic_render.hpp"
 #include "agents/agent_checks.hpp"
@@ -12,6 +14,7 @@
 
 #include "recipe/context_checks.hpp"
 #include "recipe/discovery.hpp"
+#include "recipe/resources_reader.hpp"
 #include "output/jsonl_sink.hpp"
 #include "output/listener_fanout.hpp"
 #include "process/supervisor.hpp"
@@ -97,6 +100,8 @@ struct event_sinks {
   std::unique_ptr<io::progress_printer> progress;
   std::vector<std::unique_ptr<io::jsonl_event_sink>> files;
   io::listener_fanout fanout;
+  /// The executor's jobs waiting in a queue, for the status line (set once there is one).
+  std::function<std::vector<std::pair<std::string, std::string>>()> waiting;
 
   void warn_failed_files() const {
     for (const auto& f : files)
@@ -131,6 +136,9 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
     po.color = stderr_color(s.recipe.color);
     po.verbose = s.verbose;
     po.filter = mask;
+    po.waiting = [&sinks]() -> std::vector<std::pair<std::string, std::string>> {
+      return sinks.waiting ? sinks.waiting() : std::vector<std::pair<std::string, std::string>>{};
+    };
     if (sinks.logs) po.log_files = [logs = sinks.logs.get()](std::string_view id) { return logs->files_of(id); };
     sinks.progress = std::make_unique<io::progress_printer>(stderr, po);
     sinks.fanout.add(sinks.progress.get());
@@ -312,7 +320,8 @@ int run_command(const run_settings& s) {
   std::string shared_dir = s.shared_dir;
   if (!shared_dir.empty()) shared_dir = std::filesystem::absolute(shared_dir, ec).lexically_normal().string();
   state["invocation"].as_object()["executor"] = {{"name", s.executor.empty() ? "local" : s.executor},
-                                                {"shared_dir", shared_dir}};
+                                                {"shared_dir", shared_dir},
+                                                {"pending_timeout", s.pending_timeout}};
   // The cache the run used, for its resumes (an absolute directory; empty: the default).
   state["invocation"].as_object()["cache"] = cache_invocation(s);
   // Where each secret came from, never its value: a resume asks the same sources again.
@@ -343,12 +352,37 @@ void warn_unknown_tags(const run_settings& s, const std::vector<const recipe*>& 
     }
 }
 
+// --pending-timeout's DURATION ("30s", "10m", "1h30m", as resources.time); "off" or "0": none.
+std::variant<std::optional<std::chrono::milliseconds>, std::string> pending_timeout(const std::string& text) {
+  if (text.empty() || text == "off" || text == "0") return std::optional<std::chrono::milliseconds>();
+  const auto limit = io::parse_resource_time(text);
+  if (!limit || limit->count() <= 0)
+    return "--pending-timeout: '" + text + "' is not a duration: give it with its unit (30s, 10m, 2h, 1h30m), or off";
+  return std::optional<std::chrono::milliseconds>(*limit);
+}
+
+// The journal of a Slurm run: once it has an instance's result, the instance's job files
+// leave the shared directory (docs/scale-out.md, "Job files").
+class releasing_journal final : public run_journal {
+public:
+  releasing_journal(io::session_store& store, io::slurm_executor& cluster) : store_(store), cluster_(cluster) {}
+  void record(const step_result& result, const boost::json::object& context_delta) noexcept override {
+    store_.record(result, context_delta);
+    cluster_.release(result.step_id);  // queued behind the record's write
+  }
+  const finished_instance* find(std::string_view instance_id) const noexcept override { return store_.find(instance_id); }
+
+private:
+  io::session_store& store_;
+  io::slurm_executor& cluster_;
+};
+
 // --executor slurm: Slurm's clients must be there, and the job files need a directory the
 // nodes share (the session's, unless --shared-dir names another).
 std::variant<std::unique_ptr<io::slurm_executor>, std::string> make_slurm_executor(const run_settings& s,
                                                                                    const std::string& session_id,
-                                                                                   const io::session_store* store) {
-  io::slurm_options o;
+                                                                                   const io::session_store* store,
+                                                                                   io::slurm_options o = {}) {
   o.client_env = io::current_environment();
   for (const char* tool : {"sbatch", "squeue", "scancel"})
     if (!io::find_program(tool, o.client_env))
@@ -358,6 +392,10 @@ std::variant<std::unique_ptr<io::slurm_executor>, std::string> make_slurm_execut
   std::error_code ec;
   o.shared_dir = std::filesystem::absolute(o.shared_dir, ec).lexically_normal().string();
   o.session_id = session_id;
+  if (auto limit = pending_timeout(s.pending_timeout); std::holds_alternative<std::string>(limit))
+    return std::get<std::string>(limit);
+  else
+    o.pending_timeout = std::get<std::optional<std::chrono::milliseconds>>(limit);
   if (store) o.recorded = [store](std::string_view instance) { return store->recorded(instance); };
   return std::make_unique<io::slurm_executor>(std::move(o));
 }
@@ -505,12 +543,35 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   asio::io_context ctx;
   std::unique_ptr<io::slurm_executor> cluster;
   if (s.executor == "slurm") {
-    auto made = make_slurm_executor(s, options.session_id, store);
+    io::slurm_options base;
+    // A held or long-pending job is a warning of its step, where every warning goes.
+    base.warn = [&sinks, session = options.session_id](const std::string& key, const std::string& message) {
+      event e;
+      e.kind = event_kind::warning;
+      e.session_id = session;
+      e.step = key;
+      e.message = message;
+      sinks.fanout.on_event(e);
+    };
+    // A job's files go once the journal's record of it is written: on the journal's thread,
+    // after that record.
+    if (store)
+      base.after_journal = [writer = sinks.writer](std::function<void()> job) {
+        writer->post(0, [job = std::move(job)]() noexcept {
+          try {
+            job();
+          } catch (...) {
+            // Out of memory: the files stay until `arun sessions clean`.
+          }
+        });
+      };
+    auto made = make_slurm_executor(s, options.session_id, store, std::move(base));
     if (auto* error = std::get_if<std::string>(&made)) {
       std::fprintf(stderr, "arun: %s\n", error->c_str());
       return finish_unstarted(store, *error, exit_usage);
     }
     cluster = std::move(std::get<std::unique_ptr<io::slurm_executor>>(made));
+    sinks.waiting = [c = cluster.get()] { return c->waiting(); };
     ro.jobs = cluster.get();
     options.leaves_run_here = false;  // cpus is the scheduler's to place, not a share of -j
     // Bodies, prompts and large values a step reads from files must be where its node sees them.
@@ -547,6 +608,8 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   });
   options.recipes = &library;
   options.journal = store;
+  std::optional<releasing_journal> journal;
+  if (store && cluster) options.journal = &journal.emplace(*store, *cluster);
   std::optional<session_approvals> approvals;
   if (store) {
     const bool terminal = ::isatty(STDIN_FILENO) == 1 && ::isatty(STDERR_FILENO) == 1;
@@ -571,6 +634,20 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   asio::cancellation_signal cancel;
   int stop_signal = 0;
   asio::signal_set signals(ctx, SIGINT, SIGTERM);
+  // A second signal: every step is killed and arun exits now, at most 2 s later.
+  const std::function<void(int)> emergency_exit = [&](int sig) {
+    std::fprintf(stderr, "arun: second %s: killing every running step\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    io::kill_all_supervised_processes();
+    if (cluster) cluster->emergency_stop();
+    // A write waiting for its reader (an events FIFO) stops waiting: the journal behind it goes.
+    io::abandon_waiting_writes();
+    // What finished is in the journal, unless the disk stalls: then this does not wait.
+    if (store) {
+      store->sync();
+      (void)store->flush(std::chrono::seconds(2));
+    }
+    std::_Exit(128 + sig);
+  };
   // The first signal stops the run gracefully; a second one kills every step at once.
   std::function<void(const boost::system::error_code&, int)> on_signal =
       [&](const boost::system::error_code& ec, int sig) {
@@ -585,15 +662,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
           signals.async_wait(on_signal);
           return;
         }
-        std::fprintf(stderr, "arun: second %s: killing every running step\n", name);
-        io::kill_all_supervised_processes();
-        if (cluster) cluster->emergency_stop();
-        // What finished is in the journal, unless the disk stalls: then this does not wait.
-        if (store) {
-          store->sync();
-          (void)store->flush(std::chrono::seconds(2));
-        }
-        std::_Exit(128 + sig);
+        emergency_exit(sig);
       };
   signals.async_wait(on_signal);
   // A full or failing disk stops the run: what finishes next could not be kept. Running steps
@@ -652,6 +721,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
                   ticker.cancel();
                 }));
   ctx.run();
+  sinks.waiting = nullptr;  // the executor goes before the sinks
   if (failure) std::rethrow_exception(failure);
   {
     auto& log = io::arun_log();
@@ -679,8 +749,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
       io::arun_log().info("cache: {} least recently used outputs removed ({} bytes): over --cache-max-size",
                           removed.entries, removed.bytes);
   }
+  if (cluster) cluster->release_all();  // after every record the run wrote
   if (sinks.logs) sinks.logs->flush();
-  sinks.writer->drain();
+  drain_at_end(ctx, signals, *sinks.writer, stop_signal, emergency_exit);
   sinks.warn_failed_files();
   if (store && !store->failure().empty()) return finish_after_store_failure(*store, *result, s.output_format, masker);
   if (store) save_final_state(*store, *result);

@@ -9,6 +9,7 @@
 #include "files/json_text.hpp"
 #include "recipe/recipe_library.hpp"
 #include "session/session_store.hpp"
+#include "executor/slurm_cleanup.hpp"
 #include "session/workspaces.hpp"
 #include "files/owned_tree.hpp"
 #include "output/terminal_text.hpp"
@@ -255,6 +256,7 @@ int resume_command(const resume_settings& r) {
       const auto name = text_of(ex->get_object(), "name");
       if (s.executor.empty()) s.executor = name;
       if (s.shared_dir.empty() && s.executor == name) s.shared_dir = text_of(ex->get_object(), "shared_dir");
+      if (s.pending_timeout.empty() && s.executor == name) s.pending_timeout = text_of(ex->get_object(), "pending_timeout");
     }
   // So does the cache it used: the same directory, off when it was off (unless told now).
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
@@ -453,6 +455,17 @@ bool made_by_arun(const io::owned_dir& root, const std::string& id) {
 
 }  // namespace
 
+// What a Slurm run of the session left in SHARED/jobs/SESSION of its --shared-dir
+// (docs/scale-out.md, "Job files"); empty, or why it stays.
+static std::string remove_shared_job_files(const json::object& state, const std::string& id) {
+  const auto* inv = state.if_contains("invocation");
+  const auto* ex = inv && inv->is_object() ? inv->get_object().if_contains("executor") : nullptr;
+  if (!ex || !ex->is_object() || text_of(ex->get_object(), "name") != "slurm") return {};
+  const auto shared_dir = text_of(ex->get_object(), "shared_dir");
+  if (shared_dir.empty() || !fs::path(shared_dir).is_absolute()) return {};
+  return io::remove_slurm_session_files(shared_dir, id);
+}
+
 prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose) {
   prune_report report;
   // Everything removed is below the root's descriptor: no session name, and nothing in a
@@ -528,6 +541,10 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
       // the directories alone would leave them registered (branches stay: they hold the work).
       for (const auto& p : io::remove_session_workspaces(x.dir))
         std::fprintf(stderr, "arun: warning: %s: %s\n", x.id.c_str(), p.c_str());
+      // Its Slurm jobs' files on a --shared-dir elsewhere (in the session's own directory
+      // they go with it).
+      if (const auto files = remove_shared_job_files(std::get<json::object>(state), x.id); !files.empty())
+        std::fprintf(stderr, "arun: %s: %s\n", x.id.c_str(), files.c_str());
       problem = root_dir.remove(x.id);
     }
     if (lock >= 0) ::close(lock);

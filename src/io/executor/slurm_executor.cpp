@@ -1,7 +1,9 @@
 #include "executor/slurm_executor.hpp"
 
+#include "executor/slurm_cleanup.hpp"
 #include "executor/slurm_clients.hpp"
 #include "executor/slurm_lookups.hpp"
+#include "executor/slurm_pending.hpp"
 #include "executor/slurm_submitter.hpp"
 #include "executor/slurm_queue.hpp"
 #include "executor/slurm_script.hpp"
@@ -29,6 +31,7 @@
 #include <sstream>
 #include <optional>
 #include <system_error>
+#include <map>
 #include <unordered_set>
 #include <utility>
 
@@ -38,10 +41,12 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// The output file of a job, read as it grows.
+// The output file of a job, read as it grows: at most `head` bytes while the job runs (what
+// --max-output keeps), and at its end the last `tail` bytes (the failure snippet). A step
+// that prints gigabytes costs arun no more reading than one that prints the limit.
 class file_tail {
 public:
-  explicit file_tail(std::string path) : path_(std::move(path)) {}
+  file_tail(std::string path, std::uint64_t head, std::uint64_t tail) : path_(std::move(path)), head_(head), tail_(tail) {}
   ~file_tail() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -53,20 +58,39 @@ public:
     fd_ = -1;
   }
 
-  void read_new(output_capture& into) {
-    if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  /// What the file gained, up to the head's end.
+  void read_new(output_capture& into) { read_until(into, head_); }
+
+  /// At the job's end: the rest of the head, then what lies between it and the last `tail`
+  /// bytes counted unread, then those.
+  void read_end(output_capture& into) {
+    read_until(into, head_);
+    struct stat st {};
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0) return;
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (size > offset_ + tail_) {
+      into.skip(size - tail_ - offset_);
+      offset_ = size - tail_;
+    }
+    read_until(into, size);
+  }
+
+private:
+  void read_until(output_capture& into, std::uint64_t end) {
+    if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd_ < 0) return;
     char buf[64 * 1024];
-    for (;;) {
-      const auto n = ::pread(fd_, buf, sizeof buf, static_cast<off_t>(offset_));
+    while (offset_ < end) {
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof buf, end - offset_));
+      const auto n = ::pread(fd_, buf, want, static_cast<off_t>(offset_));
       if (n <= 0) return;
       offset_ += static_cast<std::uint64_t>(n);
       into.append(std::string_view(buf, static_cast<std::size_t>(n)));
     }
   }
 
-private:
   std::string path_;
+  std::uint64_t head_, tail_;
   int fd_ = -1;
   std::uint64_t offset_ = 0;
 };
@@ -199,6 +223,11 @@ struct slurm_run_memory {
   /// Hashes of the instances this arun has submitted or taken up: a later attempt of one (a
   /// retry) is new work, not the earlier attempt's job.
   std::unordered_set<std::uint64_t> started;
+  /// Instances whose job arun has collected, and their job directories: removed once the
+  /// journal has their results (release), or at the run's end.
+  std::map<std::string, std::string, std::less<>> collected;
+  /// Jobs waiting in the queue worth a mention (held, requeued, pending long): the status line's notes.
+  std::map<std::string, std::string, std::less<>> waiting;
   std::uint64_t submitted = 0;
   std::uint64_t taken_up = 0;
 };
@@ -346,7 +375,8 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   output_capture err(job.process.limits, job.process.on_line ? line_sink([&job](std::string_view l, bool cut) {
     job.process.on_line(stream_id::err, l, cut);
   }) : line_sink{});
-  file_tail out_file(files.out()), err_file(files.err());
+  const auto head = job.process.limits.max_bytes, tail = job.process.limits.tail_bytes;
+  file_tail out_file(files.out(), head, tail), err_file(files.err(), head, tail);
 
   // Followed until here, whatever ends the follow (a line callback may throw).
   c.jobs->follow(*me);
@@ -358,6 +388,12 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   std::optional<clock_type::time_point> running_since, gone_since, term_sent, kill_sent;
   std::optional<slurm_exit_status> status;
   std::string refused;  ///< why Slurm will never start the job
+  pending_watch pending{o, job.key};
+  struct unnote {
+    slurm_run_memory& memory;
+    const std::string& key;
+    ~unnote() { memory.waiting.erase(key); }
+  } unnote_at_end{*c.memory, job.key};
   for (;;) {
     co_await me->wake.async_wait(asio::as_tuple(asio::use_awaitable));
     me->wake.expires_at(clock_type::time_point::max());
@@ -379,6 +415,14 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
       const auto reason = c.jobs->reason_of(me->id);
       if (auto why = slurm_never_starts(reason); !why.empty()) {
         refused = "Slurm will not start job " + me->id + " (pending, reason " + reason + "): " + why;
+        co_await c.memory->cancels.cancel(me->id, nullptr);
+        break;
+      }
+    }
+    if (!term_sent) {
+      const auto wait = slurm_waiting(state, c.jobs->reason_of(me->id));
+      if (auto why = pending.look(wait, me->id, running_since.has_value(), now, c.memory->waiting); !why.empty()) {
+        refused = std::move(why);
         co_await c.memory->cancels.cancel(me->id, nullptr);
         break;
       }
@@ -427,13 +471,14 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   // output's end through fresh descriptors.
   out_file.reopen();
   err_file.reopen();
-  out_file.read_new(out);
-  err_file.read_new(err);
+  out_file.read_end(out);
+  err_file.read_end(err);
   out.finish();
   err.finish();
   r.out = out.take();
   r.err = err.take();
   r.duration = clock_type::now() - started;
+  bool lost = false;
   if (!refused.empty()) {
     r.launch_error = std::move(refused);
   } else if (status && !status->error.empty()) {
@@ -444,6 +489,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   } else if (r.timed_out || r.cancelled) {
     r.signal = kill_sent ? SIGKILL : SIGTERM;
   } else {
+    lost = true;
     r.launch_error = "Slurm job " + me->id + " left the queue without an exit status (lost; its files are in " + files.dir + ")";
     co_await c.memory->cancels.cancel(me->id, nullptr);  // in case it runs on where squeue cannot see it
   }
@@ -452,6 +498,13 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   // never got it.
   if (!write_slurm_job_record(files, "done " + me->id))
     arun_log().warn("{}: cannot record job {} as done in {} ({})", job.key, me->id, files.job(), std::strerror(errno));
+  // The raw output stays on the shared filesystem only until the journal holds the result;
+  // a lost job's stays for a look (its error names the directory) until `sessions clean`.
+  if (!lost && o.after_journal) {
+    c.memory->collected.insert_or_assign(job.key, files.dir);
+  } else if (!lost) {
+    if (auto problem = remove_slurm_job_directory(files.dir); !problem.empty()) arun_log().warn("{}: {}", job.key, problem);
+  }
   co_return r;
 }
 
@@ -504,6 +557,77 @@ slurm_executor::statistics slurm_executor::stats() const noexcept {
 asio::awaitable<process_result> slurm_executor::run(job_spec job) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, process_result)>(
       follow_initiation{}, asio::use_awaitable, &queue_, memory_, &options_, std::move(job));
+}
+
+namespace {
+
+// Whether `key` is `instance` or an instance inside it (`loop[2]/leaf` in `loop[2]`, `fan[3]`
+// in `fan`).
+bool inside(std::string_view key, std::string_view instance) {
+  if (!key.starts_with(instance)) return false;
+  return key.size() == instance.size() || key[instance.size()] == '/' || key[instance.size()] == '[';
+}
+
+// This process's array files (TAG-N.list, .sh, .I.log) in `arrays`, never following a link.
+void remove_array_files(const std::string& arrays, const std::string& tag) {
+  const int fd = ::open(arrays.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (std::filesystem::directory_iterator it(arrays, ec), end; !ec && it != end; it.increment(ec))
+    if (auto name = it->path().filename().string(); name.starts_with(tag + "-")) names.push_back(std::move(name));
+  for (const auto& name : names) (void)remove_tree_at(fd, name);
+  ::close(fd);
+  ::rmdir(arrays.c_str());  // when empty: no other arun's files are there
+}
+
+}  // namespace
+
+void slurm_executor::release(std::string_view instance) noexcept {
+  try {
+    auto& collected = memory_->collected;
+    std::vector<std::string> dirs;
+    for (auto it = collected.lower_bound(instance); it != collected.end() && it->first.starts_with(instance);) {
+      if (!inside(it->first, instance)) {
+        ++it;
+        continue;
+      }
+      dirs.push_back(std::move(it->second));
+      it = collected.erase(it);
+    }
+    if (dirs.empty() || !options_.after_journal) return;
+    options_.after_journal([dirs = std::move(dirs)] {
+      for (const auto& dir : dirs)
+        if (auto problem = remove_slurm_job_directory(dir); !problem.empty()) arun_log().warn("{}", problem);
+    });
+  } catch (...) {
+    // Out of memory: the directories stay until `arun sessions clean`.
+  }
+}
+
+void slurm_executor::release_all() noexcept {
+  try {
+    std::vector<std::string> dirs;
+    for (auto& [key, dir] : memory_->collected) dirs.push_back(std::move(dir));
+    memory_->collected.clear();
+    auto remove = [dirs = std::move(dirs), session = slurm_session_directory(options_.shared_dir, options_.session_id),
+                   tag = memory_->submitter.process_tag()] {
+      for (const auto& dir : dirs)
+        if (auto problem = remove_slurm_job_directory(dir); !problem.empty()) arun_log().warn("{}", problem);
+      remove_array_files(session + "/arrays", tag);
+      ::rmdir(session.c_str());  // when nothing is left in it
+    };
+    if (options_.after_journal)
+      options_.after_journal(std::move(remove));
+    else
+      remove();
+  } catch (...) {
+    // Out of memory: the directories stay until `arun sessions clean`.
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> slurm_executor::waiting() const {
+  return {memory_->waiting.begin(), memory_->waiting.end()};
 }
 
 void slurm_executor::emergency_stop() noexcept {

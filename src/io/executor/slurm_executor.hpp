@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,20 @@ struct slurm_options {
   /// Whether the session's journal has a record of instance `key`: such an instance runs
   /// again as new work and never takes up a job an earlier arun left. Unset: none has.
   std::function<bool(std::string_view key)> recorded;
+  /// A job waiting in the queue longer than this (held, or pending for any reason but its
+  /// array's task limit) is cancelled and its step fails; unset: it waits as long as Slurm
+  /// keeps it (--pending-timeout).
+  std::optional<std::chrono::milliseconds> pending_timeout;
+  /// A job pending this long is warned about once; a held one after held_warn_after.
+  std::chrono::milliseconds pending_warn_after{std::chrono::minutes(10)};
+  std::chrono::milliseconds held_warn_after{0};
+  /// Says a warning about instance `key` (its job is held, or pending long): the run's
+  /// warning events. Unset: arun's log only.
+  std::function<void(const std::string& key, const std::string& message)> warn;
+  /// Set (a run with a journal): a collected job's directory is removed only once the journal
+  /// has its result (release), through this, which runs the removal after the journal's
+  /// queued writes. Unset: removed as soon as the result is collected.
+  std::function<void(std::function<void()>)> after_journal;
 };
 
 class slurm_executor final : public executor {
@@ -53,6 +68,16 @@ public:
   void emergency_stop() noexcept override;
 
   const std::string& shared_dir() const noexcept { return options_.shared_dir; }
+
+  /// The journal has the result of `instance` (and of everything inside it): the job
+  /// directories of those arun collected are removed (through options.after_journal).
+  void release(std::string_view instance) noexcept;
+  /// The run has ended: every job directory collected and not yet removed is removed, and
+  /// the array files of this arun process.
+  void release_all() noexcept;
+  /// The jobs waiting in the queue worth a mention (held, requeued, pending long): instance
+  /// and note ("pending (JobHeldAdmin)"), for the status line.
+  std::vector<std::pair<std::string, std::string>> waiting() const;
 
   /// What the executor did so far, for arun's log and the benchmark.
   struct statistics {

@@ -99,6 +99,24 @@ std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const st
   return args;
 }
 
+std::string slurm_session_directory(const std::string& shared_dir, std::string_view session_id) {
+  return fmt::format("{}/jobs/{}", shared_dir, file_name_part(session_id));
+}
+
+slurm_wait slurm_waiting(std::string_view state, std::string_view reason) {
+  slurm_wait w;
+  w.waiting = state == "PENDING" || state == "REQUEUED" || state == "REQUEUE_HOLD" || state == "REQUEUE_FED";
+  if (!w.waiting) return w;
+  if (reason == "None" || reason == "(null)") reason = {};
+  // JobHeldAdmin, JobHeldUser, "launch failed requeued held", "job requeued in held state":
+  // a held job never starts on its own (`scontrol release` does it).
+  w.held = state == "REQUEUE_HOLD" || reason.find("Held") != std::string_view::npos ||
+           reason.find("held") != std::string_view::npos;
+  w.throttled = reason == "JobArrayTaskLimit";
+  w.note = fmt::format("pending ({})", reason.empty() ? state : reason);
+  return w;
+}
+
 std::string slurm_emergency_stop_marker(const std::string& shared_dir, std::string_view session_id) {
   return fmt::format("{}/jobs/{}/cancelled-all", shared_dir, file_name_part(session_id));
 }

@@ -34,6 +34,9 @@ struct slurm_job_files {
 /// directory have their own), the same on every resume.
 slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view session_id, std::string_view key);
 
+/// SHARED/jobs/SESSION: every job directory and array file of the session is below it.
+std::string slurm_session_directory(const std::string& shared_dir, std::string_view session_id);
+
 /// Written by a second Ctrl-C after it cancelled every job of the session: a resume runs
 /// anew the jobs that were in flight then, instead of waiting for them to be reported lost.
 std::string slurm_emergency_stop_marker(const std::string& shared_dir, std::string_view session_id);
@@ -95,6 +98,16 @@ std::string slurm_time(std::chrono::seconds limit);
 /// (a time limit above the partition's, a limit per job, an invalid account...), for the
 /// step's error; empty when the reason passes (waiting for resources, licenses, priority).
 std::string slurm_never_starts(std::string_view reason);
+
+/// What squeue's state (%T) and reason (%r) say of a job that waits instead of running
+/// (docs/scale-out.md, "Held and pending jobs").
+struct slurm_wait {
+  bool waiting = false;   ///< in the queue, not running: PENDING, REQUEUED, REQUEUE_HOLD...
+  bool held = false;      ///< held: Slurm will not start it until someone releases it
+  bool throttled = false; ///< waiting for its array's task limit: arun's own limit, not Slurm's
+  std::string note;       ///< for the status line: "pending (JobHeldAdmin)", "pending (Resources)"
+};
+slurm_wait slurm_waiting(std::string_view state, std::string_view reason);
 
 /// A job's id as squeue lists it: "123", or "123_4" for task 4 of array job 123.
 bool is_slurm_job_id(std::string_view text);

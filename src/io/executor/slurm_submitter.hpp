@@ -60,6 +60,8 @@ public:
   void job_ended(std::uint64_t fan_out, std::size_t part);
 
   std::uint64_t sbatch_calls() const noexcept { return sbatch_calls_; }
+  /// In the names of this process's array files (slurm_array_files::name: TAG-N).
+  const std::string& process_tag() const noexcept { return process_tag_; }
   std::uint64_t arrays() const noexcept { return arrays_; }
   std::uint64_t limit_updates() const noexcept { return limit_updates_; }
 

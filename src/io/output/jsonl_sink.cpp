@@ -2,6 +2,7 @@
 
 #include "output/event_json.hpp"
 #include "files/fd_write.hpp"
+#include "files/output_file.hpp"
 #include "files/private_files.hpp"
 
 #include <arun/value_format.hpp>
@@ -19,9 +20,11 @@ namespace arun::io {
 jsonl_open_result jsonl_event_sink::open(const std::string& path, bool truncate, event_output_limits limits,
                                          std::shared_ptr<background_writer> writer) {
   jsonl_open_result r;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0) | O_APPEND | O_CLOEXEC, 0600);
+  // A FIFO never holds arun: neither its open nor, at a stop, its writes (output_file.hpp).
+  const auto opened = open_output_file(path, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0) | O_APPEND | O_CLOEXEC, 0600);
+  const int fd = opened.fd;
   if (fd < 0) {
-    r.error = "cannot open events file '" + path + "': " + std::strerror(errno);
+    r.error = "cannot open events file '" + path + "': " + output_file_error(opened.error);
     return r;
   }
   r.sink.reset(new jsonl_event_sink(fd, path, limits, std::move(writer)));
@@ -140,7 +143,9 @@ void jsonl_event_sink::fail(int err) noexcept {
   std::lock_guard lock(error_mutex_);
   if (failed_.exchange(true)) return;  // the first error is the one to report
   try {
-    error_ = "cannot write events file '" + path_ + "': " + std::strerror(err);
+    error_ = "cannot write events file '" + path_ + "': " +
+             (err == ECANCELED ? std::string("its reader stopped reading, and arun stopped waiting for it")
+                               : std::string(std::strerror(err)));
   } catch (...) {
     // error_ stays empty; failed_ still stops further writes.
   }

@@ -115,6 +115,10 @@ void progress_printer::clear_status() noexcept {
 
 void progress_printer::tick() noexcept {
   try {
+    if (options_.waiting) {
+      const auto waiting = options_.waiting();
+      board_.set_notes({waiting.begin(), waiting.end()});
+    }
     if (options_.mode == progress_mode::live) {
       redraw(std::exchange(force_redraw_, false));
       std::fflush(out_);

@@ -44,6 +44,9 @@ struct progress_options {
   /// The log files holding an instance's output (stderr's first), named under its failure
   /// line; null: none are named.
   std::function<std::vector<std::string>(std::string_view instance)> log_files;
+  /// Instances waiting where they run, with a note for the status line ("pending
+  /// (JobHeldAdmin)"), asked at each redraw; null: none.
+  std::function<std::vector<std::pair<std::string, std::string>>()> waiting;
   /// The time used to throttle live redraws; null: std::chrono::steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };

@@ -175,10 +175,14 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
   std::vector<std::pair<clock::time_point, std::string_view>> running;
   for (const auto& [id, since] : top_running_) running.emplace_back(since, id);
   std::sort(running.begin(), running.end());
+  // Jobs waiting in a cluster's queue first (held, requeued): they need a look.
+  std::vector<std::string> shown;
+  for (const auto& [id, note] : notes_) shown.push_back(id + " " + note);
+  for (const auto& [since, id] : running)
+    if (!notes_.contains(id)) shown.push_back(fmt::format("{} {}", id, age(now - since)));
   std::string names;
-  for (std::size_t i = 0; i < running.size() && i < names_shown; ++i)
-    names += fmt::format("{}{} {}", i ? ", " : "", running[i].second, age(now - running[i].first));
-  if (running.size() > names_shown) names += fmt::format(" +{}", running.size() - names_shown);
+  for (std::size_t i = 0; i < shown.size() && i < names_shown; ++i) names += (i ? ", " : "") + shown[i];
+  if (shown.size() > names_shown) names += fmt::format(" +{}", shown.size() - names_shown);
 
   // The most verbose counters that fit; then the names in the room left.
   for (int level = 0; level <= 2; ++level) {

@@ -33,6 +33,10 @@ public:
   std::string render(const detail::loop_tracker& loops, std::size_t columns, clock::time_point now,
                      bool color) const;
 
+  /// Instances waiting where they run (a Slurm job held or pending: "pending (JobHeldAdmin)"),
+  /// named first, with their note instead of their age.
+  void set_notes(std::map<std::string, std::string, std::less<>> notes) { notes_ = std::move(notes); }
+
   /// A run is going (between the outermost recipe_start and its recipe_end).
   bool active() const noexcept { return started_.has_value(); }
 
@@ -44,6 +48,7 @@ private:
   std::map<std::string, clock::time_point, std::less<>> top_running_;  // top-level steps (not loops) running
   std::map<std::string, clock::time_point, std::less<>> loop_started_;  // loops, for the ETA
   std::set<std::string, std::less<>> children_running_;  // bash and agent instances running an attempt
+  std::map<std::string, std::string, std::less<>> notes_;  // instance -> what it waits for
   std::size_t failed_ = 0;                   // bash, agent and gate instances that failed
   /// Per-provider limits: each group's children running and effective limit (0: none).
   struct group_count {

@@ -25,6 +25,15 @@ void output_capture::append(std::string_view chunk) {
   if (on_line_) split_lines(chunk);
 }
 
+void output_capture::skip(std::uint64_t bytes) {
+  if (bytes == 0) return;
+  total_bytes_ += bytes;
+  truncated_ = true;
+  tail_.clear();
+  partial_.clear();
+  discarding_ = true;  // up to the next newline: the end of a line whose start was never read
+}
+
 void output_capture::keep_tail(std::string_view chunk) {
   const auto keep = limits_.tail_bytes;
   if (chunk.size() >= keep) {

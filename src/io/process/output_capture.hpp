@@ -35,6 +35,10 @@ public:
 
   /// Adds bytes as they arrive from the pipe.
   void append(std::string_view chunk);
+  /// Counts `bytes` that were never read (a job's output file beyond what is kept): the
+  /// capture is truncated, the tail starts after the gap, and the line the gap cut is not
+  /// delivered.
+  void skip(std::uint64_t bytes);
   /// Delivers a partial last line, if any. Call once at end of stream.
   void finish();
   /// Stops delivering lines (after the sink failed); capture goes on.
