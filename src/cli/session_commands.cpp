@@ -154,8 +154,12 @@ std::string progress_of(const json::object& state) {
 }  // namespace
 
 int resume_command(const resume_settings& r) {
-  const auto root = io::session_root(r.run.session_dir);
-  auto opened = io::session_store::open(root, r.session_id, r.retry_failed);
+  const auto root = io::checked_session_root(r.run.session_dir, io::trust_mode::look);
+  if (!root.ok()) {
+    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
+    return exit_usage;
+  }
+  auto opened = io::session_store::open(root.path, r.session_id, r.retry_failed);
   if (auto* error = std::get_if<std::string>(&opened)) {
     std::fprintf(stderr, "arun: cannot resume: %s\n", error->c_str());
     return exit_usage;
@@ -300,7 +304,12 @@ int resume_command(const resume_settings& r) {
 
 int decide_command(const sessions_settings& s, const decision_settings& d) {
   const char* verb = d.approve ? "approve" : "deny";
-  auto opened = io::session_store::open(io::session_root(s.session_dir), s.session_id, false);
+  const auto root = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!root.ok()) {
+    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
+    return exit_usage;
+  }
+  auto opened = io::session_store::open(root.path, s.session_id, false);
   if (auto* error = std::get_if<std::string>(&opened)) {
     std::fprintf(stderr, "arun: cannot %s: %s\n", verb, error->c_str());
     return exit_usage;
@@ -334,7 +343,12 @@ static int print_all(const std::string& text) { return write_stdout(text) ? exit
 
 int sessions_list_command(const sessions_settings& s) {
   std::string text;
-  const auto root = io::session_root(s.session_dir);
+  const auto checked = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!checked.ok()) {
+    std::fprintf(stderr, "arun: %s\n", checked.error.c_str());
+    return exit_usage;
+  }
+  const auto& root = checked.path;
   const auto sessions = list_sessions(root);
   if (s.output_format == "json") {
     json::array out;
@@ -365,7 +379,12 @@ int sessions_show_command(const sessions_settings& s) {
     std::fprintf(stderr, "arun: '%s' is not a session id (like 20261121-134501-3f9a2c)\n", s.session_id.c_str());
     return exit_usage;
   }
-  const auto dir = io::session_root(s.session_dir) + "/" + s.session_id;
+  const auto root = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!root.ok()) {
+    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
+    return exit_usage;
+  }
+  const auto dir = root.path + "/" + s.session_id;
   auto state = io::session_store::read_state(dir);
   if (auto* problem = std::get_if<std::string>(&state)) {
     std::fprintf(stderr, "arun: %s\n", problem->c_str());
@@ -487,7 +506,12 @@ int sessions_clean_command(const sessions_settings& s) {
   prune_rule rule;
   rule.older_than_days = s.older_than_days;
   rule.dry_run = s.dry_run;
-  const auto report = prune_sessions(io::session_root(s.session_dir), rule, true);
+  const auto root = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!root.ok()) {
+    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
+    return exit_usage;
+  }
+  const auto report = prune_sessions(root.path, rule, true);
   for (const auto& id : report.removed) std::printf("%s %s\n", s.dry_run ? "would remove" : "removed", id.c_str());
   std::fprintf(stderr, "arun: %zu session(s) %s, %zu kept\n", report.removed.size(),
                s.dry_run ? "would be removed (--dry-run: nothing was)" : "removed", report.kept);

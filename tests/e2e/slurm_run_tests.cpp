@@ -83,6 +83,15 @@ std::string summary(const boost::json::object& result, const std::string& dir) {
   return text;
 }
 
+// The session's job directory below `jobs`: its name (SESSION-RANDOM) is kept in the session.
+fs::path session_jobs(const fs::path& jobs, const fs::path& session) {
+  std::ifstream in(session / "slurm-jobs");
+  std::string name;
+  std::getline(in, name);
+  CHECK(name.size() > 17);
+  return jobs / name;
+}
+
 }  // namespace
 
 TEST_CASE("slurm run: a recipe of every control-flow form gives the local results, one job per leaf") {
@@ -110,7 +119,7 @@ TEST_CASE("slurm run: a recipe of every control-flow form gives the local result
       if (on_slurm) {
         // Every leaf instance (each try of the retried step too) was a job of its own.
         const std::string id(result.at("session_id").as_string());
-        const auto jobs = dir.root / "sessions" / id / "jobs" / id;
+        const auto jobs = session_jobs(dir.root / "sessions" / id / "jobs", dir.root / "sessions" / id);
         std::size_t n = 0;
         for (const auto& e : fs::directory_iterator(jobs)) n += fs::exists(e.path() / "exit");
         CHECK(n == 10);  // first, each x3, g1, g2, flaky, hi, tolerated, last (flaky's dir holds its last try)
@@ -180,7 +189,7 @@ TEST_CASE("slurm run: a resumed run goes on on the cluster and in the shared dir
     REQUIRE(steps.size() == 2);
     CHECK(steps.at(1).at("output").is_number());  // $SLURM_JOB_ID: the step ran as a Slurm job
     std::size_t jobs = 0;
-    for (const auto& e : fs::directory_iterator(shared / "jobs" / id)) jobs += fs::exists(e.path() / "exit");
+    for (const auto& e : fs::directory_iterator(session_jobs(shared / "jobs", sessions / id))) jobs += fs::exists(e.path() / "exit");
     CHECK(jobs == 2);
     CHECK(cluster.queue().empty());
   }

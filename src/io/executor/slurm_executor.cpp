@@ -178,7 +178,7 @@ asio::awaitable<bool> left_the_queue(std::string id, const std::vector<std::stri
 // Whether the job `id` recorded in `files` was cut short by the emergency stop of an earlier
 // arun: the stop's marker is newer than the record, and the job left no exit status.
 bool cancelled_in_flight(const slurm_options& o, const slurm_job_files& files, const std::string& id) {
-  const auto order = modification_order(slurm_emergency_stop_marker(o.shared_dir, o.session_id), files.job());
+  const auto order = modification_order(slurm_emergency_stop_marker(o.jobs_dir), files.job());
   if (!order || *order < 0) return false;
   const auto status = exit_status_listed(files);
   return !(status && status->job_id == id);
@@ -276,7 +276,7 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   const auto& o = *c.options;
   process_result r;
   const auto started = clock_type::now();
-  const auto files = slurm_job_files_for(o.shared_dir, o.session_id, job.key);
+  const auto files = slurm_job_files_for(o.jobs_dir, job.key);
   std::error_code ec;
   const std::string working_dir =
       job.process.launch.working_dir.empty() ? std::filesystem::current_path(ec).string() : job.process.launch.working_dir;
@@ -517,7 +517,7 @@ void slurm_executor::emergency_stop() noexcept {
       run_blocking(argv, options_.client_env, std::chrono::seconds(5));
     }
     // A resume runs the cancelled jobs anew at once instead of following them until lost.
-    const auto marker = slurm_emergency_stop_marker(options_.shared_dir, options_.session_id);
+    const auto marker = slurm_emergency_stop_marker(options_.jobs_dir);
     if (const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); fd >= 0) {
       ::futimens(fd, nullptr);
       ::close(fd);
