@@ -95,6 +95,59 @@ std::string describe_owner(uid_t uid) {
   return name.empty() ? fmt::format("uid {}", uid) : fmt::format("{} (uid {})", name, uid);
 }
 
+namespace {
+
+// One existing directory of the path: an error text, or "" (with `per_user` set when it is a
+// shared sticky directory whose per-user subdirectory is to be used instead).
+std::string judge_directory(walk& w, const std::string& at, const struct stat& st, bool last, bool& per_user) {
+  if (!trusted_owner(st.st_uid, w.uid)) {
+    if (!last) return w.refuse_ancestor(at, st, "owned by " + describe_owner(st.st_uid));
+    const auto parent = fs::path(w.shown).parent_path().string();
+    return w.refuse(fmt::format("it is owned by {}, mode {}, not by you", describe_owner(st.st_uid), mode_text(st.st_mode)),
+                    fmt::format("use a per-user subdirectory that arun makes 0700, e.g. {}",
+                                setting(w.what, (parent == "/" ? "" : parent) + "/" + per_user_name(w.uid))));
+  }
+  const bool shared = writable_by_others(st, w.uid);
+  const bool sticky = (st.st_mode & S_ISVTX) != 0;
+  if (last && shared && sticky && !per_user) {
+    // A shared drop box like /tmp: arun keeps its files in the user's own subdirectory.
+    per_user = true;
+    return {};
+  }
+  if (shared && !sticky) {
+    const auto who = "writable by " + writers(st) + " (owner " + describe_owner(st.st_uid) + ")";
+    if (!last) return w.refuse_ancestor(at, st, who);
+    return w.refuse(fmt::format("it is {}, mode {}", who, mode_text(st.st_mode)),
+                    st.st_uid == w.uid ? fmt::format("make it yours alone (chmod go-w {}) or use another directory", at)
+                                       : std::string("use a directory of your own"));
+  }
+  if (last && st.st_uid != w.uid)
+    return w.refuse(fmt::format("it is owned by {}, mode {}, not by you", describe_owner(st.st_uid), mode_text(st.st_mode)),
+                    fmt::format("use a per-user subdirectory that arun makes 0700, e.g. {}",
+                                setting(w.what, w.shown + "/" + per_user_name(w.uid))));
+  return {};
+}
+
+// A symlink of the path: its owner checked, its target's components put in front of `rest`
+// (from `/` for an absolute one: `real` is reset). An error text or "".
+std::string follow_link(const walk& w, const std::string& at, const struct stat& st, std::string& real,
+                        std::deque<std::string>& rest, int& links) {
+  if (!trusted_owner(st.st_uid, w.uid))
+    return w.refuse_ancestor(at + " (a symlink)", st, "owned by " + describe_owner(st.st_uid));
+  if (++links > max_links) return w.refuse("too many symlinks", "name the directory itself");
+  std::vector<char> target(PATH_MAX + 1);
+  const auto n = ::readlink(at.c_str(), target.data(), target.size() - 1);
+  if (n < 0) return w.refuse(fmt::format("cannot read the symlink {}: {}", at, std::strerror(errno)), "name the directory itself");
+  const fs::path to(std::string(target.data(), static_cast<std::size_t>(n)));
+  if (to.is_absolute()) real = "/";
+  std::vector<std::string> parts;
+  for (const auto& part : to.relative_path()) parts.push_back(part.string());
+  rest.insert(rest.begin(), parts.begin(), parts.end());
+  return {};
+}
+
+}  // namespace
+
 trusted_directory trust_directory(const std::string& path, std::string_view what, trust_mode mode, uid_t uid) {
   std::error_code ec;
   auto absolute = fs::absolute(path.empty() ? "." : path, ec).lexically_normal().string();
@@ -102,7 +155,7 @@ trusted_directory trust_directory(const std::string& path, std::string_view what
   walk w{what, absolute, uid};
   std::deque<std::string> rest;
   for (const auto& part : fs::path(absolute).relative_path()) rest.push_back(part.string());
-  std::string real = "/";
+  std::string real = "/";  // the components checked so far, links resolved
   bool per_user = false;
   int links = 0;
   while (!rest.empty()) {
@@ -114,62 +167,26 @@ trusted_directory trust_directory(const std::string& path, std::string_view what
       continue;
     }
     const auto next = real == "/" ? "/" + name : real + "/" + name;
-    const bool last = rest.empty();
     struct stat st {};
     if (::lstat(next.c_str(), &st) != 0) {
       if (errno != ENOENT) return {w.shown, w.refuse(fmt::format("cannot examine {}: {}", next, std::strerror(errno)), "check its permissions")};
       if (mode == trust_mode::look) return {w.shown, {}};  // nothing there yet: nothing to trust
-      // Made by arun, private; one another process made first is checked below like any other.
-      if (::mkdir(next.c_str(), 0700) != 0 && errno != EEXIST)
-        return {w.shown, fmt::format("cannot create {} for {} {}: {}", next, what, w.shown, std::strerror(errno))};
-      if (::lstat(next.c_str(), &st) != 0)
+      // Made by arun, private; one another process made first is judged below like any other.
+      if ((::mkdir(next.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(next.c_str(), &st) != 0)
         return {w.shown, fmt::format("cannot create {} for {} {}: {}", next, what, w.shown, std::strerror(errno))};
     }
+    std::string error;
     if (S_ISLNK(st.st_mode)) {
-      if (!trusted_owner(st.st_uid, uid))
-        return {w.shown, w.refuse_ancestor(next + " (a symlink)", st, "owned by " + describe_owner(st.st_uid))};
-      if (++links > max_links) return {w.shown, w.refuse("too many symlinks", "name the directory itself")};
-      std::vector<char> target(PATH_MAX + 1);
-      const auto n = ::readlink(next.c_str(), target.data(), target.size() - 1);
-      if (n < 0) return {w.shown, w.refuse(fmt::format("cannot read the symlink {}: {}", next, std::strerror(errno)), "name the directory itself")};
-      const fs::path to(std::string(target.data(), static_cast<std::size_t>(n)));
-      if (to.is_absolute()) real = "/";
-      std::vector<std::string> parts;
-      for (const auto& part : to.relative_path()) parts.push_back(part.string());
-      rest.insert(rest.begin(), parts.begin(), parts.end());
+      if (error = follow_link(w, next, st, real, rest, links); !error.empty()) return {w.shown, error};
       continue;
     }
     if (!S_ISDIR(st.st_mode)) return {w.shown, w.refuse(next + " is not a directory", "name a directory")};
-    if (!trusted_owner(st.st_uid, uid)) {
-      if (!last) return {w.shown, w.refuse_ancestor(next, st, "owned by " + describe_owner(st.st_uid))};
-      const auto parent = fs::path(w.shown).parent_path().string();
-      return {w.shown,
-              w.refuse(fmt::format("it is owned by {}, mode {}, not by you", describe_owner(st.st_uid), mode_text(st.st_mode)),
-                       fmt::format("use a per-user subdirectory that arun makes 0700, e.g. {}",
-                                   setting(what, (parent == "/" ? "" : parent) + "/" + per_user_name(uid))))};
-    }
-    const bool shared = writable_by_others(st, uid);
-    const bool sticky = (st.st_mode & S_ISVTX) != 0;
-    if (last && shared && sticky && !per_user) {
-      // A shared drop box like /tmp: arun keeps its files in the user's own subdirectory.
-      per_user = true;
+    const bool was_per_user = per_user;
+    if (error = judge_directory(w, next, st, rest.empty(), per_user); !error.empty()) return {w.shown, error};
+    if (per_user && !was_per_user) {
       w.shown += "/" + per_user_name(uid);
       rest.push_back(per_user_name(uid));
-      real = next;
-      continue;
     }
-    if (shared && !sticky) {
-      const auto who = "writable by " + writers(st) + " (owner " + describe_owner(st.st_uid) + ")";
-      if (!last) return {w.shown, w.refuse_ancestor(next, st, who)};
-      return {w.shown, w.refuse(fmt::format("it is {}, mode {}", who, mode_text(st.st_mode)),
-                                st.st_uid == uid ? fmt::format("make it yours alone (chmod go-w {}) or use another directory", next)
-                                                 : std::string("use a directory of your own"))};
-    }
-    if (last && st.st_uid != uid)
-      return {w.shown, w.refuse(fmt::format("it is owned by {}, mode {}, not by you", describe_owner(st.st_uid),
-                                            mode_text(st.st_mode)),
-                                fmt::format("use a per-user subdirectory that arun makes 0700, e.g. {}",
-                                            setting(what, w.shown + "/" + per_user_name(uid))))};
     real = next;
   }
   return {w.shown, {}};
