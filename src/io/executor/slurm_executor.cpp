@@ -1,5 +1,7 @@
 #include "executor/slurm_executor.hpp"
 
+#include "executor/slurm_job_dirs.hpp"
+
 #include "executor/slurm_clients.hpp"
 #include "executor/slurm_lookups.hpp"
 #include "executor/slurm_submitter.hpp"
@@ -276,6 +278,10 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   const auto& o = *c.options;
   process_result r;
   const auto started = clock_type::now();
+  if (o.jobs_dir.empty()) {
+    r.launch_error = "no private job directory could be made below " + o.shared_dir + " (see arun's log)";
+    co_return r;
+  }
   const auto files = slurm_job_files_for(o.jobs_dir, job.key);
   std::error_code ec;
   const std::string working_dir =
@@ -485,8 +491,26 @@ struct follow_initiation {
 
 }  // namespace
 
+namespace {
+
+// An embedder that names no job directory gets one made as the CLI makes it (checked,
+// private, unguessable); when none can be made, every job fails to launch, saying why.
+slurm_options with_jobs_dir(slurm_options o) {
+  if (!o.jobs_dir.empty()) return o;
+  auto dirs = prepare_slurm_job_dirs(o.shared_dir, o.session_id, {}, false);
+  if (!dirs.error.empty()) {
+    arun_log().error("slurm: {}", dirs.error);
+    return o;
+  }
+  o.shared_dir = std::move(dirs.shared_dir);
+  o.jobs_dir = std::move(dirs.jobs_dir);
+  return o;
+}
+
+}  // namespace
+
 slurm_executor::slurm_executor(slurm_options options)
-    : options_(std::move(options)), memory_(std::make_shared<slurm_run_memory>(options_)) {}
+    : options_(with_jobs_dir(std::move(options))), memory_(std::make_shared<slurm_run_memory>(options_)) {}
 
 slurm_executor::~slurm_executor() = default;
 
@@ -518,7 +542,7 @@ void slurm_executor::emergency_stop() noexcept {
     }
     // A resume runs the cancelled jobs anew at once instead of following them until lost.
     const auto marker = slurm_emergency_stop_marker(options_.jobs_dir);
-    if (const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); fd >= 0) {
+    if (const int fd = options_.jobs_dir.empty() ? -1 : ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); fd >= 0) {
       ::futimens(fd, nullptr);
       ::close(fd);
     }
