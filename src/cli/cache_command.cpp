@@ -23,7 +23,13 @@ namespace {
 
 using clock_type = std::chrono::system_clock;
 
-std::string cache_dir_of(const cache_settings& s) { return s.cache_dir.empty() ? io::default_cache_dir() : s.cache_dir; }
+// The directory to read, or "" after saying why it is refused (another user could write it).
+std::string cache_dir_of(const cache_settings& s) {
+  auto dir = io::checked_cache_dir(s.cache_dir);
+  if (dir.ok()) return dir.path;
+  std::fprintf(stderr, "arun: %s\n", dir.error.c_str());
+  return {};
+}
 
 // `1.2 MB`, `512 B`: sizes as a person reads them.
 std::string size_text(std::uint64_t bytes) {
@@ -67,6 +73,7 @@ bool picked(const cache_settings& s, const io::result_store::entry_info& e, std:
 
 int cache_list(const cache_settings& s) {
   const auto dir = cache_dir_of(s);
+  if (dir.empty()) return exit_usage;
   io::result_store store(dir, 0);
   std::string error;
   auto all = store.list(error);
@@ -126,6 +133,7 @@ int cache_clear(const cache_settings& s) {
     }
   }
   const auto dir = cache_dir_of(s);
+  if (dir.empty()) return exit_usage;
   io::result_store store(dir, 0);
   const auto now = clock_type::now();
   std::string error;

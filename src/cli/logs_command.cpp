@@ -217,7 +217,12 @@ int logs_command(const logs_settings& s) {
     std::fprintf(stderr, "arun: '%s' is not a session id (like 20261121-134501-3f9a2c)\n", s.session_id.c_str());
     return exit_usage;
   }
-  const auto root = io::session_root(s.session_dir);
+  const auto checked = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!checked.ok()) {
+    std::fprintf(stderr, "arun: %s\n", checked.error.c_str());
+    return exit_usage;
+  }
+  const auto& root = checked.path;
   const auto session = root + "/" + s.session_id;
   std::error_code ec;
   if (!fs::is_directory(session, ec)) {

@@ -22,6 +22,8 @@
 #include "session/transcripts.hpp"
 #include "session/workspaces.hpp"
 #include "cache/result_store.hpp"
+#include "executor/slurm_job_dirs.hpp"
+#include "files/directory_trust.hpp"
 #include "instance_glob.hpp"
 #include "executor/slurm_executor.hpp"
 #include "files/private_files.hpp"
@@ -261,6 +263,12 @@ int run_command(const run_settings& s) {
   }
   const auto session_id = make_session_id(std::chrono::system_clock::now(), std::random_device{}());
   if (s.dry_run) return execute_run(settings, input, *base_dir, session_id, nullptr);
+  // Another user who can write where sessions live could swap what a resume reads and runs.
+  const auto sessions = io::checked_session_root(s.session_dir, io::trust_mode::make);
+  if (!sessions.ok()) {
+    std::fprintf(stderr, "arun: %s\n", sessions.error.c_str());
+    return exit_usage;
+  }
   // Housekeeping first (arun config: retention_days, retention_sessions).
   if (s.retention_days > 0 || s.retention_sessions > 0) {
     prune_rule rule;
@@ -268,7 +276,7 @@ int run_command(const run_settings& s) {
     if (s.retention_sessions > 0)  // the run's own session makes one more
       rule.keep_newest = static_cast<std::size_t>(s.retention_sessions) - 1;
     rule.spare_kept_trees = true;
-    const auto report = prune_sessions(io::session_root(s.session_dir), rule, false);
+    const auto report = prune_sessions(sessions.path, rule, false);
     if (!report.removed.empty() && !s.quiet)
       std::fprintf(stderr, "arun: removed %zu old session%s (retention: %d days, %d sessions; arun config)\n",
                    report.removed.size(), report.removed.size() == 1 ? "" : "s", s.retention_days, s.retention_sessions);
@@ -280,7 +288,7 @@ int run_command(const run_settings& s) {
                    report.spared.size() > 1 ? ", ..." : "");
   }
   // SPEC §12: every run has a session; it exists before any step runs.
-  auto created = io::session_store::create(io::session_root(s.session_dir), session_id);
+  auto created = io::session_store::create(sessions.path, session_id);
   if (auto* error = std::get_if<std::string>(&created)) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());
     return exit_usage;
@@ -396,6 +404,12 @@ std::variant<std::unique_ptr<io::slurm_executor>, std::string> make_slurm_execut
     return std::get<std::string>(limit);
   else
     o.pending_timeout = std::get<std::optional<std::chrono::milliseconds>>(limit);
+  // Checked before any job is submitted: the job files below it are what the nodes run.
+  auto dirs = io::prepare_slurm_job_dirs(o.shared_dir, session_id, store ? store->dir() + "/slurm-jobs" : std::string(),
+                                         store && store->resumed());
+  if (!dirs.error.empty()) return std::move(dirs.error);
+  o.shared_dir = std::move(dirs.shared_dir);
+  o.jobs_dir = std::move(dirs.jobs_dir);
   if (store) o.recorded = [store](std::string_view instance) { return store->recorded(instance); };
   return std::make_unique<io::slurm_executor>(std::move(o));
 }
@@ -483,9 +497,14 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   // Steps with `cache:` find and keep their outputs here; --no-cache leaves the engine none.
   std::optional<io::result_store> cache;
   if (!s.no_cache) {
-    cache.emplace(s.cache_dir.empty() ? io::default_cache_dir() : s.cache_dir, s.cache_max_bytes);
-    cache->limit_output(s.max_output);
-    options.cache = &*cache;
+    // A cache another user can write could hand this run their outputs: the steps run instead.
+    if (const auto dir = io::checked_cache_dir(s.cache_dir); !dir.ok()) {
+      std::fprintf(stderr, "arun: warning: %s (the cache is not used by this run)\n", dir.error.c_str());
+    } else {
+      cache.emplace(dir.path, s.cache_max_bytes);
+      cache->limit_output(s.max_output);
+      options.cache = &*cache;
+    }
   }
   if (!s.refresh_cache.empty()) {
     warn_unknown_refresh(s.refresh_cache, input);
@@ -575,13 +594,12 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     ro.jobs = cluster.get();
     options.leaves_run_here = false;  // cpus is the scheduler's to place, not a share of -j
     // Bodies, prompts and large values a step reads from files must be where its node sees them.
-    ro.temp_dir = cluster->shared_dir() + "/tmp";
-    std::error_code ec;
-    if (!io::make_private_directories(ro.temp_dir, ec)) {
-      const auto error = "cannot create " + ro.temp_dir + ": " + ec.message();
-      std::fprintf(stderr, "arun: %s\n", error.c_str());
-      return finish_unstarted(store, error, exit_usage);
+    const auto temp = io::trust_directory(cluster->shared_dir() + "/tmp", "--shared-dir", io::trust_mode::make);
+    if (!temp.ok()) {
+      std::fprintf(stderr, "arun: %s\n", temp.error.c_str());
+      return finish_unstarted(store, temp.error, exit_usage);
     }
+    ro.temp_dir = temp.path;
   }
   if (sinks.transcripts)
     ro.on_agent_call = [t = sinks.transcripts.get()](const io::agent_call_record& call) { t->record(call); };
@@ -739,6 +757,10 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
       for (const auto& id : result->changed) log.debug("reload: {} changed", id);
     }
   }
+  if (cache && cache->foreign_entries() > 0)
+    std::fprintf(stderr, "arun: warning: %llu cache entr%s in %s owned by another user ignored (only your own are reused)\n",
+                 static_cast<unsigned long long>(cache->foreign_entries()), cache->foreign_entries() == 1 ? "y" : "ies",
+                 cache->dir().c_str());
   if (cache && cache->stored_bytes() > 0) {
     // Past its cap the cache loses its least recently used outputs: once a run, not per store.
     std::string error;

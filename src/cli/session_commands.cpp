@@ -164,8 +164,12 @@ std::string progress_of(const json::object& state) {
 }  // namespace
 
 int resume_command(const resume_settings& r) {
-  const auto root = io::session_root(r.run.session_dir);
-  auto opened = io::session_store::open(root, r.session_id, r.retry_failed);
+  const auto root = io::checked_session_root(r.run.session_dir, io::trust_mode::look);
+  if (!root.ok()) {
+    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
+    return exit_usage;
+  }
+  auto opened = io::session_store::open(root.path, r.session_id, r.retry_failed);
   if (auto* error = std::get_if<std::string>(&opened)) {
     std::fprintf(stderr, "arun: cannot resume: %s\n", error->c_str());
     return exit_usage;
@@ -311,7 +315,12 @@ int resume_command(const resume_settings& r) {
 
 int decide_command(const sessions_settings& s, const decision_settings& d) {
   const char* verb = d.approve ? "approve" : "deny";
-  auto opened = io::session_store::open(io::session_root(s.session_dir), s.session_id, false);
+  const auto root = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!root.ok()) {
+    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
+    return exit_usage;
+  }
+  auto opened = io::session_store::open(root.path, s.session_id, false);
   if (auto* error = std::get_if<std::string>(&opened)) {
     std::fprintf(stderr, "arun: cannot %s: %s\n", verb, error->c_str());
     return exit_usage;
@@ -345,7 +354,12 @@ static int print_all(const std::string& text) { return write_stdout(text) ? exit
 
 int sessions_list_command(const sessions_settings& s) {
   std::string text;
-  const auto root = io::session_root(s.session_dir);
+  const auto checked = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!checked.ok()) {
+    std::fprintf(stderr, "arun: %s\n", checked.error.c_str());
+    return exit_usage;
+  }
+  const auto& root = checked.path;
   const auto sessions = list_sessions(root);
   if (s.output_format == "json") {
     json::array out;
@@ -379,7 +393,12 @@ int sessions_show_command(const sessions_settings& s) {
     std::fprintf(stderr, "arun: '%s' is not a session id (like 20261121-134501-3f9a2c)\n", s.session_id.c_str());
     return exit_usage;
   }
-  const auto dir = io::session_root(s.session_dir) + "/" + s.session_id;
+  const auto root = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!root.ok()) {
+    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
+    return exit_usage;
+  }
+  const auto dir = root.path + "/" + s.session_id;
   auto state = io::session_store::read_state(dir);
   if (auto* problem = std::get_if<std::string>(&state)) {
     std::fprintf(stderr, "arun: %s\n", problem->c_str());
@@ -457,13 +476,13 @@ bool made_by_arun(const io::owned_dir& root, const std::string& id) {
 
 // What a Slurm run of the session left in SHARED/jobs/SESSION of its --shared-dir
 // (docs/scale-out.md, "Job files"); empty, or why it stays.
-static std::string remove_shared_job_files(const json::object& state, const std::string& id) {
+static std::string remove_shared_job_files(const json::object& state, const std::string& id, const std::string& dir) {
   const auto* inv = state.if_contains("invocation");
   const auto* ex = inv && inv->is_object() ? inv->get_object().if_contains("executor") : nullptr;
   if (!ex || !ex->is_object() || text_of(ex->get_object(), "name") != "slurm") return {};
   const auto shared_dir = text_of(ex->get_object(), "shared_dir");
   if (shared_dir.empty() || !fs::path(shared_dir).is_absolute()) return {};
-  return io::remove_slurm_session_files(shared_dir, id);
+  return io::remove_slurm_session_files(shared_dir, id, dir + "/slurm-jobs");
 }
 
 prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose) {
@@ -543,7 +562,7 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
         std::fprintf(stderr, "arun: warning: %s: %s\n", x.id.c_str(), p.c_str());
       // Its Slurm jobs' files on a --shared-dir elsewhere (in the session's own directory
       // they go with it).
-      if (const auto files = remove_shared_job_files(std::get<json::object>(state), x.id); !files.empty())
+      if (const auto files = remove_shared_job_files(std::get<json::object>(state), x.id, x.dir); !files.empty())
         std::fprintf(stderr, "arun: %s: %s\n", x.id.c_str(), files.c_str());
       problem = root_dir.remove(x.id);
     }
@@ -561,7 +580,12 @@ int sessions_clean_command(const sessions_settings& s) {
   prune_rule rule;
   rule.older_than_days = s.older_than_days;
   rule.dry_run = s.dry_run;
-  const auto report = prune_sessions(io::session_root(s.session_dir), rule, true);
+  const auto root = io::checked_session_root(s.session_dir, io::trust_mode::look);
+  if (!root.ok()) {
+    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
+    return exit_usage;
+  }
+  const auto report = prune_sessions(root.path, rule, true);
   for (const auto& id : report.removed) std::printf("%s %s\n", s.dry_run ? "would remove" : "removed", id.c_str());
   std::fprintf(stderr, "arun: %zu session(s) %s, %zu kept\n", report.removed.size(),
                s.dry_run ? "would be removed (--dry-run: nothing was)" : "removed", report.kept);

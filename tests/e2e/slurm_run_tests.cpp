@@ -83,6 +83,15 @@ std::string summary(const boost::json::object& result, const std::string& dir) {
   return text;
 }
 
+// The session's job directory below `jobs`: its name (SESSION-RANDOM) is kept in the session.
+fs::path session_jobs(const fs::path& jobs, const fs::path& session) {
+  std::ifstream in(session / "slurm-jobs");
+  std::string name;
+  std::getline(in, name);
+  CHECK(name.size() > 17);
+  return jobs / name;
+}
+
 }  // namespace
 
 TEST_CASE("slurm run: a recipe of every control-flow form gives the local results, one job per leaf") {
@@ -113,8 +122,9 @@ TEST_CASE("slurm run: a recipe of every control-flow form gives the local result
         std::ifstream log(dir.root / "sessions" / id / "arun.log");
         const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
         CHECK(text.find("slurm: 11 jobs submitted") != std::string::npos);  // first, each x3, g1, g2, flaky x2, hi, tolerated, last
-        // Their files left the shared directory once the journal had their results.
-        const auto jobs = dir.root / "sessions" / id / "jobs" / id;
+        // Their files left the shared directory once the journal had their results (the
+        // session's job directory too, once empty).
+        const auto jobs = session_jobs(dir.root / "sessions" / id / "jobs", dir.root / "sessions" / id);
         CHECK_FALSE(fs::exists(jobs));
       }
     }
@@ -182,7 +192,7 @@ TEST_CASE("slurm run: a resumed run goes on on the cluster and in the shared dir
     REQUIRE(steps.size() == 2);
     CHECK(steps.at(1).at("output").is_number());  // $SLURM_JOB_ID: the step ran as a Slurm job
     // Each run removed its jobs' files once the journal had their results.
-    CHECK_FALSE(fs::exists(shared / "jobs" / id));
+    CHECK_FALSE(fs::exists(session_jobs(shared / "jobs", sessions / id)));
     CHECK(cluster.queue().empty());
   }
   CHECK(arun::test::leftover_processes().empty());

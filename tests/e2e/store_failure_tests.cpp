@@ -33,7 +33,9 @@ struct small_disk {
   bool mounted = false;
   small_disk(fs::path where, const char* size) : at(std::move(where)) {
     fs::create_directories(at);
-    mounted = ::mount("tmpfs", at.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) == 0;
+    // mode=0700: the user's own directory, as arun wants a session directory (a tmpfs is 1777
+    // by default, a shared one, whose per-user subdirectory arun would use).
+    mounted = ::mount("tmpfs", at.c_str(), "tmpfs", 0, (std::string("mode=0700,size=") + size).c_str()) == 0;
     if (!mounted) WARN("cannot mount a tmpfs (" << std::strerror(errno) << "): run as root to test a full disk");
   }
   bool grow(const char* size) const {

@@ -24,20 +24,19 @@ bool has(const std::vector<std::string>& args, const std::string& arg) {
 
 }  // namespace
 
-TEST_CASE("slurm job directories are readable, distinct for distinct keys and runs, and the same on resume") {
-  const auto a = slurm_job_files_for("/shared", "S1", "loop[3]/step a");
-  CHECK(a.dir.starts_with("/shared/jobs/S1/loop_3__step_a-"));
-  CHECK(slurm_job_files_for("/shared", "S1", "loop[3]/step a").dir == a.dir);
-  CHECK(slurm_job_files_for("/shared", "S2", "loop[3]/step a").dir != a.dir);
-  CHECK(slurm_job_files_for("/shared", "S1", "a/b").dir != slurm_job_files_for("/shared", "S1", "a_b").dir);
-  CHECK(slurm_job_files_for("/shared", "S1", "../../etc").dir.find("/../") == std::string::npos);
-  CHECK(slurm_job_files_for("/shared", "..", "x").dir.find("/../") == std::string::npos);
+TEST_CASE("slurm job directories are readable, distinct for distinct keys, and the same on resume") {
+  const auto a = slurm_job_files_for("/shared/jobs/S1-0123", "loop[3]/step a");
+  CHECK(a.dir.starts_with("/shared/jobs/S1-0123/loop_3__step_a-"));
+  CHECK(slurm_job_files_for("/shared/jobs/S1-0123", "loop[3]/step a").dir == a.dir);
+  CHECK(slurm_job_files_for("/shared/jobs/S2-4567", "loop[3]/step a").dir != a.dir);
+  CHECK(slurm_job_files_for("/shared/jobs/S1", "a/b").dir != slurm_job_files_for("/shared/jobs/S1", "a_b").dir);
+  CHECK(slurm_job_files_for("/shared/jobs/S1", "../../etc").dir.find("/../") == std::string::npos);
   CHECK(a.status() == a.dir + "/exit");
-  CHECK(slurm_job_files_for("/s", "S", std::string(500, 'x')).dir.size() < 120);
+  CHECK(slurm_job_files_for("/s/jobs/S", std::string(500, 'x')).dir.size() < 120);
 }
 
 TEST_CASE("sbatch options come from the step's resources and name the session and instance") {
-  const auto files = slurm_job_files_for("/shared", "S1", "build");
+  const auto files = slurm_job_files_for("/shared/jobs/S1", "build");
   job_resources r;
   r.cpus = 4;
   r.memory = "8G";
@@ -91,12 +90,12 @@ TEST_CASE("an earlier run's jobs are found by their comment and the newest job o
 }
 
 TEST_CASE("an array job's script runs the wrapper of the job directory its task is given") {
-  const auto array = slurm_array_files_for("/shared", "S1", "1a2b", 3);
+  const auto array = slurm_array_files_for("/shared/jobs/S1", "1a2b", 3);
   CHECK(array.list() == "/shared/jobs/S1/arrays/1a2b-3.list");
   CHECK(array.script() == "/shared/jobs/S1/arrays/1a2b-3.sh");
   CHECK(array.comment() == "arun-array-1a2b-3");
   // Another arun of the session (a resume) names its arrays apart.
-  CHECK(slurm_array_files_for("/shared", "S1", "77ff", 3).list() != array.list());
+  CHECK(slurm_array_files_for("/shared/jobs/S1", "77ff", 3).list() != array.list());
   const auto script = slurm_array_script(array);
   CHECK_THAT(script, Catch::Contains("mapfile -t dirs < '/shared/jobs/S1/arrays/1a2b-3.list'") &&
                          Catch::Contains("${dirs[$SLURM_ARRAY_TASK_ID]}/run.sh"));
@@ -109,7 +108,7 @@ TEST_CASE("an array job's script runs the wrapper of the job directory its task 
   // A task names itself ARRAY_TASK in its exit file, as squeue --array lists it: the array's
   // script hands it over, as an inherited SLURM_ARRAY_* may be the caller's.
   CHECK_THAT(script, Catch::Contains("\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\""));
-  const auto wrapper = slurm_wrapper_script(slurm_job_files_for("/shared", "S1", "k"), "/w", false);
+  const auto wrapper = slurm_wrapper_script(slurm_job_files_for("/shared/jobs/S1", "k"), "/w", false);
   CHECK_THAT(wrapper, Catch::Contains("job=${1:-$SLURM_JOB_ID}"));
   CHECK_THAT(wrapper, !Catch::Contains("SLURM_ARRAY_JOB_ID"));
 }

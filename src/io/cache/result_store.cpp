@@ -274,6 +274,10 @@ std::string default_cache_dir() {
   return home.empty() ? std::string() : home + "/.cache/arun";
 }
 
+trusted_directory checked_cache_dir(const std::string& flag) {
+  return trust_directory(flag.empty() ? default_cache_dir() : flag, "--cache-dir", trust_mode::look);
+}
+
 result_store::result_store(std::string dir, std::uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
 
 bool result_store::valid_key(std::string_view key) noexcept {
@@ -295,12 +299,17 @@ std::optional<cached_output> result_store::find(const std::string& key,
                                                 std::optional<std::chrono::seconds> max_age) noexcept {
   try {
     if (dir_.empty() || !valid_key(key)) return std::nullopt;
-    const int fd = ::open(entry_path(key).c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(entry_path(key).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return std::nullopt;
     const fd_closer closer{fd};
     struct stat st {};
     std::string text;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    // Another user's entry (planted in a cache they could write once) is no output of ours.
+    if (st.st_uid != ::geteuid()) {
+      ++foreign_entries_;
+      return std::nullopt;
+    }
     text.reserve(static_cast<std::size_t>(st.st_size));
     if (!read_rest(fd, text)) return std::nullopt;
     auto entry = parse_entry(text, key);
@@ -329,6 +338,9 @@ std::string result_store::store(const std::string& key, const cached_output& out
     if (!valid_key(key)) return failure("'" + key + "' is not a key made by the cache");
     const auto path = entry_path(key);
     const auto shard = path.substr(0, path.rfind('/'));
+    // Checked again where it is made: a component missing at the start could be another user's now.
+    if (const auto checked = trust_directory(dir_, "--cache-dir", trust_mode::make); !checked.ok())
+      return failure(checked.error);
     std::error_code ec;
     if (!make_private_directories(shard, ec)) return failure(ec.message());
     const auto text = entry_text(key, output);

@@ -4,6 +4,8 @@
 // whole file renamed into place and every read checks what it reads. `arun cache list|clear`
 // and the size cap (--cache-max-size) go through the same class.
 
+#include "files/directory_trust.hpp"
+
 #include <arun/result_cache.hpp>
 
 #include <atomic>
@@ -20,6 +22,11 @@ namespace arun::io {
 /// `$ARUN_CACHE_DIR`, else `$XDG_CACHE_HOME/arun`, else `$HOME/.cache/arun` (empty variables
 /// count as unset; without HOME, the password database's home). Empty when none is known.
 std::string default_cache_dir();
+
+/// The cache directory of `flag` (--cache-dir; empty: default_cache_dir()), checked like a
+/// directory shared with other users (trust_directory, docs/caching.md): the user's own
+/// subdirectory of a shared sticky one, or the refusal. Nothing is made.
+trusted_directory checked_cache_dir(const std::string& flag);
 
 /// The cache below `dir`: `dir/results/KK/KEY.json`, one JSON object per entry (KK: the key's
 /// first two hex digits). Directories are made 0700 on the first store, entries are 0600: an
@@ -46,8 +53,9 @@ public:
 
   /// The entry under `key` when it is whole (its format, key and output SHA-256 check out)
   /// and, with `max_age`, was created less than that long ago; a hit marks the file used now.
-  /// A key that is not 16 to 128 lowercase hex digits, or a damaged entry, is a miss (never
-  /// removed here: another process may just have renamed a good one into place).
+  /// A key that is not 16 to 128 lowercase hex digits, a damaged entry or a file another user
+  /// owns is a miss (never removed here: another process may just have renamed a good one
+  /// into place).
   std::optional<cached_output> find(const std::string& key,
                                     std::optional<std::chrono::seconds> max_age) noexcept override;
 
@@ -90,6 +98,10 @@ public:
   /// Outputs longer than `bytes` (the run's --max-output) are no hits; 0: no bound.
   void limit_output(std::uint64_t bytes) noexcept { output_limit_ = bytes; }
 
+  /// Entries find() ignored because another user owns the file (only the user's own are
+  /// trusted, docs/caching.md): the CLI says so once.
+  std::uint64_t foreign_entries() const noexcept { return foreign_entries_.load(); }
+
   /// The bytes of the entries this object stored (a run that stored nothing needs no trim).
   std::uint64_t stored_bytes() const noexcept { return stored_bytes_.load(); }
 
@@ -103,6 +115,7 @@ private:
   std::string dir_;
   std::uint64_t max_bytes_;
   std::atomic<std::uint64_t> stored_bytes_{0};
+  std::atomic<std::uint64_t> foreign_entries_{0};
   std::uint64_t output_limit_ = 0;
 };
 

@@ -293,8 +293,21 @@ std::vector<std::string> process_step_runner::agent_environment(const env_overri
   return env;
 }
 
+namespace {
+
+// The PATH a child gets decides which program each command name runs: a cached output made
+// under another PATH (another user's, an activated virtualenv) is other work (docs/caching.md).
+std::string path_field(const std::vector<std::string>& env) {
+  std::string_view path;
+  for (const auto& kv : env)
+    if (kv.starts_with("PATH=")) path = std::string_view(kv).substr(5);
+  return fmt::format("path {}:{}", path.size(), path);
+}
+
+}  // namespace
+
 leaf_identity process_step_runner::identity(const bash_invocation& inv) {
-  return {resolve_dir(options_.base_dir, inv.working_dir), "bash", {}};
+  return {resolve_dir(options_.base_dir, inv.working_dir), "bash\n" + path_field(environment_.with(inv.env)), {}};
 }
 
 leaf_identity process_step_runner::identity(const agent_invocation& inv) {
@@ -316,9 +329,9 @@ leaf_identity process_step_runner::identity(const agent_invocation& inv) {
   const auto model = choose_model(options_.agent, inv.model, inv.provider, inv.provider_preferences, agent_model);
   std::string cli = describe(options_.agent);
   for (const auto& word : options_.agent.command_template) cli += " " + word;
-  id.text = fmt::format("cli {}:{}\nmodel {}:{}\nsystem {}:{}\nsuffix {}:{}", cli.size(), cli, model.model.size(),
+  id.text = fmt::format("cli {}:{}\nmodel {}:{}\nsystem {}:{}\nsuffix {}:{}\n{}", cli.size(), cli, model.model.size(),
                         model.model, system_prompt.size(), system_prompt, options_.agent.system_prompt_suffix.size(),
-                        options_.agent.system_prompt_suffix);
+                        options_.agent.system_prompt_suffix, path_field(agent_environment(inv.env)));
   return id;
 }
 

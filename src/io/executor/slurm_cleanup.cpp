@@ -1,5 +1,8 @@
 #include "executor/slurm_cleanup.hpp"
 
+#include "executor/slurm_job_dirs.hpp"
+#include "files/directory_trust.hpp"
+
 #include "executor/slurm_script.hpp"
 
 #include <dirent.h>
@@ -82,10 +85,13 @@ std::string remove_slurm_job_directory(const std::string& dir) {
   return problem.empty() ? problem : problem + " (in " + parent + ")";
 }
 
-std::string remove_slurm_session_files(const std::string& shared_dir, std::string_view session_id) {
-  const auto session_dir = slurm_session_directory(shared_dir, session_id);
-  const auto slash = session_dir.rfind('/');
-  const auto jobs = session_dir.substr(0, slash), name = session_dir.substr(slash + 1);
+std::string remove_slurm_session_files(const std::string& shared_dir, std::string_view session_id,
+                                       const std::string& record) {
+  const auto name = recorded_jobs_dir_name(session_id, record);
+  if (name.empty()) return "left the session's job files alone: " + record + " names no job directory";
+  // Where the run put them: the user's subdirectory when the shared directory is a sticky one.
+  const auto jobs = per_user_path(shared_dir, ::geteuid()) + "/jobs";
+  const auto session_dir = jobs + "/" + name;
   const int jobs_fd = ::open(jobs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (jobs_fd < 0) return errno == ENOENT ? std::string() : failure(session_dir, errno);
   struct stat st {};

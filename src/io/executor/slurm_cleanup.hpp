@@ -20,9 +20,11 @@ std::string remove_tree_at(int parent_fd, const std::string& name);
 /// remove_tree_at does. Empty on success or when it is gone.
 std::string remove_slurm_job_directory(const std::string& dir);
 
-/// Removes SHARED/jobs/SESSION of `session_id` below `shared_dir`: only a real directory
-/// (not a link) that the user owns; anything else is left alone and said. Empty on success
-/// or when there is none.
-std::string remove_slurm_session_files(const std::string& shared_dir, std::string_view session_id);
+/// Removes the session's job directory below `shared_dir` (SHARED/jobs/NAME, NAME as `record`
+/// — the session's `slurm-jobs` file — keeps it; see recorded_jobs_dir_name): only a real
+/// directory (not a link) that the user owns; anything else is left alone and said. Empty on
+/// success or when there is none.
+std::string remove_slurm_session_files(const std::string& shared_dir, std::string_view session_id,
+                                       const std::string& record);
 
 }  // namespace arun::io

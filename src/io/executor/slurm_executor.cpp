@@ -1,6 +1,7 @@
 #include "executor/slurm_executor.hpp"
 
 #include "executor/slurm_cleanup.hpp"
+#include "executor/slurm_job_dirs.hpp"
 #include "executor/slurm_clients.hpp"
 #include "executor/slurm_lookups.hpp"
 #include "executor/slurm_pending.hpp"
@@ -202,7 +203,7 @@ asio::awaitable<bool> left_the_queue(std::string id, const std::vector<std::stri
 // Whether the job `id` recorded in `files` was cut short by the emergency stop of an earlier
 // arun: the stop's marker is newer than the record, and the job left no exit status.
 bool cancelled_in_flight(const slurm_options& o, const slurm_job_files& files, const std::string& id) {
-  const auto order = modification_order(slurm_emergency_stop_marker(o.shared_dir, o.session_id), files.job());
+  const auto order = modification_order(slurm_emergency_stop_marker(o.jobs_dir), files.job());
   if (!order || *order < 0) return false;
   const auto status = exit_status_listed(files);
   return !(status && status->job_id == id);
@@ -305,7 +306,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   const auto& o = *c.options;
   process_result r;
   const auto started = clock_type::now();
-  const auto files = slurm_job_files_for(o.shared_dir, o.session_id, job.key);
+  if (o.jobs_dir.empty()) {
+    r.launch_error = "no private job directory could be made below " + o.shared_dir + " (see arun's log)";
+    co_return r;
+  }
+  const auto files = slurm_job_files_for(o.jobs_dir, job.key);
   std::error_code ec;
   const std::string working_dir =
       job.process.launch.working_dir.empty() ? std::filesystem::current_path(ec).string() : job.process.launch.working_dir;
@@ -538,8 +543,26 @@ struct follow_initiation {
 
 }  // namespace
 
+namespace {
+
+// An embedder that names no job directory gets one made as the CLI makes it (checked,
+// private, unguessable); when none can be made, every job fails to launch, saying why.
+slurm_options with_jobs_dir(slurm_options o) {
+  if (!o.jobs_dir.empty()) return o;
+  auto dirs = prepare_slurm_job_dirs(o.shared_dir, o.session_id, {}, false);
+  if (!dirs.error.empty()) {
+    arun_log().error("slurm: {}", dirs.error);
+    return o;
+  }
+  o.shared_dir = std::move(dirs.shared_dir);
+  o.jobs_dir = std::move(dirs.jobs_dir);
+  return o;
+}
+
+}  // namespace
+
 slurm_executor::slurm_executor(slurm_options options)
-    : options_(std::move(options)), memory_(std::make_shared<slurm_run_memory>(options_)) {}
+    : options_(with_jobs_dir(std::move(options))), memory_(std::make_shared<slurm_run_memory>(options_)) {}
 
 slurm_executor::~slurm_executor() = default;
 
@@ -610,7 +633,7 @@ void slurm_executor::release_all() noexcept {
     std::vector<std::string> dirs;
     for (auto& [key, dir] : memory_->collected) dirs.push_back(std::move(dir));
     memory_->collected.clear();
-    auto remove = [dirs = std::move(dirs), session = slurm_session_directory(options_.shared_dir, options_.session_id),
+    auto remove = [dirs = std::move(dirs), session = options_.jobs_dir,
                    tag = memory_->submitter.process_tag()] {
       for (const auto& dir : dirs)
         if (auto problem = remove_slurm_job_directory(dir); !problem.empty()) arun_log().warn("{}", problem);
@@ -641,8 +664,8 @@ void slurm_executor::emergency_stop() noexcept {
       run_blocking(argv, options_.client_env, std::chrono::seconds(5));
     }
     // A resume runs the cancelled jobs anew at once instead of following them until lost.
-    const auto marker = slurm_emergency_stop_marker(options_.shared_dir, options_.session_id);
-    if (const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); fd >= 0) {
+    const auto marker = slurm_emergency_stop_marker(options_.jobs_dir);
+    if (const int fd = options_.jobs_dir.empty() ? -1 : ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); fd >= 0) {
       ::futimens(fd, nullptr);
       ::close(fd);
     }

@@ -27,6 +27,9 @@ struct slurm_run_memory;
 struct slurm_options {
   std::string shared_dir;               ///< job directories go below it: a filesystem the nodes share
   std::string session_id;               ///< every job of the run is named arun-<session_id>
+  /// The session's job directory, private and checked (prepare_slurm_job_dirs): each job's
+  /// directory goes in it.
+  std::string jobs_dir;
   std::vector<std::string> client_env;  ///< "K=V": the environment of sbatch, squeue and scancel
   std::chrono::milliseconds min_poll{250};   ///< squeue interval while jobs come and go
   std::chrono::milliseconds max_poll{2000};  ///< the interval it grows to while nothing changes

@@ -30,10 +30,10 @@ std::optional<int> number(std::string_view text) {
 
 }  // namespace
 
-slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view session_id, std::string_view key) {
+slurm_job_files slurm_job_files_for(const std::string& jobs_dir, std::string_view key) {
   auto readable = file_name_part(key);
   if (readable.size() > 80) readable.resize(80);
-  return {fmt::format("{}/jobs/{}/{}-{:016x}", shared_dir, file_name_part(session_id), readable, fnv1a(key))};
+  return {fmt::format("{}/{}-{:016x}", jobs_dir, readable, fnv1a(key))};
 }
 
 std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir, bool with_input) {
@@ -99,10 +99,6 @@ std::vector<std::string> sbatch_arguments(const slurm_job_files& files, const st
   return args;
 }
 
-std::string slurm_session_directory(const std::string& shared_dir, std::string_view session_id) {
-  return fmt::format("{}/jobs/{}", shared_dir, file_name_part(session_id));
-}
-
 slurm_wait slurm_waiting(std::string_view state, std::string_view reason) {
   slurm_wait w;
   w.waiting = state == "PENDING" || state == "REQUEUED" || state == "REQUEUE_HOLD" || state == "REQUEUE_FED";
@@ -117,13 +113,10 @@ slurm_wait slurm_waiting(std::string_view state, std::string_view reason) {
   return w;
 }
 
-std::string slurm_emergency_stop_marker(const std::string& shared_dir, std::string_view session_id) {
-  return fmt::format("{}/jobs/{}/cancelled-all", shared_dir, file_name_part(session_id));
-}
+std::string slurm_emergency_stop_marker(const std::string& jobs_dir) { return jobs_dir + "/cancelled-all"; }
 
-slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id,
-                                        std::string_view process_tag, std::size_t number) {
-  return {fmt::format("{}/jobs/{}/arrays", shared_dir, file_name_part(session_id)),
+slurm_array_files slurm_array_files_for(const std::string& jobs_dir, std::string_view process_tag, std::size_t number) {
+  return {jobs_dir + "/arrays",
           fmt::format("{}-{}", file_name_part(process_tag), number)};
 }
 

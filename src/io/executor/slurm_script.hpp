@@ -29,17 +29,14 @@ struct slurm_job_files {
   std::string job() const { return dir + "/job"; }
 };
 
-/// The job directory of `key` of session `session_id` below `shared_dir`: readable (the key
-/// made file-safe) and unique (a hash of the key tells `a/b` from `a_b`; runs sharing the
-/// directory have their own), the same on every resume.
-slurm_job_files slurm_job_files_for(const std::string& shared_dir, std::string_view session_id, std::string_view key);
-
-/// SHARED/jobs/SESSION: every job directory and array file of the session is below it.
-std::string slurm_session_directory(const std::string& shared_dir, std::string_view session_id);
+/// The job directory of `key` in the session's job directory `jobs_dir` (a private one arun
+/// made, slurm_job_dirs.hpp): readable (the key made file-safe) and unique (a hash of the key
+/// tells `a/b` from `a_b`), the same on every resume.
+slurm_job_files slurm_job_files_for(const std::string& jobs_dir, std::string_view key);
 
 /// Written by a second Ctrl-C after it cancelled every job of the session: a resume runs
 /// anew the jobs that were in flight then, instead of waiting for them to be reported lost.
-std::string slurm_emergency_stop_marker(const std::string& shared_dir, std::string_view session_id);
+std::string slurm_emergency_stop_marker(const std::string& jobs_dir);
 
 /// The wrapper sbatch runs: enters `working_dir`, runs the command of `argv` in the
 /// foreground with exactly the environment of `env` (plus the job's SLURM_* variables), its
@@ -63,7 +60,7 @@ std::vector<std::string> sbatch_resource_options(const job_resources& resources,
 
 /// The files of one array job: several instances submitted at once (the first jobs of a
 /// fan-out, the ones started as a poll frees their slots), each still with its own job
-/// directory. They live in SHARED/jobs/SESSION/arrays.
+/// directory. They live in JOBS/arrays (JOBS: the session's job directory).
 struct slurm_array_files {
   std::string dir;
   /// TAG-N: the arun process's own tag (a resumed run's arrays never take a killed run's
@@ -75,8 +72,7 @@ struct slurm_array_files {
   /// The array job's comment: what a resume looks for when a submission was cut short.
   std::string comment() const { return "arun-array-" + name; }
 };
-slurm_array_files slurm_array_files_for(const std::string& shared_dir, std::string_view session_id,
-                                        std::string_view process_tag, std::size_t number);
+slurm_array_files slurm_array_files_for(const std::string& jobs_dir, std::string_view process_tag, std::size_t number);
 
 /// The array job's script: task I runs the wrapper of the job directory on line I+1 of the list.
 std::string slurm_array_script(const slurm_array_files& array);

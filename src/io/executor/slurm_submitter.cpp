@@ -142,7 +142,7 @@ asio::awaitable<void> slurm_submitter::submit_alone(waiting* w) {
 
 asio::awaitable<std::string> slurm_submitter::submit_array(std::vector<waiting*> tasks, int limit,
                                                           std::vector<waiting*>* refused) {
-  const auto array = slurm_array_files_for(options_.shared_dir, options_.session_id, process_tag_, ++arrays_made_);
+  const auto array = slurm_array_files_for(options_.jobs_dir, process_tag_, ++arrays_made_);
   std::string list;
   for (const auto* t : tasks) list += t->s.files.dir + "\n";
   std::string problem;

@@ -7,6 +7,7 @@
 #include "files/json_text.hpp"
 #include "files/owned_tree.hpp"
 #include "files/private_files.hpp"
+#include "files/directory_trust.hpp"
 
 #include <arun/value_format.hpp>
 
@@ -84,12 +85,25 @@ bool session_is_live(const std::string& dir) {
   return held;
 }
 
-std::string session_root(const std::string& flag) {
+namespace {
+
+std::string named_session_root(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("ARUN_SESSION_DIR"); env && *env) return env;
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) return std::string(xdg) + "/arun/sessions";
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : "/root") + "/.local/state/arun/sessions";
+}
+
+}  // namespace
+
+std::string session_root(const std::string& flag) {
+  // Every command looks where a run keeps them: the user's subdirectory of a shared one.
+  return per_user_path(named_session_root(flag), ::geteuid());
+}
+
+trusted_directory checked_session_root(const std::string& flag, trust_mode mode) {
+  return trust_directory(named_session_root(flag), "--session-dir", mode);
 }
 
 std::string write_file_atomically(const std::string& path, std::string_view text) {

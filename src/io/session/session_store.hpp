@@ -11,6 +11,7 @@
 // event loop; the snapshots at the start and the end are written in place, after the queue.
 
 #include "files/background_writer.hpp"
+#include "files/directory_trust.hpp"
 #include "output/secret_masker.hpp"
 #include "recipe/recipe_loader.hpp"
 
@@ -44,8 +45,14 @@ bool valid_session_id(std::string_view id);
 bool session_is_live(const std::string& dir);
 
 /// Where sessions live: `flag` (--session-dir), else $ARUN_SESSION_DIR, else
-/// $XDG_STATE_HOME/arun/sessions, else ~/.local/state/arun/sessions.
+/// $XDG_STATE_HOME/arun/sessions, else ~/.local/state/arun/sessions; the user's own
+/// subdirectory of it when it is a shared sticky directory such as /tmp (per_user_path).
+/// Nothing is checked: commands that read or write sessions use checked_session_root.
 std::string session_root(const std::string& flag);
+
+/// session_root, checked like a directory shared with other users (trust_directory,
+/// docs/sessions.md): its path, or the refusal to print; `make` makes it (0700) if missing.
+trusted_directory checked_session_root(const std::string& flag, trust_mode mode);
 
 /// Copies of recipe files kept in memory until the session directory exists, then written
 /// to it (the recipe is read before a session is created).
