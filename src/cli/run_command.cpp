@@ -557,7 +557,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     store->write_in_background(sinks.writer);
   }
   std::optional<io::session_outputs> outputs;
-  if (store && s.spill_outputs_over > 0) {
+  // Also with --spill-outputs-over 0: nothing new is stored, but a resume still reads what
+  // the earlier run stored.
+  if (store) {
     outputs.emplace(*store, s.spill_outputs_over);
     options.outputs = &*outputs;
   }

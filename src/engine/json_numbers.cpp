@@ -12,6 +12,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace arun {
 namespace json = boost::json;
@@ -67,7 +68,9 @@ std::optional<double> exact_double(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(d)) return std::nullopt;
   char shortest[64];
-  const auto written = std::to_chars(shortest, shortest + sizeof shortest, d);
+  // Scientific: the shortest digits that read back as `d` (fixed notation would spell out a
+  // large double's exact binary value, 2^64 as 18446744073709551616).
+  const auto written = std::to_chars(shortest, shortest + sizeof shortest, d, std::chars_format::scientific);
   if (decimal_of(text) != decimal_of(std::string_view(shortest, static_cast<std::size_t>(written.ptr - shortest))))
     return std::nullopt;
   return d;
@@ -82,6 +85,8 @@ struct exact_handler {
 
   json::value_stack st;
   std::string number;  // the parts of a number split across buffers
+
+  explicit exact_handler(json::storage_ptr sp) : st(std::move(sp)) {}
 
   bool on_document_begin(json::error_code&) { return true; }
   bool on_document_end(json::error_code&) { return true; }

@@ -71,7 +71,7 @@ json::value stored_output_reference(const stored_output& s) {
 
 json::value stored_output_stand_in(const stored_output& s, std::string_view reason) {
   return json::object{
-      {"arun_output_omitted", json::object{{"bytes", s.bytes}, {"file", "outputs/" + s.file}, {"reason", reason}}}};
+      {"arun_output_omitted", json::object{{"bytes", s.bytes}, {"file", "outputs/" + s.file}, {"reason", std::string(reason)}}}};
 }
 
 json::value replace_stored_outputs(const json::value& v, const std::function<json::value(const stored_output&)>& replace) {

@@ -138,8 +138,8 @@ TEST_CASE("result: stored outputs carry their values up to --max-output, then th
   store.files["2-b.txt"] = "bbbbbbbb";
   run_result r;
   r.output = stored_output_reference({"1-a.txt", 8, true});
+  r.context["gone"] = stored_output_reference({"3-c.txt", 8, true});  // unreadable: spends nothing
   r.context["b"] = stored_output_reference({"2-b.txt", 8, true});
-  r.context["gone"] = stored_output_reference({"3-c.txt", 8, true});
   step_result s;
   s.output = stored_output_reference({"2-b.txt", 8, true});
   r.step_results.push_back(s);
