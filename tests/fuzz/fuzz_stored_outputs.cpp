@@ -5,6 +5,7 @@
 // when anything loads a file it did not create itself, or loads one at a size it did not store.
 #include "condition/condition.hpp"
 #include "output/stored_values.hpp"
+#include "output_value.hpp"
 #include "session/session_record.hpp"
 #include "shell/context_export.hpp"
 #include "spilled_output.hpp"
