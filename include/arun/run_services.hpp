@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,19 +58,23 @@ public:
 
 /// Keeps large step outputs out of memory: a finished instance's output longer than
 /// `spill_threshold()` is handed to the host, which stores it (the session's `outputs/`), and
-/// the engine keeps a small reference in its place (spilled_output.hpp) — in the context, the
+/// the engine keeps a reference in its place (<arun/stored_output.hpp>) — in the context, the
 /// collected list of a foreach, the journal and the result. Templates and conditions that
-/// read the value load it back, so recipes see the same values as without spilling.
+/// read the value load it back, so recipes see the same values as without spilling. A store
+/// reads only the files it wrote (or an earlier run of the same session did), by name.
 class output_store {
 public:
   virtual ~output_store() = default;
   /// Outputs whose text is longer than this many bytes are stored.
   virtual std::size_t spill_threshold() const noexcept = 0;
-  /// Stores `text` (the trimmed output of `instance`); the file to reference, or nullopt
-  /// when it cannot be stored (the output then stays in memory).
+  /// Stores `text` (the trimmed output of `instance`); the file's name (a name of the
+  /// store's own, no path), or nullopt when it cannot be stored (the output then stays in
+  /// memory).
   virtual std::optional<std::string> store(std::string_view instance, std::string text) = 0;
-  /// The text stored at `file`, or nullopt (with the reason in `why`) when it cannot be read.
-  virtual std::optional<std::string> load(std::string_view file, std::string& why) = 0;
+  /// The text of the store's file `file`, which must be exactly `bytes` long; nullopt (with
+  /// the reason in `why`) when it is not the store's, is not a regular file of that size, or
+  /// cannot be read.
+  virtual std::optional<std::string> load(std::string_view file, std::uint64_t bytes, std::string& why) = 0;
 };
 
 /// The tree an isolated leaf (`isolation:`) runs in.

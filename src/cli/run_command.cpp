@@ -32,6 +32,7 @@
 #include "recipe/recipe_library.hpp"
 #include "session/instance_logs.hpp"
 #include "session/session_outputs.hpp"
+#include "output/stored_values.hpp"
 #include "session/session_store.hpp"
 #include "executor/step_environment.hpp"
 
@@ -644,7 +645,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     store->write_in_background(sinks.writer);
   }
   std::optional<io::session_outputs> outputs;
-  if (store && s.spill_outputs_over > 0) {
+  // Also with --spill-outputs-over 0: nothing new is stored, but a resume still reads what
+  // the earlier run stored.
+  if (store) {
     outputs.emplace(*store, s.spill_outputs_over);
     options.outputs = &*outputs;
   }
@@ -775,6 +778,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   if (sinks.logs) sinks.logs->flush();
   drain_at_end(ctx, signals, *sinks.writer, stop_signal, emergency_exit);
   sinks.warn_failed_files();
+  // The result and state.json carry stored outputs' values up to --max-output (docs/running.md,
+  // "Large outputs"); the journal keeps the references.
+  io::put_stored_values(*result, outputs ? &*outputs : nullptr, s.max_output);
   if (store && !store->failure().empty()) return finish_after_store_failure(*store, *result, s.output_format, masker);
   if (store) save_final_state(*store, *result);
   const io::log_locator logs = [&sinks](std::string_view instance) {

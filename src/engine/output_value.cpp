@@ -1,5 +1,7 @@
 #include "output_value.hpp"
 
+#include <arun/value_format.hpp>
+
 #include <boost/json/parse.hpp>
 
 namespace arun::engine {
@@ -17,7 +19,7 @@ boost::json::value output_value(std::string_view text) {
   boost::system::error_code ec;
   boost::json::parse_options opts;
   opts.max_depth = 256;  // Boost's default of 32 is too shallow for real JSON output
-  auto v = boost::json::parse(t, ec, {}, opts);
+  auto v = parse_json_exact(t, ec, opts);
   if (!ec) return v;
   return boost::json::string(t);
 }

@@ -1,13 +1,14 @@
 #pragma once
-// Large outputs kept out of memory (run_services.hpp, output_store). A spilled output is held
-// as a small reference object in its place:
-//   {"arun_spilled_output": "/…/sessions/ID/outputs/3-fan_2_.txt", "bytes": 3000000, "json": true}
-// (`json`: the text is read back as output_value reads a step's output — JSON when it parses
-// — rather than as a plain string). References travel as values do: into the context, a
+// Large outputs kept out of memory (run_services.hpp, output_store): a spilled output is held
+// as an out-of-band reference in its place (<arun/stored_output.hpp>: an object whose single
+// key is a marker no data can carry). References travel as values do: into the context, a
 // foreach's collected list, the journal and the result; whatever reads the value through a
-// template or a condition gets the loaded value instead.
+// template or a condition gets the loaded value instead. A step's output is data whatever its
+// shape: an object it prints is never a reference (docs/security.md, "Outputs are data, never
+// references").
 
 #include <arun/run_services.hpp>
+#include <arun/stored_output.hpp>
 
 #include <boost/json/value.hpp>
 

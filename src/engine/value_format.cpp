@@ -1,6 +1,8 @@
 #include <cstdint>
 #include <arun/value_format.hpp>
 
+#include <arun/stored_output.hpp>
+
 #include <boost/json/serialize.hpp>
 
 #include <charconv>
@@ -59,6 +61,12 @@ void append_json(std::string& out, const boost::json::value& v) {
       break;
     }
     case boost::json::kind::object: {
+      // A stored output's reference is never written as it is held: its marker must stay
+      // unknown (stored_output.hpp).
+      if (const auto stored = as_stored_output(v)) {
+        append_json(out, stored_output_stand_in(*stored, "not loaded"));
+        break;
+      }
       out += '{';
       bool first = true;
       for (const auto& kv : v.get_object()) {

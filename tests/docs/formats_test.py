@@ -55,6 +55,13 @@ def check(ok, what):
 # ---- recipes ---------------------------------------------------------------------------------
 
 RECIPES = {
+    "spilled.yaml": """
+name: spilled
+steps:
+  - id: big
+    output: blob
+    command: head -c 3000 /dev/zero | tr '\\0' b
+""",
     "fleet.yaml": """
 name: fleet
 limits: {fake: 4}
@@ -668,6 +675,19 @@ def run_all(opts, schemas, vocab, root):
         show_state(arun, schemas, sid, "fangate-1")
         arun.run("approve", sid, "--all", expect=0)
         resume(arun, schemas, root, results, events, sid, "fangate-2", "--no-input", expect=0)
+    # A stored output past --max-output: the result and state.json hold the documented stand-in.
+    spilled = run_recipe("spilled.yaml", "--spill-outputs-over", "100", "--max-output", "4000", expect=0)
+    if spilled:
+        # The budget goes in document order: `output` carries the value, the rest stand-ins.
+        check(spilled.get("output") == "b" * 3000, "spilled.yaml: the result's output lacks the value")
+        stand_in = spilled["context"].get("blob")
+        for name in ("result", "state"):
+            shape = {**schemas.raw[name]["$defs"]["omitted_output"], "$defs": schemas.raw[name]["$defs"]}
+            try:
+                jsonschema.validate(stand_in, shape)
+            except jsonschema.ValidationError as e:
+                check(False, f"spilled.yaml: {stand_in} is not {name}'s omitted_output: {e.message[:200]}")
+        show_state(arun, schemas, spilled["session_id"], "spilled")
     # --reload: the result says what it kept.
     if ok:
         doc = resume(arun, schemas, root, results, events, ok["session_id"], "ok-reload", "--reload", expect=0)

@@ -61,3 +61,51 @@ TEST_CASE("compact JSON has no spaces and keeps integers integral") {
     CHECK(arun::to_compact_json(o) == boost::json::serialize(o));
   }
 }
+
+// Issue 33, number corner: Boost.JSON 1.81 read 123456789012345678901234567890 as
+// 1.2345678901234568e+29, 1e400 as infinity (written as null), and 1795664842.1989675 one unit
+// off. A number stays exact: a double when it holds the number, else the number's text.
+TEST_CASE("output numbers stay exact: beyond a double they are kept as their text, never null") {
+  using boost::json::value;
+  CHECK(output_value("123456789012345678901234567890") == value("123456789012345678901234567890"));
+  CHECK(output_value("1e400") == value("1e400"));
+  CHECK(output_value("-1e400") == value("-1e400"));
+  CHECK(output_value("1e-400") == value("1e-400"));
+  CHECK(output_value("0.30000000000000000001") == value("0.30000000000000000001"));
+  CHECK(output_value("18446744073709551616") == value("18446744073709551616"));  // 2^64
+  const auto drift = output_value("1795664842.1989675");
+  REQUIRE(drift.is_double());
+  CHECK(arun::format_number(drift.get_double()) == "1795664842.1989675");
+  CHECK(output_value("1.5") == value(1.5));
+  CHECK(output_value("1.50") == value(1.5));
+  CHECK(output_value("15e-1") == value(1.5));
+  CHECK(output_value("1E2") == value(100.0));
+  CHECK(output_value("-0.0").get_double() == 0.0);
+  CHECK(output_value("0.1") == value(0.1));
+  CHECK(output_value("9223372036854775807") == value(std::int64_t{9223372036854775807}));
+  CHECK(output_value("18446744073709551615") == value(std::uint64_t{18446744073709551615u}));
+  CHECK(output_value("-9223372036854775808") == value(std::int64_t{-9223372036854775807 - 1}));
+  CHECK(output_value(R"({"big": 123456789012345678901234567890, "list": [1e400, 2.5]})") ==
+        boost::json::parse(R"({"big": "123456789012345678901234567890", "list": ["1e400", 2.5]})"));
+  CHECK(arun::to_compact_json(output_value("[1e400]")) == R"(["1e400"])");
+}
+
+TEST_CASE("parse_json_exact reads what boost::json::parse reads, and refuses what it refuses") {
+  boost::system::error_code ec;
+  CHECK(arun::parse_json_exact(R"( {"a": [1, -2, 3.25, "x", null, true]} )", ec) ==
+        boost::json::parse(R"({"a": [1, -2, 3.25, "x", null, true]})"));
+  CHECK_FALSE(ec);
+  for (const auto* bad : {"{", "[1,]", "1 2", "", "nul", "01"}) {
+    boost::system::error_code e;
+    (void)arun::parse_json_exact(bad, e);
+    CHECK(e);
+  }
+  // Every double arun writes reads back as the same double.
+  for (const double d : {1795664842.1989675, 0.1, 1e-300, 1.7976931348623157e308, 5e-324, 123.456e10}) {
+    boost::system::error_code e;
+    const auto back = arun::parse_json_exact(arun::format_number(d), e);
+    REQUIRE_FALSE(e);
+    REQUIRE(back.is_double());
+    CHECK(back.get_double() == d);
+  }
+}

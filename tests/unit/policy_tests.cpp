@@ -4,6 +4,8 @@
 #include "policy/retry.hpp"
 #include "policy/tag_filter.hpp"
 
+#include <arun/value_format.hpp>
+
 #include <boost/json/parse.hpp>
 
 #include <chrono>
@@ -397,4 +399,13 @@ TEST_CASE("extract_json returns on adversarial 100 KB input", "[policy]") {
   // A valid value after the candidate budget is not found: the bound is deliberate.
   std::string many = std::string(100, '[') + " {\"late\": 1}";
   CHECK_FALSE(arun::engine::extract_json(many));
+}
+
+TEST_CASE("extract_json keeps numbers exact: beyond a double, the number's text", "[policy]") {
+  const auto v = arun::engine::extract_json("The answer:\n```json\n{\"id\": 123456789012345678901234567890, \"x\": 1e400, "
+                                            "\"t\": 1795664842.1989675}\n```");
+  REQUIRE(v);
+  CHECK(v->at("id") == "123456789012345678901234567890");
+  CHECK(v->at("x") == "1e400");
+  CHECK(arun::format_number(v->at("t").as_double()) == "1795664842.1989675");
 }

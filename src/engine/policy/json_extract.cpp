@@ -2,6 +2,8 @@
 
 #include "output_value.hpp"
 
+#include <arun/value_format.hpp>
+
 #include <boost/json/parse.hpp>
 
 #include <string>
@@ -21,7 +23,7 @@ std::optional<boost::json::value> parse_whole(std::string_view text) {
   boost::system::error_code ec;
   boost::json::parse_options opts;
   opts.max_depth = 256;  // Boost's default of 32 is too shallow for real JSON output
-  auto v = boost::json::parse(t, ec, {}, opts);
+  auto v = parse_json_exact(t, ec, opts);
   if (ec) return std::nullopt;
   return v;
 }

@@ -126,7 +126,7 @@ boost::json::value parse_json_text(std::string_view text, boost::system::error_c
     raw += c;
   }
   options.allow_invalid_utf8 = true;
-  return boost::json::parse(raw, ec, {}, options);
+  return parse_json_exact(raw, ec, options);
 }
 
 }  // namespace arun::io

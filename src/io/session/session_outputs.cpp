@@ -1,6 +1,7 @@
 #include "session/session_outputs.hpp"
 
 #include "files/private_files.hpp"
+#include "session/stored_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -9,9 +10,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace arun::io {
 namespace {
@@ -40,53 +38,43 @@ std::optional<std::string> session_outputs::store(std::string_view instance, std
   // Secrets are never kept in the session; masked, the value would change for the steps that
   // read it back. Such an output stays in memory.
   if (store_.masked(text) != text) return std::nullopt;
-  auto path = dir_ + "/" + std::to_string(++next_) + "-" + file_name_part(instance.substr(0, 80)) + ".txt";
+  auto name = std::to_string(++next_) + "-" + file_name_part(instance.substr(0, 80)) + ".txt";
+  auto path = dir_ + "/" + name;
   auto* writer = store_.writer();
   if (writer == nullptr) {
-    write(path, text);
-    return path;
+    write(name, path, text);
+    return name;
   }
   {
     std::lock_guard lock(mutex_);
-    queued_.insert(path);
+    queued_.insert(name);
   }
   const auto size = text.size();
-  writer->post(size, [this, path, text = std::move(text)] { write(path, text); });
-  return path;
+  writer->post(size, [this, name, path, text = std::move(text)] { write(name, path, text); });
+  return name;
 }
 
-void session_outputs::write(const std::string& path, const std::string& text) noexcept {
+void session_outputs::write(const std::string& name, const std::string& path, const std::string& text) noexcept {
   if (!dir_made_) dir_made_ = ::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST;  // on the writer's thread
   // Atomically: a crash mid-write leaves no half output under the name a record may name.
   auto failure = write_file_atomically(path, text);
   {
     std::lock_guard lock(mutex_);
-    queued_.erase(path);
+    queued_.erase(name);
   }
   // Like a journal record that cannot be written: the run stops, resume runs it again.
   if (!failure.empty()) store_.report_failure(failure);
 }
 
-std::optional<std::string> session_outputs::load(std::string_view file, std::string& why) {
-  const std::string path(file);
+std::optional<std::string> session_outputs::load(std::string_view file, std::uint64_t bytes, std::string& why) {
+  const std::string name(file);
   bool queued = false;
   {
     std::lock_guard lock(mutex_);
-    queued = queued_.contains(path);
+    queued = queued_.contains(name);
   }
   if (queued) store_.flush();  // stored moments ago: wait for its write
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    why = std::strerror(errno);
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) {
-    why = "read error";
-    return std::nullopt;
-  }
-  return text.str();
+  return read_stored_file(dir_, name, bytes, why);
 }
 
 }  // namespace arun::io

@@ -3,6 +3,7 @@
 #include "output/event_json.hpp"
 #include "files/json_text.hpp"
 #include "output/result_format.hpp"
+#include "session/journal_references.hpp"
 
 #include <arun/value_format.hpp>
 
@@ -60,6 +61,8 @@ json::object journal_record(const step_result& result, const json::object& conte
     for (auto& child : children->as_array()) child.as_object().erase("children");
   o["delta"] = context_delta;
   if (!result.content_key.empty()) o["key"] = result.content_key;  // resume --reload compares it
+  // Stored outputs are listed beside the values, never held in them (journal_references.hpp).
+  if (auto stored = take_references(o); !stored.empty()) o["stored_outputs"] = std::move(stored);
   return o;
 }
 
@@ -137,7 +140,11 @@ std::optional<finished_instance> parse_journal_line(std::string_view line) {
   boost::system::error_code ec;
   auto v = parse_json_text(line, ec);
   if (ec || !v.is_object()) return std::nullopt;
-  const auto& o = v.get_object();
+  auto& o = v.get_object();
+  if (const auto* stored = o.if_contains("stored_outputs")) {
+    const json::value entries = *stored;
+    restore_references(o, entries);
+  }
   const auto* result = o.if_contains("result");
   const auto* instance = o.if_contains("instance");
   if (!result || !result->is_object() || !instance || !instance->is_string()) return std::nullopt;

@@ -14,9 +14,11 @@
 
 namespace arun::io {
 
-/// `{"instance", "status", "fatal", "result": <step_results entry>, "delta": {...}}`. A
-/// sub-recipe step's `children` are kept one level deep (run_journal::find's callers restore
-/// the rest from the children's own records).
+/// `{"instance", "status", "fatal", "result": <step_results entry>, "delta": {...}}`, plus
+/// `stored_outputs` when a value holds stored outputs (journal_references.hpp: the values hold
+/// stand-ins, the list says where the references were). A sub-recipe step's `children` are
+/// kept one level deep (run_journal::find's callers restore the rest from the children's own
+/// records).
 boost::json::object journal_record(const step_result& result, const boost::json::object& context_delta);
 
 /// The journal line of a record, newline included: journal_record's compact JSON with a
@@ -29,7 +31,7 @@ std::string journal_line(const step_result& result, const boost::json::object& c
 /// The instance a journal line describes; none when the line is not a whole record (a torn
 /// last line after a crash, or garbage). Invalid UTF-8 inside strings is accepted. A line
 /// whose checksum does not match is not a record either; lines without one (an older arun's)
-/// are taken as they read.
+/// are taken as they read. References are rebuilt from `stored_outputs` only.
 std::optional<finished_instance> parse_journal_line(std::string_view line);
 
 /// Whether a line carries a checksum that does not match its text.
