@@ -225,8 +225,6 @@ std::string fragment_in(const std::string& text, const std::string& secret) {
 TEST_CASE("secrets: the cache keeps no output holding a line, the JSON form or the CRLF form of a secret") {
   arun::test::temp_dir dir{"arun-e2e-secret-cache"};
   const auto sessions = dir.root / "sessions", cache = dir.root / "cache";
-  const auto key = dir.write("key/id", pem + "\n");
-  ::chmod(key.c_str(), 0600);
   const auto recipe = dir.write("cache.yaml", "name: secret-cache\nsteps:\n"
                                               "  - id: one-line\n    command: printf '%s\\n' \"$PEM\" | sed -n 3p\n"
                                               "    cache: {}\n"
@@ -235,9 +233,9 @@ TEST_CASE("secrets: the cache keeps no output holding a line, the JSON form or t
                                               "  - id: crlf-form\n    command: printf '%s\\n' \"$PEM\" | sed 's/$/\\r/'\n"
                                               "    cache: {}\n"
                                               "  - id: harmless\n    command: echo nothing secret\n    cache: {}\n");
-  const auto r = run_arun({recipe, "--session-dir", sessions.string(), "--cache-dir", cache.string(), "--secret-file",
-                           "pem=" + key, "-v"},
-                          dir.root.string(), std::chrono::seconds(60));
+  const auto r = run_arun({recipe, "--session-dir", sessions.string(), "--cache-dir", cache.string(), "--secret-env",
+                           "PEM", "-v"},
+                          dir.root.string(), std::chrono::seconds(60), {"PEM=" + pem});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   std::size_t warnings = 0;
@@ -260,10 +258,11 @@ TEST_CASE("secrets: the cache keeps no output holding a line, the JSON form or t
   }
   // Stored nowhere, so a second run runs all three again (and takes the harmless one).
   const auto again = run_arun({recipe, "--session-dir", sessions.string(), "--cache-dir", cache.string(),
-                               "--secret-file", "pem=" + key, "--output-format", "json"},
-                              dir.root.string(), std::chrono::seconds(60));
+                               "--secret-env", "PEM", "--output-format", "json"},
+                              dir.root.string(), std::chrono::seconds(60), {"PEM=" + pem});
   std::size_t hits_now = 0;
-  for (const auto& s : arun::test::result_json(again).at("step_results").as_array())
+  const auto second = arun::test::result_json(again);
+  for (const auto& s : second.at("step_results").as_array())
     if (s.as_object().if_contains("cached") && s.at("cached").as_bool()) ++hits_now;
   CHECK(hits_now == 1);
   CHECK(arun::test::leftover_processes().empty());
