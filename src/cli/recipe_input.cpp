@@ -47,13 +47,12 @@ diagnostic secret_problem(std::string file, std::string message, std::string hin
   return d;
 }
 
-// --secret, --secret-env and the recipe's `secrets:`, each name once (a flag wins over the
-// environment); problems are diagnostics.
-std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* r, std::vector<diagnostic>& problems) {
-  std::vector<secret_value> out;
-  auto known = [&](std::string_view name) {
-    return std::any_of(out.begin(), out.end(), [&](const secret_value& s) { return s.name == name; });
-  };
+bool named(const std::vector<secret_value>& out, std::string_view name) {
+  return std::any_of(out.begin(), out.end(), [&](const secret_value& s) { return s.name == name; });
+}
+
+// --secret KEY (the value from the terminal or stdin) and --secret KEY=VALUE (docs/watching.md#secrets).
+void take_flag_secrets(const recipe_options& o, std::vector<secret_value>& out, std::vector<diagnostic>& problems) {
   bool warned_argv = false;
   for (const auto& text : o.secrets) {
     const auto eq = text.find('=');
@@ -67,7 +66,7 @@ std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* 
                                         "letters, digits and '_', not first a digit"));
       continue;
     }
-    if (known(name)) continue;
+    if (named(out, name)) continue;
     if (eq == std::string::npos) {
       std::string error;
       if (auto value = read_secret_from_stdin(name, error))
@@ -87,6 +86,10 @@ std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* 
                    name.c_str(), name.c_str(), name.c_str(), name.c_str());
     out.push_back({name, text.substr(eq + 1), "flag", {}});
   }
+}
+
+// --secret-file KEY=PATH: the file's contents, its absolute path kept for a resume.
+void take_file_secrets(const recipe_options& o, std::vector<secret_value>& out, std::vector<diagnostic>& problems) {
   for (const auto& text : o.secret_files) {
     const auto eq = text.find('=');
     const auto name = text.substr(0, eq);
@@ -94,7 +97,7 @@ std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* 
       problems.push_back(secret_problem("--secret-file", "'--secret-file " + text + "' must be KEY=PATH with KEY a variable name"));
       continue;
     }
-    if (known(name)) continue;
+    if (named(out, name)) continue;
     std::string error, warning;
     const auto path = text.substr(eq + 1);
     auto value = read_secret_file(path, error, warning);
@@ -107,6 +110,17 @@ std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* 
     const auto absolute = std::filesystem::absolute(path, ec);
     out.push_back({name, std::move(*value), "file", ec ? path : absolute.lexically_normal().string()});
   }
+}
+
+// --secret, --secret-file, --secret-env and the recipe's `secrets:`, each name once (a flag wins over the
+// environment); problems are diagnostics.
+std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* r, std::vector<diagnostic>& problems) {
+  std::vector<secret_value> out;
+  auto known = [&](std::string_view name) {
+    return std::any_of(out.begin(), out.end(), [&](const secret_value& s) { return s.name == name; });
+  };
+  take_flag_secrets(o, out, problems);
+  take_file_secrets(o, out, problems);
   for (const auto& name : o.secret_envs) {
     if (!variable_name(name)) {
       problems.push_back(secret_problem("--secret-env", "'--secret-env " + name + "' must name an environment variable"));
