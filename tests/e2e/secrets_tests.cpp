@@ -298,13 +298,15 @@ TEST_CASE("secrets: a secret printed as a JSON key is masked in state.json, the 
 TEST_CASE("secrets: --secret KEY reads the value from stdin, never from arun's command line") {
   arun::test::temp_dir dir{"arun-e2e-secret-stdin"};
   const std::string value = "stdin-SECRET-44731";
-  const auto sessions = dir.root / "sessions", mark = dir.root / "mark";
+  const auto sessions = dir.root / "sessions", mark = dir.root / "mark", go = dir.root / "go";
   const auto input = dir.write("input", value + "\n");
+  // The step waits for `go`, so arun is surely running while its command line is read.
   const auto recipe = dir.write("stdin.yaml", "name: secret-stdin\nsteps:\n" + check_step("got", "$TOKEN", value) +
-                                                  "  - id: wait\n    command: touch " + mark.string() + "; sleep 3\n");
+                                                  "  - id: wait\n    command: touch " + mark.string() +
+                                                  "; while [ ! -e " + go.string() + " ]; do sleep 0.05; done\n");
   arun::test::background_arun arun({recipe, "--session-dir", sessions.string(), "--secret", "TOKEN"}, dir.root, {},
                                    input);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!fs::exists(mark) && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   REQUIRE(fs::exists(mark));
@@ -312,6 +314,7 @@ TEST_CASE("secrets: --secret KEY reads the value from stdin, never from arun's c
   const auto cmdline = read_text("/proc/" + std::to_string(arun.pid) + "/cmdline");
   CHECK(cmdline.find("TOKEN") != std::string::npos);
   CHECK(cmdline.find(value) == std::string::npos);
+  std::ofstream(go) << "go";
   const auto code = arun.wait_exit(std::chrono::seconds(60));
   const auto err = read_text(arun.err);
   INFO(err);
