@@ -61,6 +61,10 @@ struct run_options {
   /// Context variables that hold secrets (--secret, --secret-env; a recipe's `secrets:` are
   /// known from the recipe): content keys cover their names, never their values.
   std::set<std::string, std::less<>> secret_names;
+  /// Whether `text` holds a secret in any form the host masks (its secret masker's
+  /// `mask(text) != text`): a cache never keeps such an output. None: the values of
+  /// `secret_names` and the recipe's `secrets:` as written are looked for.
+  std::function<bool(std::string_view text)> holds_secret;
   /// Called when a child waited for its slots (the run's max_concurrent, an agent limit, the
   /// agent spacing) before it started, with how long: for the host's own log. Not an event:
   /// a 10,000-item fan-out would make 10,000 of them.

@@ -39,9 +39,16 @@ void add_recipe_options(CLI::App& app, recipe_options& o) {
 
 void add_secret_options(CLI::App& app, recipe_options& o) {
   app.add_option("--secret", o.secrets,
-                 "A context variable that is a secret: KEY=VALUE (a string). Steps see it; arun prints and keeps "
-                 "*** in its place, and a resume needs it again")
-      ->type_name("KEY=VALUE")
+                 "A context variable that is a secret: KEY reads its value from the terminal (not echoed) or one "
+                 "line of stdin; KEY=VALUE takes it from the command line, where other processes can see it. Steps "
+                 "see it; arun prints and keeps *** in its place, and a resume needs it again")
+      ->type_name("KEY[=VALUE]")
+      ->allow_extra_args(false)
+      ->group("Recipe");
+  app.add_option("--secret-file", o.secret_files,
+                 "A secret context variable KEY whose value is the contents of the file PATH, one trailing newline "
+                 "removed (read again on resume)")
+      ->type_name("KEY=PATH")
       ->allow_extra_args(false)
       ->group("Recipe");
   app.add_option("--secret-env", o.secret_envs,

@@ -1,4 +1,5 @@
 #include "recipe_input.hpp"
+#include "secret_input.hpp"
 
 #include "exit_codes.hpp"
 #include "usage_hints.hpp"
@@ -24,6 +25,7 @@
 #include <map>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 namespace arun::cli {
 
@@ -45,26 +47,80 @@ diagnostic secret_problem(std::string file, std::string message, std::string hin
   return d;
 }
 
-// --secret, --secret-env and the recipe's `secrets:`, each name once (a flag wins over the
+bool named(const std::vector<secret_value>& out, std::string_view name) {
+  return std::any_of(out.begin(), out.end(), [&](const secret_value& s) { return s.name == name; });
+}
+
+// --secret KEY (the value from the terminal or stdin) and --secret KEY=VALUE (docs/watching.md#secrets).
+void take_flag_secrets(const recipe_options& o, std::vector<secret_value>& out, std::vector<diagnostic>& problems) {
+  bool warned_argv = false;
+  for (const auto& text : o.secrets) {
+    const auto eq = text.find('=');
+    const auto name = text.substr(0, eq);
+    if (!variable_name(name)) {
+      // The text may be the value itself: it is never repeated.
+      problems.push_back(secret_problem("--secret", eq == std::string::npos
+                                                        ? "a --secret argument must be KEY (the value is read from stdin) "
+                                                          "or KEY=VALUE, with KEY a variable name"
+                                                        : "'--secret " + name + "=…' must be KEY=VALUE with KEY a variable name",
+                                        "letters, digits and '_', not first a digit"));
+      continue;
+    }
+    if (named(out, name)) continue;
+    if (eq == std::string::npos) {
+      std::string error;
+      if (auto value = read_secret_from_stdin(name, error))
+        out.push_back({name, std::move(*value), "flag", {}});
+      else
+        problems.push_back(secret_problem("--secret", "--secret " + name + ": " + error,
+                                          "pipe the value in (one line), or use --secret-file " + name +
+                                              "=PATH or --secret-env " + name));
+      continue;
+    }
+    // Not a diagnostic of the recipe (--strict does not make it fail): a word on the command.
+    if (!std::exchange(warned_argv, true))
+      std::fprintf(stderr,
+                   "arun: warning: --secret %s=… puts the value in arun's command line, where other processes can "
+                   "read it (ps, /proc/PID/cmdline); give --secret %s alone to type it or pipe it on stdin, or use "
+                   "--secret-file %s=PATH or --secret-env %s\n",
+                   name.c_str(), name.c_str(), name.c_str(), name.c_str());
+    out.push_back({name, text.substr(eq + 1), "flag", {}});
+  }
+}
+
+// --secret-file KEY=PATH: the file's contents, its absolute path kept for a resume.
+void take_file_secrets(const recipe_options& o, std::vector<secret_value>& out, std::vector<diagnostic>& problems) {
+  for (const auto& text : o.secret_files) {
+    const auto eq = text.find('=');
+    const auto name = text.substr(0, eq);
+    if (eq == std::string::npos || !variable_name(name) || eq + 1 == text.size()) {
+      problems.push_back(secret_problem("--secret-file", "'--secret-file " + text + "' must be KEY=PATH with KEY a variable name"));
+      continue;
+    }
+    if (named(out, name)) continue;
+    std::string error, warning;
+    const auto path = text.substr(eq + 1);
+    auto value = read_secret_file(path, error, warning);
+    if (!value) {
+      problems.push_back(secret_problem("--secret-file", "--secret-file " + name + ": " + error));
+      continue;
+    }
+    if (!warning.empty()) std::fprintf(stderr, "arun: warning: --secret-file %s: %s\n", name.c_str(), warning.c_str());
+    std::error_code ec;
+    const auto absolute = std::filesystem::absolute(path, ec);
+    out.push_back({name, std::move(*value), "file", ec ? path : absolute.lexically_normal().string()});
+  }
+}
+
+// --secret, --secret-file, --secret-env and the recipe's `secrets:`, each name once (a flag wins over the
 // environment); problems are diagnostics.
 std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* r, std::vector<diagnostic>& problems) {
   std::vector<secret_value> out;
   auto known = [&](std::string_view name) {
     return std::any_of(out.begin(), out.end(), [&](const secret_value& s) { return s.name == name; });
   };
-  for (const auto& text : o.secrets) {
-    const auto eq = text.find('=');
-    const auto name = text.substr(0, eq);
-    if (eq == std::string::npos || !variable_name(name)) {
-      // Without '=' the text may be the value itself: it is never repeated.
-      problems.push_back(secret_problem("--secret", eq == std::string::npos
-                                                        ? "a --secret value has no '=': it must be KEY=VALUE"
-                                                        : "'--secret " + name + "=…' must be KEY=VALUE with KEY a variable name",
-                                        "letters, digits and '_', not first a digit"));
-      continue;
-    }
-    if (!known(name)) out.push_back({name, text.substr(eq + 1), "flag"});
-  }
+  take_flag_secrets(o, out, problems);
+  take_file_secrets(o, out, problems);
   for (const auto& name : o.secret_envs) {
     if (!variable_name(name)) {
       problems.push_back(secret_problem("--secret-env", "'--secret-env " + name + "' must name an environment variable"));
@@ -76,16 +132,17 @@ std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* 
                                         "export " + name + "=… before running arun"));
       continue;
     }
-    if (!known(name)) out.push_back({name, value, "env"});
+    if (!known(name)) out.push_back({name, value, "env", {}});
   }
   if (r)
     for (const auto& name : r->secrets) {
       if (known(name)) continue;
       if (const char* value = std::getenv(name.c_str())) {
-        out.push_back({name, value, "env"});
+        out.push_back({name, value, "env", {}});
       } else if (o.resolve_secrets) {
         auto d = secret_problem(r->secrets_where.file, "secret '" + name + "' is not set: the recipe takes it from $" + name,
-                                "export " + name + "=… or pass --secret " + name + "=VALUE");
+                                "export " + name + "=…, or pass --secret " + name + " (read from stdin) or --secret-file " +
+                                    name + "=PATH");
         d.where = r->secrets_where;
         d.key = "secrets";
         d.snippet = name;  // the caret goes under the name in the list
@@ -96,7 +153,9 @@ std::vector<secret_value> gather_secrets(const recipe_options& o, const recipe* 
   // (ids, numbers, words) and protect nothing.
   for (auto it = out.begin(); it != out.end();) {
     if (!it->value.empty() && it->value.size() < 4) {
-      problems.push_back(secret_problem(it->source == "flag" ? "--secret" : "$" + it->name,
+      problems.push_back(secret_problem(it->source == "flag"   ? "--secret"
+                                        : it->source == "file" ? "--secret-file"
+                                                               : "$" + it->name,
                                         "secret '" + it->name + "' is shorter than 4 characters: too short to mask",
                                         "a real secret is longer; pass a short value with --set"));
       it = out.erase(it);

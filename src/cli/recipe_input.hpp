@@ -25,7 +25,8 @@ struct recipe_options {
   std::vector<std::string> recipe_dirs;  ///< -R
   std::string working_dir;               ///< -C
   std::vector<std::string> sets;  ///< --set KEY=VALUE, in order
-  std::vector<std::string> secrets;      ///< --secret KEY=VALUE
+  std::vector<std::string> secrets;      ///< --secret KEY=VALUE, or KEY (the value read from stdin)
+  std::vector<std::string> secret_files; ///< --secret-file KEY=PATH
   std::vector<std::string> secret_envs;  ///< --secret-env KEY: the value of $KEY
   /// run, resume: a secret the recipe names (`secrets:`) must have a value
   bool resolve_secrets = false;
@@ -49,10 +50,11 @@ struct recipe_options {
 /// Whether stderr gets colour: --color always/never, else a terminal without NO_COLOR or TERM=dumb.
 bool stderr_color(const std::string& choice);
 
-/// A secret's value and where it came from: "flag" (--secret), "env" (--secret-env or the
-/// recipe's `secrets:`). The session keeps the name and the source, never the value.
+/// A secret's value and where it came from: "flag" (--secret), "file" (--secret-file, with
+/// the file's absolute `path`), "env" (--secret-env or the recipe's `secrets:`). The session
+/// keeps the name, the source and the path, never the value.
 struct secret_value {
-  std::string name, value, source;
+  std::string name, value, source, path;
 };
 
 struct recipe_input {

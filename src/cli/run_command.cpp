@@ -335,7 +335,11 @@ int run_command(const run_settings& s) {
   state["invocation"].as_object()["cache"] = cache_invocation(s);
   // Where each secret came from, never its value: a resume asks the same sources again.
   boost::json::array secrets;
-  for (const auto& secret : input.secrets) secrets.push_back({{"name", secret.name}, {"source", secret.source}});
+  for (const auto& secret : input.secrets) {
+    boost::json::object entry{{"name", secret.name}, {"source", secret.source}};
+    if (!secret.path.empty()) entry["path"] = secret.path;  // where --secret-file read it: not secret
+    secrets.push_back(std::move(entry));
+  }
   state["invocation"].as_object()["secrets"] = std::move(secrets);
   return execute_run(settings, input, *base_dir, session_id, &store);
 }
@@ -464,6 +468,8 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   }
   auto options = engine_options(s, base_dir);
   for (const auto& secret : input.secrets) options.secret_names.insert(secret.name);
+  // The cache keeps no output the masker would change (docs/caching.md).
+  options.holds_secret = [&masker](std::string_view text) { return !masker.clean(text); };
   options.on_slot_wait = [](std::string_view instance, std::chrono::nanoseconds waited) {
     io::arun_log().debug("{} waited {:.1f} ms for a slot (max_concurrent or an agent limit)", instance,
                          std::chrono::duration<double, std::milli>(waited).count());
@@ -473,6 +479,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   ro.base_dir = base_dir;
   ro.kill_grace = to_ns(s.kill_grace);
   ro.limits.max_bytes = s.max_output;
+  ro.limits.secrets = &masker;  // a cut never keeps part of a secret
   ro.inherited_env = io::current_environment();
   if (auto error = configure_agents(s, base_dir, input.path, ro, options)) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());

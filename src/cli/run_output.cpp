@@ -29,8 +29,14 @@ bool write_json_stdout(const boost::json::value& document) {
 bool print_result(const run_result& result, const std::string& format, const io::secret_masker* masker,
                   const io::log_locator& logs) {
   if (format == "json") return io::write_result_json(result, logs, masker, write_stdout);
-  const auto text = io::result_to_text(result, logs);
-  return write_stdout(masker ? masker->mask(text) : text);
+  if (masker && !masker->empty()) {
+    // The output is masked before the text shortens it: a cut through a secret would leave
+    // its beginning (docs/watching.md#secrets).
+    run_result masked = result;
+    masker->mask_json(masked.output);
+    return write_stdout(masker->mask(io::result_to_text(masked, logs)));
+  }
+  return write_stdout(io::result_to_text(result, logs));
 }
 
 bool print_plan(const std::vector<planned_step>& plan, const recipe& r, const std::string& format,

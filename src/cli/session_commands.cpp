@@ -205,9 +205,10 @@ int resume_command(const resume_settings& r) {
   run_settings s = r.run;
   s.reload = r.reload;
   s.recipe = recipe_options_of(store.state(), r.sets);
-  // Secrets are never kept: those of --secret-env are read again, those of --secret must be
-  // given again (the recipe's own `secrets:` come from the environment as before).
+  // Secrets are never kept: those of --secret-env and --secret-file are read again, those of
+  // --secret must be given again (the recipe's own `secrets:` come from the environment as before).
   s.recipe.secrets = r.run.recipe.secrets;
+  s.recipe.secret_files = r.run.recipe.secret_files;
   s.recipe.secret_envs = r.run.recipe.secret_envs;
   s.recipe.resolve_secrets = true;
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
@@ -215,20 +216,24 @@ int resume_command(const resume_settings& r) {
       for (const auto& entry : listed->get_array()) {
         if (!entry.is_object()) continue;
         const auto name = text_of(entry.get_object(), "name");
-        const auto given = [&](const std::vector<std::string>& list, bool with_value) {
-          return std::any_of(list.begin(), list.end(), [&](const std::string& x) {
-            return with_value ? x.starts_with(name + "=") : x == name;
-          });
+        const auto given = [&](const std::vector<std::string>& list) {
+          return std::any_of(list.begin(), list.end(),
+                             [&](const std::string& x) { return x == name || x.starts_with(name + "="); });
         };
-        if (name.empty() || given(s.recipe.secrets, true) || given(s.recipe.secret_envs, false)) continue;
-        if (text_of(entry.get_object(), "source") == "flag") {
+        if (name.empty() || given(s.recipe.secrets) || given(s.recipe.secret_files) || given(s.recipe.secret_envs))
+          continue;
+        const auto source = text_of(entry.get_object(), "source");
+        if (source == "flag") {
           std::fprintf(stderr,
                        "arun: cannot resume: session %s was run with --secret %s, which is never stored; give it "
-                       "again: arun resume %s --secret %s=VALUE\n",
-                       r.session_id.c_str(), name.c_str(), r.session_id.c_str(), name.c_str());
+                       "again: arun resume %s --secret %s (then type or pipe the value), or --secret-file %s=PATH\n",
+                       r.session_id.c_str(), name.c_str(), r.session_id.c_str(), name.c_str(), name.c_str());
           return exit_usage;
         }
-        s.recipe.secret_envs.push_back(name);
+        if (const auto path = text_of(entry.get_object(), "path"); source == "file" && !path.empty())
+          s.recipe.secret_files.push_back(name + "=" + path);
+        else
+          s.recipe.secret_envs.push_back(name);
       }
   inherit_agent_settings(store.state(), s.agents);
   if (s.recipe.recipe.empty()) {

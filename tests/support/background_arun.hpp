@@ -26,12 +26,13 @@ struct background_arun {
   pid_t pid = -1;
   std::filesystem::path out, err;
 
+  /// `input`: the file arun reads as its stdin.
   background_arun(const std::vector<std::string>& args, const std::filesystem::path& dir,
-                  const std::vector<std::string>& extra_env = {})
+                  const std::vector<std::string>& extra_env = {}, const std::filesystem::path& input = "/dev/null")
       : out(dir / "stdout"), err(dir / "stderr") {
     posix_spawn_file_actions_t files;
     ::posix_spawn_file_actions_init(&files);
-    ::posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+    ::posix_spawn_file_actions_addopen(&files, 0, input.c_str(), O_RDONLY, 0);
     ::posix_spawn_file_actions_addopen(&files, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::posix_spawn_file_actions_addopen(&files, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawnattr_t attr;

@@ -248,3 +248,28 @@ TEST_CASE("agent cli: the model comes from the step then provider_preferences th
   CHECK(other.warnings[0].find("provider 'openai'") != std::string::npos);
   CHECK(choose_model(preset("copilot"), "", "OpenAI", boost::json::value(), "").warnings.empty());
 }
+
+// docs/agents.md#secrets-and-the-agents-command-line: argv is readable by every user.
+TEST_CASE("agent cli: no secret goes in argv: copilot points to the prompt file, claude's persona joins the prompt",
+          "[secrets]") {
+  const secret_check holds_secret = [](std::string_view text) {
+    return text.find("tok-SECRET-1") != std::string_view::npos;
+  };
+  auto q = request("You review code with tok-SECRET-1.");
+  q.prompt = "Deploy with tok-SECRET-1.";
+  const auto copilot = preset("copilot");
+  const auto payload = compose_payload(copilot, q, holds_secret);
+  CHECK(payload.prompt_by_file);
+  const auto argv = agent_argv(copilot, payload, q, "/tmp/p.md", "");
+  for (const auto& word : argv) CHECK_FALSE(holds_secret(word));
+  CHECK(argv[2] == prompt_pointer("/tmp/p.md"));
+  CHECK(payload.prompt.find("Deploy with tok-SECRET-1.") != std::string::npos);  // in the file
+  // Without a secret the prompt stays in -p.
+  CHECK_FALSE(compose_payload(copilot, request(), holds_secret).prompt_by_file);
+  const auto claude = preset("claude");
+  const auto with_persona = compose_payload(claude, q, holds_secret);
+  CHECK(with_persona.system_prompt.empty());
+  CHECK(with_persona.prompt.starts_with("# Instructions\n\nYou review code with tok-SECRET-1."));
+  for (const auto& word : agent_argv(claude, with_persona, q, "/tmp/p.md", "")) CHECK_FALSE(holds_secret(word));
+  CHECK(compose_payload(claude, request(), holds_secret).system_prompt == "You review code.");
+}

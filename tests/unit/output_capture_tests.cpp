@@ -2,6 +2,8 @@
 
 #include "process/output_capture.hpp"
 
+#include "output/secret_masker.hpp"
+
 #include <string>
 #include <vector>
 
@@ -87,4 +89,33 @@ TEST_CASE("last_lines counts lines from the end, ignoring one trailing newline")
   CHECK(last_lines("a\nb\nc", 2) == "b\nc");
   CHECK(last_lines("a\nb", 5) == "a\nb");
   CHECK(last_lines("abc", 0).empty());
+}
+
+// docs/watching.md#secrets: a cut never keeps part of a secret, wherever the read chunks end.
+TEST_CASE("no cut keeps the beginning or the end of a secret that straddles it", "[secrets]") {
+  arun::io::secret_masker secrets;
+  const std::string secret = "S3CRET-0123456789";
+  secrets.add(secret);
+  capture_limits limits;
+  limits.secrets = &secrets;
+  limits.max_bytes = 40;
+  limits.max_line_bytes = 30;
+  limits.tail_bytes = 12;
+  const std::string before(25, 'a');  // the secret starts 5 bytes before the line cut
+  const std::string text = before + secret + std::string(30, 'z') + "\n" + std::string(10, 'b') + secret + "yy\n";
+  // Every split into two chunks: the straddle is seen whatever the pipe's reads were.
+  for (std::size_t split = 0; split <= text.size(); split += 7) {
+    std::vector<recorded_line> lines;
+    output_capture c(limits, [&](std::string_view l, bool cut) { lines.push_back({std::string(l), cut}); });
+    c.append(std::string_view(text).substr(0, split));
+    c.append(std::string_view(text).substr(split));
+    c.finish();
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0] == recorded_line{before, true});
+    CHECK(lines[1] == recorded_line{std::string(10, 'b') + secret + "yy", false});
+    const auto kept = c.take();
+    CHECK(kept.truncated);
+    CHECK(kept.text == before);  // 40 bytes would end inside the secret
+    CHECK(kept.tail == "yy\n");  // the last 12 bytes begin inside the second one
+  }
 }

@@ -132,6 +132,9 @@ std::optional<instance_outcome> step_executor::cached_outcome(const step& s, con
 }
 
 bool step_executor::holds_secret(scope sc, std::string_view text) const {
+  // The host knows every form a secret takes in text (one line of it, its JSON escape, its
+  // CRLF form: docs/caching.md); the names below are the fallback for an embedding without one.
+  if (rs_.options.holds_secret) return rs_.options.holds_secret(text);
   auto check = [&](std::string_view name) {
     const auto* v = sc.context ? sc.context->if_contains(name) : nullptr;
     return v && v->is_string() && !v->get_string().empty() && text.find(std::string_view(v->get_string())) != std::string_view::npos;
@@ -148,10 +151,11 @@ void step_executor::remember_output(const step& s, scope sc, const std::string& 
                                     std::chrono::nanoseconds took) {
   // Only a clean completion: a degraded parse_json or a failure is never worth reusing.
   if (probe.key.empty() || o.result.status != step_status::completed || o.result.truncated) return;
-  // A secret never goes to the cache (which outlives the session, unmasked): such an output
-  // is not kept.
+  // A secret never goes to the cache (which outlives the session, unmasked): an output the
+  // masker would change, in whatever form it holds a secret, is not kept.
   if (holds_secret(sc, stdout_text)) {
-    warn(s, instance, {"cache: the output holds a secret's value, so it is not kept in the cache"});
+    warn(s, instance, {"cache: the output holds a secret (or a form of one arun masks), so it is not kept in "
+                       "the cache"});
     return;
   }
   cached_output entry;

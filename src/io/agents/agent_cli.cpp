@@ -52,7 +52,7 @@ std::vector<std::string> preset_arguments(const agent_cli& cli, const agent_payl
   switch (shape) {
     case agent_cli_kind::copilot:
       args.push_back("-p");
-      args.push_back(payload.prompt.size() <= max_prompt_arg_bytes ? payload.prompt : prompt_pointer(prompt_file));
+      args.push_back(payload.prompt_by_file ? prompt_pointer(prompt_file) : payload.prompt);
       if (cli.allow_all_tools) args.push_back("--allow-all-tools");
       add_model();
       break;
@@ -187,7 +187,7 @@ std::string prompt_pointer(const std::string& prompt_file) {
          " first: it holds your complete instructions and task. Then carry them out.";
 }
 
-agent_payload compose_payload(const agent_cli& cli, const agent_request& given) {
+agent_payload compose_payload(const agent_cli& cli, const agent_request& given, const secret_check& holds_secret) {
   agent_payload p;
   const auto shape = shape_of(cli);
   agent_request request = given;
@@ -206,14 +206,18 @@ agent_payload compose_payload(const agent_cli& cli, const agent_request& given) 
     }
     return p;
   }
+  const bool secret_persona = holds_secret && holds_secret(request.system_prompt);
   if ((shape == agent_cli_kind::claude || shape == agent_cli_kind::fake) &&
-      request.system_prompt.size() <= max_system_prompt_arg_bytes) {
+      request.system_prompt.size() <= max_system_prompt_arg_bytes && !secret_persona) {
     p.system_prompt = request.system_prompt;
     p.prompt = request.prompt;
   } else {
     p.prompt = with_instructions(request.system_prompt, request.prompt);
   }
   p.prompt_on_stdin = shape != agent_cli_kind::copilot;
+  // copilot reads its prompt only from argv (no stdin or file option): a secret must not go there.
+  p.prompt_by_file = shape == agent_cli_kind::copilot &&
+                     (p.prompt.size() > max_prompt_arg_bytes || (holds_secret && holds_secret(p.prompt)));
   return p;
 }
 

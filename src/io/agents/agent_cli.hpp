@@ -7,6 +7,7 @@
 #include <boost/json/value.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,7 +72,13 @@ struct agent_payload {
   std::string system_prompt;             ///< for --append-system-prompt or {system_prompt_file}; empty: none
   bool prompt_on_stdin = true;           ///< false: stdin is /dev/null (copilot)
   bool needs_system_prompt_file = false; ///< the template names {system_prompt_file}
+  /// copilot: -p points to the prompt file instead of holding the prompt (too large for argv,
+  /// or it holds a secret, which argv would show to every user: docs/agents.md)
+  bool prompt_by_file = false;
 };
+
+/// Whether a text holds a secret (secret_masker::clean's negation); none: no secrets.
+using secret_check = std::function<bool(std::string_view)>;
 
 /// System prompts up to this size go to claude's --append-system-prompt; larger ones are
 /// put in front of the prompt (one argv string is limited to 128 KiB by the kernel).
@@ -88,8 +95,10 @@ std::string prompt_pointer(const std::string& prompt_file);
 /// SPEC §11.1: where the persona goes. claude and fake: --append-system-prompt (in front of
 /// the prompt when over max_system_prompt_arg_bytes); copilot and codex: in front of the
 /// prompt under `# Instructions`; a template: {system_prompt_file} if it names one, else in
-/// front of the prompt. The persona is never dropped.
-agent_payload compose_payload(const agent_cli& cli, const agent_request& request);
+/// front of the prompt. The persona is never dropped. Nothing that `holds_secret` finds a
+/// secret in is put where argv would carry it: such a persona goes in front of the prompt, and
+/// copilot's prompt is pointed to by file.
+agent_payload compose_payload(const agent_cli& cli, const agent_request& request, const secret_check& holds_secret = {});
 
 /// The child's argv: claude `-p --output-format json --add-dir WD [--model M]
 /// [--append-system-prompt SYS]` (fake alike), codex `exec --json [--model M] -`, copilot

@@ -1,5 +1,7 @@
 #include "executor/process_step_runner.hpp"
 
+#include "output/secret_masker.hpp"
+
 #include "agents/agent_reply.hpp"
 #include "process/supervisor.hpp"
 #include "executor/shell_exports.hpp"
@@ -116,7 +118,11 @@ std::function<void(stream_id, std::string_view, bool)> filtered_lines(const outp
 // The last lines of `text` within the snippet bounds, as the capture keeps its tail.
 std::string tail_of(std::string_view text, const capture_limits& limits) {
   auto tail = last_lines(text, limits.tail_lines);
-  if (tail.size() > limits.tail_bytes) tail.remove_prefix(tail.size() - limits.tail_bytes);
+  if (tail.size() > limits.tail_bytes) {
+    // Off a secret straddling the start: the rest of it would not be recognised (docs/watching.md#secrets).
+    const auto start = text.size() - limits.tail_bytes;
+    tail = text.substr(limits.secrets ? limits.secrets->safe_start(text, start) : start);
+  }
   return std::string(tail);
 }
 
@@ -147,7 +153,7 @@ agent_report take_reply(process_result& r, reply_format format, const reply_cont
   if (on_line && filter.show_reply_at_end()) {
     for (const auto line : split_lines(r.out.text)) {
       const bool cut = line.size() > limits.max_line_bytes;
-      on_line(output_stream::out, cut ? line.substr(0, limits.max_line_bytes) : line, cut);
+      on_line(output_stream::out, cut ? cut_text(line, limits.max_line_bytes, limits.secrets) : line, cut);
     }
   }
   report.usage = std::move(reply.usage);
@@ -356,7 +362,10 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
   auto model = choose_model(options_.agent, inv.model, inv.provider, inv.provider_preferences, agent_model);
   request.model = std::move(model.model);
   failed.warnings.insert(failed.warnings.end(), model.warnings.begin(), model.warnings.end());
-  const auto payload = compose_payload(options_.agent, request);
+  const auto* secrets = options_.limits.secrets;
+  const secret_check holds_secret =
+      secrets ? secret_check([secrets](std::string_view text) { return !secrets->clean(text); }) : secret_check{};
+  const auto payload = compose_payload(options_.agent, request, holds_secret);
   process_spec spec;
   // The files live until the child has exited; the prompt never goes in one huge argv string.
   std::unique_ptr<private_temp_file> prompt_file, system_file;
@@ -375,6 +384,17 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_agent(agent_invoca
     co_return failed;
   }
   spec.launch.argv = agent_argv(options_.agent, payload, request, prompt_file->path(), system_file ? system_file->path() : "");
+  // Every user can read a process's argv (ps, /proc/PID/cmdline): a secret never goes there,
+  // whatever put it in a word (a model, a working directory, a template's text).
+  if (holds_secret)
+    for (std::size_t i = 0; i < spec.launch.argv.size(); ++i)
+      if (holds_secret(spec.launch.argv[i])) {
+        failed.error = fmt::format(
+            "the agent CLI's command line would hold a secret (word {} of its argv), where other processes can read "
+            "it; keep the secret out of the agent's model, working directory and --agent-command (docs/agents.md)",
+            i);
+        co_return failed;
+      }
   spec.launch.env = agent_environment(inv.env);
   spec.launch.working_dir = request.working_dir;
   spec.launch.stdin_fd = prompt_file->fd();

@@ -1,6 +1,8 @@
 #include "output/secret_masker.hpp"
 
-#include "files/json_text.hpp"
+#include "output/secret_forms.hpp"
+
+#include <boost/json/object.hpp>
 
 #include <algorithm>
 
@@ -15,22 +17,7 @@ void secret_masker::add_pattern(std::string pattern) {
 
 void secret_masker::add(std::string_view value) {
   if (value.empty()) return;
-  add_pattern(std::string(value));
-  // Inside JSON text: the string's escaped form, without its quotes.
-  const auto quoted = to_json_text(boost::json::value(boost::json::string(value)));
-  if (quoted.size() >= 2) add_pattern(quoted.substr(1, quoted.size() - 2));
-  // A multi-line value reaches line-based output one line at a time.
-  if (value.find('\n') != std::string_view::npos) {
-    std::size_t start = 0;
-    while (start <= value.size()) {
-      const auto end = std::min(value.find('\n', start), value.size());
-      auto line = value.substr(start, end - start);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      // Blank or one-character lines would mask ordinary text everywhere.
-      if (line.find_first_not_of(" \t") != std::string_view::npos && line.size() >= 2) add_pattern(std::string(line));
-      start = end + 1;
-    }
-  }
+  for (auto& form : secret_forms(value, min_line_bytes)) add_pattern(std::move(form));
 }
 
 bool secret_masker::clean(std::string_view text) const {
@@ -56,6 +43,40 @@ std::string secret_masker::mask(std::string_view text) const {
   return out;
 }
 
+std::size_t secret_masker::safe_cut(std::string_view text, std::size_t at) const noexcept {
+  at = std::min(at, text.size());
+  // Moving the cut back can put it inside an earlier occurrence: look again until none straddles.
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const auto& p : patterns_) {
+      const auto from = at >= p.size() ? at - p.size() + 1 : 0;
+      const auto hit = text.find(p, from);
+      if (hit != std::string_view::npos && hit < at && hit + p.size() > at) {
+        at = hit;
+        moved = true;
+      }
+    }
+  }
+  return at;
+}
+
+std::size_t secret_masker::safe_start(std::string_view text, std::size_t at) const noexcept {
+  at = std::min(at, text.size());
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const auto& p : patterns_) {
+      // The last occurrence that begins before `at`, if it ends after it.
+      if (at == 0) break;
+      const auto hit = text.rfind(p, at - 1);
+      if (hit != std::string_view::npos && hit + p.size() > at) {
+        at = hit + p.size();
+        moved = true;
+      }
+    }
+  }
+  return at;
+}
+
 void secret_masker::mask_json(boost::json::value& v) const {
   if (patterns_.empty()) return;
   if (auto* s = v.if_string()) {
@@ -63,9 +84,21 @@ void secret_masker::mask_json(boost::json::value& v) const {
   } else if (auto* a = v.if_array()) {
     for (auto& item : *a) mask_json(item);
   } else if (auto* o = v.if_object()) {
-    // Values only: keys are names (of variables, of arun's own fields), and a document whose
-    // keys were rewritten could no longer be read back.
-    for (auto& kv : *o) mask_json(kv.value());
+    bool keys_clean = true;
+    for (auto& kv : *o) {
+      mask_json(kv.value());
+      keys_clean = keys_clean && clean(kv.key());
+    }
+    if (keys_clean) return;
+    // A secret printed as a key (`{"TOKEN": 1}`) is as much a secret as one printed as a value.
+    boost::json::object masked(o->storage());
+    masked.reserve(o->size());
+    for (auto& kv : *o) {
+      auto key = mask(kv.key());
+      for (int n = 2; masked.contains(key); ++n) key = mask(kv.key()) + "#" + std::to_string(n);
+      masked.emplace(key, std::move(kv.value()));
+    }
+    *o = std::move(masked);
   }
 }
 

@@ -10,11 +10,17 @@
 
 namespace arun::io {
 
+class secret_masker;
+
 struct capture_limits {
   std::size_t max_bytes = 10u << 20;      ///< stored bytes per stream (SPEC §3.3)
   std::size_t tail_lines = 20;            ///< failure snippet lines
   std::size_t tail_bytes = 8u << 10;      ///< failure snippet bytes
   std::size_t max_line_bytes = 64u << 10; ///< longer lines reach listeners cut (SPEC §9)
+  /// With secrets, no cut (of the text, of a line, at the tail's start) keeps part of one: the
+  /// capture sees the longest secret's length past each cut and moves the cut off a secret
+  /// that straddles it (docs/watching.md#secrets). Must outlive the capture.
+  const secret_masker* secrets = nullptr;
 };
 
 /// What was kept of one stream.
@@ -50,6 +56,8 @@ public:
 
 private:
   void split_lines(std::string_view chunk);
+  void deliver_cut_line();
+  std::size_t hold() const noexcept;  // bytes kept past a cut: the longest secret's
   void keep_tail(std::string_view chunk);
 
   capture_limits limits_;
@@ -57,10 +65,13 @@ private:
   std::string head_;
   bool truncated_ = false;
   std::string tail_;        // up to 2 * tail_bytes, trimmed lazily
-  std::string partial_;     // the current unfinished line, at most max_line_bytes
+  std::string partial_;     // the current unfinished line, at most max_line_bytes + hold()
   bool discarding_ = false; // inside an over-long line whose beginning was delivered
   std::uint64_t total_bytes_ = 0;
 };
+
+/// `text` cut at `at` bytes, moved back off a secret of `secrets` (may be null) straddling it.
+std::string_view cut_text(std::string_view text, std::size_t at, const secret_masker* secrets) noexcept;
 
 /// The last `max_lines` lines of `text` (a trailing newline does not start a line).
 std::string_view last_lines(std::string_view text, std::size_t max_lines) noexcept;
