@@ -122,7 +122,7 @@ bool graphviz_accepts(const std::string& dot_text, std::string& error) {
 
 }  // namespace
 
-graph: a skipped condition leads to the next decision, a parallel group forks and joins") {
+TEST_CASE("graph: a skipped condition leads to the next decision, a parallel group forks and joins") {
   arun::test::temp_dir dir;
   const auto file = dir.write("g.yaml",
                               "name: g\ncontext: {n: 1}\nsteps:\n"
@@ -209,7 +209,7 @@ TEST_CASE("graph: execution dag follows the dependencies, data ones included, ne
   CHECK(gb.between(fan, two).empty());
 }
 
-graph: a loop is one node with its body, stages hold their gates before or after") {
+TEST_CASE("graph: a loop is one node with its body, stages hold their gates before or after") {
   arun::test::temp_dir dir;
   const auto loops = dir.write("l.yaml",
                                "name: l\ncontext: {files: [a, b]}\nsteps:\n"

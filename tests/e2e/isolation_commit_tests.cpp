@@ -195,7 +195,7 @@ TEST_CASE("worktree commit e2e: another branch checked out in the tree gets no c
   CHECK(arun::test::read_text(c.sessions / session / "worktrees" / "users" / "f.txt") == "f\n");
 }
 
-worktree commit e2e: a branch moved off the base commits there with a warning, a kept tree survives resume") {
+TEST_CASE("worktree commit e2e: a branch moved off the base commits there with a warning, a kept tree survives resume") {
   checkout c;
   const auto recipe = c.dir.write(
       "r.yaml", "name: w\nsteps:\n"

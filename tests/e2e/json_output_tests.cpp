@@ -219,7 +219,7 @@ TEST_CASE("run and --dry-run JSON: the header, step_id, and when the run and eac
   CHECK(arun::test::leftover_processes().empty());
 }
 
-a stdout that cannot be written is exit 74 with the reason, the session keeps the result") {
+TEST_CASE("a stdout that cannot be written is exit 74 with the reason, the session keeps the result") {
   arun::test::temp_dir dir;
   const auto file = dir.write("r.yaml", "name: full\nsteps:\n  - id: a\n    command: echo hi\n");
   const auto sessions = (dir.root / "sessions").string();

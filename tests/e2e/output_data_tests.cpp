@@ -182,7 +182,7 @@ steps:
   CHECK(arun::test::leftover_processes().empty());
 }
 
-output numbers stay exact: beyond a double, the number's text, never null") {
+TEST_CASE("output numbers stay exact: beyond a double, the number's text, never null") {
   project p;
   const auto recipe = p.dir.write("numbers.yaml", R"(name: numbers
 steps:

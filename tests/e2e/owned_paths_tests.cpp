@@ -136,7 +136,7 @@ TEST_CASE("the session root's symlinks are no sessions: clean leaves what they l
   CHECK_FALSE(fs::exists(v.session));
 }
 
-the retention prune keeps a session holding a kept copy, sessions clean removes it") {
+TEST_CASE("the retention prune keeps a session holding a kept copy, sessions clean removes it") {
   arun::test::temp_dir dir{"arun-e2e-kept"};
   const auto sessions = dir.root / "sessions";
   dir.write("data/work.txt", "the user's work");

@@ -709,7 +709,7 @@ TEST_CASE("built-in names have values: recipe, session and step") {
   CHECK(arun::test::leftover_processes().empty());
 }
 
-verbose (-v) shows every loop iteration with its output lines, tagged by instance id, -q and -v exclude each other") {
+TEST_CASE("verbose (-v) shows every loop iteration with its output lines, tagged by instance id, -q and -v exclude each other") {
   temp_recipe rec("name: v\nsteps:\n  - id: fan\n    foreach: [a, b]\n    command: echo item {{item}}\n");
   auto r = run_arun({rec.file.string(), "-v"});
   CHECK(r.exit_code == 0);

@@ -156,7 +156,7 @@ TEST_CASE("secrets: resume asks the same sources again and never finds a value i
   CHECK(arun::test::leftover_processes().empty());
 }
 
-secrets: an unset recipe secret stops the run before anything runs, validate does not need it") {
+TEST_CASE("secrets: an unset recipe secret stops the run before anything runs, validate does not need it") {
   arun::test::temp_dir dir{"arun-e2e-secrets-unset"};
   const auto recipe = dir.write("unset.yaml", "name: unset\nsecrets:\n  - OTHER\n  - DEPLOY_TOKEN\nsteps:\n"
                                               "  - id: use\n    command: echo {{DEPLOY_TOKEN}}\n");

@@ -498,7 +498,7 @@ TEST_CASE("approvals: a sub-recipe gate under a parallel foreach waits at every 
   CHECK(arun::test::leftover_processes().empty());
 }
 
-approvals: a denied gate is passed over by --all, a gate named after its denial is refused") {
+TEST_CASE("approvals: a denied gate is passed over by --all, a gate named after its denial is refused") {
   session_project p;
   const std::string gate = "    requires_approval: true\n    approval_prompt: Go?\n    parallel_group: g\n"
                            "    on_approval_denied: continue\n";

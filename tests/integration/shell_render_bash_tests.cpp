@@ -381,7 +381,7 @@ const std::vector<std::string> data_positions = {
 
 }  // namespace
 
-a reference in code is refused whatever its value, passed as data, the value runs as data") {
+TEST_CASE("a reference in code is refused whatever its value, passed as data, the value runs as data") {
   const scratch_dir dir;
   const auto canary = (dir.path / "PWNED").string();
   for (const auto& command : code_positions) {

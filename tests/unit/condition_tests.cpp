@@ -185,7 +185,7 @@ TEST_CASE("ordering other pairs is a type error at the operator") {
   });
 }
 
-in finds substrings, list items and object keys, nothing is in null") {
+TEST_CASE("in finds substrings, list items and object keys, nothing is in null") {
   check_values({
       {"'ell' in 'hello'", true},
       {"'x' not in 'hello'", true},
@@ -336,7 +336,7 @@ TEST_CASE("string methods follow Python's str methods") {
   });
 }
 
-string methods on a number, boolean or null act on its text, lists and objects are refused") {
+TEST_CASE("string methods on a number, boolean or null act on its text, lists and objects are refused") {
   // smart-orchestrator's real guard: `workstream_count.strip() == '1'` with a number.
   check_true({"{{n}}.strip() == '5'", "n.strip() == '5'", "pi.startswith('1.')", "yes.upper() == 'TRUE'",
               "nothing.strip() == ''", "zero.find('0') == 0"});
@@ -356,7 +356,7 @@ TEST_CASE("string methods need a string, number, boolean or null receiver and st
   });
 }
 
-postfix access reads keys and indexes, a missing one is null") {
+TEST_CASE("postfix access reads keys and indexes, a missing one is null") {
   check_true({
       "{{obj}}.status == 'ok'", "obj.status == 'ok'", "obj.nested.deep[1] == 20", "obj['status'] == 'ok'",
       R"(obj["0"] == 'zero-key')", "obj.0 == 'zero-key'", "list.0 == 1", "list[1] == 'two'",
@@ -411,7 +411,7 @@ TEST_CASE("a missing path below a value is null with a warning, an error under -
                undefined_mode::strict);
 }
 
-a reference declared nowhere is an error, lenient makes it null with a warning") {
+TEST_CASE("a reference declared nowhere is an error, lenient makes it null with a warning") {
   check_errors({
       {"{{ghost}} is None", "undefined variable 'ghost' in {{ghost}}", 1},
       {"'{{ghost}}' == ''", "undefined variable 'ghost'", 1},

@@ -81,7 +81,7 @@ TEST_CASE("each step exports the context as it is when the step starts, not as a
   CHECK_FALSE(exports_of(runner, "first").contains("RECIPE_VAR_added"));
 }
 
-iterations share the context's export, their loop variables and outputs hide its keys") {
+TEST_CASE("iterations share the context's export, their loop variables and outputs hide its keys") {
   fake_runner runner;
   recipe r;
   r.name = "t";

@@ -62,7 +62,7 @@ TEST_CASE("YAML numbers a JSON value cannot hold exactly stay the text they were
   for (const auto& kv : c) CHECK_FALSE(kv.value().is_null());
 }
 
-set values: a JSON string is its text, without the quotes, anything else not JSON is the text as written") {
+TEST_CASE("set values: a JSON string is its text, without the quotes, anything else not JSON is the text as written") {
   CHECK(set_value("\"hello\"") == "hello");
   CHECK(set_value("\"42\"") == "42");  // a way to pass digits as text
   CHECK(set_value("\"\"") == "");

@@ -516,7 +516,7 @@ TEST_CASE("what the older runners accept is accepted: context_validation's unkno
              Catch::Contains("error: undefined variable 'variable'"));  // a prompt has no comments
 }
 
-an unknown key near a valid one is an error with the suggestion, others are warnings") {
+TEST_CASE("an unknown key near a valid one is an error with the suggestion, others are warnings") {
   CHECK(first_error("name: x\ndescripton: d\nsteps:\n  - id: a\n    command: x\n") ==
         "r.yaml:2:1: error: unknown key 'descripton' in the recipe (did you mean 'description'?)");
   CHECK(first_error(head + "  - id: a\n    command: x\n    timout: 5\n") ==

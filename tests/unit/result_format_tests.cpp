@@ -119,7 +119,7 @@ TEST_CASE("loop counts tell cancelled and never-started iterations from skipped 
   CHECK(result_to_text(run).find("resume with") == std::string::npos);
 }
 
-every JSON document starts with format_version and arun_version, times are RFC 3339 UTC") {
+TEST_CASE("every JSON document starts with format_version and arun_version, times are RFC 3339 UTC") {
   auto run = sample_run();
   run.started_at = std::chrono::system_clock::time_point{} + 1'764'000'000'123ms;
   run.ended_at = run.started_at + 1s;
@@ -156,7 +156,7 @@ TEST_CASE("the text result indents children and shows loop iteration counts") {
         "resume with: arun resume S1\n");
 }
 
-a failure in the text result shows its relevant lines and its log, JSON names the log") {
+TEST_CASE("a failure in the text result shows its relevant lines and its log, JSON names the log") {
   auto run = sample_run();
   run.step_results.resize(1);
   step_result failed;

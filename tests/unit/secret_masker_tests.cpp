@@ -9,7 +9,7 @@
 
 using arun::io::secret_masker;
 
-a secret is masked wherever it occurs, nothing else changes", "[secrets]") {
+TEST_CASE("a secret is masked wherever it occurs, nothing else changes", "[secrets]") {
   secret_masker m;
   CHECK(m.empty());
   CHECK(m.mask("hunter2") == "hunter2");
@@ -60,7 +60,7 @@ const std::string pem_key =
 
 }  // namespace
 
-each line of a multi-line secret is masked on its own, short lines and PEM armour are not",
+TEST_CASE("each line of a multi-line secret is masked on its own, short lines and PEM armour are not",
           "[secrets]") {
   secret_masker m;
   m.add(pem_key);
@@ -99,7 +99,7 @@ TEST_CASE("a secret is masked in the JSON escapes of common serialisers", "[secr
   CHECK(m.clean("cCJhXHMvc8OpAfCflJE="));
 }
 
-a secret printed as a JSON key is masked, keys that mask alike stay apart", "[secrets]") {
+TEST_CASE("a secret printed as a JSON key is masked, keys that mask alike stay apart", "[secrets]") {
   secret_masker m;
   m.add("tok-AAAA1111");
   m.add("tok-BBBB2222");

@@ -38,7 +38,7 @@ TEST_CASE("worktree commit: another branch checked out is never committed on") {
   }
 }
 
-worktree commit: a branch moved behind the base commits and says so, a deleted one keeps") {
+TEST_CASE("worktree commit: a branch moved behind the base commits and says so, a deleted one keeps") {
   auto back = on("refs/heads/" + branch);
   back.tip_has_base = false;
   const auto d = decide_commit(back, branch);
@@ -49,7 +49,7 @@ worktree commit: a branch moved behind the base commits and says so, a deleted o
   CHECK(decide_commit(gone, branch).plan == commit_plan::keep);
 }
 
-worktree commit: a detached HEAD ahead of the branch fast-forwards it, any other keeps the tree") {
+TEST_CASE("worktree commit: a detached HEAD ahead of the branch fast-forwards it, any other keeps the tree") {
   head_state h;
   h.commit = ahead;
   h.branch_tip = tip;
