@@ -347,6 +347,20 @@ TEST_CASE("config: a project file another user owns or others can write is never
   CHECK(linked.out.find("project file: ./.arun.yaml (a link to " + fs::canonical(file).string() +
                         ") cannot be trusted") != std::string::npos);
   CHECK(trust().exit_code == 2);
+
+  // A link to a file another directory trusted lends it no trust here: its settings would
+  // apply in this directory (a clone's `.arun.yaml -> ../trusted/.arun.yaml`).
+  fs::remove(file);
+  p.dir.write("trusted/.arun.yaml", every_key);
+  const auto trusted_file = p.dir.root / "trusted/.arun.yaml";
+  fs::permissions(p.dir.root / "trusted", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                              fs::perms::others_read | fs::perms::others_exec);
+  REQUIRE(p.arun({"config", "trust", trusted_file.string()}).exit_code == 0);
+  fs::create_symlink(trusted_file, file);
+  const auto borrowed = p.arun({"config"});
+  CHECK(borrowed.out.find("is a link to a file in another directory") != std::string::npos);
+  CHECK(borrowed.out.find("is trusted") == std::string::npos);
+  CHECK(trust().exit_code == 2);
 }
 
 TEST_CASE("config: a cloned directory's .arun.yaml cannot move the sessions or prune the user's own (issue 33)") {

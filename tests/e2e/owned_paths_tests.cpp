@@ -223,3 +223,25 @@ TEST_CASE("escape sequences in state.json and events.jsonl are printed escaped")
                {"ARUN_SESSION_DIR=" + v.sessions.string()});
   CHECK(r.out.find('\x1b') == std::string::npos);
 }
+
+TEST_CASE("a resume does not copy into or clear a directory a symlinked copies/ leads to") {
+  arun::test::temp_dir dir{"arun-e2e-copies-link"};
+  const auto sessions = dir.root / "sessions";
+  dir.write("work/s/file.txt", "the step's input");
+  dir.write("victim/s/keep.txt", "keep me");
+  const auto failing = dir.write("f.yaml", "name: f\nsteps:\n  - id: s\n    isolation: copy\n    working_dir: work\n"
+                                           "    command: exit 3\n");
+  auto r = run_arun({failing, "--session-dir", sessions.string(), "-q"}, dir.root.string());
+  REQUIRE(r.exit_code == 1);
+  const auto session = fs::directory_iterator(sessions)->path();
+  // The step's tree sits at copies/s; copies/ now leads to the victim, where s/ is theirs.
+  fs::rename(session / "copies", session / "copies.orig");
+  fs::create_directory_symlink(dir.root / "victim", session / "copies");
+  r = run_arun({"resume", session.filename().string(), "--session-dir", sessions.string(), "-q"}, dir.root.string());
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(read_text(dir.root / "victim" / "s" / "keep.txt") == "keep me");
+  CHECK_FALSE(fs::exists(dir.root / "victim" / "s" / "file.txt"));
+  CHECK_FALSE(fs::exists(dir.root / "victim" / "work"));
+  CHECK_THAT(r.err, Catch::Contains("refused to make"));
+}

@@ -78,7 +78,12 @@ TEST_CASE("slurm run: a job's output is kept to --max-output and its files leave
     CHECK(std::string(loud.at("error").as_string()).find("TAIL-MARK") != std::string::npos);
     CHECK(boost::json::serialize(steps.at(1).at("output")) == "1");
     const std::string id(result.at("session_id").as_string());
-    CHECK_FALSE(fs::exists(shared / "jobs" / id));
+    std::ifstream record(dir.root / "sessions" / id / "slurm-jobs");
+    std::string name;
+    std::getline(record, name);
+    REQUIRE(name.starts_with(id + "-"));
+    CHECK_FALSE(fs::exists(shared / "jobs" / name));  // the session's job directory went, once empty
+    CHECK(fs::is_directory(shared / "jobs"));
     CHECK(cluster.queue().empty());
   }
   CHECK(arun::test::leftover_processes().empty());
@@ -109,7 +114,14 @@ TEST_CASE("slurm run: sessions clean removes a killed run's job files from the s
     }
     cluster.cancel_all();
     REQUIRE(cluster.wait_queue_empty(15s));
-    const auto left = shared / "jobs" / killed;
+    // The session's job directory, by the name the session keeps (SESSION-RANDOM).
+    auto jobs_of = [&](const std::string& id) {
+      std::ifstream in(sessions / id / "slurm-jobs");
+      std::string name;
+      std::getline(in, name);
+      return shared / "jobs" / name;
+    };
+    const auto left = jobs_of(killed);
     REQUIRE(fs::is_directory(left));
     // A link planted among the job files: its target stays.
     fs::create_directory_symlink(victim, left / "planted");
@@ -120,16 +132,17 @@ TEST_CASE("slurm run: sessions clean removes a killed run's job files from the s
                                             dir.root.string(), 60s, cluster.env());
     REQUIRE(quick.exit_code == 0);
     const std::string other(arun::test::result_json(quick).at("session_id").as_string());
-    CHECK_FALSE(fs::exists(shared / "jobs" / other));  // its own run removed its files
-    fs::create_directory_symlink(victim, shared / "jobs" / other);
+    const auto other_jobs = jobs_of(other);
+    CHECK_FALSE(fs::exists(other_jobs));  // its own run removed its files
+    fs::create_directory_symlink(victim, other_jobs);
 
     const auto clean = arun::test::run_arun({"sessions", "clean", "--older-than", "0", "--session-dir", sessions.string()},
                                             dir.root.string(), 60s, cluster.env());
     INFO("clean: " << clean.err);
     CHECK(clean.exit_code == 0);
     CHECK_FALSE(fs::exists(left));
-    CHECK(fs::is_symlink(shared / "jobs" / other));  // left alone, and said
-    CHECK(clean.err.find("left " + (shared / "jobs" / other).string() + " alone: it is a symbolic link") != std::string::npos);
+    CHECK(fs::is_symlink(other_jobs));  // left alone, and said
+    CHECK(clean.err.find("left " + other_jobs.string() + " alone: it is a symbolic link") != std::string::npos);
     CHECK(arun::test::read_text(victim / "precious") == "keep me");
     CHECK(cluster.queue().empty());
   }

@@ -116,6 +116,7 @@ TEST_CASE("directory trust: a per-user subdirectory another user made first is r
   const auto r = trust_directory((t.root / "scratch").string(), "--cache-dir", trust_mode::make);
   CHECK_FALSE(r.ok());
   CHECK_THAT(r.error, Catch::Contains("uid 4242"));
+  CHECK_THAT(r.error, Catch::Contains("someone else made your subdirectory first"));
 }
 
 TEST_CASE("directory trust: a sticky directory another user owns is no safe ancestor") {
@@ -231,4 +232,20 @@ TEST_CASE("result store: a cache directory another user owns is refused for stor
   const auto own = checked_cache_dir((t.root / "shared").string());
   CHECK(own.ok());
   CHECK(own.path == (t.root / "shared" / per_user_name(::geteuid())).string());
+}
+
+TEST_CASE("slurm job directories: a session's record names only a directory arun names, never another") {
+  temp_dir t;
+  const auto record = (t.root / "slurm-jobs").string();
+  auto with = [&](const std::string& text) {
+    std::ofstream(record) << text;
+    return recorded_jobs_dir_name("S1", record);
+  };
+  CHECK(with("S1-0123456789abcdef\n") == "S1-0123456789abcdef");
+  CHECK(with("") == "S1");  // a session of an arun before the random names
+  CHECK(with("important\n").empty());  // any other directory in jobs/ is data, not the session's
+  CHECK(with("S1-0123456789abcdeX\n").empty());
+  CHECK(with("S1-0123456789abcdef0\n").empty());
+  CHECK(with("S2-0123456789abcdef\n").empty());
+  CHECK(with("../S1-0123456789abcdef\n").empty());
 }

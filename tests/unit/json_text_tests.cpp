@@ -20,7 +20,7 @@ bool valid_utf8(const std::string& s) {
 
 }  // namespace
 
-TEST_CASE("bytes that are not UTF-8 are written as \\udcXY escapes and read back exactly") {
+TEST_CASE("bytes that are not UTF-8 are written as udcXY escapes (a backslash, u, dc and the byte) and read back exactly") {
   std::string all;
   for (int c = 1; c < 256; ++c) all += static_cast<char>(c);
   const std::vector<std::string> values = {"caf\xe9", all, "\xed\xa0\x80 encoded surrogate", "\xc0\xaf overlong",

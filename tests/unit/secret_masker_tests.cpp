@@ -127,3 +127,19 @@ TEST_CASE("safe_cut and safe_start never keep part of a secret that straddles th
   CHECK(overlap.longest() >= 8);
   CHECK(secret_masker{}.safe_cut("abc", 2) == 2);
 }
+
+TEST_CASE("a secret in a JSON string spelt with uXXXX escapes of any character is masked", "[secrets]") {
+  arun::io::secret_masker m;
+  m.add("ab&cd<ef>ghSECRET");
+  // Go's encoding/json writes & < > as \u0026 \u003c \u003e; any character may be spelt so.
+  const std::string go = R"({"t": "ab\u0026cd\u003cef\u003eghSECRET", "n": 1})";
+  CHECK_FALSE(m.clean(go));
+  const auto masked = m.mask(go);
+  CHECK(masked == R"({"t": "***", "n": 1})");
+  const std::string all = R"(["\u0061\u0062\u0026\u0063\u0064<ef>ghSECRET tail"])";
+  CHECK(m.mask(all) == R"(["*** tail"])");
+  // Escapes that decode to no secret are left as they were.
+  const std::string other = R"({"t": "\u0026 nothing here"})";
+  CHECK(m.clean(other));
+  CHECK(m.mask(other) == other);
+}

@@ -98,9 +98,9 @@ std::string remove_slurm_session_files(const std::string& shared_dir, std::strin
   std::string problem;
   if (::fstatat(jobs_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT) problem = failure(session_dir, errno);
-  } else if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+  } else if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
     // Only what arun made for this user's session: a link or another user's directory stays.
-    problem = fmt::format("left {} alone: it is {} owned by uid {} (mode {:04o}), not a directory arun made for you",
+    problem = fmt::format("left {} alone: it is {} owned by uid {} (mode {:04o}), not a private directory arun made for you",
                           session_dir, S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory" : "a file",
                           st.st_uid, st.st_mode & 07777);
   } else if (auto p = remove_tree_at(jobs_fd, name); !p.empty()) {

@@ -40,8 +40,13 @@ std::string recorded_jobs_dir_name(std::string_view session_id, const std::strin
   std::string name;
   if (!record.empty())
     if (auto text = read_whole_file(record)) name = text->substr(0, text->find('\n'));
-  if (name.empty()) name = file_name_part(session_id);  // a session of an arun before the random names
-  return name.empty() || name != file_name_part(name) ? std::string() : name;
+  const auto id = file_name_part(session_id);
+  if (name.empty()) name = id;  // a session of an arun before the random names
+  // The record is data: only a name arun gives the session's directory — its id, then "-" and
+  // 16 hex digits — is one (never another directory that happens to be in jobs/).
+  const bool random_name = name.size() == id.size() + 17 && name.starts_with(id) && name[id.size()] == '-' &&
+                           name.find_first_not_of("0123456789abcdef", id.size() + 1) == std::string::npos;
+  return id.empty() || (name != id && !random_name) ? std::string() : name;
 }
 
 slurm_job_dirs prepare_slurm_job_dirs(const std::string& shared_dir, std::string_view session_id,

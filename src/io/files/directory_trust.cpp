@@ -103,6 +103,11 @@ std::string judge_directory(walk& w, const std::string& at, const struct stat& s
   if (!trusted_owner(st.st_uid, w.uid)) {
     if (!last) return w.refuse_ancestor(at, st, "owned by " + describe_owner(st.st_uid));
     const auto parent = fs::path(w.shown).parent_path().string();
+    // The per-user subdirectory of a shared one, made first by someone else: no name of it helps.
+    if (per_user)
+      return w.refuse(fmt::format("it is owned by {}, mode {}, not by you: someone else made your subdirectory first",
+                                  describe_owner(st.st_uid), mode_text(st.st_mode)),
+                      "have it removed (its owner or root), or use a directory of your own");
     return w.refuse(fmt::format("it is owned by {}, mode {}, not by you", describe_owner(st.st_uid), mode_text(st.st_mode)),
                     fmt::format("use a per-user subdirectory that arun makes 0700, e.g. {}",
                                 setting(w.what, (parent == "/" ? "" : parent) + "/" + per_user_name(w.uid))));

@@ -9,7 +9,9 @@
 // ending (CRLF for LF and back); each of its lines of at least `min_line_bytes` characters
 // (spaces trimmed; PEM armour lines such as `-----BEGIN … KEY-----` are not secret); and every
 // one of those as JSON text escapes it (Boost.JSON's escapes, the all-ASCII `\uXXXX` form of
-// Python's json.dumps in lower and upper case, `\/`, and JSON inside JSON). Transformed forms
+// Python's json.dumps in lower and upper case, `\/`, and JSON inside JSON) — and, whatever
+// characters a JSON string literal spells as `\uXXXX`, the secret in what it decodes to (the
+// literal is written again, masked). Transformed forms
 // (base64, hex, URL-encoding, a hash) are not: a step that encodes a secret has chosen to.
 //
 // Used on the event loop's thread only.
@@ -59,6 +61,9 @@ public:
 
 private:
   void add_pattern(std::string pattern);
+  // The forms as they stand in the text (no JSON string decoded).
+  bool plain_clean(std::string_view text) const;
+  std::string mask_plain(std::string_view text) const;
   std::vector<std::string> patterns_;  // longest first
 };
 

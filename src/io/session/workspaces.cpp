@@ -28,6 +28,19 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// Why the directory that holds a tree (`worktrees/…` or `copies/…` below the session) is not
+// one arun made: a component that is a symlink or not the user's would lead the `rm -rf`,
+// `cp -a` and `git worktree add` that work by path out of the session (docs/security.md,
+// "Paths arun deletes or follows"). "" when it is.
+std::string tree_parent_problem(const std::string& session_dir, const std::string& root) {
+  auto opened = owned_dir::open(session_dir);
+  if (auto* error = std::get_if<std::string>(&opened)) return *error;
+  const auto parent = fs::path(root).parent_path().lexically_relative(session_dir).string();
+  auto below = std::get<owned_dir>(opened).open_below(parent);
+  if (auto* error = std::get_if<std::string>(&below)) return *error;
+  return {};
+}
+
 constexpr auto git_timeout = std::chrono::minutes(5);
 
 // An argv tail built outside the coroutines: g++ 12 mishandles braced lists of strings in a
@@ -211,6 +224,8 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
       (void)session->remove("worktrees/" + tree_path(instance));
   }
   make_private_directories(fs::path(root).parent_path().string(), ec);
+  if (auto problem = tree_parent_problem(session_dir_, root); !problem.empty())
+    co_return "worktree: refused to make " + root + ": " + problem;
   // --force: this instance's own registration may outlive its directory (a crash).
   auto added =
       co_await git(repo, words("worktree", "add", "--force", "--quiet", "-B", branch, root, bases_.at(repo)));
@@ -263,6 +278,8 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
     co_return "copy: the session directory " + session + " is inside " + dir + ", which would copy itself";
   remember(instance, "copy", root, {}, {});
   make_private_directories(fs::path(root).parent_path().string(), ec);
+  if (auto problem = tree_parent_problem(session_dir_, root); !problem.empty())
+    co_return "copy: refused to make " + root + ": " + problem;
   // By `rm` and `cp` as children: a large tree never holds up the run's loop (a Ctrl-C, the
   // other steps).
   auto cleared = co_await run_process(command_spec(words("rm", "-rf", "--", root)));
@@ -309,6 +326,10 @@ boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isol
     co_return warnings;
   }
   if (keep_all_) co_return warnings;
+  if (auto problem = tree_parent_problem(session_dir_, w.root); !problem.empty()) {
+    warnings.push_back("copy " + w.root + " left alone: " + problem);
+    co_return warnings;
+  }
   auto removed = co_await run_process(command_spec(words("rm", "-rf", "--", w.root)));
   if (!removed.succeeded()) warnings.push_back("copy " + w.root + " could not be removed: " + judged(removed).why);
   else forget(instance);
@@ -396,8 +417,9 @@ std::vector<std::string> remove_session_workspaces(const std::string& session_di
       kept[instance] = t;
       continue;
     }
-    auto field = [&t](const char* k) {
-      const auto* x = t.get_object().if_contains(k);
+    const auto& tree = t;  // clang 14 captures no structured binding
+    auto field = [&tree](const char* k) {
+      const auto* x = tree.get_object().if_contains(k);
       return x && x->is_string() ? std::string(x->get_string()) : std::string();
     };
     const auto own = own_tree(field("kind"), std::string(instance));

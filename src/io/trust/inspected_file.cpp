@@ -115,6 +115,12 @@ inspected_file inspect_file(const std::string& path, std::size_t max_bytes) {
   std::error_code ec;
   const auto named_dir = real_path_of(fs::absolute(path, ec).parent_path().string());
   if (f.refusal.empty() && named_dir != real_dir) f.refusal = directory_problem(named_dir);
+  // A project file's settings apply where it is named: its relative paths, its sessions. A link
+  // to another directory's file would lend that file's trust to a directory it was never
+  // trusted for (a clone shipping `.arun.yaml -> ../trusted-project/.arun.yaml`).
+  if (f.refusal.empty() && named_dir != real_dir)
+    f.refusal = fmt::format("{} is a link to a file in another directory, {}: copy the file here to trust it", path,
+                            real_dir);
   return f;
 }
 
