@@ -49,6 +49,31 @@ const std::vector<std::string> code_forms = {
     // bash's own builtins, behind the wrappers that can reach a builtin
     "{B}eval {Q}", "{B}eval \"$(echo {Q})\"", "{B}source <(echo {Q})", "{B}. <(printf %s {Q})", "coproc NAME { eval {Q}; }",
     "{B}trap {Q} EXIT", "PS4={Q}", "PS4=\"$(printf %s {Q})\" cmd", "{B}source /dev/stdin <<< {Q}",
+    // a command word bash expands into a shell and its code: braces, globs, $'…', expansions
+    "{W}{sh,-c,{Q}}", "{W}{sh,-c} {Q}", "{W}{ba,}sh -c {Q}", "{W}/bin/[s]h -c {Q}", "{W}/usr/bin/pytho?3 -c {Q}",
+    "{W}/bin/*sh -c {Q}", "{W}$'\\x73h' -c {Q}", "{W}$'\\163\\150' -c {Q}", "{W}$'\\u0073h' -c {Q}", "{W}$'sh' -c {Q}",
+    "$CMD {Q}", "${CMD} x {Q}", "\"${cmd[@]}\" {Q}", "\"$@\" {Q}", "$(echo sh -c) {Q}", "$(echo sh) -c x {Q}",
+    "env $CMD {Q}", "nice \"${cmd[@]}\" {Q}",
+    // xargs and parallel append their input to a command that waits for its code
+    "echo {Q} | {W}xargs {S} -c", "echo {Q} | {W}xargs -0 python3 -c", "echo {Q} | {W}xargs awk", "{W}xargs {S} -c <<< {Q}",
+    "echo {Q} | {W}xargs -n1 perl -e", "{W}parallel {S} -c ::: {Q}", "echo {Q} | {W}parallel python3 -c", "{W}parallel 'sh -c' ::: {Q}",
+    // a script read from another descriptor
+    "{W}{S} /dev/fd/3 3<<< {Q}", "exec 3<<< {Q}; {W}{S} /dev/fd/3", "{W}python3 /proc/self/fd/4 4< <(echo {Q})",
+    "{W}{S} /dev/fd/3 3<<EOF\n{{v}}\nEOF", "exec {fd}<<< {Q}; {W}{S} \"/dev/fd/$fd\"", "{B}source /dev/fd/3 3<<< {Q}",
+    "{W}awk -f /dev/stdin <<< {Q}", "echo {Q} | {W}awk -f -", "BASH_ENV=/dev/stdin {W}{S} -c : <<< {Q}",
+    // a shell reading a command's output, a group's input
+    "echo {Q} > >({S})", "echo {Q} | tee >({S}) >/dev/null", "echo {Q} | tee >(cat | python3)", "exec > >({S}); echo {Q}",
+    "{ echo {Q}; } > >({S})", "{ {S}; } <<< {Q}", "( {S} ) <<< {Q}", "while read -r l; do {S}; done < <(echo {Q})",
+    "if true; then {S}; fi <<< {Q}", "coproc {S}; echo {Q} >&\"${COPROC[1]}\"",
+    // env's options, GNU abbreviations of long options
+    "{W}env -iS {Q}", "{W}env -iS{Q}", "{W}env -u X -S {Q}", "{W}env --split={Q}", "{W}env --s {Q}", "{W}sed --e={Q} f",
+    "{W}sed --expr {Q} f", "{W}gawk --sourc={Q}", "{W}gawk --so {Q} f",
+    // variables whose values programs run
+    "BASH_ENV={Q} {W}{S} -c :", "{W}env BASH_ENV={Q} {S} script.sh", "{W}env 'BASH_FUNC_f%%=() { echo {{v}}; }' {S} -c f",
+    "GIT_SSH_COMMAND={Q} git fetch", "{W}env GIT_SSH_COMMAND={Q} git fetch", "export PERL5OPT={Q}", "EDITOR={Q} git commit",
+    // more programs
+    "{W}ed -s file <<< {Q}", "echo {Q} | {W}ed file", "echo {Q} | {W}m4", "{W}dc <<< {Q}", "{W}dc -e {Q}", "{W}dc --exp={Q}",
+    "{W}osh -c {Q}", "{W}pwsh -Command {Q}", "{W}nu -c {Q}", "{W}guile -c {Q}", "{W}gnuplot -e {Q}",
 };
 
 const std::vector<std::string> builtin_wrappers = {"", "command ", "builtin ", "time ", "! ", "command builtin "};
@@ -61,7 +86,8 @@ const std::vector<std::string> wrappers = {
     "docker exec c ", "kubectl exec pod -- ", "systemd-run --user --wait ", "firejail --quiet ", "env VAR=x nice timeout 3 ",
 };
 
-const std::vector<std::string> shells = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "/bin/sh", "/usr/bin/bash", "'bash'", "fish"};
+const std::vector<std::string> shells = {"sh",   "bash", "dash", "zsh",  "ksh",     "mksh", "/bin/sh", "/usr/bin/bash",
+                                         "'bash'", "fish", "osh",  "$'sh'", "$'\\x62ash'"};
 
 const std::vector<std::string> quotings = {"{{v}}", "'echo {{v}}'", "\"echo {{v}}\"", "$'echo {{v}}'", "\"$(printf %s {{v}})\"",
                                            "'echo '{{v}}", "\"{{ v }}\""};
@@ -82,6 +108,11 @@ const std::vector<std::string> data_forms = {
     "echo {Q} | {W}parallel 'echo {}'", "{W}env VAR={Q} {S} -c 'echo \"$VAR\"'", "echo {Q} | {W}xargs -0 {S} -c 'echo \"$1\"' _",
     "{W}{S} -c 'echo \"$RECIPE_VAR_v\"'", "{W}cat <<< {Q}", "cat <<EOF\n{{v}}\nEOF", "echo {Q} | {W}awk '{print}'",
     "{W}{S} {Q}", "{W}source {Q}", "{W}perl -pi -e 's/a/b/' {Q}",
+    "{W}mkdir -p out/{a,b}/{Q}", "{W}cp *.txt {Q}", "{W}cp * {Q}", "{W}ls ./*.log {Q}", "{W}\"$PYTHON\" script.py {Q}",
+    "{W}cut -d $'\\t' -f1 {Q}", "{W}printf $'%s\\n' {Q}", "echo {Q} | {W}xargs echo", "echo {Q} | {W}xargs rm -f --",
+    "{W}env GIT_DIR={Q} git status", "{W}{S} script.sh 3<<< {Q}", "exec 3<<< {Q}; cat /dev/fd/3", "{ cat; } <<< {Q}",
+    "while read -r l; do echo \"$l\"; done <<< {Q}", "echo {Q} > >(cat)", "echo {Q} | tee >(wc -c)", "{W}parallel echo ::: {Q}",
+    "{W}sed --expression='s/a/b/' {Q}", "{W}gawk --source='{print}' {Q}", "{W}env -u X {S} -c 'echo \"$1\"' _ {Q}",
 };
 
 std::string fill(std::string text, std::string_view key, const std::string& with) {
@@ -152,7 +183,10 @@ TEST_CASE("code positions do not leak past their command") {
   for (const std::string command : {"echo 'x' | sh; echo {{v}}", "sh <<< x\necho {{v}}", "sh <<EOF\nx\nEOF\ncat <<EOF\n{{v}}\nEOF",
                                     "{ echo {{v}}; }; echo x | sh", "echo {{v}} && echo x | sh", "echo {{v}}; sh -c 'x'",
                                     "(echo {{v}}); echo x | sh", "echo {{v}} | cat; sh", "grep sh {{v}} | cat",
-                                    "echo {{v}} | grep python3", "coproc NAME { echo {{v}}; }", "python3 -c 'x' && echo {{v}}"}) {
+                                    "echo {{v}} | grep python3", "coproc NAME { echo {{v}}; }", "python3 -c 'x' && echo {{v}}",
+                                    "echo x > >(sh); echo {{v}}", "{ sh; } <<< x; echo {{v}}", "echo {{v}} | tee >(cat) | wc",
+                                    "exec 3<<< x; bash /dev/fd/3; echo {{v}} 4<<< y", "echo {{v}} | xargs sh -c 'echo \"$1\"' _",
+                                    "$CMD x; echo {{v}}", "{ sh; echo {{v}}; }", "( sh; echo {{v}} )", "sh /dev/fd/3 3<<< x; cat <<< {{v}}"}) {
     INFO("command: " << command);
     CHECK(render_error(command).empty());
   }

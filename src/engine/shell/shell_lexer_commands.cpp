@@ -27,9 +27,16 @@ bool special_integer(std::string_view name) {
   return false;
 }
 
-// Variables bash expands as prompts (`PS4` under `set -x`) or runs (`PROMPT_COMMAND`).
+// Variables whose values a shell or another program runs as code: bash's prompts (`PS4` under
+// `set -x`) and `PROMPT_COMMAND`; `BASH_ENV` and `ENV`, which bash expands (`$(…)` runs) before
+// sourcing the file; exported functions (`BASH_FUNC_f%%`); command lines git, ssh, sudo, man
+// and less run through `sh -c`; the options perl and ruby read as switches (`-M` runs code).
 bool code_variable(std::string_view name) {
-  for (std::string_view n : {"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND"})
+  if (name.starts_with("BASH_FUNC_")) return true;
+  for (std::string_view n : {"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV", "GIT_SSH_COMMAND", "GIT_SSH",
+                             "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
+                             "GIT_PROXY_COMMAND", "SSH_ASKPASS", "SUDO_ASKPASS", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
+                             "LESSOPEN", "LESSCLOSE", "PERL5OPT", "PERL5DB", "RUBYOPT"})
     if (name == n) return true;
   return false;
 }
@@ -99,7 +106,7 @@ void lexer::mark(std::size_t index, word_use use) {
   auto& p = out_.positions[index];
   if (use == word_use::arithmetic) p.arithmetic = true;
   if (use == word_use::name) p.name = true;
-  if (use == word_use::code) mark_code(index, "bash (a prompt or PROMPT_COMMAND)");
+  if (use == word_use::code) mark_code(index, "the program reading the variable");
 }
 
 void lexer::learn(std::set<std::string, std::less<>>& set, std::string_view name) {
@@ -122,7 +129,7 @@ void lexer::mark_from(command_state& st, std::size_t from, word_use use) {
     name_word(st, from, st.shape.text.size());
     return;
   }
-  if (use == word_use::code) return code_word(st, from, "bash (a prompt or PROMPT_COMMAND)");
+  if (use == word_use::code) return code_word(st, from, "the program reading the variable");
   for (const auto& [index, offset] : st.shape.holes)
     if (offset >= from) mark(index, use);
 }
@@ -182,10 +189,11 @@ bool lexer::assignment_word(command_state& st) {
   }
   if (use == word_use::name) name_word(st, eq + 1, t.size());
   if (use == word_use::code) code_word(st, eq + 1, name);  // PS4="$(printf %s {{x}})" too
+  if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));  // BASH_ENV=/dev/stdin
   return true;
 }
 
-void lexer::command_word(command_state& st, std::string_view w) {
+void lexer::command_word(command_state& st) {
   auto& a = st.args;
   const auto& t = st.shape.text;
   if (a.kind == command_kind::wrapper) {
@@ -198,19 +206,28 @@ void lexer::command_word(command_state& st, std::string_view w) {
     if (t.size() > 1 && t[0] == '-' && st.shape.quoted[0] == '0') {
       if (a.command == "xargs" && (t.starts_with("-I") || t.starts_with("-i") || t.starts_with("--replace")))
         st.replaces_input = true;  // input lines are pasted into the command's words
-      if (a.command == "env" && t.starts_with("--split-string")) {
-        if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "env -S"); else a.option = 'S';
-      } else if (a.command == "env" && t.size() > 2 && t[1] == 'S') {
-        code_word(st, 2, "env -S");
-      } else if (t.size() == 2 && has(options_with_argument(a), t[1])) {
-        a.option = t[1];
-      }
+      wrapper_option(st);
       return;
     }
-    if (a.command == "env" && w.find('=') != std::string_view::npos) return;
+    if ((a.command == "env" || a.command == "sudo") && t.find('=') != std::string::npos && t[0] != '=') {
+      const auto eq = t.find('=');  // `env NAME=VALUE`: the environment of the command
+      const auto name = std::string_view(t).substr(0, eq);
+      if (code_variable(name)) code_word(st, eq + 1, name);
+      if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));
+      return;
+    }
     if (a.command == "timeout" && a.operands++ == 0) return;  // the duration
   }
   a = command_args{};
+  if (st.shape.many_words || expands_to_program(st.shape)) {
+    // `$CMD {{x}}`, `"${cmd[@]}" {{x}}`, `{sh,-c,{{x}}}`, `/bin/[s]h -c`: the command may be a
+    // shell and its `-c` — every reference after it may be its code.
+    a.kind = command_kind::unknown;
+    a.splits = true;
+    a.command = std::string(s_.substr(st.word_begin, std::min<std::size_t>(i_ - st.word_begin, 40)));
+    brace_references(st);
+    return;
+  }
   if (t.find_first_of("\x01\x02") != std::string::npos) {
     // `"$SHELL" -c …`, `$PYTHON -c …`, `{{tool}} -e …`: whatever it runs may be a shell.
     a.kind = command_kind::unknown;
@@ -219,7 +236,38 @@ void lexer::command_word(command_state& st, std::string_view w) {
   }
   a.command = std::string(basename(t));
   a.kind = kind_of(a.command);
+  if (a.command == "xargs") st.appends_input = true;
   if (a.kind == command_kind::other) start_program(st, a.command);
+}
+
+// An option word of a wrapper: a cluster (`env -iS…`, `nice -n5`), a long option, GNU's
+// abbreviations of it (`env --split=…`, `--s …`).
+void lexer::wrapper_option(command_state& st) {
+  auto& a = st.args;
+  const auto& t = st.shape.text;
+  if (t[1] == '-') {
+    if (a.command != "env") return;
+    const auto eq = t.find('=');
+    const auto name = std::string_view(t).substr(2, (eq == std::string::npos ? t.size() : eq) - 2);
+    if (name.empty()) return;
+    if (std::string_view("split-string").starts_with(name)) {
+      if (eq != std::string::npos) code_word(st, eq + 1, "env --split-string"); else a.option = 'S';
+    } else if (eq == std::string::npos && (std::string_view("unset").starts_with(name) || std::string_view("chdir").starts_with(name))) {
+      a.option = name[0] == 'u' ? 'u' : 'C';
+    }
+    return;
+  }
+  const auto with_argument = options_with_argument(a);
+  for (std::size_t k = 1; k < t.size(); ++k) {
+    if (t[k] == '\x01' || t[k] == '\x02') return;
+    if (!has(with_argument, t[k])) continue;
+    if (k + 1 < t.size()) {
+      if (a.command == "env" && t[k] == 'S') code_word(st, k + 1, "env -S");
+    } else {
+      a.option = t[k];
+    }
+    return;
+  }
 }
 
 void lexer::argument_word(command_state& st) {
@@ -366,7 +414,10 @@ void lexer::declare_argument(command_state& st) {
     if (has(attributes, 'n')) learn(names_.nameref, name);
     if (has(attributes, 'A')) learn(names_.associative, name);
   }
-  if (eq != std::string::npos) mark_from(st, eq + 1, assigned_use(name, attributes));
+  if (eq == std::string::npos) return;
+  const auto use = assigned_use(name, attributes);
+  if (use == word_use::code) return code_word(st, eq + 1, name);
+  mark_from(st, eq + 1, use);
 }
 
 // At `(` after `name=` or `name+=` (a command's prefix, or a declare argument): the elements

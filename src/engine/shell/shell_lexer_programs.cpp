@@ -6,6 +6,8 @@
 // so the wrappers need no list; the programs do (program_rules below).
 #include "shell/shell_lexer_impl.hpp"
 
+#include <fnmatch.h>
+
 namespace arun::engine::detail {
 
 enum class program_type { shell, interpreter, awk, sed };
@@ -25,6 +27,7 @@ struct program_rules {
   std::string_view long_code = {};      // " eval print ": long options whose argument is code
   std::string_view long_file = {};      // long options whose argument is a program file
   std::string_view long_argument = {};  // long options taking a data argument
+  bool operands_are_data = false;       // ed: its operands are files to edit; its commands come from stdin
 };
 
 namespace {
@@ -42,7 +45,10 @@ constexpr program_rules programs[] = {
     {"lksh", shell, false, "c", "oO"}, {"oksh", shell, false, "c", "oO"}, {"pdksh", shell, false, "c", "oO"},
     {"ash", shell, false, "c", "oO"}, {"rbash", shell, false, "c", "oO", "", "", "", "", false, true, "", shell_long_files, shell_long_files},
     {"yash", shell, false, "c", "oO"}, {"posh", shell, false, "c", "oO"}, {"fish", shell, false, "cC", "oOd"},
-    {"csh", shell, false, "c", ""}, {"tcsh", shell, false, "c", ""},
+    {"csh", shell, false, "c", ""}, {"tcsh", shell, false, "c", ""}, {"rc", shell, false, "c", ""},
+    {"es", shell, false, "c", ""}, {"osh", shell, false, "c", "oO"}, {"ysh", shell, false, "c", "oO"},
+    {"oil", shell, false, "c", "oO"}, {"nu", shell, false, "c", ""}, {"xonsh", shell, false, "c", ""},
+    {"elvish", shell, false, "c", ""}, {"pwsh", shell, false, "cC", ""}, {"powershell", shell, false, "cC", ""},
     {"python", interpreter, true, "c", "WX", "", "", "", "m", true},
     {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true},
     {"perl", interpreter, true, "eE", "", "DFiImMVxd", "0lC"},
@@ -56,6 +62,17 @@ constexpr program_rules programs[] = {
     {"julia", interpreter, false, "eE", "", "", "", "", "", false, true, " eval print "},
     {"tclsh", interpreter, true, "", ""}, {"wish", interpreter, true, "", ""},
     {"expect", interpreter, false, "c", "", "", "", "f"}, {"osascript", interpreter, false, "e", "ls"},
+    {"guile", interpreter, false, "c", "Lex", "", "", "ls"}, {"racket", interpreter, false, "e", "lt", "", "", "fr"},
+    {"gnuplot", interpreter, false, "e", ""}, {"octave", interpreter, false, "", "", "", "", "", "", false, true, " eval "},
+    {"groovy", interpreter, false, "e", ""}, {"scala", interpreter, false, "e", ""},
+    {"elixir", interpreter, false, "e", "r", "", "", "", "", false, true, " eval "},
+    {"ts-node", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
+    {"tsx", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
+    // Their operands are input, but what they read there or from stdin is a program too: dc's
+    // `!` and m4's `syscmd` run shell commands; ed edits its operand by commands from stdin.
+    {"dc", interpreter, false, "e", "", "", "", "f", "", false, true, " expression ", " file "},
+    {"m4", interpreter, false, "", "DUIolt", "d"},
+    {"ed", interpreter, false, "", "p", "", "", "", "", false, true, "", "", "", true},
     {"awk", awk, false, "e", "vFil", "", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
     {"gawk", awk, false, "e", "vFil", "", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
     {"mawk", awk, false, "", "vFW", "", "", "f", "", false, false},
@@ -82,6 +99,25 @@ bool listed(std::string_view list, std::string_view name) {
   return !name.empty() && list.find(" " + std::string(name) + " ") != std::string_view::npos;
 }
 
+// GNU getopt_long takes any unambiguous abbreviation (`sed --e=…`, `gawk --sourc …`).
+bool abbreviates(std::string_view list, std::string_view name) {
+  return !name.empty() && list.find(" " + std::string(name)) != std::string_view::npos;
+}
+
+enum class long_option { none, code, file, argument };
+
+// What a long option of a program takes: an exact name first, then an abbreviation, taken as
+// code when it could stand for a code option.
+long_option long_option_of(const program_rules& p, std::string_view name) {
+  if (listed(p.long_code, name)) return long_option::code;
+  if (listed(p.long_file, name)) return long_option::file;
+  if (listed(p.long_argument, name)) return long_option::argument;
+  if (abbreviates(p.long_code, name)) return long_option::code;
+  if (abbreviates(p.long_file, name)) return long_option::file;
+  if (abbreviates(p.long_argument, name)) return long_option::argument;
+  return long_option::none;
+}
+
 // Commands whose operands are text to search for or print: `grep sh` names no program to run.
 bool searches_text(std::string_view command) {
   for (std::string_view n : {"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "pgrep", "pkill", "killall", "which",
@@ -99,6 +135,150 @@ std::string_view basename(std::string_view w) {
   return slash == std::string_view::npos ? w : w.substr(slash + 1);
 }
 
+bool has_any(std::string_view flags, std::string_view letters) {
+  return std::any_of(letters.begin(), letters.end(), [&](char c) { return has(flags, c); });
+}
+
+// The descriptor a path names as a file: `/dev/stdin` 0, `/dev/fd/3` 3, `/proc/self/fd/4` 4;
+// -2 when an expansion gives the number (`/dev/fd/$fd`), -1 for any other path.
+int names_descriptor(std::string_view path) {
+  if (names_stdin(path)) return 0;
+  std::string_view digits;
+  if (path.starts_with("/dev/fd/"))
+    digits = path.substr(8);
+  else if (path.starts_with("/proc/") && path.find("/fd/") != std::string_view::npos)
+    digits = path.substr(path.find("/fd/") + 4);
+  else
+    return -1;
+  if (digits.find_first_of("\x01\x02") != std::string_view::npos) return -2;
+  if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoi(std::string(digits));
+}
+
+// Commands that run the command their words name (start_runner).
+constexpr std::string_view runner_names[] = {"parallel", "ssh", "su", "runuser", "flock", "script", "watch", "env", "nice",
+                                             "timeout", "stdbuf", "sudo", "doas", "xargs", "nohup", "setsid"};
+
+// A word's shape as an fnmatch pattern: quoted characters escaped, a reference's or an
+// expansion's text matching anything.
+std::string shape_pattern(const word_shape& w) {
+  std::string out;
+  for (std::size_t k = 0; k < w.text.size(); ++k) {
+    const char c = w.text[k];
+    if (c == '\x01' || c == '\x02') {
+      out += '*';
+    } else {
+      if (w.quoted[k] == '1' && std::string_view("*?[]{},.\\").find(c) != std::string_view::npos) out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Bash's brace expansion of a pattern (`{sh,-c,x}` → sh, -c, x; `{1..3}` → *), at most 64 words.
+void expand_braces(const std::string& s, std::vector<std::string>& out, int depth = 0) {
+  if (out.size() >= 64 || depth > 8) return out.push_back(s);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (s[i] != '{') continue;
+    std::vector<std::size_t> commas;
+    bool sequence = false;
+    int level = 0;
+    std::size_t j = i;
+    for (; j < s.size(); ++j) {
+      if (s[j] == '\\') {
+        ++j;
+        continue;
+      }
+      if (s[j] == '{') ++level;
+      if (s[j] == '}' && --level == 0) break;
+      if (level == 1 && s[j] == ',') commas.push_back(j);
+      if (level == 1 && s[j] == '.' && j + 1 < s.size() && s[j + 1] == '.') sequence = true;
+    }
+    if (j >= s.size()) break;
+    if (commas.empty() && !sequence) continue;  // `{}`, `{x}`: literal
+    const auto prefix = s.substr(0, i), suffix = s.substr(j + 1);
+    if (commas.empty()) return expand_braces(prefix + "*" + suffix, out, depth + 1);
+    commas.push_back(j);
+    for (std::size_t from = i + 1; const auto to : commas) {
+      expand_braces(prefix + s.substr(from, to - from) + suffix, out, depth + 1);
+      from = to + 1;
+    }
+    return;
+  }
+  out.push_back(s);
+}
+
+bool is_glob(std::string_view pattern) {
+  for (std::size_t k = 0; k < pattern.size(); ++k) {
+    if (pattern[k] == '\\') {
+      ++k;
+      continue;
+    }
+    if (pattern[k] == '*' || pattern[k] == '?') return true;
+    if (pattern[k] == '[' && pattern.find(']', k + 2) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Whether a word (a pattern after brace expansion) may name a shell, an interpreter or a
+// command that runs others: `/bin/[s]h`, `*sh`, `pytho?3`. A glob with no literal character
+// in its last component (`*`, `dir/*`) names whatever files lie there, not a program.
+bool pattern_names_program(std::string_view pattern) {
+  const auto name = basename(pattern);
+  if (!is_glob(name)) {
+    std::string plain;
+    for (std::size_t k = 0; k < name.size(); ++k) plain += name[k] == '\\' && k + 1 < name.size() ? name[++k] : name[k];
+    return program_named(plain) || std::find(std::begin(runner_names), std::end(runner_names), plain) != std::end(runner_names);
+  }
+  if (std::all_of(name.begin(), name.end(), [](char c) { return c == '*' || c == '?'; })) return false;
+  const std::string glob(name);
+  const auto matches = [&](std::string_view candidate) { return ::fnmatch(glob.c_str(), std::string(candidate).c_str(), 0) == 0; };
+  for (const auto& p : programs)
+    if (matches(p.name) || (p.versioned && (matches(std::string(p.name) + "3") || matches(std::string(p.name) + "5"))))
+      return true;
+  return std::any_of(std::begin(runner_names), std::end(runner_names), matches);
+}
+
+// Offsets `(open, close)` of the word's unquoted brace expansions (`{a,b}`, `{1..3}`).
+std::vector<std::pair<std::size_t, std::size_t>> brace_groups(const word_shape& w) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  const auto& t = w.text;
+  const auto plain = [&](std::size_t k, char c) { return t[k] == c && w.quoted[k] == '0'; };
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (!plain(i, '{')) continue;
+    int level = 0;
+    bool list = false;
+    for (std::size_t j = i; j < t.size(); ++j) {
+      if (plain(j, '{')) ++level;
+      if (plain(j, '}') && --level == 0) {
+        if (list) out.emplace_back(i, j);
+        break;
+      }
+      if (level == 1 && (plain(j, ',') || (plain(j, '.') && j + 1 < t.size() && plain(j + 1, '.')))) list = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// `{sh,-c,…}`, `/bin/[s]h`, `{ba,}sh`; a reference's text may be anything, so `{{{x}},-c}` too.
+bool expands_to_program(const word_shape& w) {
+  const auto pattern = shape_pattern(w);
+  const bool braces = !brace_groups(w).empty();
+  if (!braces && !is_glob(pattern)) return false;
+  std::vector<std::string> words;
+  expand_braces(pattern, words);
+  return std::any_of(words.begin(), words.end(), [&](const std::string& x) { return pattern_names_program(x) || (braces && x == "*"); });
+}
+
+namespace {
+
 // Pending option arguments of a program (command_args::option).
 constexpr char code_next = '\x01', file_next = '\x02', data_next = '\x03';
 
@@ -114,6 +294,51 @@ void lexer::mark_code_range(text_range r, std::string_view runner) {
   auto it = std::lower_bound(holes_.begin(), holes_.end(), r.begin,
                              [](const text_range& h, std::size_t p) { return h.begin < p; });
   for (; it != holes_.end() && it->begin < r.end; ++it) mark_code(static_cast<std::size_t>(it - holes_.begin()), runner);
+}
+
+bool lexer::script_fd(int fd) const {
+  if (fd == -2) return names_.any_script_fd || !names_.script_fds.empty();
+  return fd > 0 && (names_.any_script_fd || names_.script_fds.contains(fd));
+}
+
+// A path a shell or interpreter reads its program from (`bash /dev/fd/3`, `awk -f -`,
+// `BASH_ENV=/dev/stdin`): its standard input, or a descriptor whose redirections are code.
+void lexer::script_source(command_state& st, std::string_view path) {
+  const int fd = names_descriptor(path);
+  if (fd == 0) st.stdin_is_script = true;
+  if (fd == -2 && !names_.any_script_fd) {
+    names_.any_script_fd = true;
+    learned_ = true;
+  }
+  if (fd > 0 && names_.script_fds.insert(fd).second) learned_ = true;
+}
+
+// Text a redirection feeds: a command's standard input, or a descriptor a program reads its
+// script from.
+void lexer::redirected_text(command_state& st, text_range r) {
+  if (st.redirect_into == 0)
+    st.stdin_text.push_back(r);
+  else if (script_fd(st.redirect_into))
+    mark_code_range(r, "a script read from /dev/fd/" + (st.redirect_into > 0 ? std::to_string(st.redirect_into) : std::string("N")));
+}
+
+std::string lexer::many_words_runner(const command_state& st) const {
+  return st.args.command + " (it may expand to a shell and its -c)";
+}
+
+// `{sh,-c,{{x}}}`: a reference inside a brace expansion that starts a program is a word of
+// its own, which may be the program's code.
+void lexer::brace_references(command_state& st) {
+  const std::string runner = "a brace expansion naming a shell or interpreter (" + st.args.command + ")";
+  const auto& t = st.shape.text;
+  for (const auto& [open, close] : brace_groups(st.shape)) {
+    for (const auto& [index, offset] : st.shape.holes)
+      if (offset > open && offset < close) mark_code(index, runner);
+    // `{sh,-c,"$(printf %s {{x}})"}`: the references inside its expansions too.
+    if (std::find(t.begin() + static_cast<std::ptrdiff_t>(open), t.begin() + static_cast<std::ptrdiff_t>(close), '\x02') !=
+        t.begin() + static_cast<std::ptrdiff_t>(close))
+      for (const auto index : word_references(st, t.size() + 1)) mark_code(index, runner);
+  }
 }
 
 // The references of the current word from shape offset `from` on, and every reference inside
@@ -148,6 +373,7 @@ void lexer::code_word(command_state& st, std::size_t from, std::string_view runn
 // A script file operand: a process substitution there (`bash <(…)`, `source <(…)`) is code.
 void lexer::script_word(command_state& st, std::string_view runner) {
   for (const auto& r : st.word_substitutions) mark_code_range(r, std::string(runner) + " <( )");
+  script_source(st, st.shape.text);
 }
 
 // The word names a shell or interpreter: what follows are its arguments.
@@ -175,6 +401,7 @@ bool lexer::start_runner(command_state& st, std::string_view word) {
   st.args.command = name;
   st.args.kind = kind;
   if (kind == command_kind::wrapper) st.command_again = true;  // its next word is a command word
+  if (name == "xargs") st.appends_input = true;
   return true;
 }
 
@@ -185,6 +412,14 @@ bool lexer::nested_command(command_state& st) {
   const auto& t = st.shape.text;
   if (!(a.kind == command_kind::other || a.kind == command_kind::runs_option) || a.option || searches_text(a.command))
     return false;
+  if (expands_to_program(st.shape)) {  // `find -exec /bin/[s]h -c …`, `ionice {sh,-c,…}`
+    a = command_args{};
+    a.kind = command_kind::unknown;
+    a.nested = a.splits = true;
+    a.command = std::string(s_.substr(st.word_begin, std::min<std::size_t>(i_ - st.word_begin, 40)));
+    brace_references(st);
+    return true;
+  }
   if (t.find_first_of("\x01\x02") == std::string::npos) return start_program(st, t) || start_runner(st, t);
   if (t.empty() || t[0] != '\x02' || !(s_[st.word_begin] == '$' || s_[st.word_begin] == '"')) return false;
   a = command_args{};  // an expansion may name a shell too
@@ -196,6 +431,7 @@ bool lexer::nested_command(command_state& st) {
 
 void lexer::program_argument(command_state& st) {
   auto& a = st.args;
+  if (a.splits) return code_word(st, 0, many_words_runner(st));
   if (const char pending = std::exchange(a.option, 0)) {
     if (pending == code_next) code_word(st, 0, a.command + " " + a.code_option);
     if (pending == file_next) script_word(st, a.command);
@@ -229,12 +465,13 @@ bool lexer::program_option(command_state& st) {
     const auto eq = t.find('=');
     const std::string name = t.substr(2, (eq == std::string::npos ? t.size() : eq) - 2);
     const auto arg = eq == std::string::npos ? t.size() : eq + 1;
-    if (p && listed(p->long_code, name)) {
+    const auto kind = p ? long_option_of(*p, name) : long_option::none;
+    if (kind == long_option::code) {
       code_option(eq == std::string::npos ? t.size() : eq, arg);
-    } else if (p && listed(p->long_file, name)) {
+    } else if (kind == long_option::file) {
       a.from_file = true;
       if (eq == std::string::npos) a.option = file_next; else script_word(st, a.command);
-    } else if (p && listed(p->long_argument, name) && eq == std::string::npos) {
+    } else if (kind == long_option::argument && eq == std::string::npos) {
       a.option = data_next;
     } else if (name == "sandbox") {
       a.sandbox = true;
@@ -303,7 +540,7 @@ void lexer::program_operand(command_state& st) {
     return;
   }
   a.options_done = true;
-  if (first && p && p->type == shell && has(a.flags, 'c')) {
+  if (first && p && p->type == shell && has_any(a.flags, p->code)) {
     code_word(st, 0, a.command + " -c");
     return;
   }
@@ -325,6 +562,7 @@ void lexer::parallel_argument(command_state& st) {
   }
   if (a.separated) {
     if (a.operands == 0) code_word(st, 0, "parallel (its arguments are its commands)");
+    if (a.runs_program) code_word(st, 0, "parallel (it appends its arguments to a shell's or interpreter's code)");
     return;
   }
   if (std::exchange(a.option, 0)) return;
@@ -334,21 +572,51 @@ void lexer::parallel_argument(command_state& st) {
   }
   a.options_done = true;
   ++a.operands;
+  // Its arguments and input lines are appended to the command: code when it starts a shell
+  // or an interpreter (`parallel sh -c ::: …`, `… | parallel python3 -c`).
+  for (std::size_t from = 0; from < t.size();) {
+    const auto end = std::min(t.find_first_of(" \t\n;|&()", from), t.size());
+    const std::string word = t.substr(from, end - from);
+    if (!word.empty() && (word.find_first_of("\x01\x02") != std::string::npos || pattern_names_program(word)))
+      a.runs_program = true;
+    from = end + 1;
+  }
   code_word(st, 0, "parallel");
+}
+
+// xargs appends its input's words to the command: code when the command still waits for its
+// program (`xargs sh -c`, `xargs python3 -c`, `xargs awk`).
+bool lexer::awaits_code(const command_state& st) const {
+  const auto& a = st.args;
+  switch (a.kind) {
+    case command_kind::program:
+      if (a.option == code_next) return true;
+      if (a.program->type == shell) return has_any(a.flags, a.program->code) && a.operands == 0;
+      return (a.program->type == awk || a.program->type == sed) && !a.code_given && !a.from_file;
+    case command_kind::unknown: return a.option == code_next || a.splits;
+    case command_kind::runs_option: return a.option == 'c';
+    case command_kind::remote:
+    case command_kind::runs_all: return true;
+    case command_kind::parallel: return a.operands == 0 || a.runs_program;
+    default: return false;
+  }
 }
 
 bool lexer::reads_code_from_stdin(const command_state& st) const {
   const auto& a = st.args;
   if (st.replaces_input && st.code_seen) return true;  // xargs -I{} sh -c '… {} …'
+  if (st.appends_input && awaits_code(st)) return true;
+  if (st.stdin_is_script) return true;
   switch (a.kind) {
     case command_kind::program:
       if (!a.program->reads_stdin || a.code_given || a.from_file || a.ended) return false;
-      return a.operands == 0 || names_stdin(a.first_operand) || (a.program->type == shell && has(a.flags, 's'));
-    case command_kind::unknown: return !a.nested && a.operands == 0 && a.flags.empty();
+      return a.operands == 0 || a.program->operands_are_data || names_stdin(a.first_operand) ||
+             (a.program->type == shell && has(a.flags, 's'));
+    case command_kind::unknown: return a.splits || (!a.nested && a.operands == 0 && a.flags.empty());
     case command_kind::source: return names_stdin(a.first_operand);
     case command_kind::remote: return a.operands <= 1;  // `ssh HOST`: the remote shell reads stdin
     case command_kind::runs_option: return a.command != "flock" && !has(a.flags, 'c');
-    case command_kind::parallel: return !a.separated && a.operands == 0;
+    case command_kind::parallel: return !a.separated && (a.operands == 0 || a.runs_program);
     default: return false;
   }
 }
@@ -358,15 +626,32 @@ void lexer::finish_command(command_state& st) {
   auto& a = st.args;
   if (!a.sandbox)
     for (const auto index : a.sed_script) mark_code(index, a.command + " (its script; --sandbox would keep it from running commands)");
-  if (st.command_begin != no_offset && reads_code_from_stdin(st)) {
+  const bool reads_code = st.command_begin != no_offset && reads_code_from_stdin(st);
+  // `{ sh; } <<<…`, `while …; do sh; done < <(…)`: the group's redirections are its commands' input.
+  const bool group_input = st.command_begin != no_offset && st.after_code_group;
+  if (reads_code || group_input) {
     const std::string runner = "the standard input of " + (a.command.empty() ? std::string("the command") : a.command);
-    if (st.pipeline_begin < st.command_begin) mark_code_range({st.pipeline_begin, st.command_begin}, "text piped into " + a.command);
+    if (reads_code && st.pipeline_begin < st.command_begin)
+      mark_code_range({st.pipeline_begin, st.command_begin}, "text piped into " + a.command);
     for (const auto& r : st.stdin_text) mark_code_range(r, runner);
     code_bodies_.resize(out_.heredocs.size());
     for (auto h = st.pipeline_heredocs; h < out_.heredocs.size(); ++h) code_bodies_[h] = runner;
+    if (!st.group_code.empty()) st.group_code.back() = true;  // so does the group around it
+    if (st.output_list) output_runs_code_ = true;
+    if (st.coproc_depth != no_offset) all_code_ = true;  // `coproc sh`: what the script writes to it
   }
+  if (st.output_is_code && st.command_begin != no_offset) {
+    // `echo … > >(sh)`, `… | tee >(python3)`: what the command writes is code.
+    const std::string runner = "a >( ) that runs its input (" + (a.command.empty() ? std::string("the command") : a.command) + ")";
+    mark_code_range({std::min(st.pipeline_begin, st.command_begin), i_}, runner);
+    for (const auto& r : st.stdin_text) mark_code_range(r, runner);
+    code_bodies_.resize(out_.heredocs.size());
+    for (auto h = st.pipeline_heredocs; h < out_.heredocs.size(); ++h) code_bodies_[h] = runner;
+    if (a.kind == command_kind::wrapper && a.command == "exec") all_code_ = true;  // `exec > >(sh)`: all later output
+  }
+  if (st.coproc_depth != no_offset && st.groups.size() <= st.coproc_depth) st.coproc_depth = no_offset;
   st.stdin_text.clear();
-  st.replaces_input = st.code_seen = false;
+  st.replaces_input = st.appends_input = st.code_seen = st.stdin_is_script = st.output_is_code = st.after_code_group = false;
   st.command_begin = no_offset;
 }
 
@@ -382,13 +667,24 @@ void lexer::begin_command(command_state& st, std::size_t at) {
 // A compound command piped as a whole (`{ …; } | sh`, `for …; done | sh`) begins its pipeline.
 void lexer::group_keyword(command_state& st, std::string_view w) {
   for (std::string_view k : {"{", "if", "while", "until", "for", "select", "case"})
-    if (w == k) return st.groups.push_back(st.pipeline_begin);
+    if (w == k) return open_group(st);
   for (std::string_view k : {"}", "fi", "done", "esac"})
-    if (w == k && !st.groups.empty()) {
-      st.pipeline_begin = st.groups.back();
-      st.groups.pop_back();
-      return;
-    }
+    if (w == k) return close_group(st);
+}
+
+void lexer::open_group(command_state& st) {
+  st.groups.push_back(st.pipeline_begin);
+  st.group_code.push_back(false);
+}
+
+// The group's redirections feed its commands: when one reads code from stdin, so does the group.
+void lexer::close_group(command_state& st) {
+  if (st.groups.empty()) return;
+  st.pipeline_begin = st.groups.back();
+  st.groups.pop_back();
+  st.after_code_group = st.group_code.back();
+  st.group_code.pop_back();
+  if (st.after_code_group && !st.group_code.empty()) st.group_code.back() = true;
 }
 
 }  // namespace arun::engine::detail
