@@ -91,7 +91,6 @@ void lexer::word_unit(command_state& st, const frame& f, std::size_t limit) {
     case '"': ++i_; expanding(with_quoting(w, shell_quoting::double_quoted), '"', limit); return;
     case '`':
       ++i_;
-      if (w.shape) w.shape->many_words = true;  // unquoted: split into words
       expansion(w);
       commands(backtick_frame(), closer::backtick, limit);
       return;
@@ -152,6 +151,7 @@ void lexer::control(command_state& st, const frame& f, std::size_t limit) {
     st.word_substitutions.push_back({start, i_});
   } else if (at(i_, ">&") || at(i_, "<&") || at(i_, "&>") || at(i_, ">|") || at(i_, "<>")) {
     st.stdin_redirect = at(i_, "<>");
+    st.dup_input = at(i_, "<&") && st.redirect_into == 0;  // `<&3`: stdin becomes descriptor 3
     i_ += 2;  // redirections: the command goes on
     st.redirect_target = !st.test_expr;
   } else if (s_[i_] == '<' || s_[i_] == '>') {
@@ -168,6 +168,17 @@ void lexer::control(command_state& st, const frame& f, std::size_t limit) {
     if (st.in_pattern()) {
       ++i_;
       return;  // `(a|b)`: the optional parenthesis of a case pattern
+    }
+    const bool keyword_form = st.word_index == 2 && st.args.command == "function";
+    if (const auto close = s_.find_first_not_of(" \t", i_ + 1);
+        (st.word_index == 1 || keyword_form) && close < limit && s_[close] == ')') {
+      // `f() …`, `function f() …`: a function definition; its body comes next.
+      const auto name = keyword_form ? st.function_name : st.args.command;
+      i_ = close + 1;
+      end_command(st);
+      st.function_name = name;
+      st.function_depth = st.groups.size();
+      return;
     }
     begin_command(st, i_);
     open_group(st);
@@ -215,6 +226,14 @@ void lexer::end_word(command_state& st) {
   // A redirection's target, or the fd number in front of one (`2>`), is no argument; what a
   // command reads from `<<<` or `< <( )` may be its program.
   if (std::exchange(st.redirect_target, false)) {
+    if (std::exchange(st.dup_input, false)) {
+      auto digits = st.shape.text;
+      if (digits.ends_with('-')) digits.pop_back();
+      if (!digits.empty() && digits.size() <= 4 && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        st.stdin_dups.push_back(std::stoi(digits));
+      else if (digits.find_first_of("\x01\x02") != std::string::npos)
+        st.stdin_dups.push_back(-2);
+    }
     if (std::exchange(st.here_string, false))
       redirected_text(st, {st.word_begin, i_});
     else if (std::exchange(st.stdin_redirect, false))

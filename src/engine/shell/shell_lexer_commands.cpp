@@ -32,11 +32,13 @@ bool special_integer(std::string_view name) {
 // sourcing the file; exported functions (`BASH_FUNC_f%%`); command lines git, ssh, sudo, man
 // and less run through `sh -c`; the options perl and ruby read as switches (`-M` runs code).
 bool code_variable(std::string_view name) {
-  if (name.starts_with("BASH_FUNC_")) return true;
+  if (name.starts_with("BASH_FUNC_") || name.starts_with("GIT_CONFIG_VALUE_")) return true;
   for (std::string_view n : {"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV", "GIT_SSH_COMMAND", "GIT_SSH",
                              "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
                              "GIT_PROXY_COMMAND", "SSH_ASKPASS", "SUDO_ASKPASS", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
-                             "LESSOPEN", "LESSCLOSE", "PERL5OPT", "PERL5DB", "RUBYOPT"})
+                             "LESSOPEN", "LESSCLOSE", "PERL5OPT", "PERL5DB", "RUBYOPT", "RSYNC_RSH", "RSYNC_CONNECT_PROG",
+                             "CVS_RSH", "SVN_EDITOR", "SVN_SSH", "HGEDITOR", "KUBE_EDITOR", "SYSTEMD_EDITOR", "SYSTEMD_PAGER",
+                             "SUDO_EDITOR", "FCEDIT", "NODE_OPTIONS", "GIT_CONFIG_PARAMETERS"})
     if (name == n) return true;
   return false;
 }
@@ -57,6 +59,7 @@ constexpr command_entry commands_table[] = {
     {"source", command_kind::source}, {".", command_kind::source}, {"parallel", command_kind::parallel},
     {"ssh", command_kind::remote}, {"su", command_kind::runs_option}, {"runuser", command_kind::runs_option},
     {"flock", command_kind::runs_option}, {"script", command_kind::runs_option}, {"watch", command_kind::runs_all},
+    {"sg", command_kind::runs_option}, {"newgrp", command_kind::runs_option},
     // Commands that run the command named by their next words.
     {"builtin", command_kind::wrapper}, {"command", command_kind::wrapper}, {"exec", command_kind::wrapper},
     {"nohup", command_kind::wrapper}, {"setsid", command_kind::wrapper}, {"env", command_kind::wrapper},
@@ -199,11 +202,11 @@ void lexer::command_word(command_state& st) {
   if (a.kind == command_kind::wrapper) {
     if (a.option) {
       // `env -S STRING` splits its string into a command line, with its own quotes and ${VAR}.
-      if (a.command == "env" && a.option == 'S') code_word(st, 0, "env -S");
+      if (a.command == "env" && a.option == 'S') split_string(st, 0);
       a.option = 0;
       return;
     }
-    if (t.size() > 1 && t[0] == '-' && st.shape.quoted[0] == '0') {
+    if (t.size() > 1 && t[0] == '-') {  // quoted or not: the wrapper receives the same option
       if (a.command == "xargs" && (t.starts_with("-I") || t.starts_with("-i") || t.starts_with("--replace")))
         st.replaces_input = true;  // input lines are pasted into the command's words
       wrapper_option(st);
@@ -240,6 +243,17 @@ void lexer::command_word(command_state& st) {
   if (a.kind == command_kind::other) start_program(st, a.command);
 }
 
+// `env -S STRING` from `from` on: a command line of its own. When it starts a shell or an
+// interpreter (`env -S 'sh -c' …`), the words after it are that program's arguments.
+void lexer::split_string(command_state& st, std::size_t from) {
+  code_word(st, from, "env -S");
+  if (!names_program_in(std::string_view(st.shape.text).substr(from))) return;
+  st.args = command_args{};
+  st.args.kind = command_kind::unknown;
+  st.args.splits = true;
+  st.args.command = "env -S";
+}
+
 // An option word of a wrapper: a cluster (`env -iS…`, `nice -n5`), a long option, GNU's
 // abbreviations of it (`env --split=…`, `--s …`).
 void lexer::wrapper_option(command_state& st) {
@@ -251,7 +265,7 @@ void lexer::wrapper_option(command_state& st) {
     const auto name = std::string_view(t).substr(2, (eq == std::string::npos ? t.size() : eq) - 2);
     if (name.empty()) return;
     if (std::string_view("split-string").starts_with(name)) {
-      if (eq != std::string::npos) code_word(st, eq + 1, "env --split-string"); else a.option = 'S';
+      if (eq != std::string::npos) split_string(st, eq + 1); else a.option = 'S';
     } else if (eq == std::string::npos && (std::string_view("unset").starts_with(name) || std::string_view("chdir").starts_with(name))) {
       a.option = name[0] == 'u' ? 'u' : 'C';
     }
@@ -260,9 +274,10 @@ void lexer::wrapper_option(command_state& st) {
   const auto with_argument = options_with_argument(a);
   for (std::size_t k = 1; k < t.size(); ++k) {
     if (t[k] == '\x01' || t[k] == '\x02') return;
+    a.flags += t[k];  // sudo -s, -i: a shell
     if (!has(with_argument, t[k])) continue;
     if (k + 1 < t.size()) {
-      if (a.command == "env" && t[k] == 'S') code_word(st, k + 1, "env -S");
+      if (a.command == "env" && t[k] == 'S') split_string(st, k + 1);
     } else {
       a.option = t[k];
     }
@@ -275,12 +290,17 @@ void lexer::argument_word(command_state& st) {
   const auto& t = st.shape.text;
   if (nested_command(st)) return;
   switch (a.kind) {
-    case command_kind::other:
+    case command_kind::other: return other_argument(st);
     case command_kind::wrapper: return;
     case command_kind::program:
     case command_kind::unknown: return program_argument(st);
     case command_kind::parallel: return parallel_argument(st);
     case command_kind::source:
+      if (std::exchange(a.option, 0)) return;  // `source -p PATH FILE`
+      if (a.operands == 0 && !a.options_done && (t == "--" || t == "-p")) {
+        if (t == "-p") a.option = 'p'; else a.options_done = true;
+        return;
+      }
       if (a.operands++ == 0) {
         a.first_operand = t;
         script_word(st, a.command);
@@ -303,7 +323,17 @@ void lexer::argument_word(command_state& st) {
     option_argument(st, std::exchange(a.option, 0), 0);
     return;
   }
+  if (a.kind == command_kind::runs_option && !a.option &&
+      long_code_option(st, " command session-command ", a.command + " --command"))  // su --command=…, flock --com …
+    return;
   if (!a.options_done && option_word(st, options_with_argument(a))) return;
+  if (a.kind == command_kind::runs_option && a.command == "flock" && a.operands == 1) {
+    // `flock FILE useradd … -c …`: the command and its own options.
+    const std::string name(basename(t));
+    a = command_args{};
+    a.command = name;
+    return;
+  }
   // GNU tools read options after operands too (`flock FILE -c CMD`).
   a.options_done = a.kind != command_kind::runs_option;
   operand_word(st);
@@ -337,7 +367,13 @@ bool lexer::option_word(command_state& st, std::string_view with_argument) {
 void lexer::option_argument(command_state& st, char option, std::size_t from) {
   auto& a = st.args;
   const auto size = st.shape.text.size();
-  const auto feeds = [&](const std::string& name) { a.feeds_integer = a.feeds_integer || integer_variable(name); };
+  const auto feeds = [&](const std::string& name) {
+    a.feeds_integer = a.feeds_integer || integer_variable(name);
+    if (code_variable(name)) {  // `read -r PS4`, `printf -v BASH_ENV …`
+      a.feeds_code = true;
+      a.code_option = name;
+    }
+  };
   switch (a.kind) {
     case command_kind::read:
       if (option == 'a') feeds(name_word(st, from, size));
@@ -358,6 +394,9 @@ void lexer::option_argument(command_state& st, char option, std::size_t from) {
     case command_kind::runs_option:
       if (option == 'c') code_word(st, from, a.command + " -c");
       return;
+    case command_kind::remote:
+      if (option == 'o') key_value_code(st, from, a.command + " -o");  // -o ProxyCommand=…
+      return;
     default: return;
   }
 }
@@ -365,7 +404,13 @@ void lexer::option_argument(command_state& st, char option, std::size_t from) {
 void lexer::operand_word(command_state& st) {
   auto& a = st.args;
   const auto size = st.shape.text.size();
-  const auto feeds = [&](const std::string& name) { a.feeds_integer = a.feeds_integer || integer_variable(name); };
+  const auto feeds = [&](const std::string& name) {
+    a.feeds_integer = a.feeds_integer || integer_variable(name);
+    if (code_variable(name)) {  // `read -r PS4`, `printf -v BASH_ENV …`
+      a.feeds_code = true;
+      a.code_option = name;
+    }
+  };
   switch (a.kind) {
     case command_kind::read: feeds(name_word(st, 0, size)); return;
     case command_kind::mapfile:
@@ -381,7 +426,10 @@ void lexer::operand_word(command_state& st) {
       if (a.operands == 0 && !has(a.flags, 'p') && !has(a.flags, 'l')) code_word(st, 0, "trap");
       return;
     case command_kind::remote:
-      if (a.operands > 0) code_word(st, 0, a.command + " (its remote command)");
+      if (a.operands > 0) {
+        code_word(st, 0, a.command + " (its remote command)");
+        remote_words(st);
+      }
       return;
     case command_kind::runs_all: code_word(st, 0, a.command); return;
     default: return;

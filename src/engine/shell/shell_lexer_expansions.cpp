@@ -157,13 +157,19 @@ void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
   }
   const frame inner = expansion(f);
   const auto start = i_;
-  if (f.shape && f.quoting == shell_quoting::unquoted) f.shape->many_words = true;
-  struct mark_many {  // `"$@"`, `"${a[@]}"`, `"${!p@}"`: as many words as elements
+  const auto first_hole = static_cast<std::size_t>(
+      std::lower_bound(holes_.begin(), holes_.end(), i_, [](const text_range& h, std::size_t p) { return h.begin < p; }) - holes_.begin());
+  // `"$@"`, `"${a[@]}"`, `"${!p@}"`, `$*`: as many words as elements — a command and its
+  // arguments. (A scalar, `$CC`, `${PY:-python3}`, names one program.)
+  struct mark_many {
     lexer& l;
     const frame& f;
     std::size_t start;
     ~mark_many() {
-      if (f.shape && l.s_.substr(start, l.i_ - start).find('@') != std::string_view::npos) f.shape->many_words = true;
+      const auto text = l.s_.substr(start, l.i_ - start);
+      if (f.shape && (text.find('@') != std::string_view::npos ||
+                      (f.quoting == shell_quoting::unquoted && (text == "$*" || text.starts_with("${*") || text.find("[*]") != std::string_view::npos))))
+        f.shape->many_words = true;
     }
   } const many{*this, f, start};
   if (at(i_, "$((")) {
@@ -172,6 +178,9 @@ void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
   } else if (n == '(') {
     i_ += 2;
     commands(substitution_frame(inner), closer::paren, limit);
+    // `$(( 1 + $(echo {{x}}) ))`: what the substitution prints is evaluated as arithmetic.
+    if (f.arithmetic)
+      for (auto k = first_hole; k < next_hole_ && k < out_.positions.size(); ++k) out_.positions[k].arithmetic = true;
   } else if (n == '[') {
     i_ += 2;
     arithmetic(arithmetic_frame(inner), "]", limit);

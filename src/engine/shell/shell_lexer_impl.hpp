@@ -75,6 +75,10 @@ struct attribute_names {
   // (`exec 3<<<'…'` lines before). any_script_fd: the descriptor is an expansion's.
   std::set<int> script_fds;
   bool any_script_fd = false;
+  // Functions one of whose commands reads its program from standard input (`f() { sh; }`):
+  // a call's input is code (`echo … | f`).
+  std::set<std::string, std::less<>> stdin_functions;
+  bool stdin_code_anywhere = false;  // some command reads code from stdin: `exec <<< …` may feed it
 };
 
 // The builtins (and programs) whose arguments are names, arithmetic or code.
@@ -99,6 +103,8 @@ command_kind kind_of(std::string_view command);
 // Whether a word, once bash expands its braces and globs, may name a shell, an interpreter or
 // a command running others (`{sh,-c,…}`, `/bin/[s]h`): shell_lexer_programs.cpp.
 bool expands_to_program(const word_shape& w);
+// Whether a command text's words name a shell or interpreter (`env -S 'sh -c'`).
+bool names_program_in(std::string_view text);
 
 // How the current command reads its arguments so far.
 struct command_args {
@@ -118,7 +124,11 @@ struct command_args {
   bool separated = false;    // parallel: after `:::`; the rest are arguments
   bool nested = false;       // unknown: an argument of another command (`ionice "$SHELL" -c …`)
   bool splits = false;       // unknown: named by a word that may expand to several (`$CMD`, `{sh,-c}`, `/bin/[s]h`)
-  bool runs_program = false;  // parallel: its command words start a shell or interpreter
+  bool runs_program = false;  // parallel, ssh: its command words start a shell or interpreter
+  bool detached = false;      // a program named as an option's argument (`--entrypoint sh`): its own options may come later
+  bool package_words = false;  // a package manager's install-like command: its words name packages, not programs
+  bool feeds_code = false;     // read/printf -v/mapfile into a variable a program runs (PS4, BASH_ENV)
+  std::string last_word;       // other commands: the previous argument (`-s /bin/bash` is a login shell)
   std::string code_option;              // `-c`, `--eval`: names the code in messages
   std::string first_operand;            // the first operand's literal text ("\x01" if not literal)
   std::vector<std::size_t> sed_script;  // references in a sed script, code unless --sandbox
@@ -182,6 +192,13 @@ struct command_state {
   std::vector<bool> group_code;              // per open group: a command in it reads code from stdin
   int redirect_fd = -1;                      // `3<`: the descriptor the next redirection names (-2: `{fd}<`)
   int redirect_into = 0;                     // the descriptor of the redirection being read
+  bool dup_input = false;                    // the redirection being read is `<&N`
+  std::vector<int> stdin_dups;               // `<&3`: descriptors the command's stdin is a copy of (-2: `<&$fd`)
+  std::vector<std::size_t> group_starts;     // per open group: where it opens (`echo … | ( sh )` pipes into it)
+  std::string function_name;                 // a function being defined (`f() {`, `function f {`)
+  std::size_t function_depth = 0;            // ... at this group depth
+  bool code_from_substitution = false;       // code comes from `$( )`/`<( )`, which read the command's stdin
+  std::vector<text_range> parallel_inputs;   // parallel -a <( ), :::: <( ): input that becomes arguments
   bool code_seen = false;                    // the command runs some of its words as code
   bool after_coproc = false;
   std::size_t coproc_depth = no_offset;      // `coproc`: the group depth it began at
@@ -293,7 +310,13 @@ private:
   std::vector<std::size_t> word_references(const command_state& st, std::size_t from) const;
   void code_word(command_state& st, std::size_t from, std::string_view runner);
   void script_word(command_state& st, std::string_view runner);
-  bool start_program(command_state& st, std::string_view name);
+  bool start_program(command_state& st, std::string_view name, bool detached = false);
+  void other_argument(command_state& st);
+  void remote_words(command_state& st);
+  bool long_code_option(command_state& st, std::string_view names, std::string_view runner);
+  void key_value_code(command_state& st, std::size_t from, std::string_view runner);
+  void module_named(command_state& st, std::string_view module);
+  void learn_script_fd(int fd);
   bool start_runner(command_state& st, std::string_view word);
   bool nested_command(command_state& st);
   void program_argument(command_state& st);
@@ -344,6 +367,7 @@ private:
   // shell_lexer_commands.cpp: what builtins make of their words.
   void command_word(command_state& st);
   void wrapper_option(command_state& st);
+  void split_string(command_state& st, std::size_t from);
   bool assignment_word(command_state& st);
   void argument_word(command_state& st);
   bool option_word(command_state& st, std::string_view with_argument);

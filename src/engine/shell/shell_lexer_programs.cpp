@@ -28,6 +28,7 @@ struct program_rules {
   std::string_view long_file = {};      // long options whose argument is a program file
   std::string_view long_argument = {};  // long options taking a data argument
   bool operands_are_data = false;       // ed: its operands are files to edit; its commands come from stdin
+  std::string_view code_rest = {};      // options whose attached rest is code (perl -M'strict;…', -d:…)
 };
 
 namespace {
@@ -40,23 +41,28 @@ constexpr std::string_view shell_long_files = " rcfile init-file ";
 // data to arun: docs/reference/templates.md says what stays the recipe author's choice.
 constexpr program_rules programs[] = {
     {"bash", shell, false, "c", "oO", "", "", "", "", false, true, "", shell_long_files, shell_long_files},
-    {"sh", shell, false, "c", "oO"}, {"dash", shell, false, "c", "oO"}, {"zsh", shell, false, "c", "oO"},
+    {"zsh", shell, false, "c", "oO", "", "", "", "", false, true, "", "", " emulate "},
+    {"fish", shell, false, "cC", "oOd", "", "", "", "", false, true, " command init-command "},
+    {"nu", shell, false, "c", "", "", "", "", "", false, true, " commands "},
+    {"sh", shell, false, "c", "oO"}, {"dash", shell, false, "c", "oO"},
     {"ksh", shell, false, "c", "oO"}, {"ksh93", shell, false, "c", "oO"}, {"mksh", shell, false, "c", "oO"},
     {"lksh", shell, false, "c", "oO"}, {"oksh", shell, false, "c", "oO"}, {"pdksh", shell, false, "c", "oO"},
     {"ash", shell, false, "c", "oO"}, {"rbash", shell, false, "c", "oO", "", "", "", "", false, true, "", shell_long_files, shell_long_files},
-    {"yash", shell, false, "c", "oO"}, {"posh", shell, false, "c", "oO"}, {"fish", shell, false, "cC", "oOd"},
+    {"yash", shell, false, "c", "oO"}, {"posh", shell, false, "c", "oO"},
     {"csh", shell, false, "c", ""}, {"tcsh", shell, false, "c", ""}, {"rc", shell, false, "c", ""},
     {"es", shell, false, "c", ""}, {"osh", shell, false, "c", "oO"}, {"ysh", shell, false, "c", "oO"},
-    {"oil", shell, false, "c", "oO"}, {"nu", shell, false, "c", ""}, {"xonsh", shell, false, "c", ""},
-    {"elvish", shell, false, "c", ""}, {"pwsh", shell, false, "cC", ""}, {"powershell", shell, false, "cC", ""},
-    {"python", interpreter, true, "c", "WX", "", "", "", "m", true},
-    {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true},
-    {"perl", interpreter, true, "eE", "", "DFiImMVxd", "0lC"},
+    {"oil", shell, false, "c", "oO"}, {"xonsh", shell, false, "c", ""},
+    {"elvish", shell, false, "c", ""}, {"pwsh", shell, false, "cCeE", ""}, {"powershell", shell, false, "cCeE", ""},
+    {"python", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
+    {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
+    {"ipython", interpreter, true, "c", "", "", "", "", "m", true},
+    {"perl", interpreter, true, "eE", "", "DFiImMVxd", "0lC", "", "", false, true, "", "", "", false, "Mmd"},
     {"ruby", interpreter, true, "e", "CEIr", "FiWxKT", "0"},
     {"node", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print ", "", " require import loader input-type conditions "},
     {"nodejs", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print ", "", " require import loader input-type conditions "},
     {"bun", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
-    {"php", interpreter, true, "rBRE", "cdzSt", "", "", "fF"},
+    {"php", interpreter, true, "rBRE", "cdzSt", "", "", "fF", "", false, true, " run process-begin process-code process-end "},
+    {"deno", interpreter, false, "", ""},
     {"lua", interpreter, true, "e", "l"}, {"luajit", interpreter, false, "e", "l"},
     {"Rscript", interpreter, false, "e", ""}, {"R", interpreter, false, "e", "", "", "", "", "", false, true, "", " file "},
     {"julia", interpreter, false, "eE", "", "", "", "", "", false, true, " eval print "},
@@ -73,6 +79,23 @@ constexpr program_rules programs[] = {
     {"dc", interpreter, false, "e", "", "", "", "f", "", false, true, " expression ", " file "},
     {"m4", interpreter, false, "", "DUIolt", "d"},
     {"ed", interpreter, false, "", "p", "", "", "", "", false, true, "", "", "", true},
+    // Editors read their keystrokes, Ex commands (`:!cmd`) included, from stdin; `-c`, `+cmd`
+    // and `--cmd` are Ex commands, `-S` a script file (`-s` is silent Ex mode, or a file of keystrokes).
+    {"vim", interpreter, false, "c", "iTwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    {"vi", interpreter, false, "c", "iTwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    {"nvim", interpreter, false, "c", "iwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    {"ex", interpreter, false, "c", "iTwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    {"view", interpreter, false, "c", "iTwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    // at and batch read a shell script from stdin or -f; crontab a crontab (its commands).
+    {"at", interpreter, false, "", "qt", "", "", "f", "", false, true, "", "", "", true},
+    {"batch", interpreter, false, "", "qt", "", "", "f", "", false, true, "", "", "", true},
+    {"crontab", interpreter, false, "", "uTs"},
+    // make runs recipes and `$(shell …)`: its makefile is code (`-f -` reads it from stdin).
+    {"make", interpreter, false, "", "CIjloW", "", "", "f", "", false, false, " eval ", " file makefile ",
+     " directory include-dir jobs load-average old-file what-if assume-old assume-new new-file "},
+    {"gmake", interpreter, false, "", "CIjloW", "", "", "f", "", false, false, " eval ", " file makefile ",
+     " directory include-dir jobs load-average old-file what-if assume-old assume-new new-file "},
+    {"cmake", interpreter, false, "", "SBGTACDU", "", "", "P", "", false, false},
     {"awk", awk, false, "e", "vFil", "", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
     {"gawk", awk, false, "e", "vFil", "", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
     {"mawk", awk, false, "", "vFW", "", "", "f", "", false, false},
@@ -141,20 +164,84 @@ bool has_any(std::string_view flags, std::string_view letters) {
 
 // The descriptor a path names as a file: `/dev/stdin` 0, `/dev/fd/3` 3, `/proc/self/fd/4` 4;
 // -2 when an expansion gives the number (`/dev/fd/$fd`), -1 for any other path.
+// The path is read as bash hands it on, spelt any way (`//dev/stdin`, `/dev/./fd//3`,
+// `../../dev/stdin`): by its last components.
 int names_descriptor(std::string_view path) {
-  if (names_stdin(path)) return 0;
-  std::string_view digits;
-  if (path.starts_with("/dev/fd/"))
-    digits = path.substr(8);
-  else if (path.starts_with("/proc/") && path.find("/fd/") != std::string_view::npos)
-    digits = path.substr(path.find("/fd/") + 4);
-  else
-    return -1;
+  if (path == "-") return 0;
+  std::vector<std::string_view> parts;
+  for (std::size_t from = 0; from <= path.size();) {
+    const auto end = std::min(path.find('/', from), path.size());
+    const auto part = path.substr(from, end - from);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    from = end + 1;
+  }
+  const auto n = parts.size();
+  if (n >= 2 && parts[n - 2] == "dev" && parts[n - 1] == "stdin") return 0;
+  const bool fd_dir = n >= 3 && parts[n - 2] == "fd" && (parts[n - 3] == "dev" || (n >= 4 && parts[n - 4] == "proc"));
+  if (!fd_dir) return -1;
+  const auto digits = parts[n - 1];
   if (digits.find_first_of("\x01\x02") != std::string_view::npos) return -2;
   if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return -1;
   return std::stoi(std::string(digits));
 }
+
+// Options whose argument is a program to run, its arguments coming later in the command line.
+bool names_program_option(std::string_view option) {
+  for (std::string_view n : {"--entrypoint", "--exec", "--startas", "--interpreter", "--program"})
+    if (option == n) return true;
+  return false;
+}
+
+// Package managers: after an install-like subcommand their words name packages, not programs
+// (`conda install python -c conda-forge`); `conda run`, `uv run`, `npm exec` run them.
+bool package_manager(std::string_view command) {
+  for (std::string_view n : {"conda", "mamba", "micromamba", "pip", "pip3", "pipx", "uv", "poetry", "apt", "apt-get", "aptitude",
+                             "yum", "dnf", "zypper", "pacman", "apk", "brew", "port", "nix-env", "npm", "yarn", "pnpm", "gem",
+                             "snap", "flatpak", "choco", "winget", "scoop", "spack", "guix", "cargo"})
+    if (command == n) return true;
+  return false;
+}
+
+bool runs_subcommand(std::string_view word) {
+  for (std::string_view n : {"run", "exec", "x", "dlx", "shell", "sh", "env"})
+    if (word == n) return true;
+  return false;
+}
+
+// `-c 'ProxyCommand …'` keys of ssh options and git configuration whose values a shell runs.
+bool command_key(std::string key, bool git) {
+  for (auto& c : key) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (!git) return key == "proxycommand" || key == "localcommand" || key == "knownhostscommand" || key == "remotecommand";
+  for (std::string_view k : {"core.sshcommand", "core.editor", "core.pager", "core.fsmonitor", "core.askpass", "diff.external",
+                             "sequence.editor", "credential.helper", "gpg.program", "gpg.ssh.program", "gpg.x509.program"})
+    if (key == k) return true;
+  for (std::string_view prefix : {"alias.", "pager."})
+    if (key.starts_with(prefix)) return true;
+  for (std::string_view suffix : {".textconv", ".cmd", ".clean", ".smudge", ".process", ".command", ".helper", ".program"})
+    if (key.ends_with(suffix)) return true;
+  return false;
+}
+
+int operands_before_shell(std::string_view command);
+
+// Commands other_argument reads by rules of their own.
+bool own_rules(std::string_view command) {
+  return package_manager(command) || operands_before_shell(command) >= 0 || command == "git" || command == "scp" ||
+         command == "sftp" || command == "rsync";
+}
+
+// chroot DIR, unshare, nsenter: with no command they start the user's shell, which reads stdin.
+int operands_before_shell(std::string_view command) {
+  if (command == "chroot") return 1;
+  if (command == "unshare" || command == "nsenter") return 0;
+  return -1;
+}
+std::string_view alone_shell_arguments(std::string_view command) { return command == "nsenter" ? "tSGw" : command == "unshare" ? "RwSG" : ""; }
 
 // Commands that run the command their words name (start_runner).
 constexpr std::string_view runner_names[] = {"parallel", "ssh", "su", "runuser", "flock", "script", "watch", "env", "nice",
@@ -296,6 +383,18 @@ void lexer::mark_code_range(text_range r, std::string_view runner) {
   for (; it != holes_.end() && it->begin < r.end; ++it) mark_code(static_cast<std::size_t>(it - holes_.begin()), runner);
 }
 
+// A program word's text names shells or interpreters (`env -S 'sh -c'`, `parallel 'sh -c'`).
+bool names_program_in(std::string_view text) {
+  for (std::size_t from = 0; from < text.size();) {
+    const auto end = std::min(text.find_first_of(" \t\n;|&()", from), text.size());
+    std::string word(text.substr(from, end - from));
+    std::erase_if(word, [](char c) { return c == '\'' || c == '"'; });
+    if (!word.empty() && (word.find_first_of("\x01\x02") != std::string::npos || pattern_names_program(word))) return true;
+    from = end + 1;
+  }
+  return false;
+}
+
 bool lexer::script_fd(int fd) const {
   if (fd == -2) return names_.any_script_fd || !names_.script_fds.empty();
   return fd > 0 && (names_.any_script_fd || names_.script_fds.contains(fd));
@@ -306,6 +405,10 @@ bool lexer::script_fd(int fd) const {
 void lexer::script_source(command_state& st, std::string_view path) {
   const int fd = names_descriptor(path);
   if (fd == 0) st.stdin_is_script = true;
+  learn_script_fd(fd);
+}
+
+void lexer::learn_script_fd(int fd) {
   if (fd == -2 && !names_.any_script_fd) {
     names_.any_script_fd = true;
     learned_ = true;
@@ -323,7 +426,75 @@ void lexer::redirected_text(command_state& st, text_range r) {
 }
 
 std::string lexer::many_words_runner(const command_state& st) const {
+  if (st.args.kind == command_kind::program) return st.args.command + " " + st.args.code_option;
   return st.args.command + " (it may expand to a shell and its -c)";
+}
+
+// `python3 -m timeit STMT…`: the module runs its arguments as Python.
+void lexer::module_named(command_state& st, std::string_view module) {
+  if (module != "timeit") return;
+  st.args.splits = true;
+  st.args.code_option = "-m timeit";
+}
+
+// ssh's remote command: a shell or interpreter there reads the local stdin as its program
+// (`ssh HOST bash -s <<EOF`).
+void lexer::remote_words(command_state& st) {
+  if (names_program_in(st.shape.text)) st.args.runs_program = true;
+}
+
+// `--command=CODE`, `--command CODE` and their abbreviations (`su --c`, `flock --com`).
+bool lexer::long_code_option(command_state& st, std::string_view names, std::string_view runner) {
+  const auto& t = st.shape.text;
+  if (!t.starts_with("--") || t.size() < 3) return false;
+  const auto eq = t.find('=');
+  const auto name = std::string_view(t).substr(2, (eq == std::string::npos ? t.size() : eq) - 2);
+  if (!abbreviates(names, name)) return false;
+  if (eq != std::string::npos)
+    code_word(st, eq + 1, runner);
+  else
+    st.args.option = 'c';
+  return true;
+}
+
+// `KEY=VALUE` from `from` on: the value is code when KEY names a command (ssh -o
+// ProxyCommand=…, git -c core.sshCommand=…).
+void lexer::key_value_code(command_state& st, std::size_t from, std::string_view runner) {
+  const auto& t = st.shape.text;
+  const bool git = st.args.command == "git";
+  auto end = t.find_first_of(git ? "=" : "= \t", from);
+  if (end == std::string::npos) end = t.size();
+  const auto key = t.substr(from, end - from);
+  if (key.find_first_of("\x01\x02") != std::string::npos || command_key(key, git)) code_word(st, from, std::string(runner) + " " + key);
+}
+
+// An argument of a command arun has no table for: what it may start (nested_command has run).
+void lexer::other_argument(command_state& st) {
+  auto& a = st.args;
+  const auto& t = st.shape.text;
+  const bool option = t.size() > 1 && t[0] == '-';
+  if (const char pending = std::exchange(a.option, 0)) {  // an option's argument
+    if (pending == 'o' || pending == 'c') key_value_code(st, 0, a.command + " -" + pending);
+    if (pending == 'e') code_word(st, 0, a.command + " -e");
+    a.last_word = t;
+    return;
+  }
+  if ((a.command == "scp" || a.command == "sftp") && t.starts_with("-o")) {
+    if (t.size() > 2) key_value_code(st, 2, a.command + " -o"); else a.option = 'o';
+  } else if (a.command == "git" && t.starts_with("-c") && a.operands == 0) {
+    if (t.size() > 2) key_value_code(st, 2, "git -c"); else a.option = 'c';
+  } else if (a.command == "rsync" && (t == "-e" || t.starts_with("--rsh"))) {
+    if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "rsync --rsh"); else a.option = 'e';
+  } else if (a.command == "function" && a.operands == 0) {
+    st.function_name = t;
+    st.function_depth = st.groups.size();
+  } else if (const int alone = operands_before_shell(a.command); alone >= 0 && option) {
+    if (t.size() == 2 && has(alone_shell_arguments(a.command), t[1])) a.option = 'a';
+  } else if (package_manager(a.command) && !option && a.operands == 0) {
+    a.package_words = !runs_subcommand(t);
+  }
+  if (!option) ++a.operands;
+  a.last_word = t;
 }
 
 // `{sh,-c,{{x}}}`: a reference inside a brace expansion that starts a program is a word of
@@ -361,6 +532,8 @@ std::vector<std::size_t> lexer::word_references(const command_state& st, std::si
 
 void lexer::code_word(command_state& st, std::size_t from, std::string_view runner) {
   st.code_seen = true;
+  // `eval "$(cat)"`: a substitution in the code reads the command's stdin.
+  if (st.shape.text.find('\x02', from) != std::string::npos) st.code_from_substitution = true;
   auto refs = word_references(st, from);
   auto& a = st.args;
   if (a.program && a.program->type == sed) {  // code unless `--sandbox`, which may come later
@@ -373,11 +546,12 @@ void lexer::code_word(command_state& st, std::size_t from, std::string_view runn
 // A script file operand: a process substitution there (`bash <(…)`, `source <(…)`) is code.
 void lexer::script_word(command_state& st, std::string_view runner) {
   for (const auto& r : st.word_substitutions) mark_code_range(r, std::string(runner) + " <( )");
+  if (!st.word_substitutions.empty()) st.code_from_substitution = true;  // `source <(cat)` reads stdin
   script_source(st, st.shape.text);
 }
 
 // The word names a shell or interpreter: what follows are its arguments.
-bool lexer::start_program(command_state& st, std::string_view name) {
+bool lexer::start_program(command_state& st, std::string_view name, bool detached) {
   const auto* p = program_named(basename(name));
   if (!p) return false;
   std::string command(basename(name));  // `name` may be the current command's own text
@@ -385,6 +559,7 @@ bool lexer::start_program(command_state& st, std::string_view name) {
   st.args.kind = command_kind::program;
   st.args.command = std::move(command);
   st.args.program = p;
+  st.args.detached = detached;
   return true;
 }
 
@@ -410,8 +585,21 @@ bool lexer::start_runner(command_state& st, std::string_view word) {
 bool lexer::nested_command(command_state& st) {
   auto& a = st.args;
   const auto& t = st.shape.text;
-  if (!(a.kind == command_kind::other || a.kind == command_kind::runs_option) || a.option || searches_text(a.command))
+  if (!(a.kind == command_kind::other || a.kind == command_kind::runs_option) || a.option || searches_text(a.command) ||
+      a.package_words || a.last_word == "-s" || a.last_word == "--shell")  // `useradd -s /bin/bash -c …`: a login shell
     return false;
+  // `docker run --entrypoint sh img -c …`, `--entrypoint=sh`: a program as an option's
+  // argument; where its own arguments start is the outer command's business.
+  const bool after_option = names_program_option(a.last_word);
+  if (const auto eq = t.find('='); eq != std::string::npos && names_program_option(std::string_view(t).substr(0, eq)) &&
+                                   t.find_first_of("\x01\x02") == std::string::npos)
+    return start_program(st, std::string_view(t).substr(eq + 1), true);
+  if (t.starts_with('-')) return false;  // an option (`--shell=/bin/zsh`), never a program
+  if (own_rules(t)) {  // `ionice conda install python -c …`, `taskset 1 chroot /srv`: its words are its own
+    a = command_args{};
+    a.command = t;
+    return true;
+  }
   if (expands_to_program(st.shape)) {  // `find -exec /bin/[s]h -c …`, `ionice {sh,-c,…}`
     a = command_args{};
     a.kind = command_kind::unknown;
@@ -420,7 +608,7 @@ bool lexer::nested_command(command_state& st) {
     brace_references(st);
     return true;
   }
-  if (t.find_first_of("\x01\x02") == std::string::npos) return start_program(st, t) || start_runner(st, t);
+  if (t.find_first_of("\x01\x02") == std::string::npos) return start_program(st, t, after_option) || start_runner(st, t);
   if (t.empty() || t[0] != '\x02' || !(s_[st.word_begin] == '$' || s_[st.word_begin] == '"')) return false;
   a = command_args{};  // an expansion may name a shell too
   a.kind = command_kind::unknown;
@@ -435,6 +623,7 @@ void lexer::program_argument(command_state& st) {
   if (const char pending = std::exchange(a.option, 0)) {
     if (pending == code_next) code_word(st, 0, a.command + " " + a.code_option);
     if (pending == file_next) script_word(st, a.command);
+    if (pending == data_next && a.ended) module_named(st, st.shape.text);
     return;
   }
   if (!a.options_done && program_option(st)) return;
@@ -447,9 +636,14 @@ bool lexer::program_option(command_state& st) {
   const auto* p = a.program;  // null: a command named by an expansion
   const auto& t = st.shape.text;
   const bool is_shell = p && p->type == shell;
-  if (t.size() < 2 || st.shape.quoted[0] == '1' || !(t[0] == '-' || (t[0] == '+' && is_shell))) return false;
+  // Quotes do not hide an option: the program receives `-c` either way.
+  if (p && p->operands_are_data && t.size() >= 2 && t[0] == '+' && p->type == interpreter && !p->code.empty()) {
+    code_word(st, 1, a.command + " +");  // `vim +cmd`: an Ex command
+    return true;
+  }
+  if (t.size() < 2 || !(t[0] == '-' || (t[0] == '+' && is_shell))) return false;
   if (t == "--") {
-    a.options_done = true;
+    a.options_done = !a.detached;  // after `--entrypoint sh`, `--` may be the outer command's
     return true;
   }
   // The option's text names the code in messages: `python3 -c`, `node --eval`.
@@ -469,7 +663,7 @@ bool lexer::program_option(command_state& st) {
     if (kind == long_option::code) {
       code_option(eq == std::string::npos ? t.size() : eq, arg);
     } else if (kind == long_option::file) {
-      a.from_file = true;
+      a.from_file = !is_shell;  // `bash --rcfile F` still reads its program from stdin
       if (eq == std::string::npos) a.option = file_next; else script_word(st, a.command);
     } else if (kind == long_option::argument && eq == std::string::npos) {
       a.option = data_next;
@@ -491,7 +685,10 @@ bool lexer::program_option(command_state& st) {
       continue;
     }
     if (is_shell) {
-      if (has(p->code, c)) a.code_given = true;
+      if (has(p->code, c)) {
+        a.code_given = true;
+        if (a.operands > 0 && !more) a.option = code_next;  // `--entrypoint sh img -c CODE`
+      }
       if (has(p->argument, c)) {
         if (!more) a.option = data_next;
         return true;
@@ -511,14 +708,17 @@ bool lexer::program_option(command_state& st) {
     }
     if (has(p->ends, c)) {
       a.ended = a.options_done = true;
-      if (!more) a.option = data_next;
+      if (!more) a.option = data_next; else module_named(st, t.substr(k + 1));
       return true;
     }
     if (has(p->argument, c)) {
       if (!more) a.option = data_next;
       return true;
     }
-    if (has(p->rest, c)) return true;
+    if (has(p->rest, c)) {
+      if (more && has(p->code_rest, c)) code_word(st, k + 1, a.command + " -" + c);  // perl -M'strict;system…'
+      return true;
+    }
     if (has(p->digits, c))
       while (k + 1 < t.size() && ((t[k + 1] >= '0' && t[k + 1] <= '9') || (c == '0' && t[k + 1] == 'x'))) ++k;
   }
@@ -539,7 +739,13 @@ void lexer::program_operand(command_state& st) {
     }
     return;
   }
-  a.options_done = true;
+  a.options_done = !a.detached;
+  if (first && p && p->name == "deno" && t == "eval") {  // deno eval CODE
+    a.code_given = true;
+    a.code_option = "eval";
+    a.option = code_next;
+    return;
+  }
   if (first && p && p->type == shell && has_any(a.flags, p->code)) {
     code_word(st, 0, a.command + " -c");
     return;
@@ -548,7 +754,7 @@ void lexer::program_operand(command_state& st) {
     script_word(st, a.command);
     return;
   }
-  if (literal) start_program(st, t);  // `bash script.sh python3 -c …`: the script may run it
+  if (literal && !(p && p->operands_are_data)) start_program(st, t);  // `bash script.sh python3 -c …`: the script may run it
 }
 
 // GNU parallel runs its command words in a shell; after `:::` come arguments, which it
@@ -560,12 +766,17 @@ void lexer::parallel_argument(command_state& st) {
     a.separated = true;
     return;
   }
+  if (t == "::::" || t == "::::+") a.flags += ':';
   if (a.separated) {
+    if (has(a.flags, ':')) st.parallel_inputs.insert(st.parallel_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
     if (a.operands == 0) code_word(st, 0, "parallel (its arguments are its commands)");
     if (a.runs_program) code_word(st, 0, "parallel (it appends its arguments to a shell's or interpreter's code)");
     return;
   }
-  if (std::exchange(a.option, 0)) return;
+  if (const char pending = std::exchange(a.option, 0)) {
+    if (pending == 'a') st.parallel_inputs.insert(st.parallel_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+    return;
+  }
   if (!a.options_done && t.size() >= 2 && st.shape.quoted[0] == '0' && t[0] == '-') {
     if (t.size() == 2 && has("adEIjLnNPSsC", t[1])) a.option = t[1];
     return;
@@ -574,13 +785,7 @@ void lexer::parallel_argument(command_state& st) {
   ++a.operands;
   // Its arguments and input lines are appended to the command: code when it starts a shell
   // or an interpreter (`parallel sh -c ::: …`, `… | parallel python3 -c`).
-  for (std::size_t from = 0; from < t.size();) {
-    const auto end = std::min(t.find_first_of(" \t\n;|&()", from), t.size());
-    const std::string word = t.substr(from, end - from);
-    if (!word.empty() && (word.find_first_of("\x01\x02") != std::string::npos || pattern_names_program(word)))
-      a.runs_program = true;
-    from = end + 1;
-  }
+  if (names_program_in(t)) a.runs_program = true;
   code_word(st, 0, "parallel");
 }
 
@@ -598,6 +803,7 @@ bool lexer::awaits_code(const command_state& st) const {
     case command_kind::remote:
     case command_kind::runs_all: return true;
     case command_kind::parallel: return a.operands == 0 || a.runs_program;
+    case command_kind::wrapper: return a.command != "xargs";  // `xargs env`: the input is the whole command
     default: return false;
   }
 }
@@ -606,7 +812,7 @@ bool lexer::reads_code_from_stdin(const command_state& st) const {
   const auto& a = st.args;
   if (st.replaces_input && st.code_seen) return true;  // xargs -I{} sh -c '… {} …'
   if (st.appends_input && awaits_code(st)) return true;
-  if (st.stdin_is_script) return true;
+  if (st.stdin_is_script || st.code_from_substitution || a.feeds_code) return true;
   switch (a.kind) {
     case command_kind::program:
       if (!a.program->reads_stdin || a.code_given || a.from_file || a.ended) return false;
@@ -614,7 +820,11 @@ bool lexer::reads_code_from_stdin(const command_state& st) const {
              (a.program->type == shell && has(a.flags, 's'));
     case command_kind::unknown: return a.splits || (!a.nested && a.operands == 0 && a.flags.empty());
     case command_kind::source: return names_stdin(a.first_operand);
-    case command_kind::remote: return a.operands <= 1;  // `ssh HOST`: the remote shell reads stdin
+    case command_kind::remote: return a.operands <= 1 || a.runs_program;  // `ssh HOST`: the remote shell reads stdin
+    case command_kind::wrapper: return (a.command == "sudo" || a.command == "doas") && has_any(a.flags, "si");  // `sudo -s`
+    case command_kind::other:
+      if (names_.stdin_functions.contains(a.command)) return true;  // `f() { sh; }; … | f`
+      return operands_before_shell(a.command) >= 0 && a.operands <= operands_before_shell(a.command);
     case command_kind::runs_option: return a.command != "flock" && !has(a.flags, 'c');
     case command_kind::parallel: return !a.separated && (a.operands == 0 || a.runs_program);
     default: return false;
@@ -640,6 +850,32 @@ void lexer::finish_command(command_state& st) {
     if (st.output_list) output_runs_code_ = true;
     if (st.coproc_depth != no_offset) all_code_ = true;  // `coproc sh`: what the script writes to it
   }
+  if (reads_code) {
+    // `echo … | ( sh )`, `… | while read l; do sh; done`: what is piped into its groups.
+    for (std::size_t k = 0; k < st.groups.size(); ++k)
+      if (st.groups[k] != no_offset && st.groups[k] < st.group_starts[k])
+        mark_code_range({st.groups[k], st.group_starts[k]}, "text piped into " + a.command);
+    // `sh <&3 3<<<…`: stdin copied from another descriptor.
+    for (const int fd : st.stdin_dups) learn_script_fd(fd);
+    if (!st.function_name.empty() && st.groups.size() > st.function_depth && names_.stdin_functions.insert(st.function_name).second)
+      learned_ = true;
+    if (!names_.stdin_code_anywhere) {
+      names_.stdin_code_anywhere = true;
+      learned_ = true;
+    }
+  }
+  if (a.feeds_code && st.command_begin != no_offset)  // `printf -v PS4 %s …`, `read -r BASH_ENV`: its words become the variable
+    mark_code_range({st.command_begin, i_}, "the program reading " + a.code_option);
+  if (a.kind == command_kind::parallel && (a.runs_program || a.operands == 0))
+    for (const auto& r : st.parallel_inputs) mark_code_range(r, "parallel (its input is its commands' code)");
+  if (a.kind == command_kind::wrapper && a.command == "exec" && names_.stdin_code_anywhere) {
+    // `exec <<< …`, `exec 0< <(…)`, `exec <&3`: stdin of every later command, one of which reads code.
+    for (const auto& r : st.stdin_text) mark_code_range(r, "the standard input exec gives the script");
+    code_bodies_.resize(out_.heredocs.size());
+    for (auto h = st.first_heredoc; h < out_.heredocs.size(); ++h)
+      if (h >= heredoc_fds_.size() || heredoc_fds_[h] == 0) code_bodies_[h] = "the standard input exec gives the script";
+    for (const int fd : st.stdin_dups) learn_script_fd(fd);
+  }
   if (st.output_is_code && st.command_begin != no_offset) {
     // `echo … > >(sh)`, `… | tee >(python3)`: what the command writes is code.
     const std::string runner = "a >( ) that runs its input (" + (a.command.empty() ? std::string("the command") : a.command) + ")";
@@ -652,6 +888,9 @@ void lexer::finish_command(command_state& st) {
   if (st.coproc_depth != no_offset && st.groups.size() <= st.coproc_depth) st.coproc_depth = no_offset;
   st.stdin_text.clear();
   st.replaces_input = st.appends_input = st.code_seen = st.stdin_is_script = st.output_is_code = st.after_code_group = false;
+  st.code_from_substitution = false;
+  st.stdin_dups.clear();
+  st.parallel_inputs.clear();
   st.command_begin = no_offset;
 }
 
@@ -674,6 +913,7 @@ void lexer::group_keyword(command_state& st, std::string_view w) {
 
 void lexer::open_group(command_state& st) {
   st.groups.push_back(st.pipeline_begin);
+  st.group_starts.push_back(st.command_begin == no_offset ? i_ : st.command_begin);
   st.group_code.push_back(false);
 }
 
@@ -682,9 +922,11 @@ void lexer::close_group(command_state& st) {
   if (st.groups.empty()) return;
   st.pipeline_begin = st.groups.back();
   st.groups.pop_back();
+  st.group_starts.pop_back();
   st.after_code_group = st.group_code.back();
   st.group_code.pop_back();
   if (st.after_code_group && !st.group_code.empty()) st.group_code.back() = true;
+  if (!st.function_name.empty() && st.groups.size() <= st.function_depth) st.function_name.clear();
 }
 
 }  // namespace arun::engine::detail
