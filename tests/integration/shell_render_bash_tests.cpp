@@ -346,6 +346,21 @@ const std::vector<std::string> code_positions = {
     "perl -e 'print \"{{x}}\\n\"'", "awk 'BEGIN { print \"{{x}}\" }'", "node -e 'console.log(\"{{x}}\")'",
     "ruby -e 'puts \"{{x}}\"'", "sed 's/^/{{x}}/' <<< ''", "echo {{x}} | xargs -I{} sh -c 'echo {}'",
     "bash -c \"$(printf 'echo %s' {{x}})\"", "\"$BASH\" -c 'echo {{x}}'", "env -S 'echo {{x}}'",
+    // the second review of issue 33: words bash expands into a shell, input appended as code,
+    // scripts on other descriptors, a shell reading output, options spelt otherwise, variables
+    "{sh,-c,'echo {{x}}'}", "/bin/[s]h -c 'echo {{x}}'", "$'\\x73h' -c 'echo {{x}}'", "cmd=(sh -c); \"${cmd[@]}\" 'echo {{x}}'",
+    "set -- sh -c; \"$@\" 'echo {{x}}'", "echo 'echo {{x}}' | xargs -0 sh -c", "parallel sh -c ::: 'echo {{x}}'",
+    "bash /dev/fd/3 3<<< 'echo {{x}}'", "exec 3<<< 'echo {{x}}'; bash /dev/fd/3", "echo 'echo {{x}}' > >(sh)",
+    "{ sh; } <<< 'echo {{x}}'", "env -iS 'echo {{x}}'", "env --split='echo {{x}}'", "sed --e='s/^/{{x}}/' <<< ''",
+    "gawk --sourc='BEGIN { print \"{{x}}\" }'", "BASH_ENV='$(echo {{x}})' bash -c :", "env 'BASH_FUNC_f%%=() { echo {{x}}; }' bash -c f",
+    "ed -s /dev/null <<< '!echo {{x}}'", "echo 'syscmd(echo {{x}})' | m4", "coproc sh; echo 'echo {{x}}' >&\"${COPROC[1]}\"",
+    // the third review: long options, subshells and functions reading stdin, descriptors, builtins setting code variables
+    "su --command='echo {{x}}'", "flock \"$D/lock\" --command 'echo {{x}}'", "echo 'echo {{x}}' | ( sh )",
+    "f() { sh; }; f <<< 'echo {{x}}'", "sh 3<<< 'echo {{x}}' <&3", "exec 0<<< 'echo {{x}}'; sh", "bash //dev/stdin <<< 'echo {{x}}'",
+    ". -- /dev/stdin <<< 'echo {{x}}'", "bash --rcfile /dev/null <<< 'echo {{x}}'", "env -S'sh -c' 'echo {{x}}'",
+    "echo 'echo {{x}}' | eval \"$(cat)\"", "printf -v PS4 %s '+{{x}} '; set -x; :; set +x", "read -r PS4 <<< '{{x}}'",
+    "python3 -m timeit 'print(\"{{x}}\")'", "perl -M'strict;print \"{{x}}\"' -e 1", "git -c core.sshCommand='{{x}}' ls-remote ssh://h/x",
+    "ssh -o ProxyCommand='{{x}}' h", "unshare -U <<< 'echo {{x}}'", "docker run --entrypoint sh img -c 'echo {{x}}'",
 };
 
 // The same code, each value passed as data: it runs, and the value arrives intact.

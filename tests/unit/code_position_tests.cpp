@@ -49,6 +49,65 @@ const std::vector<std::string> code_forms = {
     // bash's own builtins, behind the wrappers that can reach a builtin
     "{B}eval {Q}", "{B}eval \"$(echo {Q})\"", "{B}source <(echo {Q})", "{B}. <(printf %s {Q})", "coproc NAME { eval {Q}; }",
     "{B}trap {Q} EXIT", "PS4={Q}", "PS4=\"$(printf %s {Q})\" cmd", "{B}source /dev/stdin <<< {Q}",
+    // a command word bash expands into a shell and its code: braces, globs, $'…', expansions
+    "{W}{sh,-c,{Q}}", "{W}{sh,-c} {Q}", "{W}{ba,}sh -c {Q}", "{W}/bin/[s]h -c {Q}", "{W}/usr/bin/pytho?3 -c {Q}",
+    "{W}/bin/*sh -c {Q}", "{W}$'\\x73h' -c {Q}", "{W}$'\\163\\150' -c {Q}", "{W}$'\\u0073h' -c {Q}", "{W}$'sh' -c {Q}",
+    "\"${cmd[@]}\" {Q}", "\"$@\" {Q}", "${cmd[@]} x {Q}", "$* {Q}", "env \"${cmd[@]}\" {Q}", "nice \"$@\" {Q}",
+    "$(echo sh) -c {Q}",
+    // xargs and parallel append their input to a command that waits for its code
+    "echo {Q} | {W}xargs {S} -c", "echo {Q} | {W}xargs -0 python3 -c", "echo {Q} | {W}xargs awk", "{W}xargs {S} -c <<< {Q}",
+    "echo {Q} | {W}xargs -n1 perl -e", "{W}parallel {S} -c ::: {Q}", "echo {Q} | {W}parallel python3 -c", "{W}parallel 'sh -c' ::: {Q}",
+    // a script read from another descriptor
+    "{W}{S} /dev/fd/3 3<<< {Q}", "exec 3<<< {Q}; {W}{S} /dev/fd/3", "{W}python3 /proc/self/fd/4 4< <(echo {Q})",
+    "{W}{S} /dev/fd/3 3<<EOF\n{{v}}\nEOF", "exec {fd}<<< {Q}; {W}{S} \"/dev/fd/$fd\"", "{B}source /dev/fd/3 3<<< {Q}",
+    "{W}awk -f /dev/stdin <<< {Q}", "echo {Q} | {W}awk -f -", "BASH_ENV=/dev/stdin {W}{S} -c : <<< {Q}",
+    // a shell reading a command's output, a group's input
+    "echo {Q} > >({S})", "echo {Q} | tee >({S}) >/dev/null", "echo {Q} | tee >(cat | python3)", "exec > >({S}); echo {Q}",
+    "{ echo {Q}; } > >({S})", "{ {S}; } <<< {Q}", "( {S} ) <<< {Q}", "while read -r l; do {S}; done < <(echo {Q})",
+    "if true; then {S}; fi <<< {Q}", "coproc {S}; echo {Q} >&\"${COPROC[1]}\"",
+    // env's options, GNU abbreviations of long options
+    "{W}env -iS {Q}", "{W}env -iS{Q}", "{W}env -u X -S {Q}", "{W}env --split={Q}", "{W}env --s {Q}", "{W}sed --e={Q} f",
+    "{W}sed --expr {Q} f", "{W}gawk --sourc={Q}", "{W}gawk --so {Q} f",
+    // variables whose values programs run
+    "BASH_ENV={Q} {W}{S} -c :", "{W}env BASH_ENV={Q} {S} script.sh", "{W}env 'BASH_FUNC_f%%=() { echo {{v}}; }' {S} -c f",
+    "GIT_SSH_COMMAND={Q} git fetch", "{W}env GIT_SSH_COMMAND={Q} git fetch", "export PERL5OPT={Q}", "EDITOR={Q} git commit",
+    // more programs
+    "{W}ed -s file <<< {Q}", "echo {Q} | {W}ed file", "echo {Q} | {W}m4", "{W}dc <<< {Q}", "{W}dc -e {Q}", "{W}dc --exp={Q}",
+    "{W}osh -c {Q}", "{W}pwsh -Command {Q}", "{W}nu -c {Q}", "{W}guile -c {Q}", "{W}gnuplot -e {Q}",
+    // the third review: a remote shell reading stdin, wrappers that start a shell alone, long
+    // options, programs named as an option's argument
+    "{W}ssh host bash -s <<< {Q}", "{W}ssh host 'bash -s' <<< {Q}", "ssh host python3 <<EOF\n{{v}}\nEOF", "{W}sudo -s <<< {Q}",
+    "{W}sudo -i <<< {Q}", "{W}chroot /srv <<< {Q}", "{W}unshare -U <<< {Q}", "{W}nsenter -t 1 -a <<< {Q}", "newgrp docker <<< {Q}",
+    "{W}sg docker -c {Q}", "{W}su --command={Q}", "{W}su --command {Q}", "{W}runuser -u x --command={Q}", "{W}flock F --com {Q}",
+    "{W}script -q --command={Q} /dev/null", "{W}su --session-command={Q}", "{W}docker run --entrypoint sh img -c {Q}",
+    "{W}docker run --entrypoint=sh img -c {Q}", "{W}start-stop-daemon --start --exec /bin/sh -- -c {Q}",
+    // input piped into a subshell, a compound command, a function
+    "echo {Q} | ( {S} )", "echo {Q} | if true; then {S}; fi", "echo {Q} | while read -r l; do {S}; done",
+    "f() { python3; }; echo {Q} | f", "f() { {S}; }; f <<< {Q}", "f() ( {S} ); f <<< {Q}", "function g { {S}; }; echo {Q} | g",
+    "function g() { {S}; }\ng <<< {Q}",
+    // stdin from another descriptor or an earlier exec; descriptor paths spelt otherwise
+    "{S} 3<<< {Q} <&3", "{S} 3< <(echo {Q}) <&3-", "exec 3<<< {Q}; {S} <&3", "exec 0<<< {Q}; {S}", "exec < <(echo {Q}); {S}",
+    "exec <<< {Q}; {S}", "{W}{S} //dev/stdin <<< {Q}", "{W}{S} /dev/../dev/stdin <<< {Q}", "{W}{S} /dev/fd//3 3<<< {Q}",
+    "{W}{S} /dev/./fd/3 3<<< {Q}", "{W}{S} ./../../dev/stdin <<< {Q}", ". -- /dev/stdin <<< {Q}", "source -- /dev/stdin <<< {Q}",
+    "source -p . /dev/stdin <<< {Q}",
+    // shells' long options, env -S naming a shell, xargs feeding a wrapper, a substitution reading stdin
+    "{W}bash --rcfile x <<< {Q}", "{W}bash --init-file x -s <<< {Q}", "{W}zsh --emulate sh -c {Q}", "{W}fish --command={Q}",
+    "{W}fish --init-command {Q}", "{W}nu --commands {Q}", "{W}env -S'sh -c' {Q}", "{W}env \"-S sh -c\" {Q}",
+    "{W}env -vS 'sh -c' {Q}", "echo {Q} | {W}env -S sh", "{W}xargs env <<< {Q}", "echo {Q} | {W}xargs nice",
+    "echo {Q} | xargs timeout 5", "parallel -a <(echo {Q}) sh -c", "echo {Q} | eval \"$(cat)\"", "echo {Q} | source <(cat)",
+    "echo {Q} | {W}bash <(cat)",
+    // variables a program runs, set by builtins; command keys of ssh and git; more variables
+    "printf -v PS4 %s {Q}; set -x", "read -r PS4 <<< {Q}", "mapfile -t PROMPT_COMMAND <<< {Q}", "read -r BASH_ENV <<< {Q}",
+    "{W}git -c core.sshCommand={Q} ls-remote x", "{W}git -c alias.x={Q} x", "{W}ssh -o ProxyCommand={Q} host",
+    "{W}ssh -oProxyCommand={Q} host", "{W}ssh -o 'LocalCommand {{v}}' host", "GIT_CONFIG_PARAMETERS={Q} git status",
+    "GIT_CONFIG_VALUE_0={Q} git status", "{W}scp -o ProxyCommand={Q} a b:", "{W}rsync -e {Q} a b:", "{W}rsync --rsh={Q} a b:",
+    "RSYNC_RSH={Q} rsync a b:", "FCEDIT={Q} fc",
+    // interpreters' other code arguments, programs reading code from stdin
+    "{W}python3 -m timeit {Q}", "{W}python3 -m timeit -s {Q} x", "{W}python3 -mtimeit {Q}", "{W}perl -M{Q} -e 1",
+    "{W}perl -d:{Q} x.pl", "{W}php --run {Q}", "{W}deno eval {Q}", "{W}ipython -c {Q}",
+    "{W}python3 --check-hash-based-pycs always -c {Q}", "{W}at now <<< {Q}", "echo {Q} | {W}batch", "echo {Q} | crontab -",
+    "{W}ex -s file <<< {Q}", "{W}vim -es <<< {Q}", "{W}vim -c {Q} f", "{W}vim +{Q} f", "{W}vim --cmd {Q} f",
+    "echo {Q} | {W}make -f -", "{W}make --eval={Q}", "{W}cmake -P /dev/stdin <<< {Q}",
 };
 
 const std::vector<std::string> builtin_wrappers = {"", "command ", "builtin ", "time ", "! ", "command builtin "};
@@ -61,7 +120,8 @@ const std::vector<std::string> wrappers = {
     "docker exec c ", "kubectl exec pod -- ", "systemd-run --user --wait ", "firejail --quiet ", "env VAR=x nice timeout 3 ",
 };
 
-const std::vector<std::string> shells = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "/bin/sh", "/usr/bin/bash", "'bash'", "fish"};
+const std::vector<std::string> shells = {"sh",   "bash", "dash", "zsh",  "ksh",     "mksh", "/bin/sh", "/usr/bin/bash",
+                                         "'bash'", "fish", "osh",  "$'sh'", "$'\\x62ash'"};
 
 const std::vector<std::string> quotings = {"{{v}}", "'echo {{v}}'", "\"echo {{v}}\"", "$'echo {{v}}'", "\"$(printf %s {{v}})\"",
                                            "'echo '{{v}}", "\"{{ v }}\""};
@@ -82,6 +142,15 @@ const std::vector<std::string> data_forms = {
     "echo {Q} | {W}parallel 'echo {}'", "{W}env VAR={Q} {S} -c 'echo \"$VAR\"'", "echo {Q} | {W}xargs -0 {S} -c 'echo \"$1\"' _",
     "{W}{S} -c 'echo \"$RECIPE_VAR_v\"'", "{W}cat <<< {Q}", "cat <<EOF\n{{v}}\nEOF", "echo {Q} | {W}awk '{print}'",
     "{W}{S} {Q}", "{W}source {Q}", "{W}perl -pi -e 's/a/b/' {Q}",
+    "{W}mkdir -p out/{a,b}/{Q}", "{W}cp *.txt {Q}", "{W}cp * {Q}", "{W}ls ./*.log {Q}", "{W}\"$PYTHON\" script.py {Q}",
+    "{W}cut -d $'\\t' -f1 {Q}", "{W}printf $'%s\\n' {Q}", "echo {Q} | {W}xargs echo", "echo {Q} | {W}xargs rm -f --",
+    "{W}env GIT_DIR={Q} git status", "{W}{S} script.sh 3<<< {Q}", "exec 3<<< {Q}; cat /dev/fd/3", "{ cat; } <<< {Q}",
+    "while read -r l; do echo \"$l\"; done <<< {Q}", "echo {Q} > >(cat)", "echo {Q} | tee >(wc -c)", "{W}parallel echo ::: {Q}",
+    "{W}sed --expression='s/a/b/' {Q}", "{W}gawk --source='{print}' {Q}", "{W}env -u X {S} -c 'echo \"$1\"' _ {Q}",
+    "$CC -c main.c -o {Q}", "${CC:-gcc} -o {Q} x.c", "$MAKE -C {Q}", "$CMD {Q}", "$(npm bin)/eslint {Q}",
+    "{W}useradd -m -s /bin/bash -c {Q} deploy", "{W}usermod --shell=/bin/zsh -c {Q} bob", "{W}conda install -y python -c {Q}",
+    "{W}pacman -S python {Q}", "{W}python3 script.py -c {Q}", "{W}git commit -c HEAD -m {Q}", "{W}ssh -o ConnectTimeout=5 {Q} ls",
+    "{W}scp -o BatchMode=yes {Q} host:", "{W}git -c user.name={Q} commit -m x", "{W}rsync -a {Q} host:dir",
 };
 
 std::string fill(std::string text, std::string_view key, const std::string& with) {
@@ -148,11 +217,19 @@ TEST_CASE("every code form is refused bare, and names what would run the value")
   CHECK_THAT(render_error("x=$(cat <<EOF | sh\n{{v}}\nEOF\n)"), Catch::Contains("the standard input of sh"));
 }
 
+TEST_CASE("what a substitution prints inside arithmetic is arithmetic") {
+  CHECK_THAT(render_error("echo $(( 1 + $(echo {{v}}) ))"), Catch::Contains("arithmetic"));
+  CHECK(render_error("echo $(( 1 + $(echo {{x}}) ))").empty());  // "1" is a number
+}
+
 TEST_CASE("code positions do not leak past their command") {
   for (const std::string command : {"echo 'x' | sh; echo {{v}}", "sh <<< x\necho {{v}}", "sh <<EOF\nx\nEOF\ncat <<EOF\n{{v}}\nEOF",
                                     "{ echo {{v}}; }; echo x | sh", "echo {{v}} && echo x | sh", "echo {{v}}; sh -c 'x'",
                                     "(echo {{v}}); echo x | sh", "echo {{v}} | cat; sh", "grep sh {{v}} | cat",
-                                    "echo {{v}} | grep python3", "coproc NAME { echo {{v}}; }", "python3 -c 'x' && echo {{v}}"}) {
+                                    "echo {{v}} | grep python3", "coproc NAME { echo {{v}}; }", "python3 -c 'x' && echo {{v}}",
+                                    "echo x > >(sh); echo {{v}}", "{ sh; } <<< x; echo {{v}}", "echo {{v}} | tee >(cat) | wc",
+                                    "exec 3<<< x; bash /dev/fd/3; echo {{v}} 4<<< y", "echo {{v}} | xargs sh -c 'echo \"$1\"' _",
+                                    "$CMD x; echo {{v}}", "{ sh; echo {{v}}; }", "( sh; echo {{v}} )", "sh /dev/fd/3 3<<< x; cat <<< {{v}}"}) {
     INFO("command: " << command);
     CHECK(render_error(command).empty());
   }

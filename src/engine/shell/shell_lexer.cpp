@@ -28,6 +28,7 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
   const nesting guard(*this);
   command_state st;
   st.first_heredoc = out_.heredocs.size();
+  st.output_list = std::exchange(next_list_is_output_, false);
   // References recorded from here on belong to this list's current command.
   struct current {
     lexer& l;
@@ -128,22 +129,29 @@ bool lexer::assignment_subscript(std::size_t limit) const {
 
 void lexer::control(command_state& st, const frame& f, std::size_t limit) {
   if (s_[i_] == '<' || s_[i_] == '>') begin_command(st, i_);  // `<<EOF sh`: a redirection may come first
+  // `3<<<`: the descriptor a redirection feeds (0 without a number, -2 for `{fd}<<<`).
+  const int fd = at(i_, "<(") || at(i_, ">(") ? -1 : std::exchange(st.redirect_fd, -1);
+  if (s_[i_] == '<' && !at(i_, "<(")) st.redirect_into = fd == -1 ? 0 : fd;
   if (at(i_, "<<<")) {
     i_ += 3;
     st.redirect_target = true;
     st.here_string = true;
   } else if (at(i_, "<<") && !st.test_expr) {
-    heredoc_operator(f, limit);
+    heredoc_operator(f, st.redirect_into, limit);
   } else if (at(i_, "<(") || at(i_, ">(")) {
     const auto start = i_;
+    const bool output = at(i_, ">(");
     begin_word(st);
     i_ += 2;
     st.word_plain = false;
     st.shape.add('\x02', true);
+    next_list_is_output_ = output;
     commands(substitution_frame(f), closer::paren, limit);
+    if (std::exchange(output_runs_code_, false) && output) st.output_is_code = true;
     st.word_substitutions.push_back({start, i_});
   } else if (at(i_, ">&") || at(i_, "<&") || at(i_, "&>") || at(i_, ">|") || at(i_, "<>")) {
     st.stdin_redirect = at(i_, "<>");
+    st.dup_input = at(i_, "<&") && st.redirect_into == 0;  // `<&3`: stdin becomes descriptor 3
     i_ += 2;  // redirections: the command goes on
     st.redirect_target = !st.test_expr;
   } else if (s_[i_] == '<' || s_[i_] == '>') {
@@ -161,8 +169,19 @@ void lexer::control(command_state& st, const frame& f, std::size_t limit) {
       ++i_;
       return;  // `(a|b)`: the optional parenthesis of a case pattern
     }
+    const bool keyword_form = st.word_index == 2 && st.args.command == "function";
+    if (const auto close = s_.find_first_not_of(" \t", i_ + 1);
+        (st.word_index == 1 || keyword_form) && close < limit && s_[close] == ')') {
+      // `f() …`, `function f() …`: a function definition; its body comes next.
+      const auto name = keyword_form ? st.function_name : st.args.command;
+      i_ = close + 1;
+      end_command(st);
+      st.function_name = name;
+      st.function_depth = st.groups.size();
+      return;
+    }
     begin_command(st, i_);
-    st.groups.push_back(st.pipeline_begin);
+    open_group(st);
     ++i_;
     ++st.parens;
     end_command(st);
@@ -173,10 +192,7 @@ void lexer::control(command_state& st, const frame& f, std::size_t limit) {
     } else if (st.parens > 0) {
       --st.parens;
       end_command(st);
-      if (!st.groups.empty()) {
-        st.pipeline_begin = st.groups.back();
-        st.groups.pop_back();
-      }
+      close_group(st);
       return;
     }
     end_command(st);
@@ -210,20 +226,35 @@ void lexer::end_word(command_state& st) {
   // A redirection's target, or the fd number in front of one (`2>`), is no argument; what a
   // command reads from `<<<` or `< <( )` may be its program.
   if (std::exchange(st.redirect_target, false)) {
+    if (std::exchange(st.dup_input, false)) {
+      auto digits = st.shape.text;
+      if (digits.ends_with('-')) digits.pop_back();
+      if (!digits.empty() && digits.size() <= 4 && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        st.stdin_dups.push_back(std::stoi(digits));
+      else if (digits.find_first_of("\x01\x02") != std::string::npos)
+        st.stdin_dups.push_back(-2);
+    }
     if (std::exchange(st.here_string, false))
-      st.stdin_text.push_back({st.word_begin, i_});
+      redirected_text(st, {st.word_begin, i_});
     else if (std::exchange(st.stdin_redirect, false))
-      st.stdin_text.insert(st.stdin_text.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+      for (const auto& r : st.word_substitutions) redirected_text(st, r);
     return;
   }
-  if (!w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; }) && i_ < s_.size() &&
-      (s_[i_] == '<' || s_[i_] == '>'))
-    return;
+  if (i_ < s_.size() && (s_[i_] == '<' || s_[i_] == '>')) {
+    if (!w.empty() && w.size() <= 4 && std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      st.redirect_fd = std::stoi(std::string(w));  // `3<<<`
+      return;
+    }
+    if (w.size() > 2 && w.front() == '{' && w.back() == '}' && is_identifier(w.substr(1, w.size() - 2))) {
+      st.redirect_fd = -2;  // `{fd}<<<`: bash picks the descriptor
+      return;
+    }
+  }
   const bool command_position = st.word_index == 0;
   if (keyword(st, w)) return;
   if (command_position) {
     if (assignment_word(st)) return;  // prefix assignments: the command word is still to come
-    command_word(st, w);
+    command_word(st);
     if (st.args.kind == command_kind::wrapper) return;  // `command`, `env`, ...: so is the next word
   } else {
     argument_word(st);
@@ -281,7 +312,10 @@ bool lexer::keyword(command_state& st, std::string_view w) {
     const auto next = s_.find_first_not_of(" \t", i_);
     if (next != std::string_view::npos && (s_[next] == '{' || s_[next] == '(')) return true;
   }
-  if (w == "coproc") st.after_coproc = true;
+  if (w == "coproc") {
+    st.after_coproc = true;
+    st.coproc_depth = st.groups.size();
+  }
   if (w == "let") st.let_args = true;
   if (w == "case") st.cases.push_back(case_state::expect_in);
   if (w == "[[") {
@@ -297,8 +331,10 @@ void lexer::comment(std::size_t limit) {
   i_ = nl;
 }
 
-void lexer::heredoc_operator(const frame& f, std::size_t limit) {
+void lexer::heredoc_operator(const frame& f, int fd, std::size_t limit) {
   i_ += 2;
+  heredoc_fds_.resize(out_.heredocs.size());
+  heredoc_fds_.push_back(fd);
   heredoc_body h;
   if (i_ < limit && s_[i_] == '-') {
     h.strip_tabs = true;
@@ -382,6 +418,8 @@ void lexer::read_heredocs(const frame& f, std::size_t limit) {
       expanding(b, '\0', end);
     // `sh <<EOF`, `cat <<EOF | python3`: the body is a program.
     if (index < code_bodies_.size() && !code_bodies_[index].empty()) mark_code_range({begin, end}, code_bodies_[index]);
+    if (const int fd = index < heredoc_fds_.size() ? heredoc_fds_[index] : 0; fd != 0 && script_fd(fd))
+      mark_code_range({begin, end}, "a script read from /dev/fd/" + (fd > 0 ? std::to_string(fd) : std::string("N")));
     if (stopped_) break;
     i_ = resume;
   }

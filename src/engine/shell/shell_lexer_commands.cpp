@@ -27,9 +27,18 @@ bool special_integer(std::string_view name) {
   return false;
 }
 
-// Variables bash expands as prompts (`PS4` under `set -x`) or runs (`PROMPT_COMMAND`).
+// Variables whose values a shell or another program runs as code: bash's prompts (`PS4` under
+// `set -x`) and `PROMPT_COMMAND`; `BASH_ENV` and `ENV`, which bash expands (`$(…)` runs) before
+// sourcing the file; exported functions (`BASH_FUNC_f%%`); command lines git, ssh, sudo, man
+// and less run through `sh -c`; the options perl and ruby read as switches (`-M` runs code).
 bool code_variable(std::string_view name) {
-  for (std::string_view n : {"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND"})
+  if (name.starts_with("BASH_FUNC_") || name.starts_with("GIT_CONFIG_VALUE_")) return true;
+  for (std::string_view n : {"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV", "GIT_SSH_COMMAND", "GIT_SSH",
+                             "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
+                             "GIT_PROXY_COMMAND", "SSH_ASKPASS", "SUDO_ASKPASS", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
+                             "LESSOPEN", "LESSCLOSE", "PERL5OPT", "PERL5DB", "RUBYOPT", "RSYNC_RSH", "RSYNC_CONNECT_PROG",
+                             "CVS_RSH", "SVN_EDITOR", "SVN_SSH", "HGEDITOR", "KUBE_EDITOR", "SYSTEMD_EDITOR", "SYSTEMD_PAGER",
+                             "SUDO_EDITOR", "FCEDIT", "NODE_OPTIONS", "GIT_CONFIG_PARAMETERS"})
     if (name == n) return true;
   return false;
 }
@@ -50,6 +59,7 @@ constexpr command_entry commands_table[] = {
     {"source", command_kind::source}, {".", command_kind::source}, {"parallel", command_kind::parallel},
     {"ssh", command_kind::remote}, {"su", command_kind::runs_option}, {"runuser", command_kind::runs_option},
     {"flock", command_kind::runs_option}, {"script", command_kind::runs_option}, {"watch", command_kind::runs_all},
+    {"sg", command_kind::runs_option}, {"newgrp", command_kind::runs_option},
     // Commands that run the command named by their next words.
     {"builtin", command_kind::wrapper}, {"command", command_kind::wrapper}, {"exec", command_kind::wrapper},
     {"nohup", command_kind::wrapper}, {"setsid", command_kind::wrapper}, {"env", command_kind::wrapper},
@@ -99,7 +109,7 @@ void lexer::mark(std::size_t index, word_use use) {
   auto& p = out_.positions[index];
   if (use == word_use::arithmetic) p.arithmetic = true;
   if (use == word_use::name) p.name = true;
-  if (use == word_use::code) mark_code(index, "bash (a prompt or PROMPT_COMMAND)");
+  if (use == word_use::code) mark_code(index, "the program reading the variable");
 }
 
 void lexer::learn(std::set<std::string, std::less<>>& set, std::string_view name) {
@@ -122,7 +132,7 @@ void lexer::mark_from(command_state& st, std::size_t from, word_use use) {
     name_word(st, from, st.shape.text.size());
     return;
   }
-  if (use == word_use::code) return code_word(st, from, "bash (a prompt or PROMPT_COMMAND)");
+  if (use == word_use::code) return code_word(st, from, "the program reading the variable");
   for (const auto& [index, offset] : st.shape.holes)
     if (offset >= from) mark(index, use);
 }
@@ -182,35 +192,45 @@ bool lexer::assignment_word(command_state& st) {
   }
   if (use == word_use::name) name_word(st, eq + 1, t.size());
   if (use == word_use::code) code_word(st, eq + 1, name);  // PS4="$(printf %s {{x}})" too
+  if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));  // BASH_ENV=/dev/stdin
   return true;
 }
 
-void lexer::command_word(command_state& st, std::string_view w) {
+void lexer::command_word(command_state& st) {
   auto& a = st.args;
   const auto& t = st.shape.text;
   if (a.kind == command_kind::wrapper) {
     if (a.option) {
       // `env -S STRING` splits its string into a command line, with its own quotes and ${VAR}.
-      if (a.command == "env" && a.option == 'S') code_word(st, 0, "env -S");
+      if (a.command == "env" && a.option == 'S') split_string(st, 0);
       a.option = 0;
       return;
     }
-    if (t.size() > 1 && t[0] == '-' && st.shape.quoted[0] == '0') {
+    if (t.size() > 1 && t[0] == '-') {  // quoted or not: the wrapper receives the same option
       if (a.command == "xargs" && (t.starts_with("-I") || t.starts_with("-i") || t.starts_with("--replace")))
         st.replaces_input = true;  // input lines are pasted into the command's words
-      if (a.command == "env" && t.starts_with("--split-string")) {
-        if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "env -S"); else a.option = 'S';
-      } else if (a.command == "env" && t.size() > 2 && t[1] == 'S') {
-        code_word(st, 2, "env -S");
-      } else if (t.size() == 2 && has(options_with_argument(a), t[1])) {
-        a.option = t[1];
-      }
+      wrapper_option(st);
       return;
     }
-    if (a.command == "env" && w.find('=') != std::string_view::npos) return;
+    if ((a.command == "env" || a.command == "sudo") && t.find('=') != std::string::npos && t[0] != '=') {
+      const auto eq = t.find('=');  // `env NAME=VALUE`: the environment of the command
+      const auto name = std::string_view(t).substr(0, eq);
+      if (code_variable(name)) code_word(st, eq + 1, name);
+      if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));
+      return;
+    }
     if (a.command == "timeout" && a.operands++ == 0) return;  // the duration
   }
   a = command_args{};
+  if (st.shape.many_words || expands_to_program(st.shape)) {
+    // `$CMD {{x}}`, `"${cmd[@]}" {{x}}`, `{sh,-c,{{x}}}`, `/bin/[s]h -c`: the command may be a
+    // shell and its `-c` — every reference after it may be its code.
+    a.kind = command_kind::unknown;
+    a.splits = true;
+    a.command = std::string(s_.substr(st.word_begin, std::min<std::size_t>(i_ - st.word_begin, 40)));
+    brace_references(st);
+    return;
+  }
   if (t.find_first_of("\x01\x02") != std::string::npos) {
     // `"$SHELL" -c …`, `$PYTHON -c …`, `{{tool}} -e …`: whatever it runs may be a shell.
     a.kind = command_kind::unknown;
@@ -219,7 +239,50 @@ void lexer::command_word(command_state& st, std::string_view w) {
   }
   a.command = std::string(basename(t));
   a.kind = kind_of(a.command);
+  if (a.command == "xargs") st.appends_input = true;
   if (a.kind == command_kind::other) start_program(st, a.command);
+}
+
+// `env -S STRING` from `from` on: a command line of its own. When it starts a shell or an
+// interpreter (`env -S 'sh -c' …`), the words after it are that program's arguments.
+void lexer::split_string(command_state& st, std::size_t from) {
+  code_word(st, from, "env -S");
+  if (!names_program_in(std::string_view(st.shape.text).substr(from))) return;
+  st.args = command_args{};
+  st.args.kind = command_kind::unknown;
+  st.args.splits = true;
+  st.args.command = "env -S";
+}
+
+// An option word of a wrapper: a cluster (`env -iS…`, `nice -n5`), a long option, GNU's
+// abbreviations of it (`env --split=…`, `--s …`).
+void lexer::wrapper_option(command_state& st) {
+  auto& a = st.args;
+  const auto& t = st.shape.text;
+  if (t[1] == '-') {
+    if (a.command != "env") return;
+    const auto eq = t.find('=');
+    const auto name = std::string_view(t).substr(2, (eq == std::string::npos ? t.size() : eq) - 2);
+    if (name.empty()) return;
+    if (std::string_view("split-string").starts_with(name)) {
+      if (eq != std::string::npos) split_string(st, eq + 1); else a.option = 'S';
+    } else if (eq == std::string::npos && (std::string_view("unset").starts_with(name) || std::string_view("chdir").starts_with(name))) {
+      a.option = name[0] == 'u' ? 'u' : 'C';
+    }
+    return;
+  }
+  const auto with_argument = options_with_argument(a);
+  for (std::size_t k = 1; k < t.size(); ++k) {
+    if (t[k] == '\x01' || t[k] == '\x02') return;
+    a.flags += t[k];  // sudo -s, -i: a shell
+    if (!has(with_argument, t[k])) continue;
+    if (k + 1 < t.size()) {
+      if (a.command == "env" && t[k] == 'S') split_string(st, k + 1);
+    } else {
+      a.option = t[k];
+    }
+    return;
+  }
 }
 
 void lexer::argument_word(command_state& st) {
@@ -227,12 +290,17 @@ void lexer::argument_word(command_state& st) {
   const auto& t = st.shape.text;
   if (nested_command(st)) return;
   switch (a.kind) {
-    case command_kind::other:
+    case command_kind::other: return other_argument(st);
     case command_kind::wrapper: return;
     case command_kind::program:
     case command_kind::unknown: return program_argument(st);
     case command_kind::parallel: return parallel_argument(st);
     case command_kind::source:
+      if (std::exchange(a.option, 0)) return;  // `source -p PATH FILE`
+      if (a.operands == 0 && !a.options_done && (t == "--" || t == "-p")) {
+        if (t == "-p") a.option = 'p'; else a.options_done = true;
+        return;
+      }
       if (a.operands++ == 0) {
         a.first_operand = t;
         script_word(st, a.command);
@@ -255,7 +323,17 @@ void lexer::argument_word(command_state& st) {
     option_argument(st, std::exchange(a.option, 0), 0);
     return;
   }
+  if (a.kind == command_kind::runs_option && !a.option &&
+      long_code_option(st, " command session-command ", a.command + " --command"))  // su --command=…, flock --com …
+    return;
   if (!a.options_done && option_word(st, options_with_argument(a))) return;
+  if (a.kind == command_kind::runs_option && a.command == "flock" && a.operands == 1) {
+    // `flock FILE useradd … -c …`: the command and its own options.
+    const std::string name(basename(t));
+    a = command_args{};
+    a.command = name;
+    return;
+  }
   // GNU tools read options after operands too (`flock FILE -c CMD`).
   a.options_done = a.kind != command_kind::runs_option;
   operand_word(st);
@@ -289,7 +367,13 @@ bool lexer::option_word(command_state& st, std::string_view with_argument) {
 void lexer::option_argument(command_state& st, char option, std::size_t from) {
   auto& a = st.args;
   const auto size = st.shape.text.size();
-  const auto feeds = [&](const std::string& name) { a.feeds_integer = a.feeds_integer || integer_variable(name); };
+  const auto feeds = [&](const std::string& name) {
+    a.feeds_integer = a.feeds_integer || integer_variable(name);
+    if (code_variable(name)) {  // `read -r PS4`, `printf -v BASH_ENV …`
+      a.feeds_code = true;
+      a.code_option = name;
+    }
+  };
   switch (a.kind) {
     case command_kind::read:
       if (option == 'a') feeds(name_word(st, from, size));
@@ -310,6 +394,9 @@ void lexer::option_argument(command_state& st, char option, std::size_t from) {
     case command_kind::runs_option:
       if (option == 'c') code_word(st, from, a.command + " -c");
       return;
+    case command_kind::remote:
+      if (option == 'o') key_value_code(st, from, a.command + " -o");  // -o ProxyCommand=…
+      return;
     default: return;
   }
 }
@@ -317,7 +404,13 @@ void lexer::option_argument(command_state& st, char option, std::size_t from) {
 void lexer::operand_word(command_state& st) {
   auto& a = st.args;
   const auto size = st.shape.text.size();
-  const auto feeds = [&](const std::string& name) { a.feeds_integer = a.feeds_integer || integer_variable(name); };
+  const auto feeds = [&](const std::string& name) {
+    a.feeds_integer = a.feeds_integer || integer_variable(name);
+    if (code_variable(name)) {  // `read -r PS4`, `printf -v BASH_ENV …`
+      a.feeds_code = true;
+      a.code_option = name;
+    }
+  };
   switch (a.kind) {
     case command_kind::read: feeds(name_word(st, 0, size)); return;
     case command_kind::mapfile:
@@ -333,7 +426,10 @@ void lexer::operand_word(command_state& st) {
       if (a.operands == 0 && !has(a.flags, 'p') && !has(a.flags, 'l')) code_word(st, 0, "trap");
       return;
     case command_kind::remote:
-      if (a.operands > 0) code_word(st, 0, a.command + " (its remote command)");
+      if (a.operands > 0) {
+        code_word(st, 0, a.command + " (its remote command)");
+        remote_words(st);
+      }
       return;
     case command_kind::runs_all: code_word(st, 0, a.command); return;
     default: return;
@@ -366,7 +462,10 @@ void lexer::declare_argument(command_state& st) {
     if (has(attributes, 'n')) learn(names_.nameref, name);
     if (has(attributes, 'A')) learn(names_.associative, name);
   }
-  if (eq != std::string::npos) mark_from(st, eq + 1, assigned_use(name, attributes));
+  if (eq == std::string::npos) return;
+  const auto use = assigned_use(name, attributes);
+  if (use == word_use::code) return code_word(st, eq + 1, name);
+  mark_from(st, eq + 1, use);
 }
 
 // At `(` after `name=` or `name+=` (a command's prefix, or a declare argument): the elements

@@ -68,7 +68,7 @@ void lexer::ansi_c(const frame& f, std::size_t limit) {
     if (hole_at(i_)) {
       take_hole(f);
     } else if (s_[i_] == '\\') {
-      escape(f, limit);
+      ansi_c_escape(f, limit);
     } else if (s_[i_] == '\'') {
       ++i_;
       return;
@@ -77,6 +77,56 @@ void lexer::ansi_c(const frame& f, std::size_t limit) {
     }
   }
   open_ = true;
+}
+
+// A backslash inside $'…': the word holds the character it stands for, so `$'\x73h' -c`
+// names sh. An escape whose character is not one byte (`\u`, `\U`) is an expansion's result.
+void lexer::ansi_c_escape(const frame& f, std::size_t limit) {
+  if (i_ + 1 >= limit || hole_at(i_ + 1)) return escape(f, limit);
+  const auto digits = [&](std::size_t from, std::size_t most, int base) {
+    std::size_t n = 0;
+    unsigned value = 0;
+    for (; n < most && from + n < limit && !range_starting_at(from + n); ++n) {
+      const char c = s_[from + n];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+      if (d >= base) break;
+      value = value * static_cast<unsigned>(base) + static_cast<unsigned>(d);
+    }
+    return std::pair{n, value};
+  };
+  const char c = s_[i_ + 1];
+  i_ += 2;
+  switch (c) {
+    case 'a': return literal(f, '\a');
+    case 'b': return literal(f, '\b');
+    case 'e': case 'E': return literal(f, '\x1b');
+    case 'f': return literal(f, '\f');
+    case 'n': return literal(f, '\n');
+    case 'r': return literal(f, '\r');
+    case 't': return literal(f, '\t');
+    case 'v': return literal(f, '\v');
+    case 'x': {
+      const auto [n, value] = digits(i_, 2, 16);
+      i_ += n;
+      return literal(f, n == 0 ? '\\' : static_cast<char>(value));
+    }
+    case 'c':
+      if (i_ < limit && !hole_at(i_)) ++i_;
+      return literal(f, '\x02', true);
+    case 'u': case 'U': {
+      const auto [n, value] = digits(i_, c == 'u' ? 4 : 8, 16);
+      i_ += n;
+      if (n > 0 && value < 0x80) return literal(f, static_cast<char>(value));
+      return literal(f, '\x02', true);
+    }
+    default:
+      if (c >= '0' && c <= '7') {
+        const auto [n, value] = digits(i_ - 1, 3, 8);
+        i_ += n - 1;
+        return literal(f, static_cast<char>(value & 0xff));
+      }
+      return literal(f, c);  // \\ \' \" \? and unknown escapes (bash keeps the backslash: not a program name either way)
+  }
 }
 
 // At `$`: `$((`, `$(`, `$[`, `${`, `$'`, `$"`, a parameter or a literal dollar.
@@ -106,12 +156,31 @@ void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
     return;
   }
   const frame inner = expansion(f);
+  const auto start = i_;
+  const auto first_hole = static_cast<std::size_t>(
+      std::lower_bound(holes_.begin(), holes_.end(), i_, [](const text_range& h, std::size_t p) { return h.begin < p; }) - holes_.begin());
+  // `"$@"`, `"${a[@]}"`, `"${!p@}"`, `$*`: as many words as elements — a command and its
+  // arguments. (A scalar, `$CC`, `${PY:-python3}`, names one program.)
+  struct mark_many {
+    lexer& l;
+    const frame& f;
+    std::size_t start;
+    ~mark_many() {
+      const auto text = l.s_.substr(start, l.i_ - start);
+      if (f.shape && (text.find('@') != std::string_view::npos ||
+                      (f.quoting == shell_quoting::unquoted && (text == "$*" || text.starts_with("${*") || text.find("[*]") != std::string_view::npos))))
+        f.shape->many_words = true;
+    }
+  } const many{*this, f, start};
   if (at(i_, "$((")) {
     i_ += 3;
     arithmetic(arithmetic_frame(inner), "))", limit);
   } else if (n == '(') {
     i_ += 2;
     commands(substitution_frame(inner), closer::paren, limit);
+    // `$(( 1 + $(echo {{x}}) ))`: what the substitution prints is evaluated as arithmetic.
+    if (f.arithmetic)
+      for (auto k = first_hole; k < next_hole_ && k < out_.positions.size(); ++k) out_.positions[k].arithmetic = true;
   } else if (n == '[') {
     i_ += 2;
     arithmetic(arithmetic_frame(inner), "]", limit);

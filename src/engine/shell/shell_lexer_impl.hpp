@@ -31,6 +31,9 @@ struct word_shape {
   std::string text;
   std::string quoted;  // per character of `text`: '1' when it was quoted
   std::vector<std::pair<std::size_t, std::size_t>> holes;  // (reference index, offset in text)
+  // An expansion in it may yield several words: unquoted (word splitting), or `"$@"`,
+  // `"${a[@]}"`. As a command word it may stand for a shell and its `-c` (`$CMD {{x}}`).
+  bool many_words = false;
 
   void add(char c, bool q) {
     text += c;
@@ -40,6 +43,7 @@ struct word_shape {
     text.clear();
     quoted.clear();
     holes.clear();
+    many_words = false;
   }
   bool literal(std::size_t from, std::size_t to) const {  // unquoted, no reference or expansion
     for (auto k = from; k < to && k < text.size(); ++k)
@@ -66,6 +70,15 @@ enum class word_use { plain, arithmetic, name, code };
 // function body that assigns `n=` before the `declare -i n` that reaches it is judged too.
 struct attribute_names {
   std::set<std::string, std::less<>> integer, nameref, associative;
+  // File descriptors other than 0 a shell or interpreter reads its program from (`bash
+  // /dev/fd/3`, `source /proc/self/fd/4`): what any command redirects into them is code
+  // (`exec 3<<<'…'` lines before). any_script_fd: the descriptor is an expansion's.
+  std::set<int> script_fds;
+  bool any_script_fd = false;
+  // Functions one of whose commands reads its program from standard input (`f() { sh; }`):
+  // a call's input is code (`echo … | f`).
+  std::set<std::string, std::less<>> stdin_functions;
+  bool stdin_code_anywhere = false;  // some command reads code from stdin: `exec <<< …` may feed it
 };
 
 // The builtins (and programs) whose arguments are names, arithmetic or code.
@@ -87,6 +100,12 @@ struct program_rules;
 // The builtin or program `command` (a basename) is, by shell_lexer_commands.cpp's table.
 command_kind kind_of(std::string_view command);
 
+// Whether a word, once bash expands its braces and globs, may name a shell, an interpreter or
+// a command running others (`{sh,-c,…}`, `/bin/[s]h`): shell_lexer_programs.cpp.
+bool expands_to_program(const word_shape& w);
+// Whether a command text's words name a shell or interpreter (`env -S 'sh -c'`).
+bool names_program_in(std::string_view text);
+
 // How the current command reads its arguments so far.
 struct command_args {
   command_kind kind = command_kind::other;
@@ -104,6 +123,12 @@ struct command_args {
   bool sandbox = false;      // sed --sandbox: its script can run and write nothing
   bool separated = false;    // parallel: after `:::`; the rest are arguments
   bool nested = false;       // unknown: an argument of another command (`ionice "$SHELL" -c …`)
+  bool splits = false;       // unknown: named by a word that may expand to several (`$CMD`, `{sh,-c}`, `/bin/[s]h`)
+  bool runs_program = false;  // parallel, ssh: its command words start a shell or interpreter
+  bool detached = false;      // a program named as an option's argument (`--entrypoint sh`): its own options may come later
+  bool package_words = false;  // a package manager's install-like command: its words name packages, not programs
+  bool feeds_code = false;     // read/printf -v/mapfile into a variable a program runs (PS4, BASH_ENV)
+  std::string last_word;       // other commands: the previous argument (`-s /bin/bash` is a login shell)
   std::string code_option;              // `-c`, `--eval`: names the code in messages
   std::string first_operand;            // the first operand's literal text ("\x01" if not literal)
   std::vector<std::size_t> sed_script;  // references in a sed script, code unless --sandbox
@@ -160,8 +185,24 @@ struct command_state {
   bool here_string = false;                  // ... or `<<<`
   std::vector<text_range> stdin_text;        // here-strings and `< <( )`: what the command reads
   bool replaces_input = false;               // xargs -I: input lines are pasted into the command
+  bool appends_input = false;                // xargs: input words are appended to the command
+  bool stdin_is_script = false;              // `awk -f -`, `BASH_ENV=/dev/stdin`: the program comes from stdin
+  bool output_is_code = false;               // a `>( )` of the command runs what it reads as code
+  bool after_code_group = false;             // `{ sh; } <<<…`: the group just closed reads code from stdin
+  std::vector<bool> group_code;              // per open group: a command in it reads code from stdin
+  int redirect_fd = -1;                      // `3<`: the descriptor the next redirection names (-2: `{fd}<`)
+  int redirect_into = 0;                     // the descriptor of the redirection being read
+  bool dup_input = false;                    // the redirection being read is `<&N`
+  std::vector<int> stdin_dups;               // `<&3`: descriptors the command's stdin is a copy of (-2: `<&$fd`)
+  std::vector<std::size_t> group_starts;     // per open group: where it opens (`echo … | ( sh )` pipes into it)
+  std::string function_name;                 // a function being defined (`f() {`, `function f {`)
+  std::size_t function_depth = 0;            // ... at this group depth
+  bool code_from_substitution = false;       // code comes from `$( )`/`<( )`, which read the command's stdin
+  std::vector<text_range> parallel_inputs;   // parallel -a <( ), :::: <( ): input that becomes arguments
   bool code_seen = false;                    // the command runs some of its words as code
   bool after_coproc = false;
+  std::size_t coproc_depth = no_offset;      // `coproc`: the group depth it began at
+  bool output_list = false;                  // this list is a `>( )`: its standard input is a command's output
   bool command_again = false;                // a wrapper started among the arguments: a command word follows
 
   bool in_pattern() const { return !cases.empty() && cases.back() == case_state::pattern; }
@@ -208,6 +249,10 @@ private:
   command_state* command_ = nullptr;  // the innermost command list's state
   std::vector<bool> arithmetic_bodies_;  // per heredoc: its body feeds an integer variable
   std::vector<std::string> code_bodies_;  // per heredoc: what runs its body as code, if anything
+  std::vector<int> heredoc_fds_;          // per heredoc: the descriptor it feeds (`3<<EOF`)
+  bool next_list_is_output_ = false;      // the next command list is a `>( )`
+  bool output_runs_code_ = false;         // a command in the `>( )` just read runs its input as code
+  bool all_code_ = false;                 // `exec > >(sh)`, `coproc sh`: later output may be code
 
   bool more(std::size_t limit) const { return !stopped_ && i_ < limit; }
   void give_up(std::string why) {
@@ -235,6 +280,7 @@ private:
     p.heredoc = f.heredoc;
     if (f.sink) f.sink->push_back(index);
     if (command_) command_->command_holes.push_back(index);
+    if (all_code_ && f.quoting != shell_quoting::comment) mark_code(index, "a shell reading this script's output (`exec > >(sh)`, `coproc sh`)");
   }
   // The hole at i_ (hole_at(i_) was true).
   void take_hole(const frame& f, bool escaped = false, bool after_dollar = false) {
@@ -264,7 +310,13 @@ private:
   std::vector<std::size_t> word_references(const command_state& st, std::size_t from) const;
   void code_word(command_state& st, std::size_t from, std::string_view runner);
   void script_word(command_state& st, std::string_view runner);
-  bool start_program(command_state& st, std::string_view name);
+  bool start_program(command_state& st, std::string_view name, bool detached = false);
+  void other_argument(command_state& st);
+  void remote_words(command_state& st);
+  bool long_code_option(command_state& st, std::string_view names, std::string_view runner);
+  void key_value_code(command_state& st, std::size_t from, std::string_view runner);
+  void module_named(command_state& st, std::string_view module);
+  void learn_script_fd(int fd);
   bool start_runner(command_state& st, std::string_view word);
   bool nested_command(command_state& st);
   void program_argument(command_state& st);
@@ -272,9 +324,17 @@ private:
   void program_operand(command_state& st);
   void parallel_argument(command_state& st);
   bool reads_code_from_stdin(const command_state& st) const;
+  bool awaits_code(const command_state& st) const;
+  bool script_fd(int fd) const;
+  void script_source(command_state& st, std::string_view runner);
+  void redirected_text(command_state& st, text_range r);
+  std::string many_words_runner(const command_state& st) const;
+  void brace_references(command_state& st);
   void finish_command(command_state& st);
   void begin_command(command_state& st, std::size_t at);
   void group_keyword(command_state& st, std::string_view w);
+  void open_group(command_state& st);
+  void close_group(command_state& st);
   // Every hole starting in [i_, end), without moving i_.
   void record_until(std::size_t end, const frame& f) {
     hole_at(i_);
@@ -305,7 +365,9 @@ private:
     return f;
   }
   // shell_lexer_commands.cpp: what builtins make of their words.
-  void command_word(command_state& st, std::string_view w);
+  void command_word(command_state& st);
+  void wrapper_option(command_state& st);
+  void split_string(command_state& st, std::size_t from);
   bool assignment_word(command_state& st);
   void argument_word(command_state& st);
   bool option_word(command_state& st, std::string_view with_argument);
@@ -322,7 +384,8 @@ private:
   bool assignment_subscript(std::size_t limit) const;
   void escape(const frame& f, std::size_t limit);
   void comment(std::size_t limit);
-  void heredoc_operator(const frame& f, std::size_t limit);
+  void heredoc_operator(const frame& f, int fd, std::size_t limit);
+  void ansi_c_escape(const frame& f, std::size_t limit);
   void delimiter_unit(heredoc_body& h, const frame& d, std::size_t limit);
   void quoted_delimiter_part(heredoc_body& h, char quote, const frame& d, std::size_t limit);
   void read_heredocs(const frame& f, std::size_t limit);

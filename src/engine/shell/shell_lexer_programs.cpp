@@ -6,6 +6,8 @@
 // so the wrappers need no list; the programs do (program_rules below).
 #include "shell/shell_lexer_impl.hpp"
 
+#include <fnmatch.h>
+
 namespace arun::engine::detail {
 
 enum class program_type { shell, interpreter, awk, sed };
@@ -25,6 +27,8 @@ struct program_rules {
   std::string_view long_code = {};      // " eval print ": long options whose argument is code
   std::string_view long_file = {};      // long options whose argument is a program file
   std::string_view long_argument = {};  // long options taking a data argument
+  bool operands_are_data = false;       // ed: its operands are files to edit; its commands come from stdin
+  std::string_view code_rest = {};      // options whose attached rest is code (perl -M'strict;…', -d:…)
 };
 
 namespace {
@@ -37,25 +41,61 @@ constexpr std::string_view shell_long_files = " rcfile init-file ";
 // data to arun: docs/reference/templates.md says what stays the recipe author's choice.
 constexpr program_rules programs[] = {
     {"bash", shell, false, "c", "oO", "", "", "", "", false, true, "", shell_long_files, shell_long_files},
-    {"sh", shell, false, "c", "oO"}, {"dash", shell, false, "c", "oO"}, {"zsh", shell, false, "c", "oO"},
+    {"zsh", shell, false, "c", "oO", "", "", "", "", false, true, "", "", " emulate "},
+    {"fish", shell, false, "cC", "oOd", "", "", "", "", false, true, " command init-command "},
+    {"nu", shell, false, "c", "", "", "", "", "", false, true, " commands "},
+    {"sh", shell, false, "c", "oO"}, {"dash", shell, false, "c", "oO"},
     {"ksh", shell, false, "c", "oO"}, {"ksh93", shell, false, "c", "oO"}, {"mksh", shell, false, "c", "oO"},
     {"lksh", shell, false, "c", "oO"}, {"oksh", shell, false, "c", "oO"}, {"pdksh", shell, false, "c", "oO"},
     {"ash", shell, false, "c", "oO"}, {"rbash", shell, false, "c", "oO", "", "", "", "", false, true, "", shell_long_files, shell_long_files},
-    {"yash", shell, false, "c", "oO"}, {"posh", shell, false, "c", "oO"}, {"fish", shell, false, "cC", "oOd"},
-    {"csh", shell, false, "c", ""}, {"tcsh", shell, false, "c", ""},
-    {"python", interpreter, true, "c", "WX", "", "", "", "m", true},
-    {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true},
-    {"perl", interpreter, true, "eE", "", "DFiImMVxd", "0lC"},
+    {"yash", shell, false, "c", "oO"}, {"posh", shell, false, "c", "oO"},
+    {"csh", shell, false, "c", ""}, {"tcsh", shell, false, "c", ""}, {"rc", shell, false, "c", ""},
+    {"es", shell, false, "c", ""}, {"osh", shell, false, "c", "oO"}, {"ysh", shell, false, "c", "oO"},
+    {"oil", shell, false, "c", "oO"}, {"xonsh", shell, false, "c", ""},
+    {"elvish", shell, false, "c", ""}, {"pwsh", shell, false, "cCeE", ""}, {"powershell", shell, false, "cCeE", ""},
+    {"python", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
+    {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
+    {"ipython", interpreter, true, "c", "", "", "", "", "m", true},
+    {"perl", interpreter, true, "eE", "", "DFiImMVxd", "0lC", "", "", false, true, "", "", "", false, "Mmd"},
     {"ruby", interpreter, true, "e", "CEIr", "FiWxKT", "0"},
     {"node", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print ", "", " require import loader input-type conditions "},
     {"nodejs", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print ", "", " require import loader input-type conditions "},
     {"bun", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
-    {"php", interpreter, true, "rBRE", "cdzSt", "", "", "fF"},
+    {"php", interpreter, true, "rBRE", "cdzSt", "", "", "fF", "", false, true, " run process-begin process-code process-end "},
+    {"deno", interpreter, false, "", ""},
     {"lua", interpreter, true, "e", "l"}, {"luajit", interpreter, false, "e", "l"},
     {"Rscript", interpreter, false, "e", ""}, {"R", interpreter, false, "e", "", "", "", "", "", false, true, "", " file "},
     {"julia", interpreter, false, "eE", "", "", "", "", "", false, true, " eval print "},
     {"tclsh", interpreter, true, "", ""}, {"wish", interpreter, true, "", ""},
     {"expect", interpreter, false, "c", "", "", "", "f"}, {"osascript", interpreter, false, "e", "ls"},
+    {"guile", interpreter, false, "c", "Lex", "", "", "ls"}, {"racket", interpreter, false, "e", "lt", "", "", "fr"},
+    {"gnuplot", interpreter, false, "e", ""}, {"octave", interpreter, false, "", "", "", "", "", "", false, true, " eval "},
+    {"groovy", interpreter, false, "e", ""}, {"scala", interpreter, false, "e", ""},
+    {"elixir", interpreter, false, "e", "r", "", "", "", "", false, true, " eval "},
+    {"ts-node", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
+    {"tsx", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
+    // Their operands are input, but what they read there or from stdin is a program too: dc's
+    // `!` and m4's `syscmd` run shell commands; ed edits its operand by commands from stdin.
+    {"dc", interpreter, false, "e", "", "", "", "f", "", false, true, " expression ", " file "},
+    {"m4", interpreter, false, "", "DUIolt", "d"},
+    {"ed", interpreter, false, "", "p", "", "", "", "", false, true, "", "", "", true},
+    // Editors read their keystrokes, Ex commands (`:!cmd`) included, from stdin; `-c`, `+cmd`
+    // and `--cmd` are Ex commands, `-S` a script file (`-s` is silent Ex mode, or a file of keystrokes).
+    {"vim", interpreter, false, "c", "iTwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    {"vi", interpreter, false, "c", "iTwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    {"nvim", interpreter, false, "c", "iwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    {"ex", interpreter, false, "c", "iTwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    {"view", interpreter, false, "c", "iTwWtqr", "", "", "Su", "", false, true, " cmd ", "", "", true},
+    // at and batch read a shell script from stdin or -f; crontab a crontab (its commands).
+    {"at", interpreter, false, "", "qt", "", "", "f", "", false, true, "", "", "", true},
+    {"batch", interpreter, false, "", "qt", "", "", "f", "", false, true, "", "", "", true},
+    {"crontab", interpreter, false, "", "uTs"},
+    // make runs recipes and `$(shell …)`: its makefile is code (`-f -` reads it from stdin).
+    {"make", interpreter, false, "", "CIjloW", "", "", "f", "", false, false, " eval ", " file makefile ",
+     " directory include-dir jobs load-average old-file what-if assume-old assume-new new-file "},
+    {"gmake", interpreter, false, "", "CIjloW", "", "", "f", "", false, false, " eval ", " file makefile ",
+     " directory include-dir jobs load-average old-file what-if assume-old assume-new new-file "},
+    {"cmake", interpreter, false, "", "SBGTACDU", "", "", "P", "", false, false},
     {"awk", awk, false, "e", "vFil", "", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
     {"gawk", awk, false, "e", "vFil", "", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
     {"mawk", awk, false, "", "vFW", "", "", "f", "", false, false},
@@ -82,6 +122,25 @@ bool listed(std::string_view list, std::string_view name) {
   return !name.empty() && list.find(" " + std::string(name) + " ") != std::string_view::npos;
 }
 
+// GNU getopt_long takes any unambiguous abbreviation (`sed --e=…`, `gawk --sourc …`).
+bool abbreviates(std::string_view list, std::string_view name) {
+  return !name.empty() && list.find(" " + std::string(name)) != std::string_view::npos;
+}
+
+enum class long_option { none, code, file, argument };
+
+// What a long option of a program takes: an exact name first, then an abbreviation, taken as
+// code when it could stand for a code option.
+long_option long_option_of(const program_rules& p, std::string_view name) {
+  if (listed(p.long_code, name)) return long_option::code;
+  if (listed(p.long_file, name)) return long_option::file;
+  if (listed(p.long_argument, name)) return long_option::argument;
+  if (abbreviates(p.long_code, name)) return long_option::code;
+  if (abbreviates(p.long_file, name)) return long_option::file;
+  if (abbreviates(p.long_argument, name)) return long_option::argument;
+  return long_option::none;
+}
+
 // Commands whose operands are text to search for or print: `grep sh` names no program to run.
 bool searches_text(std::string_view command) {
   for (std::string_view n : {"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "pgrep", "pkill", "killall", "which",
@@ -99,6 +158,214 @@ std::string_view basename(std::string_view w) {
   return slash == std::string_view::npos ? w : w.substr(slash + 1);
 }
 
+bool has_any(std::string_view flags, std::string_view letters) {
+  return std::any_of(letters.begin(), letters.end(), [&](char c) { return has(flags, c); });
+}
+
+// The descriptor a path names as a file: `/dev/stdin` 0, `/dev/fd/3` 3, `/proc/self/fd/4` 4;
+// -2 when an expansion gives the number (`/dev/fd/$fd`), -1 for any other path.
+// The path is read as bash hands it on, spelt any way (`//dev/stdin`, `/dev/./fd//3`,
+// `../../dev/stdin`): by its last components.
+int names_descriptor(std::string_view path) {
+  if (path == "-") return 0;
+  std::vector<std::string_view> parts;
+  for (std::size_t from = 0; from <= path.size();) {
+    const auto end = std::min(path.find('/', from), path.size());
+    const auto part = path.substr(from, end - from);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    from = end + 1;
+  }
+  const auto n = parts.size();
+  if (n >= 2 && parts[n - 2] == "dev" && parts[n - 1] == "stdin") return 0;
+  const bool fd_dir = n >= 3 && parts[n - 2] == "fd" && (parts[n - 3] == "dev" || (n >= 4 && parts[n - 4] == "proc"));
+  if (!fd_dir) return -1;
+  const auto digits = parts[n - 1];
+  if (digits.find_first_of("\x01\x02") != std::string_view::npos) return -2;
+  if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoi(std::string(digits));
+}
+
+// Options whose argument is a program to run, its arguments coming later in the command line.
+bool names_program_option(std::string_view option) {
+  for (std::string_view n : {"--entrypoint", "--exec", "--startas", "--interpreter", "--program"})
+    if (option == n) return true;
+  return false;
+}
+
+// Package managers: after an install-like subcommand their words name packages, not programs
+// (`conda install python -c conda-forge`); `conda run`, `uv run`, `npm exec` run them.
+bool package_manager(std::string_view command) {
+  for (std::string_view n : {"conda", "mamba", "micromamba", "pip", "pip3", "pipx", "uv", "poetry", "apt", "apt-get", "aptitude",
+                             "yum", "dnf", "zypper", "pacman", "apk", "brew", "port", "nix-env", "npm", "yarn", "pnpm", "gem",
+                             "snap", "flatpak", "choco", "winget", "scoop", "spack", "guix", "cargo"})
+    if (command == n) return true;
+  return false;
+}
+
+bool runs_subcommand(std::string_view word) {
+  for (std::string_view n : {"run", "exec", "x", "dlx", "shell", "sh", "env"})
+    if (word == n) return true;
+  return false;
+}
+
+// `-c 'ProxyCommand …'` keys of ssh options and git configuration whose values a shell runs.
+bool command_key(std::string key, bool git) {
+  for (auto& c : key) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (!git) return key == "proxycommand" || key == "localcommand" || key == "knownhostscommand" || key == "remotecommand";
+  for (std::string_view k : {"core.sshcommand", "core.editor", "core.pager", "core.fsmonitor", "core.askpass", "diff.external",
+                             "sequence.editor", "credential.helper", "gpg.program", "gpg.ssh.program", "gpg.x509.program"})
+    if (key == k) return true;
+  for (std::string_view prefix : {"alias.", "pager."})
+    if (key.starts_with(prefix)) return true;
+  for (std::string_view suffix : {".textconv", ".cmd", ".clean", ".smudge", ".process", ".command", ".helper", ".program"})
+    if (key.ends_with(suffix)) return true;
+  return false;
+}
+
+int operands_before_shell(std::string_view command);
+
+// Commands other_argument reads by rules of their own.
+bool own_rules(std::string_view command) {
+  return package_manager(command) || operands_before_shell(command) >= 0 || command == "git" || command == "scp" ||
+         command == "sftp" || command == "rsync";
+}
+
+// chroot DIR, unshare, nsenter: with no command they start the user's shell, which reads stdin.
+int operands_before_shell(std::string_view command) {
+  if (command == "chroot") return 1;
+  if (command == "unshare" || command == "nsenter") return 0;
+  return -1;
+}
+std::string_view alone_shell_arguments(std::string_view command) { return command == "nsenter" ? "tSGw" : command == "unshare" ? "RwSG" : ""; }
+
+// Commands that run the command their words name (start_runner).
+constexpr std::string_view runner_names[] = {"parallel", "ssh", "su", "runuser", "flock", "script", "watch", "env", "nice",
+                                             "timeout", "stdbuf", "sudo", "doas", "xargs", "nohup", "setsid"};
+
+// A word's shape as an fnmatch pattern: quoted characters escaped, a reference's or an
+// expansion's text matching anything.
+std::string shape_pattern(const word_shape& w) {
+  std::string out;
+  for (std::size_t k = 0; k < w.text.size(); ++k) {
+    const char c = w.text[k];
+    if (c == '\x01' || c == '\x02') {
+      out += '*';
+    } else {
+      if (w.quoted[k] == '1' && std::string_view("*?[]{},.\\").find(c) != std::string_view::npos) out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Bash's brace expansion of a pattern (`{sh,-c,x}` → sh, -c, x; `{1..3}` → *), at most 64 words.
+void expand_braces(const std::string& s, std::vector<std::string>& out, int depth = 0) {
+  if (out.size() >= 64 || depth > 8) return out.push_back(s);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (s[i] != '{') continue;
+    std::vector<std::size_t> commas;
+    bool sequence = false;
+    int level = 0;
+    std::size_t j = i;
+    for (; j < s.size(); ++j) {
+      if (s[j] == '\\') {
+        ++j;
+        continue;
+      }
+      if (s[j] == '{') ++level;
+      if (s[j] == '}' && --level == 0) break;
+      if (level == 1 && s[j] == ',') commas.push_back(j);
+      if (level == 1 && s[j] == '.' && j + 1 < s.size() && s[j + 1] == '.') sequence = true;
+    }
+    if (j >= s.size()) break;
+    if (commas.empty() && !sequence) continue;  // `{}`, `{x}`: literal
+    const auto prefix = s.substr(0, i), suffix = s.substr(j + 1);
+    if (commas.empty()) return expand_braces(prefix + "*" + suffix, out, depth + 1);
+    commas.push_back(j);
+    for (std::size_t from = i + 1; const auto to : commas) {
+      expand_braces(prefix + s.substr(from, to - from) + suffix, out, depth + 1);
+      from = to + 1;
+    }
+    return;
+  }
+  out.push_back(s);
+}
+
+bool is_glob(std::string_view pattern) {
+  for (std::size_t k = 0; k < pattern.size(); ++k) {
+    if (pattern[k] == '\\') {
+      ++k;
+      continue;
+    }
+    if (pattern[k] == '*' || pattern[k] == '?') return true;
+    if (pattern[k] == '[' && pattern.find(']', k + 2) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Whether a word (a pattern after brace expansion) may name a shell, an interpreter or a
+// command that runs others: `/bin/[s]h`, `*sh`, `pytho?3`. A glob with no literal character
+// in its last component (`*`, `dir/*`) names whatever files lie there, not a program.
+bool pattern_names_program(std::string_view pattern) {
+  const auto name = basename(pattern);
+  if (!is_glob(name)) {
+    std::string plain;
+    for (std::size_t k = 0; k < name.size(); ++k) plain += name[k] == '\\' && k + 1 < name.size() ? name[++k] : name[k];
+    return program_named(plain) || std::find(std::begin(runner_names), std::end(runner_names), plain) != std::end(runner_names);
+  }
+  if (std::all_of(name.begin(), name.end(), [](char c) { return c == '*' || c == '?'; })) return false;
+  const std::string glob(name);
+  const auto matches = [&](std::string_view candidate) { return ::fnmatch(glob.c_str(), std::string(candidate).c_str(), 0) == 0; };
+  for (const auto& p : programs)
+    if (matches(p.name) || (p.versioned && (matches(std::string(p.name) + "3") || matches(std::string(p.name) + "5"))))
+      return true;
+  return std::any_of(std::begin(runner_names), std::end(runner_names), matches);
+}
+
+// Offsets `(open, close)` of the word's unquoted brace expansions (`{a,b}`, `{1..3}`).
+std::vector<std::pair<std::size_t, std::size_t>> brace_groups(const word_shape& w) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  const auto& t = w.text;
+  const auto plain = [&](std::size_t k, char c) { return t[k] == c && w.quoted[k] == '0'; };
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (!plain(i, '{')) continue;
+    int level = 0;
+    bool list = false;
+    for (std::size_t j = i; j < t.size(); ++j) {
+      if (plain(j, '{')) ++level;
+      if (plain(j, '}') && --level == 0) {
+        if (list) out.emplace_back(i, j);
+        break;
+      }
+      if (level == 1 && (plain(j, ',') || (plain(j, '.') && j + 1 < t.size() && plain(j + 1, '.')))) list = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// `{sh,-c,…}`, `/bin/[s]h`, `{ba,}sh`; a reference's text may be anything, so `{{{x}},-c}` too.
+bool expands_to_program(const word_shape& w) {
+  const auto pattern = shape_pattern(w);
+  const bool braces = !brace_groups(w).empty();
+  if (!braces && !is_glob(pattern)) return false;
+  std::vector<std::string> words;
+  expand_braces(pattern, words);
+  return std::any_of(words.begin(), words.end(), [&](const std::string& x) { return pattern_names_program(x) || (braces && x == "*"); });
+}
+
+namespace {
+
 // Pending option arguments of a program (command_args::option).
 constexpr char code_next = '\x01', file_next = '\x02', data_next = '\x03';
 
@@ -114,6 +381,135 @@ void lexer::mark_code_range(text_range r, std::string_view runner) {
   auto it = std::lower_bound(holes_.begin(), holes_.end(), r.begin,
                              [](const text_range& h, std::size_t p) { return h.begin < p; });
   for (; it != holes_.end() && it->begin < r.end; ++it) mark_code(static_cast<std::size_t>(it - holes_.begin()), runner);
+}
+
+// A program word's text names shells or interpreters (`env -S 'sh -c'`, `parallel 'sh -c'`).
+bool names_program_in(std::string_view text) {
+  for (std::size_t from = 0; from < text.size();) {
+    const auto end = std::min(text.find_first_of(" \t\n;|&()", from), text.size());
+    std::string word(text.substr(from, end - from));
+    std::erase_if(word, [](char c) { return c == '\'' || c == '"'; });
+    if (!word.empty() && (word.find_first_of("\x01\x02") != std::string::npos || pattern_names_program(word))) return true;
+    from = end + 1;
+  }
+  return false;
+}
+
+bool lexer::script_fd(int fd) const {
+  if (fd == -2) return names_.any_script_fd || !names_.script_fds.empty();
+  return fd > 0 && (names_.any_script_fd || names_.script_fds.contains(fd));
+}
+
+// A path a shell or interpreter reads its program from (`bash /dev/fd/3`, `awk -f -`,
+// `BASH_ENV=/dev/stdin`): its standard input, or a descriptor whose redirections are code.
+void lexer::script_source(command_state& st, std::string_view path) {
+  const int fd = names_descriptor(path);
+  if (fd == 0) st.stdin_is_script = true;
+  learn_script_fd(fd);
+}
+
+void lexer::learn_script_fd(int fd) {
+  if (fd == -2 && !names_.any_script_fd) {
+    names_.any_script_fd = true;
+    learned_ = true;
+  }
+  if (fd > 0 && names_.script_fds.insert(fd).second) learned_ = true;
+}
+
+// Text a redirection feeds: a command's standard input, or a descriptor a program reads its
+// script from.
+void lexer::redirected_text(command_state& st, text_range r) {
+  if (st.redirect_into == 0)
+    st.stdin_text.push_back(r);
+  else if (script_fd(st.redirect_into))
+    mark_code_range(r, "a script read from /dev/fd/" + (st.redirect_into > 0 ? std::to_string(st.redirect_into) : std::string("N")));
+}
+
+std::string lexer::many_words_runner(const command_state& st) const {
+  if (st.args.kind == command_kind::program) return st.args.command + " " + st.args.code_option;
+  return st.args.command + " (it may expand to a shell and its -c)";
+}
+
+// `python3 -m timeit STMT…`: the module runs its arguments as Python.
+void lexer::module_named(command_state& st, std::string_view module) {
+  if (module != "timeit") return;
+  st.args.splits = true;
+  st.args.code_option = "-m timeit";
+}
+
+// ssh's remote command: a shell or interpreter there reads the local stdin as its program
+// (`ssh HOST bash -s <<EOF`).
+void lexer::remote_words(command_state& st) {
+  if (names_program_in(st.shape.text)) st.args.runs_program = true;
+}
+
+// `--command=CODE`, `--command CODE` and their abbreviations (`su --c`, `flock --com`).
+bool lexer::long_code_option(command_state& st, std::string_view names, std::string_view runner) {
+  const auto& t = st.shape.text;
+  if (!t.starts_with("--") || t.size() < 3) return false;
+  const auto eq = t.find('=');
+  const auto name = std::string_view(t).substr(2, (eq == std::string::npos ? t.size() : eq) - 2);
+  if (!abbreviates(names, name)) return false;
+  if (eq != std::string::npos)
+    code_word(st, eq + 1, runner);
+  else
+    st.args.option = 'c';
+  return true;
+}
+
+// `KEY=VALUE` from `from` on: the value is code when KEY names a command (ssh -o
+// ProxyCommand=…, git -c core.sshCommand=…).
+void lexer::key_value_code(command_state& st, std::size_t from, std::string_view runner) {
+  const auto& t = st.shape.text;
+  const bool git = st.args.command == "git";
+  auto end = t.find_first_of(git ? "=" : "= \t", from);
+  if (end == std::string::npos) end = t.size();
+  const auto key = t.substr(from, end - from);
+  if (key.find_first_of("\x01\x02") != std::string::npos || command_key(key, git)) code_word(st, from, std::string(runner) + " " + key);
+}
+
+// An argument of a command arun has no table for: what it may start (nested_command has run).
+void lexer::other_argument(command_state& st) {
+  auto& a = st.args;
+  const auto& t = st.shape.text;
+  const bool option = t.size() > 1 && t[0] == '-';
+  if (const char pending = std::exchange(a.option, 0)) {  // an option's argument
+    if (pending == 'o' || pending == 'c') key_value_code(st, 0, a.command + " -" + pending);
+    if (pending == 'e') code_word(st, 0, a.command + " -e");
+    a.last_word = t;
+    return;
+  }
+  if ((a.command == "scp" || a.command == "sftp") && t.starts_with("-o")) {
+    if (t.size() > 2) key_value_code(st, 2, a.command + " -o"); else a.option = 'o';
+  } else if (a.command == "git" && t.starts_with("-c") && a.operands == 0) {
+    if (t.size() > 2) key_value_code(st, 2, "git -c"); else a.option = 'c';
+  } else if (a.command == "rsync" && (t == "-e" || t.starts_with("--rsh"))) {
+    if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "rsync --rsh"); else a.option = 'e';
+  } else if (a.command == "function" && a.operands == 0) {
+    st.function_name = t;
+    st.function_depth = st.groups.size();
+  } else if (const int alone = operands_before_shell(a.command); alone >= 0 && option) {
+    if (t.size() == 2 && has(alone_shell_arguments(a.command), t[1])) a.option = 'a';
+  } else if (package_manager(a.command) && !option && a.operands == 0) {
+    a.package_words = !runs_subcommand(t);
+  }
+  if (!option) ++a.operands;
+  a.last_word = t;
+}
+
+// `{sh,-c,{{x}}}`: a reference inside a brace expansion that starts a program is a word of
+// its own, which may be the program's code.
+void lexer::brace_references(command_state& st) {
+  const std::string runner = "a brace expansion naming a shell or interpreter (" + st.args.command + ")";
+  const auto& t = st.shape.text;
+  for (const auto& [open, close] : brace_groups(st.shape)) {
+    for (const auto& [index, offset] : st.shape.holes)
+      if (offset > open && offset < close) mark_code(index, runner);
+    // `{sh,-c,"$(printf %s {{x}})"}`: the references inside its expansions too.
+    if (std::find(t.begin() + static_cast<std::ptrdiff_t>(open), t.begin() + static_cast<std::ptrdiff_t>(close), '\x02') !=
+        t.begin() + static_cast<std::ptrdiff_t>(close))
+      for (const auto index : word_references(st, t.size() + 1)) mark_code(index, runner);
+  }
 }
 
 // The references of the current word from shape offset `from` on, and every reference inside
@@ -136,6 +532,8 @@ std::vector<std::size_t> lexer::word_references(const command_state& st, std::si
 
 void lexer::code_word(command_state& st, std::size_t from, std::string_view runner) {
   st.code_seen = true;
+  // `eval "$(cat)"`: a substitution in the code reads the command's stdin.
+  if (st.shape.text.find('\x02', from) != std::string::npos) st.code_from_substitution = true;
   auto refs = word_references(st, from);
   auto& a = st.args;
   if (a.program && a.program->type == sed) {  // code unless `--sandbox`, which may come later
@@ -148,10 +546,12 @@ void lexer::code_word(command_state& st, std::size_t from, std::string_view runn
 // A script file operand: a process substitution there (`bash <(…)`, `source <(…)`) is code.
 void lexer::script_word(command_state& st, std::string_view runner) {
   for (const auto& r : st.word_substitutions) mark_code_range(r, std::string(runner) + " <( )");
+  if (!st.word_substitutions.empty()) st.code_from_substitution = true;  // `source <(cat)` reads stdin
+  script_source(st, st.shape.text);
 }
 
 // The word names a shell or interpreter: what follows are its arguments.
-bool lexer::start_program(command_state& st, std::string_view name) {
+bool lexer::start_program(command_state& st, std::string_view name, bool detached) {
   const auto* p = program_named(basename(name));
   if (!p) return false;
   std::string command(basename(name));  // `name` may be the current command's own text
@@ -159,6 +559,7 @@ bool lexer::start_program(command_state& st, std::string_view name) {
   st.args.kind = command_kind::program;
   st.args.command = std::move(command);
   st.args.program = p;
+  st.args.detached = detached;
   return true;
 }
 
@@ -175,6 +576,7 @@ bool lexer::start_runner(command_state& st, std::string_view word) {
   st.args.command = name;
   st.args.kind = kind;
   if (kind == command_kind::wrapper) st.command_again = true;  // its next word is a command word
+  if (name == "xargs") st.appends_input = true;
   return true;
 }
 
@@ -183,9 +585,30 @@ bool lexer::start_runner(command_state& st, std::string_view word) {
 bool lexer::nested_command(command_state& st) {
   auto& a = st.args;
   const auto& t = st.shape.text;
-  if (!(a.kind == command_kind::other || a.kind == command_kind::runs_option) || a.option || searches_text(a.command))
+  if (!(a.kind == command_kind::other || a.kind == command_kind::runs_option) || a.option || searches_text(a.command) ||
+      a.package_words || a.last_word == "-s" || a.last_word == "--shell")  // `useradd -s /bin/bash -c …`: a login shell
     return false;
-  if (t.find_first_of("\x01\x02") == std::string::npos) return start_program(st, t) || start_runner(st, t);
+  // `docker run --entrypoint sh img -c …`, `--entrypoint=sh`: a program as an option's
+  // argument; where its own arguments start is the outer command's business.
+  const bool after_option = names_program_option(a.last_word);
+  if (const auto eq = t.find('='); eq != std::string::npos && names_program_option(std::string_view(t).substr(0, eq)) &&
+                                   t.find_first_of("\x01\x02") == std::string::npos)
+    return start_program(st, std::string_view(t).substr(eq + 1), true);
+  if (t.starts_with('-')) return false;  // an option (`--shell=/bin/zsh`), never a program
+  if (own_rules(t)) {  // `ionice conda install python -c …`, `taskset 1 chroot /srv`: its words are its own
+    a = command_args{};
+    a.command = t;
+    return true;
+  }
+  if (expands_to_program(st.shape)) {  // `find -exec /bin/[s]h -c …`, `ionice {sh,-c,…}`
+    a = command_args{};
+    a.kind = command_kind::unknown;
+    a.nested = a.splits = true;
+    a.command = std::string(s_.substr(st.word_begin, std::min<std::size_t>(i_ - st.word_begin, 40)));
+    brace_references(st);
+    return true;
+  }
+  if (t.find_first_of("\x01\x02") == std::string::npos) return start_program(st, t, after_option) || start_runner(st, t);
   if (t.empty() || t[0] != '\x02' || !(s_[st.word_begin] == '$' || s_[st.word_begin] == '"')) return false;
   a = command_args{};  // an expansion may name a shell too
   a.kind = command_kind::unknown;
@@ -196,9 +619,11 @@ bool lexer::nested_command(command_state& st) {
 
 void lexer::program_argument(command_state& st) {
   auto& a = st.args;
+  if (a.splits) return code_word(st, 0, many_words_runner(st));
   if (const char pending = std::exchange(a.option, 0)) {
     if (pending == code_next) code_word(st, 0, a.command + " " + a.code_option);
     if (pending == file_next) script_word(st, a.command);
+    if (pending == data_next && a.ended) module_named(st, st.shape.text);
     return;
   }
   if (!a.options_done && program_option(st)) return;
@@ -211,9 +636,14 @@ bool lexer::program_option(command_state& st) {
   const auto* p = a.program;  // null: a command named by an expansion
   const auto& t = st.shape.text;
   const bool is_shell = p && p->type == shell;
-  if (t.size() < 2 || st.shape.quoted[0] == '1' || !(t[0] == '-' || (t[0] == '+' && is_shell))) return false;
+  // Quotes do not hide an option: the program receives `-c` either way.
+  if (p && p->operands_are_data && t.size() >= 2 && t[0] == '+' && p->type == interpreter && !p->code.empty()) {
+    code_word(st, 1, a.command + " +");  // `vim +cmd`: an Ex command
+    return true;
+  }
+  if (t.size() < 2 || !(t[0] == '-' || (t[0] == '+' && is_shell))) return false;
   if (t == "--") {
-    a.options_done = true;
+    a.options_done = !a.detached;  // after `--entrypoint sh`, `--` may be the outer command's
     return true;
   }
   // The option's text names the code in messages: `python3 -c`, `node --eval`.
@@ -229,12 +659,13 @@ bool lexer::program_option(command_state& st) {
     const auto eq = t.find('=');
     const std::string name = t.substr(2, (eq == std::string::npos ? t.size() : eq) - 2);
     const auto arg = eq == std::string::npos ? t.size() : eq + 1;
-    if (p && listed(p->long_code, name)) {
+    const auto kind = p ? long_option_of(*p, name) : long_option::none;
+    if (kind == long_option::code) {
       code_option(eq == std::string::npos ? t.size() : eq, arg);
-    } else if (p && listed(p->long_file, name)) {
-      a.from_file = true;
+    } else if (kind == long_option::file) {
+      a.from_file = !is_shell;  // `bash --rcfile F` still reads its program from stdin
       if (eq == std::string::npos) a.option = file_next; else script_word(st, a.command);
-    } else if (p && listed(p->long_argument, name) && eq == std::string::npos) {
+    } else if (kind == long_option::argument && eq == std::string::npos) {
       a.option = data_next;
     } else if (name == "sandbox") {
       a.sandbox = true;
@@ -254,7 +685,10 @@ bool lexer::program_option(command_state& st) {
       continue;
     }
     if (is_shell) {
-      if (has(p->code, c)) a.code_given = true;
+      if (has(p->code, c)) {
+        a.code_given = true;
+        if (a.operands > 0 && !more) a.option = code_next;  // `--entrypoint sh img -c CODE`
+      }
       if (has(p->argument, c)) {
         if (!more) a.option = data_next;
         return true;
@@ -274,14 +708,17 @@ bool lexer::program_option(command_state& st) {
     }
     if (has(p->ends, c)) {
       a.ended = a.options_done = true;
-      if (!more) a.option = data_next;
+      if (!more) a.option = data_next; else module_named(st, t.substr(k + 1));
       return true;
     }
     if (has(p->argument, c)) {
       if (!more) a.option = data_next;
       return true;
     }
-    if (has(p->rest, c)) return true;
+    if (has(p->rest, c)) {
+      if (more && has(p->code_rest, c)) code_word(st, k + 1, a.command + " -" + c);  // perl -M'strict;system…'
+      return true;
+    }
     if (has(p->digits, c))
       while (k + 1 < t.size() && ((t[k + 1] >= '0' && t[k + 1] <= '9') || (c == '0' && t[k + 1] == 'x'))) ++k;
   }
@@ -302,8 +739,14 @@ void lexer::program_operand(command_state& st) {
     }
     return;
   }
-  a.options_done = true;
-  if (first && p && p->type == shell && has(a.flags, 'c')) {
+  a.options_done = !a.detached;
+  if (first && p && p->name == "deno" && t == "eval") {  // deno eval CODE
+    a.code_given = true;
+    a.code_option = "eval";
+    a.option = code_next;
+    return;
+  }
+  if (first && p && p->type == shell && has_any(a.flags, p->code)) {
     code_word(st, 0, a.command + " -c");
     return;
   }
@@ -311,7 +754,7 @@ void lexer::program_operand(command_state& st) {
     script_word(st, a.command);
     return;
   }
-  if (literal) start_program(st, t);  // `bash script.sh python3 -c …`: the script may run it
+  if (literal && !(p && p->operands_are_data)) start_program(st, t);  // `bash script.sh python3 -c …`: the script may run it
 }
 
 // GNU parallel runs its command words in a shell; after `:::` come arguments, which it
@@ -323,32 +766,67 @@ void lexer::parallel_argument(command_state& st) {
     a.separated = true;
     return;
   }
+  if (t == "::::" || t == "::::+") a.flags += ':';
   if (a.separated) {
+    if (has(a.flags, ':')) st.parallel_inputs.insert(st.parallel_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
     if (a.operands == 0) code_word(st, 0, "parallel (its arguments are its commands)");
+    if (a.runs_program) code_word(st, 0, "parallel (it appends its arguments to a shell's or interpreter's code)");
     return;
   }
-  if (std::exchange(a.option, 0)) return;
+  if (const char pending = std::exchange(a.option, 0)) {
+    if (pending == 'a') st.parallel_inputs.insert(st.parallel_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+    return;
+  }
   if (!a.options_done && t.size() >= 2 && st.shape.quoted[0] == '0' && t[0] == '-') {
     if (t.size() == 2 && has("adEIjLnNPSsC", t[1])) a.option = t[1];
     return;
   }
   a.options_done = true;
   ++a.operands;
+  // Its arguments and input lines are appended to the command: code when it starts a shell
+  // or an interpreter (`parallel sh -c ::: …`, `… | parallel python3 -c`).
+  if (names_program_in(t)) a.runs_program = true;
   code_word(st, 0, "parallel");
+}
+
+// xargs appends its input's words to the command: code when the command still waits for its
+// program (`xargs sh -c`, `xargs python3 -c`, `xargs awk`).
+bool lexer::awaits_code(const command_state& st) const {
+  const auto& a = st.args;
+  switch (a.kind) {
+    case command_kind::program:
+      if (a.option == code_next) return true;
+      if (a.program->type == shell) return has_any(a.flags, a.program->code) && a.operands == 0;
+      return (a.program->type == awk || a.program->type == sed) && !a.code_given && !a.from_file;
+    case command_kind::unknown: return a.option == code_next || a.splits;
+    case command_kind::runs_option: return a.option == 'c';
+    case command_kind::remote:
+    case command_kind::runs_all: return true;
+    case command_kind::parallel: return a.operands == 0 || a.runs_program;
+    case command_kind::wrapper: return a.command != "xargs";  // `xargs env`: the input is the whole command
+    default: return false;
+  }
 }
 
 bool lexer::reads_code_from_stdin(const command_state& st) const {
   const auto& a = st.args;
   if (st.replaces_input && st.code_seen) return true;  // xargs -I{} sh -c '… {} …'
+  if (st.appends_input && awaits_code(st)) return true;
+  if (st.stdin_is_script || st.code_from_substitution || a.feeds_code) return true;
   switch (a.kind) {
     case command_kind::program:
       if (!a.program->reads_stdin || a.code_given || a.from_file || a.ended) return false;
-      return a.operands == 0 || names_stdin(a.first_operand) || (a.program->type == shell && has(a.flags, 's'));
-    case command_kind::unknown: return !a.nested && a.operands == 0 && a.flags.empty();
+      return a.operands == 0 || a.program->operands_are_data || names_stdin(a.first_operand) ||
+             (a.program->type == shell && has(a.flags, 's'));
+    case command_kind::unknown: return a.splits || (!a.nested && a.operands == 0 && a.flags.empty());
     case command_kind::source: return names_stdin(a.first_operand);
-    case command_kind::remote: return a.operands <= 1;  // `ssh HOST`: the remote shell reads stdin
+    case command_kind::remote: return a.operands <= 1 || a.runs_program;  // `ssh HOST`: the remote shell reads stdin
+    case command_kind::wrapper: return (a.command == "sudo" || a.command == "doas") && has_any(a.flags, "si");  // `sudo -s`
+    case command_kind::other:
+      if (names_.stdin_functions.contains(a.command)) return true;  // `f() { sh; }; … | f`
+      return operands_before_shell(a.command) >= 0 && a.operands <= operands_before_shell(a.command);
     case command_kind::runs_option: return a.command != "flock" && !has(a.flags, 'c');
-    case command_kind::parallel: return !a.separated && a.operands == 0;
+    case command_kind::parallel: return !a.separated && (a.operands == 0 || a.runs_program);
     default: return false;
   }
 }
@@ -358,15 +836,61 @@ void lexer::finish_command(command_state& st) {
   auto& a = st.args;
   if (!a.sandbox)
     for (const auto index : a.sed_script) mark_code(index, a.command + " (its script; --sandbox would keep it from running commands)");
-  if (st.command_begin != no_offset && reads_code_from_stdin(st)) {
+  const bool reads_code = st.command_begin != no_offset && reads_code_from_stdin(st);
+  // `{ sh; } <<<…`, `while …; do sh; done < <(…)`: the group's redirections are its commands' input.
+  const bool group_input = st.command_begin != no_offset && st.after_code_group;
+  if (reads_code || group_input) {
     const std::string runner = "the standard input of " + (a.command.empty() ? std::string("the command") : a.command);
-    if (st.pipeline_begin < st.command_begin) mark_code_range({st.pipeline_begin, st.command_begin}, "text piped into " + a.command);
+    if (reads_code && st.pipeline_begin < st.command_begin)
+      mark_code_range({st.pipeline_begin, st.command_begin}, "text piped into " + a.command);
     for (const auto& r : st.stdin_text) mark_code_range(r, runner);
     code_bodies_.resize(out_.heredocs.size());
     for (auto h = st.pipeline_heredocs; h < out_.heredocs.size(); ++h) code_bodies_[h] = runner;
+    if (!st.group_code.empty()) st.group_code.back() = true;  // so does the group around it
+    if (st.output_list) output_runs_code_ = true;
+    if (st.coproc_depth != no_offset) all_code_ = true;  // `coproc sh`: what the script writes to it
   }
+  if (reads_code) {
+    // `echo … | ( sh )`, `… | while read l; do sh; done`: what is piped into its groups.
+    for (std::size_t k = 0; k < st.groups.size(); ++k)
+      if (st.groups[k] != no_offset && st.groups[k] < st.group_starts[k])
+        mark_code_range({st.groups[k], st.group_starts[k]}, "text piped into " + a.command);
+    // `sh <&3 3<<<…`: stdin copied from another descriptor.
+    for (const int fd : st.stdin_dups) learn_script_fd(fd);
+    if (!st.function_name.empty() && st.groups.size() > st.function_depth && names_.stdin_functions.insert(st.function_name).second)
+      learned_ = true;
+    if (!names_.stdin_code_anywhere) {
+      names_.stdin_code_anywhere = true;
+      learned_ = true;
+    }
+  }
+  if (a.feeds_code && st.command_begin != no_offset)  // `printf -v PS4 %s …`, `read -r BASH_ENV`: its words become the variable
+    mark_code_range({st.command_begin, i_}, "the program reading " + a.code_option);
+  if (a.kind == command_kind::parallel && (a.runs_program || a.operands == 0))
+    for (const auto& r : st.parallel_inputs) mark_code_range(r, "parallel (its input is its commands' code)");
+  if (a.kind == command_kind::wrapper && a.command == "exec" && names_.stdin_code_anywhere) {
+    // `exec <<< …`, `exec 0< <(…)`, `exec <&3`: stdin of every later command, one of which reads code.
+    for (const auto& r : st.stdin_text) mark_code_range(r, "the standard input exec gives the script");
+    code_bodies_.resize(out_.heredocs.size());
+    for (auto h = st.first_heredoc; h < out_.heredocs.size(); ++h)
+      if (h >= heredoc_fds_.size() || heredoc_fds_[h] == 0) code_bodies_[h] = "the standard input exec gives the script";
+    for (const int fd : st.stdin_dups) learn_script_fd(fd);
+  }
+  if (st.output_is_code && st.command_begin != no_offset) {
+    // `echo … > >(sh)`, `… | tee >(python3)`: what the command writes is code.
+    const std::string runner = "a >( ) that runs its input (" + (a.command.empty() ? std::string("the command") : a.command) + ")";
+    mark_code_range({std::min(st.pipeline_begin, st.command_begin), i_}, runner);
+    for (const auto& r : st.stdin_text) mark_code_range(r, runner);
+    code_bodies_.resize(out_.heredocs.size());
+    for (auto h = st.pipeline_heredocs; h < out_.heredocs.size(); ++h) code_bodies_[h] = runner;
+    if (a.kind == command_kind::wrapper && a.command == "exec") all_code_ = true;  // `exec > >(sh)`: all later output
+  }
+  if (st.coproc_depth != no_offset && st.groups.size() <= st.coproc_depth) st.coproc_depth = no_offset;
   st.stdin_text.clear();
-  st.replaces_input = st.code_seen = false;
+  st.replaces_input = st.appends_input = st.code_seen = st.stdin_is_script = st.output_is_code = st.after_code_group = false;
+  st.code_from_substitution = false;
+  st.stdin_dups.clear();
+  st.parallel_inputs.clear();
   st.command_begin = no_offset;
 }
 
@@ -382,13 +906,27 @@ void lexer::begin_command(command_state& st, std::size_t at) {
 // A compound command piped as a whole (`{ …; } | sh`, `for …; done | sh`) begins its pipeline.
 void lexer::group_keyword(command_state& st, std::string_view w) {
   for (std::string_view k : {"{", "if", "while", "until", "for", "select", "case"})
-    if (w == k) return st.groups.push_back(st.pipeline_begin);
+    if (w == k) return open_group(st);
   for (std::string_view k : {"}", "fi", "done", "esac"})
-    if (w == k && !st.groups.empty()) {
-      st.pipeline_begin = st.groups.back();
-      st.groups.pop_back();
-      return;
-    }
+    if (w == k) return close_group(st);
+}
+
+void lexer::open_group(command_state& st) {
+  st.groups.push_back(st.pipeline_begin);
+  st.group_starts.push_back(st.command_begin == no_offset ? i_ : st.command_begin);
+  st.group_code.push_back(false);
+}
+
+// The group's redirections feed its commands: when one reads code from stdin, so does the group.
+void lexer::close_group(command_state& st) {
+  if (st.groups.empty()) return;
+  st.pipeline_begin = st.groups.back();
+  st.groups.pop_back();
+  st.group_starts.pop_back();
+  st.after_code_group = st.group_code.back();
+  st.group_code.pop_back();
+  if (st.after_code_group && !st.group_code.empty()) st.group_code.back() = true;
+  if (!st.function_name.empty() && st.groups.size() <= st.function_depth) st.function_name.clear();
 }
 
 }  // namespace arun::engine::detail
