@@ -301,13 +301,14 @@ void expand_braces(const std::string& s, std::vector<std::string>& out, int dept
 }
 
 bool is_glob(std::string_view pattern) {
+  const auto last_close = pattern.rfind(']');
   for (std::size_t k = 0; k < pattern.size(); ++k) {
     if (pattern[k] == '\\') {
       ++k;
       continue;
     }
     if (pattern[k] == '*' || pattern[k] == '?') return true;
-    if (pattern[k] == '[' && pattern.find(']', k + 2) != std::string_view::npos) return true;
+    if (pattern[k] == '[' && last_close != std::string_view::npos && last_close >= k + 2) return true;
   }
   return false;
 }
@@ -336,17 +337,15 @@ std::vector<std::pair<std::size_t, std::size_t>> brace_groups(const word_shape& 
   std::vector<std::pair<std::size_t, std::size_t>> out;
   const auto& t = w.text;
   const auto plain = [&](std::size_t k, char c) { return t[k] == c && w.quoted[k] == '0'; };
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    if (!plain(i, '{')) continue;
-    int level = 0;
-    bool list = false;
-    for (std::size_t j = i; j < t.size(); ++j) {
-      if (plain(j, '{')) ++level;
-      if (plain(j, '}') && --level == 0) {
-        if (list) out.emplace_back(i, j);
-        break;
-      }
-      if (level == 1 && (plain(j, ',') || (plain(j, '.') && j + 1 < t.size() && plain(j + 1, '.')))) list = true;
+  std::vector<std::pair<std::size_t, bool>> open;  // one pass: each `{` and whether it holds a list yet
+  for (std::size_t k = 0; k < t.size(); ++k) {
+    if (plain(k, '{')) {
+      open.emplace_back(k, false);
+    } else if (plain(k, '}') && !open.empty()) {
+      if (open.back().second) out.emplace_back(open.back().first, k);
+      open.pop_back();
+    } else if (!open.empty() && (plain(k, ',') || (plain(k, '.') && k + 1 < t.size() && plain(k + 1, '.')))) {
+      open.back().second = true;
     }
   }
   return out;
