@@ -5,6 +5,7 @@
 #include "files/owned_tree.hpp"
 #include "files/private_files.hpp"
 #include "process/supervisor.hpp"
+#include "session/git_outcome.hpp"
 #include "session/instance_logs.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -52,10 +53,6 @@ std::vector<std::string> words(T&&... w) {
   return v;
 }
 
-struct git_result {
-  bool ok = false;
-  std::string out, why;  ///< stdout (trimmed); why it failed (stderr's last line, or the launch error)
-};
 
 // `rm`, `cp`: long-running file work as supervised children.
 process_spec command_spec(std::vector<std::string> argv) {
@@ -80,32 +77,17 @@ process_spec git_spec(const std::string& dir, std::vector<std::string> args) {
   return spec;
 }
 
-git_result judged(const process_result& r) {
-  git_result g;
-  g.ok = r.succeeded();
-  g.out = r.out.text;
-  while (!g.out.empty() && (g.out.back() == '\n' || g.out.back() == '\r')) g.out.pop_back();
-  if (!r.launched()) {
-    g.why = r.launch_error;
-  } else if (!g.ok) {
-    auto err = r.err.text;
-    while (!err.empty() && err.back() == '\n') err.pop_back();
-    g.why = err.substr(err.rfind('\n') + 1);
-    if (g.why.empty()) g.why = r.timed_out ? "timed out" : "exit code " + std::to_string(r.exit_code.value_or(-1));
-  }
-  return g;
-}
 
-boost::asio::awaitable<git_result> git(const std::string& dir, std::vector<std::string> args) {
-  co_return judged(co_await run_process(git_spec(dir, std::move(args))));
+boost::asio::awaitable<git_outcome> git(const std::string& dir, std::vector<std::string> args) {
+  co_return git_outcome_of(co_await run_process(git_spec(dir, std::move(args))));
 }
 
 // For the commands that run outside the engine's loop (sessions clean, a resume's start).
-git_result git_now(const std::string& dir, std::vector<std::string> args) {
+git_outcome git_now(const std::string& dir, std::vector<std::string> args) {
   boost::asio::io_context ctx;
   auto done = boost::asio::co_spawn(ctx, run_process(git_spec(dir, std::move(args))), boost::asio::use_future);
   ctx.run();
-  return judged(done.get());
+  return git_outcome_of(done.get());
 }
 
 // `fan[3]/review` -> `fan[3]/review`, safe as a path below the session (as its logs are).
@@ -286,7 +268,7 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
   (void)cleared;
   auto copied = co_await run_process(command_spec(words("cp", "-a", "--", dir, root)));
   if (!copied.succeeded()) {
-    auto why = judged(copied).why;
+    auto why = git_outcome_of(copied).why;
     auto removed = co_await run_process(command_spec(words("rm", "-rf", "--", root)));
     (void)removed;
     co_return "copy: cannot copy " + dir + " to " + root + ": " + why;
@@ -331,7 +313,7 @@ boost::asio::awaitable<std::vector<std::string>> session_workspaces::finish(isol
     co_return warnings;
   }
   auto removed = co_await run_process(command_spec(words("rm", "-rf", "--", w.root)));
-  if (!removed.succeeded()) warnings.push_back("copy " + w.root + " could not be removed: " + judged(removed).why);
+  if (!removed.succeeded()) warnings.push_back("copy " + w.root + " could not be removed: " + git_outcome_of(removed).why);
   else forget(instance);
   co_return warnings;
 }

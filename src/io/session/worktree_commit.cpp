@@ -1,6 +1,7 @@
 #include "session/worktree_commit.hpp"
 
 #include "executor/step_environment.hpp"
+#include "session/git_outcome.hpp"
 #include "process/supervisor.hpp"
 
 #include <fcntl.h>
@@ -26,10 +27,6 @@ std::vector<std::string> words(T&&... w) {
   return v;
 }
 
-struct git_out {
-  bool ok = false;
-  std::string out, why;  ///< stdout (trimmed); why it failed (stderr's last line, or the launch error)
-};
 
 // Variables that tell git where a repository is: arun started from a git hook has them, and
 // they would take git elsewhere than the tree it is asked about.
@@ -63,22 +60,7 @@ process_spec pinned(const worktree_registration& r, const std::vector<std::strin
   return git_spec(std::move(argv));
 }
 
-boost::asio::awaitable<git_out> run(process_spec spec) {
-  const auto r = co_await run_process(std::move(spec));
-  git_out g;
-  g.ok = r.succeeded();
-  g.out = r.out.text;
-  while (!g.out.empty() && (g.out.back() == '\n' || g.out.back() == '\r')) g.out.pop_back();
-  if (!r.launched()) {
-    g.why = r.launch_error;
-  } else if (!g.ok) {
-    auto err = r.err.text;
-    while (!err.empty() && err.back() == '\n') err.pop_back();
-    g.why = err.substr(err.rfind('\n') + 1);
-    if (g.why.empty()) g.why = r.timed_out ? "timed out" : "exit code " + std::to_string(r.exit_code.value_or(-1));
-  }
-  co_return g;
-}
+boost::asio::awaitable<git_outcome> run(process_spec spec) { co_return git_outcome_of(co_await run_process(std::move(spec))); }
 
 std::string real(const std::string& path) {
   std::error_code ec;
