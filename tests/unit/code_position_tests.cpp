@@ -78,7 +78,7 @@ const std::vector<std::string> code_forms = {
     // options, programs named as an option's argument
     "{W}ssh host bash -s <<< {Q}", "{W}ssh host 'bash -s' <<< {Q}", "ssh host python3 <<EOF\n{{v}}\nEOF", "{W}sudo -s <<< {Q}",
     "{W}sudo -i <<< {Q}", "{W}chroot /srv <<< {Q}", "{W}unshare -U <<< {Q}", "{W}nsenter -t 1 -a <<< {Q}", "newgrp docker <<< {Q}",
-    "{W}sg docker -c {Q}", "{W}su --command={Q}", "{W}su --command {Q}", "{W}runuser -u x --command={Q}", "{W}flock F --com {Q}",
+    "{W}sg docker -c {Q}", "{W}su --command={Q}", "{W}su --command {Q}", "{W}runuser -u x --command={Q}", "{W}flock F --com {Q}", "{W}flock \"$D/lock\" --command {Q}", "{W}\"$X\" --eval={Q}",
     "{W}script -q --command={Q} /dev/null", "{W}su --session-command={Q}", "{W}docker run --entrypoint sh img -c {Q}",
     "{W}docker run --entrypoint=sh img -c {Q}", "{W}start-stop-daemon --start --exec /bin/sh -- -c {Q}",
     // input piped into a subshell, a compound command, a function

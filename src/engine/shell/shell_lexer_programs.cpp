@@ -585,7 +585,8 @@ bool lexer::nested_command(command_state& st) {
   auto& a = st.args;
   const auto& t = st.shape.text;
   if (!(a.kind == command_kind::other || a.kind == command_kind::runs_option) || a.option || searches_text(a.command) ||
-      a.package_words || a.last_word == "-s" || a.last_word == "--shell")  // `useradd -s /bin/bash -c …`: a login shell
+      a.package_words || a.last_word == "-s" || a.last_word == "--shell" ||  // `useradd -s /bin/bash -c …`: a login shell
+      (a.command == "flock" && a.operands == 0))                               // `flock "$D/lock" …`: the lock file
     return false;
   // `docker run --entrypoint sh img -c …`, `--entrypoint=sh`: a program as an option's
   // argument; where its own arguments start is the outer command's business.
@@ -658,7 +659,9 @@ bool lexer::program_option(command_state& st) {
     const auto eq = t.find('=');
     const std::string name = t.substr(2, (eq == std::string::npos ? t.size() : eq) - 2);
     const auto arg = eq == std::string::npos ? t.size() : eq + 1;
-    const auto kind = p ? long_option_of(*p, name) : long_option::none;
+    // A program named by an expansion may take code in a long option too (`"$X" --command …`).
+    const auto kind = p ? long_option_of(*p, name)
+                        : abbreviates(" command eval execute expression source ", name) ? long_option::code : long_option::none;
     if (kind == long_option::code) {
       code_option(eq == std::string::npos ? t.size() : eq, arg);
     } else if (kind == long_option::file) {
