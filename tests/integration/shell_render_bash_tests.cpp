@@ -361,6 +361,12 @@ const std::vector<std::string> code_positions = {
     "echo 'echo {{x}}' | eval \"$(cat)\"", "printf -v PS4 %s '+{{x}} '; set -x; :; set +x", "read -r PS4 <<< '{{x}}'",
     "python3 -m timeit 'print(\"{{x}}\")'", "perl -M'strict;print \"{{x}}\"' -e 1", "git -c core.sshCommand='{{x}}' ls-remote ssh://h/x",
     "ssh -o ProxyCommand='{{x}}' h", "unshare -U <<< 'echo {{x}}'", "docker run --entrypoint sh img -c 'echo {{x}}'",
+    // the fourth review
+    "python3 -c \\\n 'print(\"{{x}}\")'", "sh \\\n -c 'echo {{x}}'", "perl -I lib -e 'print \"{{x}}\\n\"'",
+    "bash -c 'cd /tmp && bash -s' <<< 'echo {{x}}'", "echo 'echo {{x}}' | { out=$(bash); echo \"$out\"; }",
+    "declare -a arr='({{x}})'", "make -f /dev/null VERSION='{{x}}'", "exec 4<<< 'echo {{x}}'; exec 0<&4; sh",
+    "run() { bash \"$@\"; }; run <<< 'echo {{x}}'", "shopt -s expand_aliases; alias run='bash -c'\nrun 'echo {{x}}'",
+    "compgen -W '{{x}}' x",
 };
 
 // The same code, each value passed as data: it runs, and the value arrives intact.

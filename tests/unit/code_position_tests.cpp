@@ -108,6 +108,19 @@ const std::vector<std::string> code_forms = {
     "{W}python3 --check-hash-based-pycs always -c {Q}", "{W}at now <<< {Q}", "echo {Q} | {W}batch", "echo {Q} | crontab -",
     "{W}ex -s file <<< {Q}", "{W}vim -es <<< {Q}", "{W}vim -c {Q} f", "{W}vim +{Q} f", "{W}vim --cmd {Q} f",
     "echo {Q} | {W}make -f -", "{W}make --eval={Q}", "{W}cmake -P /dev/stdin <<< {Q}",
+    // the fourth review: line continuations, options with separate arguments, -c strings and
+    // substitutions reading stdin, arrays, make variables, descriptor relays, aliases
+    "{W}python3 -c \\\n {Q}", "{W}{S} \\\n -c {Q}", "{W}{S} \\\n <<< {Q}", "{W}b\\\nash -c {Q}", "trap \\\n {Q} EXIT",
+    "{W}perl -I lib -e {Q}", "{W}node --env-file .env -e {Q}", "{W}node -C dev -e {Q}", "{W}awk -W interactive {Q}",
+    "{W}gawk -d/dev/null {Q}", "{W}julia -t 4 -e {Q}", "{W}bash -c 'sh' <<< {Q}", "{W}bash -c 'cd /tmp && bash -s' <<< {Q}",
+    "echo {Q} | { out=$(bash); echo \"$out\"; }", "{ out=$(sh); } <<< {Q}", "echo {Q} | echo \"$(sh)\"", "x=$(sh) <<< {Q}",
+    "declare -a arr={Q}", "local -a arr=\"{{v}}\"", "declare -A m={Q}", "arr=(1); declare arr={Q}", "compgen -W {Q} x",
+    "{W}make -C build VERSION={Q}", "{W}make install PREFIX={Q}", "{W}m4 -DNAME={Q}", "{W}m4 -D NAME={Q}",
+    "exec 4<<< {Q}; exec 0<&4; {S}", "exec 5<<< {Q}; exec 4<&5; {S} <&4", "{S} 4<<< {Q} < /dev/fd/4",
+    "coproc cat; echo {Q} >&\"${COPROC[1]}\"; {S} <&\"${COPROC[0]}\"", "run() { bash \"$@\"; }; run <<< {Q}",
+    "xargs -a <(echo {Q}) -I{} sh -c '{}'", "xargs --arg-file=<(echo {Q}) sh -c", "alias run='bash -c'\nrun {Q}",
+    "{,}{,}{,}{,}{,}{,}{,}{,}{,}{sh,-c,{Q}}", "{W}vagrant ssh -c {Q}", "{W}mosh host -- ls {Q}", "{W}autossh -M 0 host ls {Q}",
+    "{W}raku -e {Q}", "{W}bash5 -c {Q}", "{W}zsh-5.9 -c {Q}", "{W}pythonw -c {Q}",
 };
 
 const std::vector<std::string> builtin_wrappers = {"", "command ", "builtin ", "time ", "! ", "command builtin "};
@@ -151,6 +164,12 @@ const std::vector<std::string> data_forms = {
     "{W}useradd -m -s /bin/bash -c {Q} deploy", "{W}usermod --shell=/bin/zsh -c {Q} bob", "{W}conda install -y python -c {Q}",
     "{W}pacman -S python {Q}", "{W}python3 script.py -c {Q}", "{W}git commit -c HEAD -m {Q}", "{W}ssh -o ConnectTimeout=5 {Q} ls",
     "{W}scp -o BatchMode=yes {Q} host:", "{W}git -c user.name={Q} commit -m x", "{W}rsync -a {Q} host:dir",
+    "{W}parallel -j4 python3 process.py ::: {Q}", "{W}parallel bash build.sh {} ::: {Q}", "ls {Q}/*.sh | xargs -n1 bash -n",
+    "find {Q} -name '*.sh' | xargs -n1 bash", "find {Q} -print0 | xargs -0 -n1 sh", "{W}make -C {Q} test",
+    "{W}rsync -av -e 'ssh -p 2222' {Q} host:", "while read -r f; do sh \"$f\"; done < <(find {Q} -name '*.sh')",
+    "exec > >(tee {Q}/log)", "{W}docker run --rm {Q}", "echo $(( $(stat -c %s {Q}) / 1024 ))", "curl -fsSL x | bash -s -- {Q}",
+    "{W}python3 -c \\\n 'import sys; print(sys.argv[1])' {Q}", "declare -a arr=(a {Q})", "local -a files=(); files+=({Q})",
+    "{W}perl -I lib script.pl {Q}", "{W}node --env-file .env app.js {Q}", "echo {Q} | {W}xargs -n1 echo",
 };
 
 std::string fill(std::string text, std::string_view key, const std::string& with) {
@@ -164,12 +183,24 @@ std::string compose(std::mt19937& random, const std::vector<std::string>& forms,
   const auto& form = pick(forms);
   // Only programs can follow `find -exec`; bash's builtins and keywords cannot.
   const bool program = form.starts_with("{W}");
-  auto command = fill(fill(fill(fill(form, "{S}", pick(shells)), "{Q}", pick(quoting)), "{W}", pick(wrappers)), "{B}",
+  // xargs gives its command no stdin: it is no wrapper for a program reading its input.
+  const bool reads_input = form.find('<') != std::string::npos || form.find('|') != std::string::npos;
+  auto wrapper = pick(wrappers);
+  while (reads_input && wrapper.find("xargs") != std::string::npos) wrapper = pick(wrappers);
+  auto command = fill(fill(fill(fill(form, "{S}", pick(shells)), "{Q}", pick(quoting)), "{W}", wrapper), "{B}",
                       pick(builtin_wrappers));
+  // The end of the first line, past line continuations (`\⏎`).
+  auto first_line_end = [&] {
+    for (auto at = command.find('\n'); at != std::string::npos; at = command.find('\n', at + 1))
+      if (at == 0 || command[at - 1] != '\\') return at;
+    return std::string::npos;
+  };
   const bool find = program && random() % 5 == 0 && command.find('|') == std::string::npos && command.find('<') == std::string::npos;
-  if (find) command = "find . -exec " + command.substr(0, command.find('\n')) + " \\;" +
-                      (command.find('\n') == std::string::npos ? "" : command.substr(command.find('\n')));
-  const auto nl = command.find('\n');
+  if (find) {
+    const auto end = first_line_end();
+    command = "find . -exec " + command.substr(0, end) + " \\;" + (end == std::string::npos ? "" : command.substr(end));
+  }
+  const auto nl = first_line_end();
   // A heredoc's body is read after the line that announced it: no `$( )` or backticks around it.
   auto [open, close] = pick(frames);
   while (nl != std::string::npos && (open.find('$') != std::string::npos || open.find('`') != std::string::npos || open.find('<') != std::string::npos))
@@ -215,11 +246,6 @@ TEST_CASE("every code form is refused bare, and names what would run the value")
   CHECK_THAT(render_error("sed \"s/a/{{v}}/\" f"), Catch::Contains("--sandbox"));
   CHECK_THAT(render_error("echo {{v}} |\n  sh"), Catch::Contains("text piped into sh"));
   CHECK_THAT(render_error("x=$(cat <<EOF | sh\n{{v}}\nEOF\n)"), Catch::Contains("the standard input of sh"));
-}
-
-TEST_CASE("what a substitution prints inside arithmetic is arithmetic") {
-  CHECK_THAT(render_error("echo $(( 1 + $(echo {{v}}) ))"), Catch::Contains("arithmetic"));
-  CHECK(render_error("echo $(( 1 + $(echo {{x}}) ))").empty());  // "1" is a number
 }
 
 TEST_CASE("code positions do not leak past their command") {

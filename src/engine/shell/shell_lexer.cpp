@@ -29,6 +29,7 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
   command_state st;
   st.first_heredoc = out_.heredocs.size();
   st.output_list = std::exchange(next_list_is_output_, false);
+  st.input_list = std::exchange(next_list_is_input_, false);
   // References recorded from here on belong to this list's current command.
   struct current {
     lexer& l;
@@ -43,6 +44,10 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
       continue;
     }
     const char ch = s_[i_];
+    if (at(i_, "\\\n")) {  // a line continuation: bash removes it before reading words
+      i_ += 2;
+      continue;
+    }
     if (ch == ')') end_word(st);  // `esac)` must end the case before the `)` is read
     if ((c == closer::backtick && ch == '`') ||
         (c == closer::paren && ch == ')' && st.parens == 0 && !st.in_pattern())) {
@@ -81,6 +86,14 @@ void lexer::commands(frame f, closer c, std::size_t limit) {
   end_command(st);
 }
 
+// `$( )`, backticks, `<( )`: a command list sharing the command's standard input — a shell in
+// it reads the command's input as code (`echo … | eval "$(cat)"`, `x=$(sh) <<< …`).
+void lexer::substitution(const frame& f, closer c, std::size_t limit) {
+  next_list_is_input_ = true;
+  commands(f, c, limit);
+  if (std::exchange(input_runs_code_, false) && command_) command_->stdin_is_script = true;
+}
+
 void lexer::word_unit(command_state& st, const frame& f, std::size_t limit) {
   const frame w = word_frame(st, f);
   const char ch = s_[i_];
@@ -92,7 +105,7 @@ void lexer::word_unit(command_state& st, const frame& f, std::size_t limit) {
     case '`':
       ++i_;
       expansion(w);
-      commands(backtick_frame(), closer::backtick, limit);
+      substitution(backtick_frame(), closer::backtick, limit);
       return;
     case '$': dollar(w, limit, false); return;
     case '[':
@@ -145,13 +158,17 @@ void lexer::control(command_state& st, const frame& f, std::size_t limit) {
     i_ += 2;
     st.word_plain = false;
     st.shape.add('\x02', true);
-    next_list_is_output_ = output;
-    commands(substitution_frame(f), closer::paren, limit);
+    if (output) {
+      next_list_is_output_ = true;
+      commands(substitution_frame(f), closer::paren, limit);
+    } else {
+      substitution(substitution_frame(f), closer::paren, limit);
+    }
     if (std::exchange(output_runs_code_, false) && output) st.output_is_code = true;
     st.word_substitutions.push_back({start, i_});
   } else if (at(i_, ">&") || at(i_, "<&") || at(i_, "&>") || at(i_, ">|") || at(i_, "<>")) {
     st.stdin_redirect = at(i_, "<>");
-    st.dup_input = at(i_, "<&") && st.redirect_into == 0;  // `<&3`: stdin becomes descriptor 3
+    st.dup_input = at(i_, "<&");  // `<&3`, `4<&5`: a copy of another descriptor
     i_ += 2;  // redirections: the command goes on
     st.redirect_target = !st.test_expr;
   } else if (s_[i_] == '<' || s_[i_] == '>') {
@@ -230,9 +247,12 @@ void lexer::end_word(command_state& st) {
       auto digits = st.shape.text;
       if (digits.ends_with('-')) digits.pop_back();
       if (!digits.empty() && digits.size() <= 4 && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        st.stdin_dups.push_back(std::stoi(digits));
+        st.fd_dups.emplace_back(st.redirect_into, std::stoi(digits));
       else if (digits.find_first_of("\x01\x02") != std::string::npos)
-        st.stdin_dups.push_back(-2);
+        st.fd_dups.emplace_back(st.redirect_into, -2);
+    } else if (st.stdin_redirect && st.word_substitutions.empty()) {
+      // `sh < /dev/fd/4 4<<<…`: a descriptor opened by its path.
+      if (const int fd = descriptor_named(st.shape.text); fd != -1 && fd != 0) st.fd_dups.emplace_back(st.redirect_into, fd);
     }
     if (std::exchange(st.here_string, false))
       redirected_text(st, {st.word_begin, i_});
@@ -466,11 +486,14 @@ std::pair<std::size_t, std::size_t> lexer::find_delimiter(const heredoc_body& h,
 
 shell_lex_result lex_shell(std::string_view script, const std::vector<text_range>& opaque) {
   detail::attribute_names names;
-  detail::lexer first(script, opaque, names);
-  auto result = first.run();
-  // A `declare -i n` seen late (a function assigning `n=` before it) changes earlier words.
-  if (!first.learned()) return result;
-  return detail::lexer(script, opaque, names).run();
+  // A `declare -i n` seen late (a function assigning `n=` before it), a descriptor a later
+  // command reads its program from: what a pass learns changes earlier words. What is learned
+  // only grows, so the passes end; a chain of relays (`exec 4<&5`) may take several.
+  for (int pass = 1;; ++pass) {
+    detail::lexer l(script, opaque, names);
+    auto result = l.run();
+    if (!l.learned() || pass == 8) return result;
+  }
 }
 
 }  // namespace arun::engine

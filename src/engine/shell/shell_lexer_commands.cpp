@@ -57,7 +57,7 @@ constexpr command_entry commands_table[] = {
     {"trap", command_kind::trap},       {"alias", command_kind::alias},      {"complete", command_kind::complete},
     {"compgen", command_kind::complete}, {"bind", command_kind::bind},
     {"source", command_kind::source}, {".", command_kind::source}, {"parallel", command_kind::parallel},
-    {"ssh", command_kind::remote}, {"su", command_kind::runs_option}, {"runuser", command_kind::runs_option},
+    {"ssh", command_kind::remote}, {"autossh", command_kind::remote}, {"mosh", command_kind::remote}, {"su", command_kind::runs_option}, {"runuser", command_kind::runs_option},
     {"flock", command_kind::runs_option}, {"script", command_kind::runs_option}, {"watch", command_kind::runs_all},
     {"sg", command_kind::runs_option}, {"newgrp", command_kind::runs_option},
     // Commands that run the command named by their next words.
@@ -86,7 +86,7 @@ std::string_view options_with_argument(const command_args& a) {
     case command_kind::wait: return "p";
     case command_kind::complete: return "ACFGPSWXo";
     case command_kind::bind: return "mqurfx";
-    case command_kind::remote: return "BbcDEeFIiJLlmOopQRSWw";
+    case command_kind::remote: return a.command == "autossh" ? "BbcDEeFIiJLlmMOopQRSWw" : "BbcDEeFIiJLlmOopQRSWw";
     case command_kind::runs_option: return a.command == "flock" ? "cEw" : a.command == "script" ? "cEIOBT" : "cgGlsw";
     case command_kind::runs_all: return "nd";
     case command_kind::wrapper:
@@ -203,12 +203,20 @@ void lexer::command_word(command_state& st) {
     if (a.option) {
       // `env -S STRING` splits its string into a command line, with its own quotes and ${VAR}.
       if (a.command == "env" && a.option == 'S') split_string(st, 0);
+      if (a.command == "xargs" && a.option == 'a')  // xargs -a <(…): its input
+        st.argument_inputs.insert(st.argument_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
       a.option = 0;
       return;
     }
     if (t.size() > 1 && t[0] == '-') {  // quoted or not: the wrapper receives the same option
       if (a.command == "xargs" && (t.starts_with("-I") || t.starts_with("-i") || t.starts_with("--replace")))
         st.replaces_input = true;  // input lines are pasted into the command's words
+      if (a.command == "xargs" && (t == "--arg-file=" || t == "--arg-file")) {
+        a.option = 'a';  // `--arg-file=<(…)`: the substitution is read as a word of its own
+        return;
+      }
+      if (a.command == "xargs" && (t.starts_with("--arg-file=") || (t.starts_with("-a") && t.size() > 2)))
+        st.argument_inputs.insert(st.argument_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
       wrapper_option(st);
       return;
     }
@@ -239,6 +247,11 @@ void lexer::command_word(command_state& st) {
   }
   a.command = std::string(basename(t));
   a.kind = kind_of(a.command);
+  if (names_.code_aliases.contains(t)) {  // an alias for a shell and its -c
+    a.kind = command_kind::unknown;
+    a.splits = true;
+    return;
+  }
   if (a.command == "xargs") st.appends_input = true;
   if (a.kind == command_kind::other) start_program(st, a.command);
 }
@@ -247,7 +260,9 @@ void lexer::command_word(command_state& st) {
 // interpreter (`env -S 'sh -c' …`), the words after it are that program's arguments.
 void lexer::split_string(command_state& st, std::size_t from) {
   code_word(st, from, "env -S");
-  if (!names_program_in(std::string_view(st.shape.text).substr(from))) return;
+  const auto line = std::string_view(st.shape.text).substr(from);
+  if (stdin_is_code(line)) st.stdin_is_script = true;  // `… | env -S 'bash -s'`
+  if (!appended_is_code(line)) return;
   st.args = command_args{};
   st.args.kind = command_kind::unknown;
   st.args.splits = true;
@@ -309,7 +324,12 @@ void lexer::argument_word(command_state& st) {
     case command_kind::declare: return declare_argument(st);
     case command_kind::eval: return code_word(st, 0, "eval");
     case command_kind::alias:
-      if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "alias");
+      if (const auto eq = t.find('='); eq != std::string::npos) {
+        code_word(st, eq + 1, "alias");
+        // `alias run='bash -c'`: a later `run …` hands its words to the shell.
+        if (appended_is_code(std::string_view(t).substr(eq + 1)) || stdin_is_code(std::string_view(t).substr(eq + 1)))
+          learn(names_.code_aliases, std::string_view(t).substr(0, eq));
+      }
       return;
     case command_kind::test:
       if (std::exchange(a.option, 0))
@@ -387,6 +407,7 @@ void lexer::option_argument(command_state& st, char option, std::size_t from) {
     case command_kind::mapfile:
     case command_kind::complete:
       if (option == 'C') code_word(st, from, a.command + " -C");
+      if (option == 'W' && a.kind == command_kind::complete) code_word(st, from, a.command + " -W (it expands its word list)");
       return;
     case command_kind::bind:
       if (option == 'x') code_word(st, from, "bind -x");
@@ -461,8 +482,13 @@ void lexer::declare_argument(command_state& st) {
     if (has(attributes, 'i')) learn(names_.integer, name);
     if (has(attributes, 'n')) learn(names_.nameref, name);
     if (has(attributes, 'A')) learn(names_.associative, name);
+    if (has(attributes, 'a') || has(attributes, 'A')) learn(names_.arrays, name);
   }
   if (eq == std::string::npos) return;
+  // `declare -a a="(…)"`: bash reads a value given to an array as a compound assignment, its
+  // `$( )` included (a literal `a=(…)` was read as elements already).
+  if ((has(attributes, 'a') || has(attributes, 'A') || names_.arrays.contains(name)) && eq + 1 < t.size())
+    return code_word(st, eq + 1, a.command + " (an array's value is read as its elements)");
   const auto use = assigned_use(name, attributes);
   if (use == word_use::code) return code_word(st, eq + 1, name);
   mark_from(st, eq + 1, use);
@@ -479,6 +505,7 @@ bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t l
   if (!is_identifier(w)) return false;
   const std::string flags = st.args.kind == command_kind::declare ? st.args.flags : std::string();
   const bool associative = has(flags, 'A') || (!has(flags, 'a') && names_.associative.contains(w));
+  learn(names_.arrays, w);
   const auto use = assigned_use(w, flags);
   st.word_plain = false;
   ++i_;

@@ -4,6 +4,10 @@
 namespace arun::engine::detail {
 
 void lexer::escape(const frame& f, std::size_t limit) {
+  if (at(i_, "\\\n") && i_ + 1 < limit) {  // a line continuation joins the word with the next line
+    i_ += 2;
+    return;
+  }
   if (i_ + 1 < limit && hole_at(i_ + 1)) {
     ++i_;
     take_hole(f, true);
@@ -33,13 +37,13 @@ void lexer::expanding(const frame& f, char terminator, std::size_t limit) {
         take_hole(f, true);  // the replacement starts with `$`, which the backslash would escape
       } else {
         const bool escapes = i_ + 1 < limit && std::string_view("$`\\\n\"").find(s_[i_ + 1]) != std::string_view::npos;
-        literal(f, escapes ? s_[i_ + 1] : ch);
+        if (!(escapes && s_[i_ + 1] == '\n')) literal(f, escapes ? s_[i_ + 1] : ch);  // `\⏎` vanishes
         i_ += escapes ? 2 : 1;
       }
     } else if (ch == '`') {
       ++i_;
       expansion(f);
-      commands(backtick_frame(), closer::backtick, limit);
+      substitution(backtick_frame(), closer::backtick, limit);
     } else if (ch == '$') {
       dollar(f, limit, true);
     } else {
@@ -157,8 +161,6 @@ void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
   }
   const frame inner = expansion(f);
   const auto start = i_;
-  const auto first_hole = static_cast<std::size_t>(
-      std::lower_bound(holes_.begin(), holes_.end(), i_, [](const text_range& h, std::size_t p) { return h.begin < p; }) - holes_.begin());
   // `"$@"`, `"${a[@]}"`, `"${!p@}"`, `$*`: as many words as elements — a command and its
   // arguments. (A scalar, `$CC`, `${PY:-python3}`, names one program.)
   struct mark_many {
@@ -177,10 +179,7 @@ void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
     arithmetic(arithmetic_frame(inner), "))", limit);
   } else if (n == '(') {
     i_ += 2;
-    commands(substitution_frame(inner), closer::paren, limit);
-    // `$(( 1 + $(echo {{x}}) ))`: what the substitution prints is evaluated as arithmetic.
-    if (f.arithmetic)
-      for (auto k = first_hole; k < next_hole_ && k < out_.positions.size(); ++k) out_.positions[k].arithmetic = true;
+    substitution(substitution_frame(inner), closer::paren, limit);
   } else if (n == '[') {
     i_ += 2;
     arithmetic(arithmetic_frame(inner), "]", limit);
@@ -244,7 +243,7 @@ void lexer::parameter_word(const frame& f, bool pattern, std::size_t limit) {
       expanding(with_quoting(f, shell_quoting::double_quoted), '"', limit);
     } else if (ch == '`') {
       ++i_;
-      commands(backtick_frame(), closer::backtick, limit);
+      substitution(backtick_frame(), closer::backtick, limit);
     } else if (ch == '$') {
       dollar(f, limit, f.quoting != shell_quoting::unquoted);
     } else {
@@ -279,7 +278,7 @@ void lexer::arithmetic(const frame& f, std::string_view end, std::size_t limit) 
     } else if (ch == '`') {
       ++i_;
       expansion(f);
-      commands(backtick_frame(), closer::backtick, limit);
+      substitution(backtick_frame(), closer::backtick, limit);
     } else if (ch == '$') {
       dollar(f, limit, true);
     } else {

@@ -78,6 +78,8 @@ struct attribute_names {
   // Functions one of whose commands reads its program from standard input (`f() { sh; }`):
   // a call's input is code (`echo … | f`).
   std::set<std::string, std::less<>> stdin_functions;
+  std::set<std::string, std::less<>> arrays;        // `declare -a a`, `a=(…)`: `declare a=VALUE` parses VALUE
+  std::set<std::string, std::less<>> code_aliases;  // `alias run='bash -c'`: `run …` runs its words
   bool stdin_code_anywhere = false;  // some command reads code from stdin: `exec <<< …` may feed it
 };
 
@@ -105,6 +107,12 @@ command_kind kind_of(std::string_view command);
 bool expands_to_program(const word_shape& w);
 // Whether a command text's words name a shell or interpreter (`env -S 'sh -c'`).
 bool names_program_in(std::string_view text);
+// Whether a command line, run by bash, runs as code an argument appended to it (or put where
+// its `{}` stands: `parallel 'sh -c {}'`), or text on its standard input (`ssh HOST 'bash -s'`).
+bool appended_is_code(std::string_view command_line);
+bool stdin_is_code(std::string_view command_line);
+// The descriptor a path names (`/dev/stdin` 0, `/dev/fd/3` 3; -2 for `/dev/fd/$fd`), or -1.
+int descriptor_named(std::string_view path);
 
 // How the current command reads its arguments so far.
 struct command_args {
@@ -129,6 +137,8 @@ struct command_args {
   bool package_words = false;  // a package manager's install-like command: its words name packages, not programs
   bool feeds_code = false;     // read/printf -v/mapfile into a variable a program runs (PS4, BASH_ENV)
   std::string last_word;       // other commands: the previous argument (`-s /bin/bash` is a login shell)
+  std::string command_line;    // parallel's command words, ssh's remote words: a command line of their own
+  bool first_may_vanish = false;  // the first operand is `"$@"`: there may be none (`bash "$@"` reads stdin)
   std::string code_option;              // `-c`, `--eval`: names the code in messages
   std::string first_operand;            // the first operand's literal text ("\x01" if not literal)
   std::vector<std::size_t> sed_script;  // references in a sed script, code unless --sandbox
@@ -192,13 +202,14 @@ struct command_state {
   std::vector<bool> group_code;              // per open group: a command in it reads code from stdin
   int redirect_fd = -1;                      // `3<`: the descriptor the next redirection names (-2: `{fd}<`)
   int redirect_into = 0;                     // the descriptor of the redirection being read
-  bool dup_input = false;                    // the redirection being read is `<&N`
-  std::vector<int> stdin_dups;               // `<&3`: descriptors the command's stdin is a copy of (-2: `<&$fd`)
+  bool dup_input = false;                    // the redirection being read is `N<&M`
+  std::vector<std::pair<int, int>> fd_dups;  // `4<&5`, `<&3`, `< /dev/fd/3`: (descriptor, the one it copies; -2: `$fd`)
   std::vector<std::size_t> group_starts;     // per open group: where it opens (`echo … | ( sh )` pipes into it)
   std::string function_name;                 // a function being defined (`f() {`, `function f {`)
   std::size_t function_depth = 0;            // ... at this group depth
   bool code_from_substitution = false;       // code comes from `$( )`/`<( )`, which read the command's stdin
-  std::vector<text_range> parallel_inputs;   // parallel -a <( ), :::: <( ): input that becomes arguments
+  std::vector<text_range> argument_inputs;   // parallel -a <( ), :::: <( ), xargs -a <( ): input that becomes arguments
+  bool input_list = false;                   // this list is a `$( )`, backticks or `<( )`: it shares the command's stdin
   bool code_seen = false;                    // the command runs some of its words as code
   bool after_coproc = false;
   std::size_t coproc_depth = no_offset;      // `coproc`: the group depth it began at
@@ -251,6 +262,8 @@ private:
   std::vector<std::string> code_bodies_;  // per heredoc: what runs its body as code, if anything
   std::vector<int> heredoc_fds_;          // per heredoc: the descriptor it feeds (`3<<EOF`)
   bool next_list_is_output_ = false;      // the next command list is a `>( )`
+  bool next_list_is_input_ = false;       // the next command list is a `$( )`, backticks or `<( )`
+  bool input_runs_code_ = false;          // a command in the substitution just read runs its stdin as code
   bool output_runs_code_ = false;         // a command in the `>( )` just read runs its input as code
   bool all_code_ = false;                 // `exec > >(sh)`, `coproc sh`: later output may be code
 
@@ -317,6 +330,7 @@ private:
   void key_value_code(command_state& st, std::size_t from, std::string_view runner);
   void module_named(command_state& st, std::string_view module);
   void learn_script_fd(int fd);
+  void substitution(const frame& f, closer c, std::size_t limit);
   bool start_runner(command_state& st, std::string_view word);
   bool nested_command(command_state& st);
   void program_argument(command_state& st);

@@ -36,6 +36,10 @@ namespace {
 using enum program_type;
 
 constexpr std::string_view shell_long_files = " rcfile init-file ";
+constexpr std::string_view node_arguments =
+    " require import loader experimental-loader input-type conditions env-file title inspect-port debug-port "
+    "redirect-warnings stack-size max-http-header-size openssl-config icu-data-dir diagnostic-dir report-dir "
+    "report-directory report-filename secure-heap secure-heap-min tls-cipher-list use-largepages watch-path ";
 
 // Shells, then interpreters. A name not listed here (jq, a tool that reads its own language) is
 // data to arun: docs/reference/templates.md says what stays the recipe author's choice.
@@ -56,16 +60,19 @@ constexpr program_rules programs[] = {
     {"python", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
     {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
     {"ipython", interpreter, true, "c", "", "", "", "", "m", true},
-    {"perl", interpreter, true, "eE", "", "DFiImMVxd", "0lC", "", "", false, true, "", "", "", false, "Mmd"},
+    {"perl", interpreter, true, "eE", "I", "DFimMVxd", "0lC", "", "", false, true, "", "", "", false, "Mmd"},
     {"ruby", interpreter, true, "e", "CEIr", "FiWxKT", "0"},
-    {"node", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print ", "", " require import loader input-type conditions "},
-    {"nodejs", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print ", "", " require import loader input-type conditions "},
+    {"node", interpreter, false, "ep", "rC", "", "", "", "", false, true, " eval print ", "", node_arguments},
+    {"nodejs", interpreter, false, "ep", "rC", "", "", "", "", false, true, " eval print ", "", node_arguments},
     {"bun", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
     {"php", interpreter, true, "rBRE", "cdzSt", "", "", "fF", "", false, true, " run process-begin process-code process-end "},
     {"deno", interpreter, false, "", ""},
     {"lua", interpreter, true, "e", "l"}, {"luajit", interpreter, false, "e", "l"},
     {"Rscript", interpreter, false, "e", ""}, {"R", interpreter, false, "e", "", "", "", "", "", false, true, "", " file "},
-    {"julia", interpreter, false, "eE", "", "", "", "", "", false, true, " eval print "},
+    {"julia", interpreter, false, "eE", "tpJC", "", "", "L", "", false, true, " eval print ", " load ", " threads procs project sysimage "},
+    {"raku", interpreter, false, "e", "I"}, {"bb", interpreter, false, "e", ""}, {"clojure", interpreter, false, "e", ""},
+    {"sbcl", interpreter, false, "", "", "", "", "", "", false, true, " eval ", " load script "},
+    {"ghc", interpreter, false, "e", ""}, {"micropython", interpreter, false, "c", ""}, {"jshell", interpreter, false, "", ""},
     {"tclsh", interpreter, true, "", ""}, {"wish", interpreter, true, "", ""},
     {"expect", interpreter, false, "c", "", "", "", "f"}, {"osascript", interpreter, false, "e", "ls"},
     {"guile", interpreter, false, "c", "Lex", "", "", "ls"}, {"racket", interpreter, false, "e", "lt", "", "", "fr"},
@@ -77,7 +84,7 @@ constexpr program_rules programs[] = {
     // Their operands are input, but what they read there or from stdin is a program too: dc's
     // `!` and m4's `syscmd` run shell commands; ed edits its operand by commands from stdin.
     {"dc", interpreter, false, "e", "", "", "", "f", "", false, true, " expression ", " file "},
-    {"m4", interpreter, false, "", "DUIolt", "d"},
+    {"m4", interpreter, false, "", "UIolt", "dD", "", "", "", false, true, "", "", "", false, "D"},  // -DNAME=VALUE: a macro
     {"ed", interpreter, false, "", "p", "", "", "", "", false, true, "", "", "", true},
     // Editors read their keystrokes, Ex commands (`:!cmd`) included, from stdin; `-c`, `+cmd`
     // and `--cmd` are Ex commands, `-S` a script file (`-s` is silent Ex mode, or a file of keystrokes).
@@ -96,8 +103,8 @@ constexpr program_rules programs[] = {
     {"gmake", interpreter, false, "", "CIjloW", "", "", "f", "", false, false, " eval ", " file makefile ",
      " directory include-dir jobs load-average old-file what-if assume-old assume-new new-file "},
     {"cmake", interpreter, false, "", "SBGTACDU", "", "", "P", "", false, false},
-    {"awk", awk, false, "e", "vFil", "", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
-    {"gawk", awk, false, "e", "vFil", "", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
+    {"awk", awk, false, "e", "vFilW", "dDpoL", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
+    {"gawk", awk, false, "e", "vFilW", "dDpoL", "", "fE", "", false, false, " source ", " file exec ", " assign field-separator include load "},
     {"mawk", awk, false, "", "vFW", "", "", "f", "", false, false},
     {"nawk", awk, false, "", "vF", "", "", "f", "", false, false},
     {"original-awk", awk, false, "", "vF", "", "", "f", "", false, false},
@@ -110,7 +117,12 @@ const program_rules* program_named(std::string_view name) {
   for (const auto& p : programs) {
     if (!name.starts_with(p.name)) continue;
     const auto tail = name.substr(p.name.size());
-    if (tail.empty() || (p.versioned && std::all_of(tail.begin(), tail.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; })))
+    // `bash5`, `zsh-5.9`, `python3.12`: a version after the name.
+    const auto version = [](std::string_view v) {
+      if (v.starts_with('-')) v.remove_prefix(1);
+      return !v.empty() && v[0] >= '0' && v[0] <= '9' && std::all_of(v.begin(), v.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+    };
+    if (tail.empty() || ((p.versioned || p.type == shell) && version(tail)) || (p.name == "python" && (tail == "w" || version(tail))))
       return &p;
   }
   return nullptr;
@@ -232,7 +244,7 @@ int operands_before_shell(std::string_view command);
 // Commands other_argument reads by rules of their own.
 bool own_rules(std::string_view command) {
   return package_manager(command) || operands_before_shell(command) >= 0 || command == "git" || command == "scp" ||
-         command == "sftp" || command == "rsync";
+         command == "sftp" || command == "rsync" || command == "vagrant";
 }
 
 // chroot DIR, unshare, nsenter: with no command they start the user's shell, which reads stdin.
@@ -265,7 +277,7 @@ std::string shape_pattern(const word_shape& w) {
 
 // Bash's brace expansion of a pattern (`{sh,-c,x}` → sh, -c, x; `{1..3}` → *), at most 64 words.
 void expand_braces(const std::string& s, std::vector<std::string>& out, int depth = 0) {
-  if (out.size() >= 64 || depth > 8) return out.push_back(s);
+  if (out.size() >= 64 || depth > 8) return out.push_back("*");  // too many to know: anything (fail closed)
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '\\') {
       ++i;
@@ -394,6 +406,52 @@ bool names_program_in(std::string_view text) {
   return false;
 }
 
+int descriptor_named(std::string_view path) { return names_descriptor(path); }
+
+namespace {
+// The oracle lexes a short command line of its own; a command line naming another in turn
+// (an alias of `parallel 'ssh h …'`) is bounded.
+thread_local int oracle_depth = 0;
+
+bool hole_is_code(const std::string& text, std::vector<text_range> holes) {
+  if (oracle_depth >= 4) return true;
+  ++oracle_depth;
+  const auto r = lex_shell(text, holes);
+  --oracle_depth;
+  return std::any_of(r.positions.begin(), r.positions.end(), [](const shell_position& p) { return p.code || p.quoting == shell_quoting::unknown; });
+}
+}  // namespace
+
+bool appended_is_code(std::string_view command_line) {
+  if (command_line.find_first_of("\x01\x02") != std::string_view::npos) return true;  // not known: may be anything
+  // `{}`, `{.}`, `{1}`: GNU parallel puts the argument there; else it is appended.
+  std::string text;
+  std::vector<text_range> holes;
+  for (std::size_t k = 0; k < command_line.size();) {
+    const auto close = command_line.find('}', k);
+    if (command_line[k] == '{' && close != std::string_view::npos && close - k <= 8 &&
+        command_line.substr(k + 1, close - k - 1).find_first_of(" {") == std::string_view::npos) {
+      holes.push_back({text.size(), text.size() + 1});
+      text += 'X';
+      k = close + 1;
+    } else {
+      text += command_line[k++];
+    }
+  }
+  if (holes.empty()) {
+    text += " X";
+    holes.push_back({text.size() - 1, text.size()});
+  }
+  return hole_is_code(text, holes);
+}
+
+bool stdin_is_code(std::string_view command_line) {
+  if (command_line.find_first_of("\x01\x02") != std::string_view::npos) return names_program_in(command_line);
+  // Every command of the line shares its stdin (`cd /x && bash -s`): a group fed a here-string.
+  const std::string text = "{ " + std::string(command_line) + "\n} <<< X";
+  return hole_is_code(text, {{text.size() - 1, text.size()}});
+}
+
 bool lexer::script_fd(int fd) const {
   if (fd == -2) return names_.any_script_fd || !names_.script_fds.empty();
   return fd > 0 && (names_.any_script_fd || names_.script_fds.contains(fd));
@@ -439,7 +497,9 @@ void lexer::module_named(command_state& st, std::string_view module) {
 // ssh's remote command: a shell or interpreter there reads the local stdin as its program
 // (`ssh HOST bash -s <<EOF`).
 void lexer::remote_words(command_state& st) {
-  if (names_program_in(st.shape.text)) st.args.runs_program = true;
+  auto& line = st.args.command_line;
+  line += (line.empty() ? "" : " ") + st.shape.text;
+  st.args.runs_program = stdin_is_code(line);
 }
 
 // `--command=CODE`, `--command CODE` and their abbreviations (`su --c`, `flock --com`).
@@ -482,6 +542,8 @@ void lexer::other_argument(command_state& st) {
     if (t.size() > 2) key_value_code(st, 2, a.command + " -o"); else a.option = 'o';
   } else if (a.command == "git" && t.starts_with("-c") && a.operands == 0) {
     if (t.size() > 2) key_value_code(st, 2, "git -c"); else a.option = 'c';
+  } else if (a.command == "vagrant" && (t == "-c" || t.starts_with("--command"))) {  // vagrant ssh -c CMD
+    if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "vagrant ssh -c"); else a.option = 'e';
   } else if (a.command == "rsync" && (t == "-e" || t.starts_with("--rsh"))) {
     if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "rsync --rsh"); else a.option = 'e';
   } else if (a.command == "function" && a.operands == 0) {
@@ -586,6 +648,7 @@ bool lexer::nested_command(command_state& st) {
   const auto& t = st.shape.text;
   if (!(a.kind == command_kind::other || a.kind == command_kind::runs_option) || a.option || searches_text(a.command) ||
       a.package_words || a.last_word == "-s" || a.last_word == "--shell" ||  // `useradd -s /bin/bash -c …`: a login shell
+      a.command == "vagrant" ||                                                // `vagrant ssh -c`: a subcommand, not ssh
       (a.command == "flock" && a.operands == 0))                               // `flock "$D/lock" …`: the lock file
     return false;
   // `docker run --entrypoint sh img -c …`, `--entrypoint=sh`: a program as an option's
@@ -718,7 +781,10 @@ bool lexer::program_option(command_state& st) {
       return true;
     }
     if (has(p->rest, c)) {
-      if (more && has(p->code_rest, c)) code_word(st, k + 1, a.command + " -" + c);  // perl -M'strict;system…'
+      if (has(p->code_rest, c)) {  // perl -M'strict;system…', m4 -D NAME=VALUE
+        a.code_option = std::string("-") + c;
+        if (more) code_word(st, k + 1, a.command + " -" + c); else a.option = code_next;
+      }
       return true;
     }
     if (has(p->digits, c))
@@ -750,8 +816,14 @@ void lexer::program_operand(command_state& st) {
   }
   if (first && p && p->type == shell && has_any(a.flags, p->code)) {
     code_word(st, 0, a.command + " -c");
+    if (stdin_is_code(t)) st.stdin_is_script = true;  // `bash -c 'cd /x && sh' <<< …`
     return;
   }
+  if (p && (p->name == "make" || p->name == "gmake") && t.find('=') != std::string::npos) {
+    code_word(st, 0, a.command + " (a variable given on its command line is make code: $(shell …))");
+    return;
+  }
+  if (first && st.shape.many_words) a.first_may_vanish = true;  // `bash "$@"` with no arguments reads stdin
   if (first && p && !a.code_given && !a.ended) {
     script_word(st, a.command);
     return;
@@ -770,13 +842,13 @@ void lexer::parallel_argument(command_state& st) {
   }
   if (t == "::::" || t == "::::+") a.flags += ':';
   if (a.separated) {
-    if (has(a.flags, ':')) st.parallel_inputs.insert(st.parallel_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+    if (has(a.flags, ':')) st.argument_inputs.insert(st.argument_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
     if (a.operands == 0) code_word(st, 0, "parallel (its arguments are its commands)");
     if (a.runs_program) code_word(st, 0, "parallel (it appends its arguments to a shell's or interpreter's code)");
     return;
   }
   if (const char pending = std::exchange(a.option, 0)) {
-    if (pending == 'a') st.parallel_inputs.insert(st.parallel_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+    if (pending == 'a') st.argument_inputs.insert(st.argument_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
     return;
   }
   if (!a.options_done && t.size() >= 2 && st.shape.quoted[0] == '0' && t[0] == '-') {
@@ -787,7 +859,8 @@ void lexer::parallel_argument(command_state& st) {
   ++a.operands;
   // Its arguments and input lines are appended to the command: code when it starts a shell
   // or an interpreter (`parallel sh -c ::: …`, `… | parallel python3 -c`).
-  if (names_program_in(t)) a.runs_program = true;
+  a.command_line += (a.command_line.empty() ? "" : " ") + t;
+  a.runs_program = appended_is_code(a.command_line) || stdin_is_code(a.command_line);
   code_word(st, 0, "parallel");
 }
 
@@ -812,13 +885,14 @@ bool lexer::awaits_code(const command_state& st) const {
 
 bool lexer::reads_code_from_stdin(const command_state& st) const {
   const auto& a = st.args;
-  if (st.replaces_input && st.code_seen) return true;  // xargs -I{} sh -c '… {} …'
-  if (st.appends_input && awaits_code(st)) return true;
-  if (st.stdin_is_script || st.code_from_substitution || a.feeds_code) return true;
+  if (st.code_from_substitution) return true;  // runs in this shell, on its stdin
+  // Under xargs the command's stdin is not the text: its input lines become arguments.
+  if (st.replaces_input || st.appends_input) return (st.replaces_input && st.code_seen) || (st.appends_input && awaits_code(st));
+  if (st.stdin_is_script || a.feeds_code) return true;
   switch (a.kind) {
     case command_kind::program:
       if (!a.program->reads_stdin || a.code_given || a.from_file || a.ended) return false;
-      return a.operands == 0 || a.program->operands_are_data || names_stdin(a.first_operand) ||
+      return a.operands == 0 || (a.operands == 1 && a.first_may_vanish) || a.program->operands_are_data || names_stdin(a.first_operand) ||
              (a.program->type == shell && has(a.flags, 's'));
     case command_kind::unknown: return a.splits || (!a.nested && a.operands == 0 && a.flags.empty());
     case command_kind::source: return names_stdin(a.first_operand);
@@ -850,6 +924,7 @@ void lexer::finish_command(command_state& st) {
     for (auto h = st.pipeline_heredocs; h < out_.heredocs.size(); ++h) code_bodies_[h] = runner;
     if (!st.group_code.empty()) st.group_code.back() = true;  // so does the group around it
     if (st.output_list) output_runs_code_ = true;
+    if (st.input_list) input_runs_code_ = true;
     if (st.coproc_depth != no_offset) all_code_ = true;  // `coproc sh`: what the script writes to it
   }
   if (reads_code) {
@@ -858,7 +933,8 @@ void lexer::finish_command(command_state& st) {
       if (st.groups[k] != no_offset && st.groups[k] < st.group_starts[k])
         mark_code_range({st.groups[k], st.group_starts[k]}, "text piped into " + a.command);
     // `sh <&3 3<<<…`: stdin copied from another descriptor.
-    for (const int fd : st.stdin_dups) learn_script_fd(fd);
+    for (const auto& [into, from] : st.fd_dups)
+      if (into == 0) learn_script_fd(from);
     if (!st.function_name.empty() && st.groups.size() > st.function_depth && names_.stdin_functions.insert(st.function_name).second)
       learned_ = true;
     if (!names_.stdin_code_anywhere) {
@@ -868,15 +944,22 @@ void lexer::finish_command(command_state& st) {
   }
   if (a.feeds_code && st.command_begin != no_offset)  // `printf -v PS4 %s …`, `read -r BASH_ENV`: its words become the variable
     mark_code_range({st.command_begin, i_}, "the program reading " + a.code_option);
-  if (a.kind == command_kind::parallel && (a.runs_program || a.operands == 0))
-    for (const auto& r : st.parallel_inputs) mark_code_range(r, "parallel (its input is its commands' code)");
+  // `exec 4<&5`, `sh 4<&5 <&4`: a copy of a descriptor a script is read from.
+  for (const auto& [into, from] : st.fd_dups)
+    if (into > 0 && script_fd(into)) learn_script_fd(from);
+  if (st.coproc_depth != no_offset && names_.any_script_fd) all_code_ = true;  // `sh <&"${COPROC[0]}"`
+  const bool inputs_are_code = (a.kind == command_kind::parallel && (a.runs_program || a.operands == 0)) ||
+                               (st.replaces_input && st.code_seen) || (st.appends_input && awaits_code(st));
+  if (inputs_are_code)
+    for (const auto& r : st.argument_inputs) mark_code_range(r, a.command + " (its input becomes code)");
   if (a.kind == command_kind::wrapper && a.command == "exec" && names_.stdin_code_anywhere) {
     // `exec <<< …`, `exec 0< <(…)`, `exec <&3`: stdin of every later command, one of which reads code.
     for (const auto& r : st.stdin_text) mark_code_range(r, "the standard input exec gives the script");
     code_bodies_.resize(out_.heredocs.size());
     for (auto h = st.first_heredoc; h < out_.heredocs.size(); ++h)
       if (h >= heredoc_fds_.size() || heredoc_fds_[h] == 0) code_bodies_[h] = "the standard input exec gives the script";
-    for (const int fd : st.stdin_dups) learn_script_fd(fd);
+    for (const auto& [into, from] : st.fd_dups)
+      if (into == 0) learn_script_fd(from);
   }
   if (st.output_is_code && st.command_begin != no_offset) {
     // `echo … > >(sh)`, `… | tee >(python3)`: what the command writes is code.
@@ -891,8 +974,8 @@ void lexer::finish_command(command_state& st) {
   st.stdin_text.clear();
   st.replaces_input = st.appends_input = st.code_seen = st.stdin_is_script = st.output_is_code = st.after_code_group = false;
   st.code_from_substitution = false;
-  st.stdin_dups.clear();
-  st.parallel_inputs.clear();
+  st.fd_dups.clear();
+  st.argument_inputs.clear();
   st.command_begin = no_offset;
 }
 
