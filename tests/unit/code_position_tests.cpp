@@ -120,7 +120,9 @@ const std::vector<std::string> code_forms = {
     "coproc cat; echo {Q} >&\"${COPROC[1]}\"; {S} <&\"${COPROC[0]}\"", "run() { bash \"$@\"; }; run <<< {Q}",
     "xargs -a <(echo {Q}) -I{} sh -c '{}'", "xargs --arg-file=<(echo {Q}) sh -c", "alias run='bash -c'\nrun {Q}",
     "{,}{,}{,}{,}{,}{,}{,}{,}{,}{sh,-c,{Q}}", "{W}vagrant ssh -c {Q}", "{W}mosh host -- ls {Q}", "{W}autossh -M 0 host ls {Q}",
-    "{W}raku -e {Q}", "{W}bash5 -c {Q}", "{W}zsh-5.9 -c {Q}", "{W}pythonw -c {Q}",
+    "{W}raku -e {Q}", "{W}bash5 -c {Q}", "{W}zsh-5.9 -c {Q}", "{W}pythonw -c {Q}", "{W}vagrant ssh <<< {Q}", "{W}py -3 -c {Q}",
+    "{W}erl -noshell -eval {Q}", "{W}hush -c {Q}", "{W}loksh -c {Q}", "MAKEFLAGS=--eval={Q} make", "TAR_OPTIONS={Q} tar xf a.tar",
+    "{W}git -c core.gitProxy={Q} fetch",
 };
 
 const std::vector<std::string> builtin_wrappers = {"", "command ", "builtin ", "time ", "! ", "command builtin "};
@@ -170,6 +172,7 @@ const std::vector<std::string> data_forms = {
     "exec > >(tee {Q}/log)", "{W}docker run --rm {Q}", "echo $(( $(stat -c %s {Q}) / 1024 ))", "curl -fsSL x | bash -s -- {Q}",
     "{W}python3 -c \\\n 'import sys; print(sys.argv[1])' {Q}", "declare -a arr=(a {Q})", "local -a files=(); files+=({Q})",
     "{W}perl -I lib script.pl {Q}", "{W}node --env-file .env app.js {Q}", "echo {Q} | {W}xargs -n1 echo",
+    "echo {Q} | crontab -l", "{W}erl -noshell -s mod start {Q}",
 };
 
 std::string fill(std::string text, std::string_view key, const std::string& with) {

@@ -38,7 +38,8 @@ bool code_variable(std::string_view name) {
                              "GIT_PROXY_COMMAND", "SSH_ASKPASS", "SUDO_ASKPASS", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
                              "LESSOPEN", "LESSCLOSE", "PERL5OPT", "PERL5DB", "RUBYOPT", "RSYNC_RSH", "RSYNC_CONNECT_PROG",
                              "CVS_RSH", "SVN_EDITOR", "SVN_SSH", "HGEDITOR", "KUBE_EDITOR", "SYSTEMD_EDITOR", "SYSTEMD_PAGER",
-                             "SUDO_EDITOR", "FCEDIT", "NODE_OPTIONS", "GIT_CONFIG_PARAMETERS"})
+                             "SUDO_EDITOR", "FCEDIT", "NODE_OPTIONS", "GIT_CONFIG_PARAMETERS", "MAKEFLAGS", "GNUMAKEFLAGS",
+                             "MFLAGS", "TAR_OPTIONS", "BROWSER"})
     if (name == n) return true;
   return false;
 }

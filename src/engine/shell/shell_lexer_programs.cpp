@@ -55,7 +55,8 @@ constexpr program_rules programs[] = {
     {"yash", shell, false, "c", "oO"}, {"posh", shell, false, "c", "oO"},
     {"csh", shell, false, "c", ""}, {"tcsh", shell, false, "c", ""}, {"rc", shell, false, "c", ""},
     {"es", shell, false, "c", ""}, {"osh", shell, false, "c", "oO"}, {"ysh", shell, false, "c", "oO"},
-    {"oil", shell, false, "c", "oO"}, {"xonsh", shell, false, "c", ""},
+    {"oil", shell, false, "c", "oO"}, {"xonsh", shell, false, "c", ""}, {"hush", shell, false, "c", ""},
+    {"loksh", shell, false, "c", "oO"},
     {"elvish", shell, false, "c", ""}, {"pwsh", shell, false, "cCeE", ""}, {"powershell", shell, false, "cCeE", ""},
     {"python", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
     {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
@@ -73,6 +74,7 @@ constexpr program_rules programs[] = {
     {"raku", interpreter, false, "e", "I"}, {"bb", interpreter, false, "e", ""}, {"clojure", interpreter, false, "e", ""},
     {"sbcl", interpreter, false, "", "", "", "", "", "", false, true, " eval ", " load script "},
     {"ghc", interpreter, false, "e", ""}, {"micropython", interpreter, false, "c", ""}, {"jshell", interpreter, false, "", ""},
+    {"py", interpreter, false, "c", "WX", "", "", "", "m", true}, {"erl", interpreter, false, "", ""},
     {"tclsh", interpreter, true, "", ""}, {"wish", interpreter, true, "", ""},
     {"expect", interpreter, false, "c", "", "", "", "f"}, {"osascript", interpreter, false, "e", "ls"},
     {"guile", interpreter, false, "c", "Lex", "", "", "ls"}, {"racket", interpreter, false, "e", "lt", "", "", "fr"},
@@ -230,7 +232,8 @@ bool command_key(std::string key, bool git) {
   for (auto& c : key) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   if (!git) return key == "proxycommand" || key == "localcommand" || key == "knownhostscommand" || key == "remotecommand";
   for (std::string_view k : {"core.sshcommand", "core.editor", "core.pager", "core.fsmonitor", "core.askpass", "diff.external",
-                             "sequence.editor", "credential.helper", "gpg.program", "gpg.ssh.program", "gpg.x509.program"})
+                             "sequence.editor", "credential.helper", "gpg.program", "gpg.ssh.program", "gpg.x509.program",
+                             "core.gitproxy"})
     if (key == k) return true;
   for (std::string_view prefix : {"alias.", "pager."})
     if (key.starts_with(prefix)) return true;
@@ -543,7 +546,10 @@ void lexer::other_argument(command_state& st) {
   } else if (a.command == "git" && t.starts_with("-c") && a.operands == 0) {
     if (t.size() > 2) key_value_code(st, 2, "git -c"); else a.option = 'c';
   } else if (a.command == "vagrant" && (t == "-c" || t.starts_with("--command"))) {  // vagrant ssh -c CMD
+    a.flags += 'c';
     if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "vagrant ssh -c"); else a.option = 'e';
+  } else if (a.command == "vagrant" && t == "ssh" && a.operands == 0) {  // without -c, a remote shell reading stdin
+    a.flags += 's';
   } else if (a.command == "rsync" && (t == "-e" || t.starts_with("--rsh"))) {
     if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "rsync --rsh"); else a.option = 'e';
   } else if (a.command == "function" && a.operands == 0) {
@@ -705,6 +711,14 @@ bool lexer::program_option(command_state& st) {
     return true;
   }
   if (t.size() < 2 || !(t[0] == '-' || (t[0] == '+' && is_shell))) return false;
+  if (p && p->name == "erl") {  // single-dash long options: `-noshell -eval CODE`
+    if (t == "-eval") {
+      a.code_given = true;
+      a.code_option = "-eval";
+      a.option = code_next;
+    }
+    return true;
+  }
   if (t == "--") {
     a.options_done = !a.detached;  // after `--entrypoint sh`, `--` may be the outer command's
     return true;
@@ -892,6 +906,7 @@ bool lexer::reads_code_from_stdin(const command_state& st) const {
   switch (a.kind) {
     case command_kind::program:
       if (!a.program->reads_stdin || a.code_given || a.from_file || a.ended) return false;
+      if (a.program->name == "crontab" && has_any(a.flags, "lre")) return false;  // lists, removes, edits
       return a.operands == 0 || (a.operands == 1 && a.first_may_vanish) || a.program->operands_are_data || names_stdin(a.first_operand) ||
              (a.program->type == shell && has(a.flags, 's'));
     case command_kind::unknown: return a.splits || (!a.nested && a.operands == 0 && a.flags.empty());
@@ -900,6 +915,7 @@ bool lexer::reads_code_from_stdin(const command_state& st) const {
     case command_kind::wrapper: return (a.command == "sudo" || a.command == "doas") && has_any(a.flags, "si");  // `sudo -s`
     case command_kind::other:
       if (names_.stdin_functions.contains(a.command)) return true;  // `f() { sh; }; … | f`
+      if (a.command == "vagrant") return has(a.flags, 's') && !has(a.flags, 'c');
       return operands_before_shell(a.command) >= 0 && a.operands <= operands_before_shell(a.command);
     case command_kind::runs_option: return a.command != "flock" && !has(a.flags, 'c');
     case command_kind::parallel: return !a.separated && (a.operands == 0 || a.runs_program);
