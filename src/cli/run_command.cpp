@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "final_drain.hpp"
+#include "stop_signals.hpp"
 #include "files/fd_write.hpp"
 #include "usage_hints.hpp"
 #include "output/diagnostic_render.hpp"
@@ -264,6 +265,7 @@ int run_command(const run_settings& s) {
   }
   const auto session_id = make_session_id(std::chrono::system_clock::now(), std::random_device{}());
   if (s.dry_run) return execute_run(settings, input, *base_dir, session_id, nullptr);
+  hold_stop_signals();  // from the session's creation until the run handles them
   // Another user who can write where sessions live could swap what a resume reads and runs.
   const auto sessions = io::checked_session_root(s.session_dir, io::trust_mode::make);
   if (!sessions.ok()) {
@@ -693,6 +695,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
         emergency_exit(sig);
       };
   signals.async_wait(on_signal);
+  release_stop_signals();  // a Ctrl-C while the run was being set up is handled now
   // A full or failing disk stops the run: what finishes next could not be kept. Running steps
   // are stopped as for SIGINT; what was journaled stays, and `arun resume` continues.
   // The failure is seen on the writer's thread: the loop's thread reports it and stops the run.

@@ -5,6 +5,7 @@
 #include "agent_setup.hpp"
 #include "approvals.hpp"
 #include "run_output.hpp"
+#include "stop_signals.hpp"
 
 #include "files/json_text.hpp"
 #include "recipe/recipe_library.hpp"
@@ -249,6 +250,7 @@ int resume_command(const resume_settings& r) {
   s.recipe.sources = &sources;
   auto input = load_recipe_input(s.recipe, true);
   if (!input.value) return input.exit_code;
+  hold_stop_signals();  // until the resumed run handles them (stop_signals.hpp)
   // Only now that the edited files loaded do they become the session's copies.
   if (r.reload) fresh.attach(store.dir());
   if (r.reload)

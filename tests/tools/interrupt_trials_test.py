@@ -5,7 +5,10 @@ Each trial runs a 40-item fan-out (-j8) on a pseudo-terminal, whose children tra
 ignore SIGTERM or exit 130 on it, presses Ctrl-C at a random moment, and checks: arun exits
 130 (or 0 when the run finished first), no journal record and no step result says `failed`,
 every instance that did not finish is `cancelled` or not recorded (so resume runs it again),
-and no child outlives arun. Then one resume of the last interrupted session completes it.
+and no child outlives arun. Every tenth trial presses Ctrl-C the moment the session's
+directory appears, before arun handles signals itself: the signal waits until the run can
+stop cleanly, so the session always has its state. Then one resume of the last interrupted
+session completes it.
 """
 import argparse
 import json
@@ -31,7 +34,8 @@ def check(ok, what):
 
 
 def run_on_pty(arun, args, cwd, press_after):
-    """Runs arun on a pty, presses Ctrl-C after `press_after` seconds; returns (exit, output)."""
+    """Runs arun on a pty, presses Ctrl-C after `press_after` seconds (or once `press_after()`
+    is true, checked every millisecond); returns (exit, output)."""
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(cwd)
@@ -40,12 +44,13 @@ def run_on_pty(arun, args, cwd, press_after):
     start = time.monotonic()
     pressed = False
     while True:
-        if not pressed and time.monotonic() - start >= press_after:
+        due = press_after() if callable(press_after) else time.monotonic() - start >= press_after
+        if not pressed and due:
             os.write(fd, b"\x03")  # the terminal sends SIGINT to the foreground group
             pressed = True
         try:
             import select
-            ready, _, _ = select.select([fd], [], [], 0.01)
+            ready, _, _ = select.select([fd], [], [], 0.001 if callable(press_after) and not pressed else 0.01)
             if ready:
                 data = os.read(fd, 65536)
                 if not data:
@@ -103,10 +108,13 @@ def main():
         last_interrupted = None
         for trial in range(args.trials):
             session_dir = os.path.join(sessions, str(trial))
+            at_creation = lambda d=session_dir: os.path.isdir(d) and bool(os.listdir(d))
             code, out = run_on_pty(arun, [recipe, "--session-dir", session_dir, "--kill-grace", "0.2", "--progress",
-                                          "plain"], work, rng.uniform(0.05, 1.2))
+                                          "plain"], work, at_creation if trial % 10 == 0 else rng.uniform(0.05, 1.2))
+            if code == -signal.SIGINT and not at_creation():
+                continue  # pressed while arun was still loading: nothing was made, nothing is lost
             check(code in (0, 130), f"trial {trial}: exit {code}\n{out[-2000:]}")
-            ids = os.listdir(session_dir)
+            ids = os.listdir(session_dir) if os.path.isdir(session_dir) else []
             if len(ids) != 1:
                 check(False, f"trial {trial}: {len(ids)} sessions")
                 continue
@@ -115,6 +123,9 @@ def main():
                 records = [json.loads(line) for line in f if line.strip()]
             bad = [(r["instance"], r["result"].get("error")) for r in records if r["status"] == "failed"]
             check(not bad, f"trial {trial}: recorded failed: {bad}")
+            if not os.path.exists(os.path.join(session, "state.json")):
+                check(False, f"trial {trial}: the session has no state.json")
+                continue
             with open(os.path.join(session, "state.json")) as f:
                 state = json.load(f)
             if code == 130:
