@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -22,6 +23,13 @@ output_file open_output_file(const std::string& path, int flags, mode_t mode, st
       f.error = errno;
       return f;
     }
+    // A Ctrl-C ends the wait at once, also while arun holds the stop signals (it is setting a
+    // run up: src/cli/stop_signals.hpp) and they wait, pending, instead of arriving.
+    sigset_t pending;
+    if (::sigpending(&pending) == 0 && (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1)) {
+      f.error = EINTR;
+      return f;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   struct stat st {};
@@ -37,6 +45,7 @@ std::string output_file_error(int error) {
     return "it is a FIFO that nobody reads (no reader opened it within " +
            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(fifo_reader_wait).count()) +
            " s): start its reader first";
+  if (error == EINTR) return "it is a FIFO that nobody reads, and arun was stopped while waiting for its reader";
   return std::strerror(error);
 }
 
