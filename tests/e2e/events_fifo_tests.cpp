@@ -116,6 +116,33 @@ TEST_CASE("events FIFO: nobody reading is refused after a short wait, before any
   CHECK_FALSE(fs::exists(dir.root / "ran"));
 }
 
+TEST_CASE("events FIFO: a Ctrl-C ends the wait for a reader at once, and the session keeps its state") {
+  arun::test::temp_dir dir;
+  const auto fifo = dir.root / "events";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::ofstream(dir.root / "r.yaml") << "name: r\nsteps:\n  - id: a\n    command: touch ran\n";
+  const auto sessions = dir.root / "sessions";
+  arun::test::background_arun arun({"-q", "--session-dir", sessions.string(), "--events", fifo.string(), "-C",
+                                    dir.root.string(), (dir.root / "r.yaml").string()},
+                                   dir.root);
+  // arun waits for the reader once the session exists (and the stop signals are held).
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!(fs::is_directory(sessions) && !fs::is_empty(sessions)) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(300ms);
+  ::kill(arun.pid, SIGINT);
+  const auto sent = std::chrono::steady_clock::now();
+  const auto status = arun.wait_exit(20s);
+  CHECK(std::chrono::steady_clock::now() - sent < 3s);  // not the 5 s wait for a reader
+  REQUIRE(status);
+  CHECK(*status == 2);
+  CHECK(arun::test::read_text(arun.err).find("arun was stopped while waiting for its reader") != std::string::npos);
+  REQUIRE(fs::is_directory(sessions));
+  const auto session = fs::directory_iterator(sessions)->path();
+  CHECK(fs::exists(session / "state.json"));
+  CHECK_FALSE(fs::exists(dir.root / "ran"));
+}
+
 TEST_CASE("events FIFO: a reader that reads gets every event") {
   arun::test::temp_dir dir;
   const auto fifo = dir.root / "events";
