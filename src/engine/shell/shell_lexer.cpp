@@ -246,7 +246,7 @@ void lexer::end_word(command_state& st) {
     if (std::exchange(st.dup_input, false)) {
       auto digits = st.shape.text;
       if (digits.ends_with('-')) digits.pop_back();
-      if (!digits.empty() && digits.size() <= 4 && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      if (descriptor_number(digits))
         st.fd_dups.emplace_back(st.redirect_into, std::stoi(digits));
       else if (digits.find_first_of("\x01\x02") != std::string::npos)
         st.fd_dups.emplace_back(st.redirect_into, -2);
@@ -261,7 +261,7 @@ void lexer::end_word(command_state& st) {
     return;
   }
   if (i_ < s_.size() && (s_[i_] == '<' || s_[i_] == '>')) {
-    if (!w.empty() && w.size() <= 4 && std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (descriptor_number(w)) {
       st.redirect_fd = std::stoi(std::string(w));  // `3<<<`
       return;
     }

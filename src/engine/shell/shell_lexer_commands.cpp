@@ -205,7 +205,7 @@ void lexer::command_word(command_state& st) {
       // `env -S STRING` splits its string into a command line, with its own quotes and ${VAR}.
       if (a.command == "env" && a.option == 'S') split_string(st, 0);
       if (a.command == "xargs" && a.option == 'a')  // xargs -a <(…): its input
-        st.argument_inputs.insert(st.argument_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+        st.keep_argument_inputs();
       a.option = 0;
       return;
     }
@@ -217,7 +217,7 @@ void lexer::command_word(command_state& st) {
         return;
       }
       if (a.command == "xargs" && (t.starts_with("--arg-file=") || (t.starts_with("-a") && t.size() > 2)))
-        st.argument_inputs.insert(st.argument_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+        st.keep_argument_inputs();
       wrapper_option(st);
       return;
     }

@@ -20,6 +20,10 @@ inline bool is_meta(char c) {
 }
 inline bool is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 inline bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
+// A file descriptor's number as bash reads one in `3<`, `<&3` or `/dev/fd/3`: at most 4 digits.
+inline bool descriptor_number(std::string_view w) {
+  return !w.empty() && w.size() <= 4 && std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
 inline bool is_special_parameter(char c) { return std::string_view("@*#?$!-").find(c) != std::string_view::npos; }
 
 constexpr std::size_t max_nesting = 200;
@@ -210,6 +214,9 @@ struct command_state {
   bool code_from_substitution = false;       // code comes from `$( )`/`<( )`, which read the command's stdin
   std::vector<text_range> argument_inputs;   // parallel -a <( ), :::: <( ), xargs -a <( ): input that becomes arguments
   bool input_list = false;                   // this list is a `$( )`, backticks or `<( )`: it shares the command's stdin
+
+  // The current word's process substitutions feed the command's arguments (`xargs -a <(…)`).
+  void keep_argument_inputs() { argument_inputs.insert(argument_inputs.end(), word_substitutions.begin(), word_substitutions.end()); }
   bool code_seen = false;                    // the command runs some of its words as code
   bool after_coproc = false;
   std::size_t coproc_depth = no_offset;      // `coproc`: the group depth it began at

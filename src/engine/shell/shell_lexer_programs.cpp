@@ -199,8 +199,7 @@ int names_descriptor(std::string_view path) {
   if (!fd_dir) return -1;
   const auto digits = parts[n - 1];
   if (digits.find_first_of("\x01\x02") != std::string_view::npos) return -2;
-  if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return -1;
+  if (!descriptor_number(digits)) return -1;
   return std::stoi(std::string(digits));
 }
 
@@ -856,13 +855,13 @@ void lexer::parallel_argument(command_state& st) {
   }
   if (t == "::::" || t == "::::+") a.flags += ':';
   if (a.separated) {
-    if (has(a.flags, ':')) st.argument_inputs.insert(st.argument_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+    if (has(a.flags, ':')) st.keep_argument_inputs();
     if (a.operands == 0) code_word(st, 0, "parallel (its arguments are its commands)");
     if (a.runs_program) code_word(st, 0, "parallel (it appends its arguments to a shell's or interpreter's code)");
     return;
   }
   if (const char pending = std::exchange(a.option, 0)) {
-    if (pending == 'a') st.argument_inputs.insert(st.argument_inputs.end(), st.word_substitutions.begin(), st.word_substitutions.end());
+    if (pending == 'a') st.keep_argument_inputs();
     return;
   }
   if (!a.options_done && t.size() >= 2 && st.shape.quoted[0] == '0' && t[0] == '-') {
