@@ -38,8 +38,18 @@ def run_on_pty(arun, args, cwd, press_after):
     is true, checked every millisecond); returns (exit, output)."""
     pid, fd = pty.fork()
     if pid == 0:
-        os.chdir(cwd)
-        os.execv(arun, [arun] + args)
+        # The forked child is this Python until execv: a Ctrl-C pressed before then must kill
+        # it as it would kill arun while loading, never unwind into main()'s clean-up (which
+        # would remove the trials' directory under the later trials).
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.chdir(cwd)
+            os.execv(arun, [arun] + args)
+        except KeyboardInterrupt:  # pressed before the default action was back: die of it
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        finally:
+            os._exit(127)
     out = bytearray()
     start = time.monotonic()
     pressed = False

@@ -36,10 +36,13 @@ def run_on_pty(arun, args, cols, cwd, env=None):
     """Runs arun with stdin/stdout/stderr on a pty of `cols` columns; returns (exit, output)."""
     pid, fd = pty.fork()
     if pid == 0:
-        os.chdir(cwd)
-        if env:
-            os.environ.update(env)
-        os.execv(arun, [arun] + args)
+        try:  # the forked child never unwinds into the caller's clean-up
+            os.chdir(cwd)
+            if env:
+                os.environ.update(env)
+            os.execv(arun, [arun] + args)
+        finally:
+            os._exit(127)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
     chunks = []
     while True:
