@@ -58,6 +58,10 @@ struct run_options {
   /// The recipe was edited since the journal was written (`resume --reload`): a recorded
   /// instance is taken only when its content key matches; containers are always entered.
   bool reload = false;
+  /// `-k/--keep-going` (docs/running.md): a failing step that sets no on_error of its own
+  /// lets the rest run; a step that depends on it (depends_on, or reading its output) is
+  /// not run, and the run ends failed.
+  bool keep_going = false;
   /// Context variables that hold secrets (--secret, --secret-env; a recipe's `secrets:` are
   /// known from the recipe): content keys cover their names, never their values.
   std::set<std::string, std::less<>> secret_names;

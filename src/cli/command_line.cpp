@@ -188,8 +188,8 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->type_name("TAGS")
       ->group(running);
   app.add_flag("-k,--keep-going", s.keep_going,
-               "A failing step goes on to the next unless its on_error (or continue_on_error, nonfatal, fatal) "
-               "says otherwise")
+               "As make -k: after a failure run what does not depend on it, then exit 1 (a step's own "
+               "on_error, continue_on_error, nonfatal or fatal holds)")
       ->group(running);
   app.add_flag("-y,--yes", s.yes, "Approve every approval gate")->group(running);
   app.add_flag("--no-input", s.no_input, "Never ask on the terminal: a gate suspends the run (exit 5)")->group(running);

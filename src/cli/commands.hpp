@@ -52,7 +52,7 @@ struct run_settings {
   std::string shared_dir;          ///< --shared-dir: the slurm executor's job files; empty: the session dir
   std::string pending_timeout;     ///< --pending-timeout: a Slurm job waiting longer fails; empty: never
   bool dry_run = false;
-  bool keep_going = false;  ///< -k: a failing step that says nothing about failing continues the run
+  bool keep_going = false;  ///< -k: run what does not depend on a failure, then fail (run_options::keep_going)
   bool reload = false;      ///< resume --reload: the edited recipe files, recorded work reused by content key
   std::string log_level;    ///< --log-level; empty: $ARUN_LOG, else info
   int retention_days = 30;        ///< sessions older are pruned when a run starts (0: never)

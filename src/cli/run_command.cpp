@@ -92,6 +92,7 @@ run_options engine_options(const run_settings& s, const std::string& base_dir) {
   options.exclude_tags = s.exclude_tags;
   options.heartbeat = to_ns(s.heartbeat);
   options.reload = s.reload;
+  options.keep_going = s.keep_going;
   return options;
 }
 
@@ -255,7 +256,6 @@ int run_command(const run_settings& s) {
   settings.recipe.resolve_secrets = !s.dry_run;
   auto input = load_recipe_input(settings.recipe, true);
   if (!input.value) return input.exit_code;
-  if (s.keep_going) io::apply_keep_going(*input.value);
   const recipe& loaded = *input.value;
   std::string problem;
   const auto base_dir = absolute_dir(s.recipe.working_dir, problem);
@@ -619,7 +619,6 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   limits.sources = s.recipe.sources;
   io::recipe_library library(io::discovery_from_environment(s.recipe.recipe_dirs, base_dir), loaded.source_path,
                              limits);
-  library.keep_going(s.keep_going);
   // A sub-recipe's own `secrets:` come from the run's secrets, else arun's environment.
   library.provide_secrets([&input, &masker](recipe& child) -> std::string {
     for (const auto& name : child.secrets) {

@@ -178,9 +178,20 @@ int resume_command(const resume_settings& r) {
   auto& store = *std::get<std::unique_ptr<io::session_store>>(opened);
   for (const auto& notice : store.notices()) std::fprintf(stderr, "arun: warning: %s\n", notice.c_str());
   const auto status = text_of(store.state(), "status");
-  if (status == "completed" && !r.reload) {
-    std::fprintf(stderr, "arun: session %s has completed; there is nothing to resume (after editing its recipe: arun resume %s --reload)\n",
-                 r.session_id.c_str(), r.session_id.c_str());
+  // A completed session runs again only what --retry-failed or --reload asks for.
+  if (status == "completed" && !r.reload && !(r.retry_failed && store.instances_to_run_again() > 0)) {
+    const auto failed = store.failures_kept();
+    if (r.retry_failed)
+      std::fprintf(stderr, "arun: session %s has completed and no instance of it failed; there is nothing to retry\n",
+                   r.session_id.c_str());
+    else if (failed > 0)
+      std::fprintf(stderr,
+                   "arun: session %s has completed; %zu instance%s failed under on_error: continue (to run them again: "
+                   "arun resume %s --retry-failed)\n",
+                   r.session_id.c_str(), failed, failed == 1 ? "" : "s", r.session_id.c_str());
+    else
+      std::fprintf(stderr, "arun: session %s has completed; there is nothing to resume (after editing its recipe: arun resume %s --reload)\n",
+                   r.session_id.c_str(), r.session_id.c_str());
     return exit_success;
   }
   auto loaded_sources = io::session_sources::load(store.dir());
@@ -260,7 +271,6 @@ int resume_command(const resume_settings& r) {
   // -k given to the run holds for its resumes.
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
     s.keep_going = s.keep_going || flag_of(inv->get_object(), "keep_going");
-  if (s.keep_going) io::apply_keep_going(*input.value);
   // A resumed run goes on where it ran (unless --executor says otherwise).
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
     if (const auto* ex = inv->get_object().if_contains("executor"); ex && ex->is_object()) {

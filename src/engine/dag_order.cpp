@@ -62,8 +62,13 @@ void step_reads(const step& s, name_set& out) {
   for (const auto& child : s.steps) step_reads(child, out);
 }
 
-// For each step, the indices of the steps it waits for.
 }  // namespace
+
+std::set<std::string, std::less<>> names_read(const step& s) {
+  name_set out;
+  step_reads(s, out);
+  return out;
+}
 
 std::vector<std::vector<std::size_t>> dag_dependencies(const std::vector<step>& steps) {
   std::map<std::string, std::size_t, std::less<>> by_id, by_output;
@@ -79,9 +84,7 @@ std::vector<std::vector<std::size_t>> dag_dependencies(const std::vector<step>& 
     std::set<std::size_t> mine;
     for (const auto& d : steps[i].depends_on)
       if (auto it = by_id.find(d); it != by_id.end()) mine.insert(it->second);
-    name_set reads;
-    step_reads(steps[i], reads);
-    for (const auto& name : reads)
+    for (const auto& name : names_read(steps[i]))
       if (auto it = by_output.find(name); it != by_output.end()) mine.insert(it->second);
     mine.erase(i);
     deps[i].assign(mine.begin(), mine.end());

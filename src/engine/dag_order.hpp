@@ -6,10 +6,16 @@
 #include <arun/recipe.hpp>
 
 #include <cstddef>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace arun::engine {
+
+/// Every root name `s` (and its loop body) reads: its templates' references and the bare
+/// identifiers of its conditions (a superset: a word that names nothing is harmless here).
+std::set<std::string, std::less<>> names_read(const step& s);
 
 /// For each of `steps`, the indices (into `steps`) of the steps it waits for, sorted.
 std::vector<std::vector<std::size_t>> dag_dependencies(const std::vector<step>& steps);

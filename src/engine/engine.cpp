@@ -37,15 +37,17 @@ boost::json::object make_builtins(const recipe& r, const run_options& options) {
   return b;
 }
 
-run_status status_of(engine::flow end) {
-  switch (end) {
+run_status status_of(const engine::sequence_outcome& seq) {
+  switch (seq.end) {
     case engine::flow::fatal: return run_status::failed;
     case engine::flow::cancelled: return run_status::cancelled;
     case engine::flow::suspend: return run_status::waiting_approval;
     case engine::flow::next:
-    case engine::flow::skip_remaining: break;
+    case engine::flow::skip_remaining:
+    case engine::flow::kept_going: break;
   }
-  return run_status::completed;
+  // --keep-going ran the rest after a failure: the run still failed (docs/running.md).
+  return seq.kept_going ? run_status::failed : run_status::completed;
 }
 
 asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_result& result) {
@@ -78,7 +80,7 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   rs.stop_heartbeats();
 
   result.step_results = std::move(seq.results);
-  result.status = status_of(seq.end);
+  result.status = status_of(seq);
   result.error = std::move(seq.error);
   // A run ended by a step's failure says which (the first line of its error: "step 'fan[3]':
   // exit code 1"), so a reader of the result or of state.json need not search the steps.

@@ -183,18 +183,55 @@ TEST_CASE("keep-going (-k) goes past failing steps, sub-recipes included, unless
                   "  - id: d\n    command: echo d\n");
   std::ofstream(rec.dir / "kc.yaml") << "name: kc\nsteps:\n  - id: x\n    command: exit 5\n  - id: y\n    command: echo y\n";
   auto r = run_arun({"run", rec.file.string(), "-k", "--output-format", "json", "-q"}, rec.dir.string());
-  CHECK(r.exit_code == 1);  // `c` says on_error: fail
-  const auto result = arun::test::result_json(r);
+  CHECK(r.exit_code == 1);
+  auto result = arun::test::result_json(r);
   const auto& steps = result.at("step_results").as_array();
   CHECK(steps.at(0).at("status") == "failed");
   CHECK(steps.at(1).at("status") == "completed");
-  CHECK(steps.at(2).at("status") == "completed");  // its failing x went on to y
+  CHECK(steps.at(2).at("status") == "failed");  // its x failed; y ran all the same
   CHECK(steps.at(2).at("children").at(1).at("status") == "completed");
-  CHECK(steps.at(3).at("status") == "failed");
+  CHECK(steps.at(3).at("status") == "failed");  // `c` says on_error: fail: the run stops
   CHECK(steps.at(4).at("status") == "not_run");
   // Without -k the first failure stops the run.
   r = run_arun({"run", rec.file.string(), "--output-format", "json", "-q"}, rec.dir.string());
   CHECK(arun::test::result_json(r).at("step_results").at(1).at("status") == "not_run");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("keep-going (-k) in a dag as make -k: the failure's dependents are not run while the rest runs and exits 1 and a resume runs them") {
+  // The issue's build: fetch -> compile (fails until fixed) -> package; lint on its own.
+  temp_recipe rec("name: build\nexecution: dag\nsteps:\n"
+                  "  - id: fetch\n    command: echo src\n    output: src\n"
+                  "  - id: compile\n    command: test -f fixed && echo 'bin of {{src}}'\n    output: binary\n"
+                  "  - id: package\n    command: echo 'pkg of {{binary}}'\n"
+                  "  - id: lint\n    command: echo clean\n");
+  const auto sessions = rec.dir / "sessions";
+  auto r = run_arun({rec.file.string(), "-k", "--session-dir", sessions.string(), "--output-format", "json", "-q"},
+                    rec.dir.string());
+  CHECK(r.exit_code == 1);
+  auto result = arun::test::result_json(r);
+  CHECK(result.at("status") == "failed");
+  CHECK(result.at("error") == "step 'compile': exit code 1");
+  const auto& steps = result.at("step_results").as_array();
+  CHECK(steps.at(0).at("status") == "completed");
+  CHECK(steps.at(1).at("status") == "failed");
+  CHECK(steps.at(2).at("status") == "not_run");
+  CHECK(steps.at(2).at("error") == "step 'package': not run: it reads 'binary', and 'compile' failed");
+  CHECK(steps.at(3).at("status") == "completed");
+  // The text result says the same.
+  auto text = run_arun({rec.file.string(), "-k", "--session-dir", (rec.dir / "other").string(), "--progress", "off"},
+                       rec.dir.string());
+  CHECK(text.exit_code == 1);
+  CHECK_THAT(text.out, Catch::Contains("not run: it reads 'binary', and 'compile' failed"));
+  // Fixed, a plain resume runs the failure and what it held back, and nothing else again.
+  std::ofstream(rec.dir / "fixed") << "";
+  std::string id;
+  for (const auto& e : fs::directory_iterator(sessions)) id = e.path().filename().string();
+  r = run_arun({"resume", id, "--session-dir", sessions.string(), "--output-format", "json", "-q"}, rec.dir.string());
+  CHECK(r.exit_code == 0);
+  result = arun::test::result_json(r);
+  CHECK(result.at("status") == "completed");
+  CHECK(result.at("step_results").at(2).at("output") == "pkg of bin of src");
   CHECK(arun::test::leftover_processes().empty());
 }
 

@@ -275,6 +275,40 @@ TEST_CASE("sessions: non-fatal failures stay failed unless --retry-failed") {
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("sessions: --retry-failed on a completed session runs its failed items again, and only those") {
+  session_project p;
+  // A fan-out of 12 under on_error: continue whose items 3 and 7 fail until `fixed` exists.
+  const auto fixed = (p.root / "fixed").string();
+  const auto file = p.write("fan.yaml", "name: fan\ncontext:\n  log: " + p.log.string() +
+                                            "\nsteps:\n  - id: fan\n    foreach: '[0,1,2,3,4,5,6,7,8,9,10,11]'\n"
+                                            "    as: n\n    parallel: 4\n    on_error: continue\n"
+                                            "    command: \"echo {{n}} >> {{log}}; case {{n}} in 3|7) test -f " +
+                                            fixed + ";; esac\"\n");
+  REQUIRE(p.run({file}).exit_code == 0);  // on_error: continue: the run completed
+  const auto id = p.only_id();
+  // A plain resume says there is nothing to do, and how to retry the failures.
+  auto plain = p.run({"resume", id});
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.err, Catch::Contains("2 instances failed under on_error: continue"));
+  CHECK_THAT(plain.err, Catch::Contains("arun resume " + id + " --retry-failed"));
+  CHECK(lines_of(p.log).size() == 12);
+  std::ofstream(fixed) << "";
+  auto retried = p.run({"resume", id, "--retry-failed"});
+  REQUIRE(retried.exit_code == 0);
+  const auto log = counts(lines_of(p.log));
+  CHECK(log.at("3") == 2);
+  CHECK(log.at("7") == 2);
+  for (const auto* kept : {"0", "1", "2", "4", "5", "6", "8", "9", "10", "11"}) CHECK(log.at(kept) == 1);
+  const auto result = result_of(retried);
+  CHECK(result.at("step_results").at(0).at("iterations").at("completed") == 12);
+  // Nothing failed now: another retry has nothing to do.
+  auto again = p.run({"resume", id, "--retry-failed"});
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.err, Catch::Contains("no instance of it failed; there is nothing to retry"));
+  CHECK(lines_of(p.log).size() == 14);
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("sessions: resume uses the session's copies of the recipe and its sub-recipes") {
   session_project p;
   const auto stop = (p.root / "go").string();

@@ -108,6 +108,9 @@ private:
     leaf_outcome o;
     o.started = true;
     auto ex = co_await boost::asio::this_coro::executor;
+    // A stopped child reports itself cancelled, as the real runner's does, instead of the
+    // next co_await throwing (a DAG's fail-fast stops a running branch this way).
+    co_await boost::asio::this_coro::throw_if_cancelled(false);
     // Always suspend once, as a real child does.
     co_await boost::asio::post(ex, boost::asio::use_awaitable);
     if (script.rfind("queued:", 0) == 0) {

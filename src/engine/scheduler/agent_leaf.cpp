@@ -55,11 +55,11 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
                                                            int attempt, std::stop_token stop, const std::string& model) {
   auto builtins = step_builtins(s, instance);
   auto tree = co_await isolate(s, sc, instance, builtins);
-  if (!tree.error.empty()) co_return failed_before_start(s, instance, tree.error);
+  if (!tree.error.empty()) co_return failed_before_start(s, instance, tree.error, rs_.options.keep_going);
   auto prepared = prepare_agent(s.agent, s, view(sc, builtins), rs_.options.working_dir, frame_.r.env);
   warn(s, instance, prepared.warnings);
   if (!prepared.error.empty()) {
-    auto failed = failed_before_start(s, instance, prepared.error);
+    auto failed = failed_before_start(s, instance, prepared.error, rs_.options.keep_going);
     if (tree.ws) co_await release(s, instance, *tree.ws, failed);
     co_return failed;
   }
@@ -134,7 +134,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   const bool cli_said_rate_limited = out.rate_limited;
   const auto reply = cache.key.empty() ? std::string() : out.stdout_text;
   const auto took = out.duration;
-  auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs, calls);
+  auto o = to_outcome(s, instance, std::move(out), rs_.options, calls);
   // A reply of the rate-limit fallback model is not the requested model's: not kept.
   if (model.empty()) remember_output(s, sc, instance, cache, o, reply, took);
   if (o.result.attempts > 0) o.result.attempts = calls;

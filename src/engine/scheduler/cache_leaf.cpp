@@ -121,7 +121,7 @@ std::optional<instance_outcome> step_executor::cached_outcome(const step& s, con
   o.started = true;  // as if: the outcome is judged as the stored run's was
   o.exit_code = 0;
   o.stdout_text = std::move(hit.stdout_text);
-  auto out = to_outcome(s, instance, std::move(o), rs_.options.outputs);
+  auto out = to_outcome(s, instance, std::move(o), rs_.options);
   // Judged now as it was then: an output the step's present parse_json or output_schema
   // refuses is no hit (the step runs, and an agent is asked again as it would be).
   if (out.result.status != step_status::completed) return std::nullopt;

@@ -60,7 +60,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_with_deadline(contai
     o.result.timed_out = true;
     o.result.error = "step '" + instance + "': timed out after " + format_number(s.timeout->count()) +
                      "s; the steps it was running were stopped";
-    o.next = failure_flow(s);
+    o.next = failure_flow(s, rs_.options.keep_going);
     o.updates = {};
     o.waiting.clear();  // the container failed: gates that waited inside it no longer do
   }

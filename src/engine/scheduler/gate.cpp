@@ -41,7 +41,7 @@ asio::awaitable<instance_outcome> step_executor::run_gate(const step& s, scope s
   const auto builtins = step_builtins(s, instance);
   auto prompt = render_text(s.approval.prompt, view(sc, builtins));
   warn(s, instance, prompt.warnings);
-  if (!prompt.ok()) co_return failed_before_start(s, instance, "approval_prompt: " + prompt.error);
+  if (!prompt.ok()) co_return failed_before_start(s, instance, "approval_prompt: " + prompt.error, rs_.options.keep_going);
   instance_outcome o;
   o.result.step_id = instance;
   // g++ 12 miscompiles a temporary built inside a co_await expression: name it first.

@@ -41,7 +41,11 @@ std::string_view instance_type(const step& s, bool iteration) {
   return type_name(leaf_view);
 }
 
-flow failure_flow(const step& s) {
+flow failure_flow(const step& s, bool keep_going) {
+  // -k is the user's, for the steps whose author did not decide (docs/running.md).
+  const bool own_policy = s.on_error != on_error_policy::fail || s.has("on_error") || s.has("continue_on_error") ||
+                          s.has("nonfatal") || s.has("fatal");
+  if (keep_going && !own_policy) return flow::kept_going;
   switch (s.on_error) {
     case on_error_policy::continue_run: return flow::next;
     case on_error_policy::skip_remaining: return flow::skip_remaining;
@@ -75,10 +79,11 @@ bool runs_hooks(const step& s, bool iteration) {
 
 }  // namespace
 
-instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why) {
+instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why,
+                                     bool keep_going) {
   instance_outcome o;
   o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + why);
-  o.next = failure_flow(s);
+  o.next = failure_flow(s, keep_going);
   o.result.fatal = o.next == flow::fatal;
   return o;
 }
@@ -107,6 +112,12 @@ boost::json::object step_executor::step_builtins(const step& s, const std::strin
 
 instance_outcome step_executor::finish_instance(const step& s, const std::string& instance, bool iteration,
                                                 instance_outcome&& o) {
+  if (o.next == flow::kept_going) {
+    o.next = flow::next;
+    o.kept_going = true;
+  }
+  // A failure the run ends failed on is fatal for the journal too: a resume runs it again.
+  if (o.result.status == step_status::failed && o.kept_going) o.result.fatal = true;
   o.result.skipped_rest = o.next == flow::skip_remaining;
   if (rs_.options.journal && o.next != flow::suspend) rs_.options.journal->record(o.result, o.updates);
   auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));
@@ -164,7 +175,7 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
     const auto verdict = check_condition(s, view(sc, builtins));
     warn(s, instance, verdict.warnings);
     if (!verdict.error.empty()) {
-      auto failed = failed_before_start(s, instance, verdict.error);
+      auto failed = failed_before_start(s, instance, verdict.error, rs_.options.keep_going);
       failed.result.content_key = key;
       return finish_instance(s, instance, iteration, std::move(failed));
     }
@@ -182,7 +193,8 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
   const bool container = (is_loop(s) && !iteration) || (iteration && !s.steps.empty());
   if (!container && ++rs_.instances_started > rs_.limits.max_total_steps) {
     auto o = failed_before_start(s, instance, "the run reached recursion.max_total_steps (" +
-                                                  std::to_string(rs_.limits.max_total_steps) + " step instances)");
+                                                  std::to_string(rs_.limits.max_total_steps) + " step instances)",
+                                  rs_.options.keep_going);
     o.next = flow::fatal;  // a runaway recipe stops, whatever its on_error says
     o.result.fatal = true;
     rs_.budget_exhausted = true;
@@ -248,7 +260,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_body_after_gate(cons
     case step_type::recipe: co_return co_await run_with_retry(s, sc, instance, stop);
     case step_type::loop: break;
   }
-  co_return failed_before_start(s, instance, "a loop step needs foreach or while_condition");
+  co_return failed_before_start(s, instance, "a loop step needs foreach or while_condition", rs_.options.keep_going);
 }
 
 }  // namespace arun::engine

@@ -31,8 +31,9 @@ std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const r
   return std::chrono::duration_cast<std::chrono::nanoseconds>(*t);
 }
 
-instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, output_store* outputs,
+instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, const run_options& run,
                             int calls) {
+  auto* outputs = run.outputs;
   instance_outcome out;
   auto& r = out.result;
   r.step_id = instance;
@@ -47,7 +48,7 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
     r.status = o.cancelled ? step_status::cancelled : step_status::failed;
     r.error = "step '" + instance + "': " + o.error;
     if (!o.snippet.empty()) r.error += "\n" + o.snippet;
-    out.next = o.cancelled ? flow::cancelled : failure_flow(s);
+    out.next = o.cancelled ? flow::cancelled : failure_flow(s, run.keep_going);
     return out;
   }
   r.status = step_status::completed;
@@ -56,7 +57,7 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
     if (!verdict.conforms()) {
       r.status = step_status::failed;
       r.error = "step '" + instance + "': " + schema_failure(*s.output_schema, verdict.problems, calls);
-      out.next = failure_flow(s);
+      out.next = failure_flow(s, run.keep_going);
       return out;
     }
     r.output = std::move(*verdict.value);
@@ -67,7 +68,7 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
   } else if (s.parse_json_required) {
     r.status = step_status::failed;
     r.error = "step '" + instance + "': parse_json_required: the output holds no JSON";
-    out.next = failure_flow(s);
+    out.next = failure_flow(s, run.keep_going);
     return out;
   } else {
     r.status = step_status::degraded;  // the raw text is kept
@@ -207,11 +208,11 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
                                                           int attempt, std::stop_token stop) {
   auto builtins = step_builtins(s, instance);
   auto tree = co_await isolate(s, sc, instance, builtins);
-  if (!tree.error.empty()) co_return failed_before_start(s, instance, tree.error);
+  if (!tree.error.empty()) co_return failed_before_start(s, instance, tree.error, rs_.options.keep_going);
   auto prepared = prepare_bash(s, view(sc, builtins), frame_.r.env, sc.export_table());
   warn(s, instance, prepared.warnings);
   if (!prepared.error.empty()) {
-    auto failed = failed_before_start(s, instance, prepared.error);
+    auto failed = failed_before_start(s, instance, prepared.error, rs_.options.keep_going);
     if (tree.ws) co_await release(s, instance, *tree.ws, failed);
     co_return failed;
   }
@@ -232,14 +233,14 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
   warn(s, instance, out.warnings);
   if (out.succeeded()) lease.finish(false);
   if (tree.ws) {
-    auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs);
+    auto o = to_outcome(s, instance, std::move(out), rs_.options);
     co_await release(s, instance, *tree.ws, o);
     co_return o;
   }
-  if (cache.key.empty()) co_return to_outcome(s, instance, std::move(out), rs_.options.outputs);
+  if (cache.key.empty()) co_return to_outcome(s, instance, std::move(out), rs_.options);
   const auto text = out.stdout_text;
   const auto took = out.duration;
-  auto o = to_outcome(s, instance, std::move(out), rs_.options.outputs);
+  auto o = to_outcome(s, instance, std::move(out), rs_.options);
   remember_output(s, sc, instance, cache, o, text, took);
   co_return o;
 }

@@ -41,12 +41,6 @@ instance_outcome loop_outcome(const step& s, iteration_counts counts, boost::jso
   return o;
 }
 
-instance_outcome loop_failed(const step& s, const std::string& instance, const std::string& why) {
-  instance_outcome o;
-  o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + why);
-  o.next = failure_flow(s);
-  return o;
-}
 
 // The foreach items (SPEC §6.3): a list, or a string holding a JSON list.
 std::variant<boost::json::array, std::string> as_items(const boost::json::value& v) {
@@ -73,6 +67,7 @@ struct step_executor::foreach_run {
   bool skipping = false;   // skip_remaining: no further iterations
   std::string error;       // the first fatal iteration's
   flow end = flow::next;
+  std::string kept_going;  // --keep-going: the first failed iteration's error; the loop ends failed
   std::optional<agent_usage> usage;  // what the iterations spent
   // Iterations stopped at an approval gate, by index: the others go on to their own gates
   // or their end, so one resume after the decisions finishes the fan-out.
@@ -160,6 +155,7 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     } else {
       count_unfinished(loop.counts, st);
     }
+    if (o.kept_going && loop.kept_going.empty()) loop.kept_going = o.result.error;
     if (o.next == flow::fatal && loop.end != flow::fatal) {
       loop.end = flow::fatal;
       loop.error = o.result.error;
@@ -177,15 +173,16 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   const auto builtins = step_builtins(s, instance);
   auto rendered = render_value(spec.items, view(sc, builtins));
   warn(s, instance, rendered.warnings);
-  if (!rendered.ok()) co_return loop_failed(s, instance, "foreach: " + rendered.error);
+  if (!rendered.ok()) co_return failed_before_start(s, instance, "foreach: " + rendered.error, rs_.options.keep_going);
   auto items = as_items(rendered.value);
-  if (auto* why = std::get_if<std::string>(&items)) co_return loop_failed(s, instance, *why);
+  if (auto* why = std::get_if<std::string>(&items)) co_return failed_before_start(s, instance, *why, rs_.options.keep_going);
   foreach_run loop;
   loop.items = std::move(std::get<boost::json::array>(items));
   const auto n = loop.items.size();
   if (n > static_cast<std::size_t>(std::max(0, spec.max_iterations)))
-    co_return loop_failed(s, instance, "foreach has " + std::to_string(n) + " items, more than max_iterations (" +
-                                           std::to_string(spec.max_iterations) + ")");
+    co_return failed_before_start(s, instance, "foreach has " + std::to_string(n) + " items, more than max_iterations (" +
+                                               std::to_string(spec.max_iterations) + ")",
+                                         rs_.options.keep_going);
   if (n == 0) {
     // Nothing ran, so nothing completed (the older runners say skipped); `collect` and
     // `output` still get the empty list, so a later loop over them has nothing to do.
@@ -232,13 +229,21 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
                  " items " + rs_.refuse_for_budget();
   }
   if (!loop.waiting.empty()) loop.end = worse(loop.end, flow::suspend);
-  const auto status = loop.end == flow::fatal       ? step_status::failed
+  // Under --keep-going the other items ran; the loop failed all the same, and says so.
+  const bool kept_going = !loop.kept_going.empty() && (loop.end == flow::next || loop.end == flow::skip_remaining);
+  if (kept_going) {
+    loop.error = "step '" + instance + "': " + std::to_string(c.failed) + " of " + std::to_string(n) +
+                 " items failed; the first: " + loop.kept_going;
+    if (loop.end == flow::next) loop.end = flow::kept_going;
+  }
+  const auto status = loop.end == flow::fatal || kept_going ? step_status::failed
                       : loop.end == flow::cancelled ? step_status::cancelled
                       : loop.end == flow::suspend   ? step_status::not_run
                                                     : step_status::completed;
   auto o = loop_outcome(s, loop.counts, std::move(loop.collected), status, loop.end,
                         loop.end == flow::cancelled && loop.error.empty() ? "step '" + instance + "': cancelled"
                                                                           : loop.error);
+  o.kept_going = kept_going;
   o.result.usage = std::move(loop.usage);
   std::stable_sort(loop.waiting.begin(), loop.waiting.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -260,12 +265,17 @@ boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step
       if (const auto* old = before.if_contains(kv.key()); !old || *old != kv.value()) o.updates[kv.key()] = kv.value();
   o.result.output = std::move(body.last_output);
   o.result.usage = usage_of(body.results);
-  o.next = body.end == flow::fatal ? failure_flow(s) : body.end;
-  switch (body.end) {
+  // A body step that failed under --keep-going fails its iteration, as a fatal one does.
+  const bool kept_going = body.kept_going && (body.end == flow::next || body.end == flow::skip_remaining);
+  const bool body_failed = body.end == flow::fatal || kept_going;
+  o.next = body.end == flow::fatal || (kept_going && body.end == flow::next) ? failure_flow(s, rs_.options.keep_going)
+                                                                             : body.end;
+  o.kept_going = kept_going && body.end == flow::skip_remaining;
+  switch (body_failed ? flow::fatal : body.end) {
     case flow::fatal: {
       o.result.status = step_status::failed;
       for (const auto& r : body.results)
-        if (r.status == step_status::failed && r.fatal) o.result.error = r.error;
+        if (r.status == step_status::failed && r.fatal && o.result.error.empty()) o.result.error = r.error;
       if (o.result.error.empty()) o.result.error = "step '" + instance + "': " + body.error;
       break;
     }
@@ -307,7 +317,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     const auto go = check_expression(spec.condition, "while_condition", view(inner, builtins));
     warn(s, instance, go.warnings);
     if (!go.error.empty() || (go.run && i >= static_cast<std::size_t>(std::max(0, spec.max_iterations)))) {
-      end = failure_flow(s);
+      end = failure_flow(s, rs_.options.keep_going);
       failed = true;
       ++counts.total;  // the iteration that was refused
       error = "step '" + instance + "': " +
@@ -336,6 +346,12 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     } else {
       count_unfinished(counts, st);
     }
+    if (o.kept_going) {  // --keep-going: the next iteration would read what this one left
+      end = flow::kept_going;
+      failed = true;
+      error = o.result.error;
+      break;
+    }
     if (o.next == flow::fatal || o.next == flow::cancelled) {
       end = o.next;
       failed = o.next == flow::fatal;
@@ -349,7 +365,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     auto updated = render_value(spec.update_context, view(inner, builtins));
     warn(s, instance, updated.warnings);
     if (!updated.ok()) {
-      end = failure_flow(s);
+      end = failure_flow(s, rs_.options.keep_going);
       failed = true;
       error = "step '" + instance + "': update_context: " + updated.error;
       break;
@@ -360,7 +376,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     warn(s, instance, stop_now.warnings);
     if (!spec.break_when.empty() && (stop_now.run || !stop_now.error.empty())) {
       if (!stop_now.error.empty()) {
-        end = failure_flow(s);
+        end = failure_flow(s, rs_.options.keep_going);
         failed = true;
         error = "step '" + instance + "': " + stop_now.error;
       }

@@ -2,21 +2,30 @@
 #include "scheduler/step_executor.hpp"
 
 #include "scheduler/task_group.hpp"
+#include "scheduler/upstream_failures.hpp"
 #include "step_preparation.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace arun::engine {
 namespace {
 
-// Records a finished instance in the sequence: its updates land in the scope now.
-void absorb(sequence_outcome& out, instance_outcome&& o, scope sc) {
+// Records a finished instance of `s` in the sequence: its updates land in the scope now.
+void absorb(sequence_outcome& out, const step& s, instance_outcome&& o, scope sc, upstream_failures& upstream) {
   if (!o.updates.empty()) {  // target() drops the context's export: only for a real write
     auto& target = sc.target();
     for (auto& kv : o.updates) target[kv.key()] = std::move(kv.value());
   }
   const auto st = o.result.status;
-  if (st == step_status::completed || st == step_status::degraded) out.last_output = o.result.output;
+  if (st == step_status::completed || st == step_status::degraded) {
+    out.last_output = o.result.output;
+    upstream.succeeded(s);
+  }
+  if (o.kept_going) {
+    out.kept_going = true;
+    upstream.failed(s, o.result.step_id);
+  }
   out.end = worse(out.end, o.next);
   append_waiting(out.waiting, o.waiting);
   out.results.push_back(std::move(o.result));
@@ -25,13 +34,26 @@ void absorb(sequence_outcome& out, instance_outcome&& o, scope sc) {
 }  // namespace
 
 boost::asio::awaitable<sequence_outcome> step_executor::run_steps(const std::vector<step>& steps, scope sc,
-                                                                  std::string prefix, std::stop_token stop, bool dag) {
-  if (dag) co_return co_await run_dag(steps, sc, prefix, stop);
-  co_return co_await run_sequence(steps, sc, prefix, stop);
+                                                                  std::string prefix, std::stop_token stop, bool dag,
+                                                                  upstream_failures* upstream) {
+  upstream_failures own;  // a loop body's iteration: its own steps only
+  auto& failures = upstream ? *upstream : own;
+  if (dag) co_return co_await run_dag(steps, sc, prefix, stop, failures);
+  co_return co_await run_sequence(steps, sc, prefix, stop, failures);
+}
+
+instance_outcome step_executor::hold_back(const step& s, const std::string& instance,
+                                          const upstream_failures::hold& cause, upstream_failures& upstream) {
+  instance_outcome o;
+  o.result = unstarted(instance, step_status::not_run, "step '" + instance + "': " + cause.why);
+  report_unstarted(s, o.result);
+  upstream.held_back(s, instance, cause);
+  return o;
 }
 
 boost::asio::awaitable<sequence_outcome> step_executor::run_sequence(const std::vector<step>& steps, scope sc,
-                                                                     const std::string& prefix, std::stop_token stop) {
+                                                                     const std::string& prefix, std::stop_token stop,
+                                                                     upstream_failures& upstream) {
   sequence_outcome out;
   out.results.reserve(steps.size());  // not grown by doubling: a group may have 20,000 members
   std::size_t i = 0;
@@ -49,15 +71,23 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_sequence(const std::
     std::size_t end = i + 1;
     if (s.parallel_group)
       while (end < steps.size() && steps[end].parallel_group == s.parallel_group) ++end;
-    if (end - i > 1) {
-      std::vector<const step*> members;
-      for (std::size_t k = i; k < end; ++k) members.push_back(&steps[k]);
-      auto outcomes = co_await run_group(members, sc, prefix, stop);
-      // Merged after every member finished, in declaration order, never finishing order.
-      for (auto& o : outcomes) absorb(out, std::move(o), sc);
-    } else {
-      absorb(out, co_await run_instance(s, sc, prefix + s.id, stop), sc);
+    // Under --keep-going, a step that depends on one that failed does not run (make -k).
+    std::vector<std::optional<instance_outcome>> held(end - i);
+    std::vector<const step*> members;
+    for (std::size_t k = i; k < end; ++k) {
+      if (auto cause = upstream.blocking(steps[k]); !cause.why.empty())
+        held[k - i] = hold_back(steps[k], prefix + steps[k].id, cause, upstream);
+      else
+        members.push_back(&steps[k]);
     }
+    std::vector<instance_outcome> outcomes;
+    if (members.size() > 1)
+      outcomes = co_await run_group(members, sc, prefix, stop);
+    else if (members.size() == 1)
+      outcomes.push_back(co_await run_instance(*members.front(), sc, prefix + members.front()->id, stop));
+    // Merged after every member finished, in declaration order, never finishing order.
+    for (std::size_t k = i, ran = 0; k < end; ++k)
+      absorb(out, steps[k], held[k - i] ? std::move(*held[k - i]) : std::move(outcomes[ran++]), sc, upstream);
     i = end;
   }
   co_return out;
@@ -159,7 +189,8 @@ boost::asio::awaitable<std::vector<instance_outcome>> step_executor::run_group(c
 boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std::string prefix, std::stop_token stop) {
   const recipe& r = frame_.r;
   const bool dag = r.execution == execution_mode::dag;
-  if (r.stages.empty()) co_return co_await run_steps(r.steps, sc, prefix, stop, dag);
+  upstream_failures upstream;  // across stages: a later stage may read an earlier one's outputs
+  if (r.stages.empty()) co_return co_await run_steps(r.steps, sc, prefix, stop, dag, &upstream);
   sequence_outcome out;
   for (std::size_t index = 0; index < r.stages.size(); ++index) {
     const auto& st = r.stages[index];
@@ -205,10 +236,11 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std
         continue;
       }
     }
-    auto part = co_await run_steps(st.steps, sc, prefix, stop, dag);
+    auto part = co_await run_steps(st.steps, sc, prefix, stop, dag, &upstream);
     for (auto& res : part.results) out.results.push_back(std::move(res));
     if (!part.last_output.is_null()) out.last_output = std::move(part.last_output);
     out.end = part.end;
+    out.kept_going = out.kept_going || part.kept_going;
     append_waiting(out.waiting, part.waiting);
     if (gate_after && out.end == flow::next) {
       auto gated = co_await run_stage_gate(st, sc, prefix, stop);

@@ -4,6 +4,7 @@
 // hooks. Every path returns an instance_outcome value; exceptions are arun faults only.
 
 #include "scheduler/run_state.hpp"
+#include "scheduler/upstream_failures.hpp"
 #include "shell/context_export.hpp"
 #include "template/render.hpp"
 
@@ -77,8 +78,10 @@ struct scope {
 };
 static_assert(std::is_trivially_destructible_v<scope>, "scope is a by-value coroutine parameter (g++ 12)");
 
-/// What happens after an instance.
-enum class flow { next, fatal, skip_remaining, cancelled, suspend };
+/// What happens after an instance. `kept_going`: it failed under --keep-going; only
+/// failure_flow() says it, and finish_instance() turns it into `next` with the outcome's
+/// `kept_going` set, so that what holds outcomes sees a failure the rest goes on past.
+enum class flow { next, fatal, skip_remaining, cancelled, suspend, kept_going };
 
 struct instance_outcome {
   step_result result;
@@ -86,6 +89,9 @@ struct instance_outcome {
   flow next = flow::next;
   std::vector<pending_approval> waiting;  ///< flow::suspend: every gate waiting below this instance
   bool rate_limited = false;  ///< an agent failed with a rate-limit message (SPEC §7)
+  /// It failed, or something inside it did, under --keep-going: the rest goes on, what
+  /// depends on it does not run, and its caller (and so the run) ends failed.
+  bool kept_going = false;
 };
 
 /// What a leaf child runs.
@@ -97,6 +103,7 @@ struct sequence_outcome {
   std::vector<pending_approval> waiting;
   boost::json::value last_output;    ///< the last completed step's output
   std::string error;                 ///< why it ended when no step says so (a stage condition)
+  bool kept_going = false;           ///< a step failed under --keep-going: the list ends failed
 };
 
 class step_executor {
@@ -105,8 +112,11 @@ public:
 
   /// Runs `steps` in order (parallel groups together), or as a DAG when `dag`, writing their
   /// updates into `sc` as they finish. `prefix` starts every instance id.
+  /// `upstream`: what failed under --keep-going before these steps, in the same recipe (stages
+  /// share it); none for a loop body's iteration, whose steps depend only on each other.
   boost::asio::awaitable<sequence_outcome> run_steps(const std::vector<step>& steps, scope sc,
-                                                     std::string prefix, std::stop_token stop, bool dag = false);
+                                                     std::string prefix, std::stop_token stop, bool dag = false,
+                                                     upstream_failures* upstream = nullptr);
 
   /// One step instance: journal lookup, tags, condition, hooks, the body, events, journal.
   /// An `iteration` of a loop step runs the loop's body; its tags and condition were checked
@@ -120,7 +130,12 @@ public:
 private:
   // sequence.cpp
   boost::asio::awaitable<sequence_outcome> run_sequence(const std::vector<step>& steps, scope sc,
-                                                        const std::string& prefix, std::stop_token stop);
+                                                        const std::string& prefix, std::stop_token stop,
+                                                        upstream_failures& upstream);
+  /// `s` depends on a step that failed under --keep-going: not run, reported, and noted so
+  /// that what depends on `s` is not run either.
+  instance_outcome hold_back(const step& s, const std::string& instance, const upstream_failures::hold& cause,
+                             upstream_failures& upstream);
   boost::asio::awaitable<void> run_member(const step& s, scope sc, std::string instance, std::stop_source& group,
                                          instance_outcome& slot);
   struct group_run;
@@ -131,7 +146,8 @@ private:
                                                                   const std::string& prefix, std::stop_token stop);
   // dag.cpp
   boost::asio::awaitable<sequence_outcome> run_dag(const std::vector<step>& steps, scope sc,
-                                                   const std::string& prefix, std::stop_token stop);
+                                                   const std::string& prefix, std::stop_token stop,
+                                                   upstream_failures& upstream);
   struct dag_run;
   boost::asio::awaitable<void> run_dag_node(const step& s, std::size_t index, const std::vector<std::size_t>& deps,
                                             scope sc, std::string instance, dag_run& dag);
@@ -288,10 +304,11 @@ private:
 };
 
 /// SPEC §3.6: what a finished child leaves in the result and the context.
-/// A leaf's outcome as the instance's result; an output longer than `outputs`' threshold is
-/// stored there and referenced (spilled_output.hpp).
+/// A leaf's outcome as the instance's result; an output longer than the threshold of the
+/// run's `outputs` store is stored there and referenced (spilled_output.hpp); a failure flows
+/// as failure_flow() says under the run's --keep-going.
 /// `calls`: the replies an agent step got in this attempt (its output is the last one's).
-instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, output_store* outputs,
+instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, const run_options& run,
                             int calls = 1);
 /// The step's `timeout`, else the recipe's default_step_timeout; none for 0 (SPEC §3.1).
 std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r);
@@ -307,10 +324,12 @@ std::string_view type_name(const step& s);
 std::string_view instance_type(const step& s, bool iteration);
 /// A loop step (foreach or while), whose instances are iterations.
 bool is_loop(const step& s);
-/// The status a failed instance ends its caller with, by `on_error` (SPEC §7).
-flow failure_flow(const step& s);
+/// The status a failed instance ends its caller with, by `on_error` (docs/reference/recipe.md);
+/// under --keep-going (`keep_going`) a step with no on_error of its own flows `kept_going`.
+flow failure_flow(const step& s, bool keep_going);
 /// A failed instance that never started anything: `step 'ID': WHY`, flowing as `on_error` says.
-instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why);
+instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why,
+                                     bool keep_going);
 /// Which of two ways to end wins: a fatal failure over a cancellation over a gate waiting
 /// (a run that failed or was stopped says so, not "approve to go on") over skip_remaining.
 inline flow worse(flow a, flow b) {
@@ -321,6 +340,7 @@ inline flow worse(flow a, flow b) {
       case flow::suspend: return 2;
       case flow::cancelled: return 3;
       case flow::fatal: return 4;
+      case flow::kept_going: return 0;  // never held by a caller: finish_instance() turned it into next
     }
     return 0;
   };

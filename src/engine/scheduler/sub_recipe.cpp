@@ -61,7 +61,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   instance_outcome o;
   auto fail = [&](const std::string& why) {
     o.result = unstarted(instance, step_status::failed, "step '" + instance + "': " + why);
-    o.next = failure_flow(s);
+    o.next = failure_flow(s, rs_.options.keep_going);
     return std::move(o);
   };
   const auto builtins = step_builtins(s, instance);
@@ -118,12 +118,21 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   o.result.children = std::move(seq.results);
   o.result.usage = usage_of(o.result.children);
   o.waiting = std::move(seq.waiting);
+  // A step inside that failed under --keep-going fails the call, as a fatal one does; the
+  // rest of the sub-recipe ran.
+  if (seq.kept_going && (seq.end == flow::next || seq.end == flow::skip_remaining)) {
+    o.result.status = step_status::failed;
+    o.result.error = "step '" + instance + "': sub-recipe '" + child.name + "' failed: " + failed_children(o.result.children);
+    o.next = seq.end == flow::next ? failure_flow(s, rs_.options.keep_going) : flow::skip_remaining;
+    o.kept_going = seq.end == flow::skip_remaining;
+    co_return o;
+  }
   switch (seq.end) {
     case flow::fatal:
       o.result.status = step_status::failed;
       o.result.error = "step '" + instance + "': sub-recipe '" + child.name + "' failed: " +
                        (seq.error.empty() ? failed_children(o.result.children) : seq.error);
-      o.next = failure_flow(s);
+      o.next = failure_flow(s, rs_.options.keep_going);
       co_return o;
     case flow::cancelled:
       o.result.status = step_status::cancelled;
@@ -135,7 +144,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
       o.next = flow::suspend;
       co_return o;
     case flow::next:
-    case flow::skip_remaining: break;
+    case flow::skip_remaining:
+    case flow::kept_going: break;
   }
   // Success: every key the child created or changed comes back (SPEC §3.5).
   boost::json::object delta;

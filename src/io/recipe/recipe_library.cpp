@@ -14,23 +14,6 @@ namespace fs = std::filesystem;
 recipe_library::recipe_library(discovery_options discovery, const std::string& top_path, load_limits limits)
     : discovery_(std::move(discovery)), roots_(recipe_roots(top_path, discovery_)), limits_(limits) {}
 
-namespace {
-
-void keep_going_steps(std::vector<step>& steps) {
-  for (auto& s : steps) {
-    if (!(s.has("on_error") || s.has("continue_on_error") || s.has("nonfatal") || s.has("fatal")))
-      s.on_error = on_error_policy::continue_run;
-    keep_going_steps(s.steps);
-  }
-}
-
-}  // namespace
-
-void apply_keep_going(recipe& r) {
-  keep_going_steps(r.steps);
-  for (auto& st : r.stages) keep_going_steps(st.steps);
-}
-
 loaded_recipe recipe_library::load(std::string_view reference, const recipe& caller) {
   loaded_recipe out;
   const std::string ref(reference);
@@ -62,7 +45,6 @@ loaded_recipe recipe_library::load(std::string_view reference, const recipe& cal
   } else if (auto why = provide_secrets_ ? provide_secrets_(*loaded.value) : std::string(); !why.empty()) {
     out.error = "sub-recipe '" + ref + "': " + why;
   } else {
-    if (keep_going_) apply_keep_going(*loaded.value);
     out.value = std::make_shared<const recipe>(std::move(*loaded.value));
   }
   by_path_.emplace(key, out);

@@ -16,10 +16,6 @@
 
 namespace arun::io {
 
-/// --keep-going: every step of `r` (loop bodies and stages included) that says nothing about
-/// failing (`on_error`, `continue_on_error`, `nonfatal`, `fatal`) continues the run when it fails.
-void apply_keep_going(recipe& r);
-
 class recipe_library final : public recipe_source {
 public:
   /// `top_path` is the top-level recipe's file: relative paths must stay inside its roots.
@@ -27,14 +23,11 @@ public:
 
   loaded_recipe load(std::string_view reference, const recipe& caller) override;
 
-  /// --keep-going: sub-recipes loaded from now on get apply_keep_going.
-  void keep_going(bool on) { keep_going_ = on; }
   /// Fills a loaded sub-recipe's `secrets:` into its context; returns why it cannot (then
   /// the sub-recipe does not load), or empty.
   void provide_secrets(std::function<std::string(recipe&)> provide) { provide_secrets_ = std::move(provide); }
 
 private:
-  bool keep_going_ = false;
   std::function<std::string(recipe&)> provide_secrets_;
   discovery_options discovery_;
   std::vector<std::string> roots_;

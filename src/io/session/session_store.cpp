@@ -478,6 +478,12 @@ std::string session_store::journal_error() const {
   return journal_error_;
 }
 
+std::size_t session_store::failures_kept() const {
+  return static_cast<std::size_t>(std::count_if(loaded_.begin(), loaded_.end(), [](const auto& entry) {
+    return entry.second.result.status == step_status::failed;
+  }));
+}
+
 bool session_store::journal_failed() const {
   std::lock_guard lock(errors_mutex_);
   return !journal_error_.empty();

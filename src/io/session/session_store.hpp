@@ -151,6 +151,11 @@ public:
   const std::vector<std::string>& notices() const noexcept { return notices_; }
   /// Records loaded from an earlier run of this session.
   std::size_t resumed_records() const noexcept { return loaded_.size(); }
+  /// Recorded instances that run again on this resume: unfinished ones, failed ones (all
+  /// of them with `retry_failed`).
+  std::size_t instances_to_run_again() const noexcept { return runs_again_.size(); }
+  /// Recorded instances that failed and stay failed (non-fatal, without `retry_failed`).
+  std::size_t failures_kept() const;
 
   void record(const step_result& result, const boost::json::object& context_delta) noexcept override;
   const finished_instance* find(std::string_view instance_id) const noexcept override;
