@@ -69,6 +69,12 @@ struct iteration_counts {
   std::size_t cached = 0;     ///< of the completed: reused from the cache (`cache:`), no child ran
 };
 
+/// A loop's iteration that failed, as its loop's result names it (docs/reference/formats.md).
+struct failed_instance {
+  std::string instance;  ///< `fan[3]`
+  std::string error;     ///< the first line of its error
+};
+
 /// The outcome of one step instance.
 struct step_result {
   std::string step_id;  ///< instance id (SPEC §4.1)
@@ -85,6 +91,7 @@ struct step_result {
   boost::json::value output;  ///< null when the step stored nothing; loops: the collected list
   std::string error;          ///< empty unless failed/cancelled/degraded
   std::optional<iteration_counts> iterations;  ///< loop steps only
+  std::vector<failed_instance> failed_instances;  ///< loop steps: the iterations that failed, in item order
   std::vector<step_result> children;           ///< sub-recipe steps: the child's top-level steps
   bool fatal = false;  ///< this failure ended the run (on_error: fail)
   /// What the instance ran from (leaf instances: bash, agent, gate): its step's definition and

@@ -186,7 +186,7 @@ int resume_command(const resume_settings& r) {
                    r.session_id.c_str());
     else if (failed > 0)
       std::fprintf(stderr,
-                   "arun: session %s has completed; %zu instance%s failed under on_error: continue (to run them again: "
+                   "arun: session %s has completed; %zu instance%s failed without stopping it (to run them again: "
                    "arun resume %s --retry-failed)\n",
                    r.session_id.c_str(), failed, failed == 1 ? "" : "s", r.session_id.c_str());
     else

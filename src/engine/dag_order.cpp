@@ -45,21 +45,41 @@ void add_strings(const boost::json::value& v, name_set& out) {
     for (const auto& kv : *o) add_strings(kv.value(), out);
 }
 
-// Every root name a step (and its loop body) reads.
-void step_reads(const step& s, name_set& out) {
-  for (const auto* text : {&s.command, &s.agent.prompt, &s.working_dir, &s.call.recipe, &s.approval.prompt})
-    for (const auto& span : find_references(*text)) out.insert(span.ref.root);
-  for (const auto& kv : s.env)
-    for (const auto& span : find_references(kv.second)) out.insert(span.ref.root);
-  add_words(s.condition, out);
-  if (s.foreach) add_strings(s.foreach->items, out);
+void add_text(const std::string& text, name_set& out) {
+  for (const auto& span : find_references(text)) out.insert(span.ref.root);
+}
+
+// What one instance of `s` renders, its loop body aside: evaluated per iteration, with the
+// loop's own names in scope.
+void instance_reads(const step& s, name_set& out) {
+  for (const auto* text : {&s.command, &s.agent.prompt, &s.agent.agent, &s.agent.model, &s.agent.mode, &s.working_dir,
+                           &s.call.recipe, &s.approval.prompt})
+    add_text(*text, out);
+  for (const auto& kv : s.env) add_text(kv.second, out);
+  if (s.cache) {
+    for (const auto& text : s.cache->key) add_text(text, out);
+    for (const auto& text : s.cache->files) add_text(text, out);
+  }
+  add_strings(s.call.context, out);
   if (s.loop_while) {
     add_words(s.loop_while->condition, out);
     add_words(s.loop_while->break_when, out);
     add_strings(s.loop_while->update_context, out);
   }
-  add_strings(s.call.context, out);
+}
+
+// Every root name a step (and its loop body) reads.
+void step_reads(const step& s, name_set& out) {
+  instance_reads(s, out);
+  add_words(s.condition, out);
+  if (s.foreach) add_strings(s.foreach->items, out);
   for (const auto& child : s.steps) step_reads(child, out);
+}
+
+void add_outputs(const step& s, name_set& out) {
+  for (const auto* name : {&s.output, &s.output_exit_code})
+    if (*name) out.insert(**name);
+  if (s.foreach && s.foreach->collect) out.insert(*s.foreach->collect);
 }
 
 }  // namespace
@@ -67,6 +87,46 @@ void step_reads(const step& s, name_set& out) {
 std::set<std::string, std::less<>> names_read(const step& s) {
   name_set out;
   step_reads(s, out);
+  return out;
+}
+
+std::set<std::string, std::less<>> names_needed(const step& s) {
+  name_set out;
+  // Before any iteration: whether it runs, and over what.
+  add_words(s.condition, out);
+  if (s.foreach) add_strings(s.foreach->items, out);
+  name_set inner;
+  instance_reads(s, inner);
+  // The body in order: what an earlier body step writes, a later one reads from it.
+  name_set written;
+  for (const auto& child : s.steps) {
+    for (const auto& name : names_needed(child))
+      if (!written.contains(name)) inner.insert(name);
+    for (const auto& name : names_written(child)) written.insert(name);
+  }
+  if (s.foreach) inner.erase(s.foreach->as);
+  if (s.loop_while) {  // a while loop's condition and updates read its own variables too
+    for (const auto& name : written) inner.erase(name);
+    for (const auto& kv : s.loop_while->update_context) inner.erase(kv.key());
+  }
+  for (const auto* local : {"_loop_index", "_loop_iteration"}) inner.erase(local);
+  out.merge(inner);
+  return out;
+}
+
+std::set<std::string, std::less<>> names_written(const step& s) {
+  name_set out;
+  add_outputs(s, out);
+  // A while loop's variables, its body's outputs among them, outlive it.
+  if (s.loop_while)
+    for (const auto& child : s.steps)
+      for (const auto& name : names_written(child)) out.insert(name);
+  return out;
+}
+
+std::set<std::string, std::less<>> names_in_condition(std::string_view condition) {
+  name_set out;
+  add_words(condition, out);
   return out;
 }
 

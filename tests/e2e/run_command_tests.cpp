@@ -235,6 +235,33 @@ TEST_CASE("keep-going (-k) in a dag as make -k: the failure's dependents are not
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("keep-going (-k) across a sub-recipe call: neither side reads what the other's failed step did not write") {
+  temp_recipe rec("name: k\ncontext:\n  aout: STALE\n  art: STALE\nsteps:\n"
+                  "  - id: a\n    command: exit 3\n    output: aout\n"
+                  "  - id: call\n    recipe: kc.yaml\n"
+                  "  - id: use\n    command: echo 'use {{art}}'\n"
+                  "  - id: after\n    command: echo after\n");
+  // The child reads the caller's failed output, fails a step that would give `art` back, and
+  // ends itself early with skip_remaining, which must not skip the caller's `after`.
+  std::ofstream(rec.dir / "kc.yaml") << "name: kc\nsteps:\n"
+                                        "  - id: reads\n    command: echo 'child {{aout}}'\n"
+                                        "  - id: build\n    command: exit 4\n    output: art\n"
+                                        "  - id: stop\n    command: exit 6\n    on_error: skip_remaining\n"
+                                        "  - id: never\n    command: echo never\n";
+  auto r = run_arun({"run", rec.file.string(), "-k", "--output-format", "json", "-q"}, rec.dir.string());
+  CHECK(r.exit_code == 1);
+  const auto result = arun::test::result_json(r);
+  const auto& steps = result.at("step_results").as_array();
+  const auto& children = steps.at(1).at("children").as_array();
+  CHECK(children.at(0).at("status") == "not_run");
+  CHECK(children.at(0).at("error") == "step 'call/reads': not run: it reads 'aout', and 'a' failed");
+  CHECK(steps.at(1).at("status") == "failed");
+  CHECK(steps.at(2).at("status") == "not_run");
+  CHECK(steps.at(2).at("error") == "step 'use': not run: it reads 'art', and 'call' failed");
+  CHECK(steps.at(3).at("status") == "completed");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("usage errors exit 2, --help and --version exit 0") {
   CHECK(run_arun({"--no-such-option"}).exit_code == 2);
   CHECK(run_arun({"x.yaml", "--output-format", "xml"}).exit_code == 2);

@@ -282,14 +282,23 @@ TEST_CASE("sessions: --retry-failed on a completed session runs its failed items
   const auto file = p.write("fan.yaml", "name: fan\ncontext:\n  log: " + p.log.string() +
                                             "\nsteps:\n  - id: fan\n    foreach: '[0,1,2,3,4,5,6,7,8,9,10,11]'\n"
                                             "    as: n\n    parallel: 4\n    on_error: continue\n"
-                                            "    command: \"echo {{n}} >> {{log}}; case {{n}} in 3|7) test -f " +
+                                            "    command: \"echo {{n}} >> {{log}}; case {{n}} in 3|7) echo checking >&2; test -f " +
                                             fixed + ";; esac\"\n");
-  REQUIRE(p.run({file}).exit_code == 0);  // on_error: continue: the run completed
+  const auto first = p.run({file});
+  REQUIRE(first.exit_code == 0);  // on_error: continue: the run completed
   const auto id = p.only_id();
+  // The result names the failed items, each with its log.
+  const auto first_result = result_of(first);
+  const auto& failed = first_result.at("step_results").at(0).at("failed_instances").as_array();
+  REQUIRE(failed.size() == 2);
+  CHECK(failed.at(0).at("instance") == "fan[3]");
+  CHECK(failed.at(1).at("instance") == "fan[7]");
+  CHECK(failed.at(1).at("error") == "step 'fan[7]': exit code 1");
+  CHECK(std::string(failed.at(1).at("log").as_string()) == (p.sessions / id / "logs" / "fan[7].err").string());
   // A plain resume says there is nothing to do, and how to retry the failures.
   auto plain = p.run({"resume", id});
   CHECK(plain.exit_code == 0);
-  CHECK_THAT(plain.err, Catch::Contains("2 instances failed under on_error: continue"));
+  CHECK_THAT(plain.err, Catch::Contains("2 instances failed without stopping it"));
   CHECK_THAT(plain.err, Catch::Contains("arun resume " + id + " --retry-failed"));
   CHECK(lines_of(p.log).size() == 12);
   std::ofstream(fixed) << "";

@@ -236,3 +236,79 @@ TEST_CASE("keep-going in a while loop: the loop stops at the failed iteration, w
   CHECK_FALSE(started(runner, "poll[1]"));
   CHECK(result_of(result, "independent").status == step_status::completed);
 }
+
+TEST_CASE("keep-going: a stage whose condition reads a failed output is not run, the later stages are") {
+  fake_runner runner;
+  recipe r;
+  r.name = "staged";
+  stage one;
+  one.name = "one";
+  one.steps = {bash("a", "fail:1", "aout")};
+  stage two;
+  two.name = "two";
+  two.condition = "aout == 'new'";
+  two.steps = {bash("c", "out:c", "cout")};
+  stage three;
+  three.name = "three";
+  three.steps = {bash("e", "out:e"), bash("f", "out:{{cout}}")};
+  r.stages = {one, two, three};
+  r.context["aout"] = "old";
+  const auto result = run(r, true, runner);
+  CHECK(result.status == run_status::failed);
+  CHECK(result_of(result, "c").status == step_status::not_run);
+  CHECK(result_of(result, "c").error == "step 'c': not run: the condition of its stage 'two' reads 'aout', and 'a' failed");
+  CHECK(result_of(result, "e").status == step_status::completed);
+  CHECK(result_of(result, "f").status == step_status::not_run);  // it reads what c did not write
+}
+
+TEST_CASE("keep-going holds back only for what a step takes from others: its loop variable and its body's own outputs are its") {
+  fake_runner runner;
+  auto fan = bash("fan", "out:{{result}}");
+  foreach_spec f;
+  f.items = boost::json::array{1, 2};
+  f.as = "result";  // named like the failed step's output, but its own
+  fan.foreach = f;
+  step fan2;
+  fan2.id = "fan2";
+  fan2.foreach = f;
+  fan2.foreach->as = "n";
+  fan2.steps = {bash("x", "out:x{{n}}", "result"), bash("y", "out:{{result}}")};  // writes result, then reads it
+  const auto result = run(make({bash("compile", "fail:1", "result"), fan, fan2}), true, runner);
+  CHECK(result.status == run_status::failed);
+  CHECK(result_of(result, "fan").status == step_status::completed);
+  CHECK(result_of(result, "fan2").status == step_status::completed);
+}
+
+TEST_CASE("keep-going: an on_error fail written out in a loop body stops the run as it does without -k") {
+  fake_runner runner;
+  step loop;
+  loop.id = "each";
+  foreach_spec f;
+  f.items = boost::json::array{1, 2, 3};
+  f.as = "n";
+  loop.foreach = std::move(f);
+  auto strict = bash("strict", "fail:1");
+  strict.key_where.push_back({"on_error", 9, 7});
+  loop.steps = {strict};
+  const auto result = run(make({loop, bash("after", "out:after")}), true, runner);
+  CHECK(result.status == run_status::failed);
+  CHECK(result_of(result, "each").fatal);
+  CHECK(result_of(result, "after").status == step_status::not_run);
+  CHECK_FALSE(started(runner, "after"));
+}
+
+TEST_CASE("keep-going: a while loop that failed leaves its body's outputs unwritten for the steps after it") {
+  fake_runner runner;
+  step poll;
+  poll.id = "poll";
+  while_spec w;
+  w.condition = "true";
+  w.max_iterations = 3;
+  poll.loop_while = w;
+  poll.steps = {bash("probe", "fail:1", "val")};
+  const auto result = run(make({poll, bash("reader", "out:{{val}}"), bash("other", "out:o")}), true, runner);
+  CHECK(result.status == run_status::failed);
+  CHECK(result_of(result, "reader").status == step_status::not_run);
+  CHECK(result_of(result, "reader").error == "step 'reader': not run: it reads 'val', and 'poll' failed");
+  CHECK(result_of(result, "other").status == step_status::completed);
+}

@@ -191,6 +191,48 @@ TEST_CASE("a failure in the text result shows its relevant lines and its log, JS
   CHECK(o.at("error") == "step 'fan[3]': exit code 2");
 }
 
+TEST_CASE("a loop's failed iterations: the first five in the text result, every one in JSON with its log") {
+  auto run = sample_run();
+  run.step_results.resize(1);
+  auto fan = test::finished("fan", step_status::completed);
+  fan.iterations.emplace();
+  fan.iterations->total = 20;
+  fan.iterations->completed = 13;
+  fan.iterations->failed = 7;
+  for (int i : {1, 3, 4, 8, 9, 12, 19})
+    fan.failed_instances.push_back({"fan[" + std::to_string(i) + "]", "step 'fan[" + std::to_string(i) + "]': exit code 3"});
+  fan.failed_instances[2].error = "killed by \x1b]0;owned\x07 SIGKILL";  // printed escaped
+  run.step_results.push_back(fan);
+  run.status = run_status::completed;
+  const log_locator logs = [](std::string_view instance) {
+    return instance == "fan[3]" ? std::string("/s/logs/fan[3].err") : std::string();
+  };
+  const auto text = result_to_text(run, logs);
+  CHECK_THAT(text, Catch::Contains("  completed fan (0.00s) iterations 13/20 completed, 7 failed\n"
+                                   "            failed fan[1]: exit code 3\n"
+                                   "            failed fan[3]: exit code 3\n"
+                                   "            failed fan[4]: killed by \\e]0;owned\\x07 SIGKILL\n"
+                                   "            failed fan[8]: exit code 3\n"
+                                   "            failed fan[9]: exit code 3\n"
+                                   "            … and 2 more failed\n"));
+  const auto o = result_to_json(run, logs);
+  const auto& failed = o.at("step_results").at(1).at("failed_instances").as_array();
+  REQUIRE(failed.size() == 7);
+  CHECK(failed.at(6).at("instance") == "fan[19]");
+  CHECK(failed.at(6).at("error") == "step 'fan[19]': exit code 3");
+  CHECK(failed.at(1).at("log") == "/s/logs/fan[3].err");
+  CHECK_FALSE(failed.at(0).as_object().contains("log"));
+  CHECK_FALSE(o.at("step_results").at(0).as_object().contains("failed_instances"));
+  // A failed loop's own line names the failure that stopped it: the list does not repeat it.
+  fan.status = step_status::failed;
+  fan.error = "step 'fan[1]': exit code 3";
+  fan.failed_instances.resize(2);
+  run.step_results[1] = fan;
+  const auto stopped = result_to_text(run, logs);
+  CHECK(stopped.find("failed fan[1]:") == std::string::npos);
+  CHECK_THAT(stopped, Catch::Contains("            failed fan[3]: exit code 3\n"));
+}
+
 TEST_CASE("failure excerpts: the first error-looking line and the last three, stdout only when stderr is empty") {
   CHECK(failure_origin("step 'call/fan[2]/x': exit code 1\nmore") == "call/fan[2]/x");
   CHECK(failure_origin("exit code 1").empty());

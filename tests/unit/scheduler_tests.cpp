@@ -1076,3 +1076,34 @@ TEST_CASE("a foreach over an empty list is skipped, with a warning, and its coll
     warned = warned || (e.kind == event_kind::warning && e.message.find("no items") != std::string::npos);
   CHECK(warned);
 }
+
+TEST_CASE("a loop's result names its failed iterations in item order, whatever order they failed in") {
+  fake_runner runner;
+  recorder events;
+  // Item 0 fails last (after 40 ms), the others before it: the list still starts with it.
+  auto s = foreach_of(bash("fan", "sleep:{{item}} fail:{{item}}"), "{{items}}", 0);
+  s.on_error = on_error_policy::continue_run;
+  auto r = make({s});
+  r.context["items"] = boost::json::array{40, 5, 1, 2};
+  const auto result = run(runner, events, r);
+  CHECK(result.status == run_status::completed);
+  CHECK(runner.finished.back() == "fan[0]");
+  const auto& failed = result.step_results[0].failed_instances;
+  REQUIRE(failed.size() == 4);
+  CHECK(failed[0].instance == "fan[0]");
+  CHECK(failed[0].error == "step 'fan[0]': exit code 40");
+  CHECK(failed[1].instance == "fan[1]");
+  CHECK(failed[3].instance == "fan[3]");
+  // A while loop's too, in the order they ran.
+  auto poll = bash("poll", "fail:7");
+  poll.on_error = on_error_policy::continue_run;
+  while_spec w;
+  w.condition = "_loop_index < 3";
+  w.max_iterations = 5;
+  poll.loop_while = w;
+  const auto polled = run(runner, events, make({poll}));
+  const auto& failed_polls = polled.step_results[0].failed_instances;
+  REQUIRE(failed_polls.size() == 3);
+  CHECK(failed_polls[0].instance == "poll[0]");
+  CHECK(failed_polls[2].instance == "poll[2]");
+}

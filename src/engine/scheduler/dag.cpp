@@ -57,7 +57,7 @@ asio::awaitable<void> step_executor::run_dag_node(const step& s, std::size_t ind
     slot = co_await run_instance(s, sc, instance, dag.stop.get_token());
     // Outputs land as soon as their step finishes: that is what dependents wait for.
     for (auto& kv : slot.updates) sc.target()[kv.key()] = kv.value();
-    if (slot.kept_going) dag.upstream.failed(s, instance);
+    if (slot.kept_going) dag.upstream.failed(s, instance, slot.unwritten);
     const auto st = slot.result.status;
     if (st == step_status::completed || st == step_status::degraded) dag.upstream.succeeded(s);
     if (slot.next == flow::fatal) dag.stop.request_stop();  // fail fast
@@ -82,6 +82,7 @@ asio::awaitable<sequence_outcome> step_executor::run_dag(const std::vector<step>
     co_return out;
   }
   dag_run dag(rs_.executor, steps.size(), stop, upstream);
+  sc.upstream = &upstream;  // what the steps run inside (loop bodies, sub-recipes) must not read either
   task_group tasks(rs_.executor);
   for (std::size_t i = 0; i < steps.size(); ++i)
     tasks.spawn(run_dag_node(steps[i], i, deps[i], sc, prefix + steps[i].id, dag));

@@ -15,6 +15,11 @@ namespace arun::engine {
 namespace {
 
 // An iteration that did not finish well, by why (iteration_counts).
+// How a loop's result names a failed iteration: its id and the first line of its error.
+failed_instance failure_of(const step_result& r) {
+  return failed_instance{r.step_id, r.error.substr(0, r.error.find('\n'))};
+}
+
 void count_unfinished(iteration_counts& c, step_status st) {
   switch (st) {
     case step_status::failed: ++c.failed; break;
@@ -68,6 +73,7 @@ struct step_executor::foreach_run {
   std::string error;       // the first fatal iteration's
   flow end = flow::next;
   std::string kept_going;  // --keep-going: the first failed iteration's error; the loop ends failed
+  std::vector<std::pair<std::size_t, failed_instance>> failures;  // by item index: workers finish in any order
   std::optional<agent_usage> usage;  // what the iterations spent
   // Iterations stopped at an approval gate, by index: the others go on to their own gates
   // or their end, so one resume after the decisions finishes the fan-out.
@@ -138,7 +144,7 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
     locals[as] = loop.items[i];
     locals["_loop_index"] = i;
     locals["_loop_iteration"] = i + 1;
-    auto o = co_await run_instance(s, scope{sc.context, &locals, sc.exports, loop.share ? &loop.share : nullptr},
+    auto o = co_await run_instance(s, scope{sc.context, &locals, sc.exports, loop.share ? &loop.share : nullptr, sc.upstream},
                                    instance + "[" + std::to_string(i) + "]", loop.stop.get_token(), true);
     loop.item_finished();
     add_usage(loop.usage, o.result.usage);
@@ -154,6 +160,7 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
       loop.collected[i] = std::move(o.result.output);
     } else {
       count_unfinished(loop.counts, st);
+      if (st == step_status::failed) loop.failures.emplace_back(i, failure_of(o.result));
     }
     if (o.kept_going && loop.kept_going.empty()) loop.kept_going = o.result.error;
     if (o.next == flow::fatal && loop.end != flow::fatal) {
@@ -245,6 +252,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
                                                                           : loop.error);
   o.kept_going = kept_going;
   o.result.usage = std::move(loop.usage);
+  std::sort(loop.failures.begin(), loop.failures.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& f : loop.failures) o.result.failed_instances.push_back(std::move(f.second));
   std::stable_sort(loop.waiting.begin(), loop.waiting.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& w : loop.waiting) o.waiting.push_back(std::move(w.second));
@@ -268,8 +277,11 @@ boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step
   // A body step that failed under --keep-going fails its iteration, as a fatal one does.
   const bool kept_going = body.kept_going && (body.end == flow::next || body.end == flow::skip_remaining);
   const bool body_failed = body.end == flow::fatal || kept_going;
-  o.next = body.end == flow::fatal || (kept_going && body.end == flow::next) ? failure_flow(s, rs_.options.keep_going)
-                                                                             : body.end;
+  // A fatal failure in the body (an `on_error: fail` written out, which -k leaves alone) fails
+  // the iteration by the loop's own on_error, -k or not.
+  o.next = body.end == flow::fatal                   ? failure_flow(s, false)
+           : kept_going && body.end == flow::next ? failure_flow(s, rs_.options.keep_going)
+                                                   : body.end;
   o.kept_going = kept_going && body.end == flow::skip_remaining;
   switch (body_failed ? flow::fatal : body.end) {
     case flow::fatal: {
@@ -304,6 +316,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
   std::string error;
   std::vector<pending_approval> waiting;
   std::optional<agent_usage> spent;
+  std::vector<failed_instance> failures;
   rs_.emit(rs_.make_event(event_kind::step_start, instance, "loop"));
   for (std::size_t i = 0;; ++i) {
     if (stop.stop_requested()) {
@@ -345,6 +358,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
       if (o.result.cached) ++counts.cached;
     } else {
       count_unfinished(counts, st);
+      if (st == step_status::failed) failures.push_back(failure_of(o.result));
     }
     if (o.kept_going) {  // --keep-going: the next iteration would read what this one left
       end = flow::kept_going;
@@ -389,6 +403,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
                                                : step_status::completed;
   auto o = loop_outcome(s, counts, std::move(collected), status, end, error);
   o.result.usage = std::move(spent);
+  o.result.failed_instances = std::move(failures);
   o.waiting = std::move(waiting);
   if (status == step_status::completed) {
     // The loop's own variables (not its counters) become visible after it.

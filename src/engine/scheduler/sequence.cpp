@@ -24,7 +24,7 @@ void absorb(sequence_outcome& out, const step& s, instance_outcome&& o, scope sc
   }
   if (o.kept_going) {
     out.kept_going = true;
-    upstream.failed(s, o.result.step_id);
+    upstream.failed(s, o.result.step_id, o.unwritten);
   }
   out.end = worse(out.end, o.next);
   append_waiting(out.waiting, o.waiting);
@@ -36,7 +36,7 @@ void absorb(sequence_outcome& out, const step& s, instance_outcome&& o, scope sc
 boost::asio::awaitable<sequence_outcome> step_executor::run_steps(const std::vector<step>& steps, scope sc,
                                                                   std::string prefix, std::stop_token stop, bool dag,
                                                                   upstream_failures* upstream) {
-  upstream_failures own;  // a loop body's iteration: its own steps only
+  upstream_failures own(sc.upstream);  // a loop body's iteration: its own steps, and what failed around it
   auto& failures = upstream ? *upstream : own;
   if (dag) co_return co_await run_dag(steps, sc, prefix, stop, failures);
   co_return co_await run_sequence(steps, sc, prefix, stop, failures);
@@ -56,6 +56,7 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_sequence(const std::
                                                                      upstream_failures& upstream) {
   sequence_outcome out;
   out.results.reserve(steps.size());  // not grown by doubling: a group may have 20,000 members
+  sc.upstream = &upstream;  // what the steps run inside (loop bodies, sub-recipes) must not read either
   std::size_t i = 0;
   while (i < steps.size()) {
     const step& s = steps[i];
@@ -189,13 +190,19 @@ boost::asio::awaitable<std::vector<instance_outcome>> step_executor::run_group(c
 boost::asio::awaitable<sequence_outcome> step_executor::run_recipe(scope sc, std::string prefix, std::stop_token stop) {
   const recipe& r = frame_.r;
   const bool dag = r.execution == execution_mode::dag;
-  upstream_failures upstream;  // across stages: a later stage may read an earlier one's outputs
+  upstream_failures upstream(sc.upstream);  // across stages: a later stage may read an earlier one's outputs
   if (r.stages.empty()) co_return co_await run_steps(r.steps, sc, prefix, stop, dag, &upstream);
   sequence_outcome out;
   for (std::size_t index = 0; index < r.stages.size(); ++index) {
     const auto& st = r.stages[index];
     frame_.builtins["stage"] = {{"name", st.name}, {"index", index}};
     bool run = out.end == flow::next && !stop.stop_requested();
+    // --keep-going: a stage whose condition reads what a failed step did not write is not run.
+    if (auto cause = run ? upstream.blocking_condition(st.condition) : upstream_failures::hold{}; !cause.why.empty()) {
+      cause.why = "not run: the condition of its stage '" + st.name + "'" + cause.why.substr(std::string("not run: it").size());
+      for (const auto& s : st.steps) out.results.push_back(std::move(hold_back(s, prefix + s.id, cause, upstream).result));
+      continue;
+    }
     if (run && !st.condition.empty()) {
       const auto verdict = check_expression(st.condition, "stage condition", view(sc, frame_.builtins));
       rs_.warn(prefix + st.name, verdict.warnings, "stage");

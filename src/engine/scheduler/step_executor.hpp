@@ -15,6 +15,7 @@
 #include <boost/json/object.hpp>
 
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <type_traits>
 #include <variant>
@@ -69,6 +70,9 @@ struct scope {
   /// plain pointer to the loop's: g++ 12 destroys a coroutine's by-value parameter of a
   /// type with a destructor twice in places, so scope stays trivially copyable.
   const std::shared_ptr<const fan_out_share>* fan_out = nullptr;
+  /// --keep-going: what failed in the steps around this one, which a sub-recipe or loop body
+  /// run here must not read either (upstream_failures.hpp).
+  const upstream_failures* upstream = nullptr;
   boost::json::object& target() const {
     if (locals) return *locals;
     if (exports) exports->invalidate();
@@ -92,6 +96,9 @@ struct instance_outcome {
   /// It failed, or something inside it did, under --keep-going: the rest goes on, what
   /// depends on it does not run, and its caller (and so the run) ends failed.
   bool kept_going = false;
+  /// kept_going: names it would have written besides its step's own outputs (a sub-recipe
+  /// call's: what its steps output), which later steps must not read.
+  std::set<std::string, std::less<>> unwritten;
 };
 
 /// What a leaf child runs.

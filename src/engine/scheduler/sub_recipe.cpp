@@ -3,6 +3,8 @@
 // or changed comes back as the step's updates.
 #include "scheduler/step_executor.hpp"
 
+#include "dag_order.hpp"
+
 #include <arun/run_services.hpp>
 #include <arun/validation.hpp>
 
@@ -112,19 +114,26 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   rs_.emit(start);
   step_executor child_run(rs_, child_frame);
   context_export_cache exports;
-  auto seq = co_await child_run.run_recipe(scope{&context, nullptr, &exports}, instance + "/", stop);
+  auto seq = co_await child_run.run_recipe(scope{&context, nullptr, &exports, nullptr, sc.upstream}, instance + "/", stop);
   o.result.step_id = instance;
   o.result.attempts = 1;
   o.result.children = std::move(seq.results);
   o.result.usage = usage_of(o.result.children);
   o.waiting = std::move(seq.waiting);
   // A step inside that failed under --keep-going fails the call, as a fatal one does; the
-  // rest of the sub-recipe ran.
+  // rest of the sub-recipe ran. A fatal failure inside (an `on_error: fail` written out, which
+  // -k leaves alone) fails the call by the call's own on_error, -k or not.
   if (seq.kept_going && (seq.end == flow::next || seq.end == flow::skip_remaining)) {
     o.result.status = step_status::failed;
     o.result.error = "step '" + instance + "': sub-recipe '" + child.name + "' failed: " + failed_children(o.result.children);
-    o.next = seq.end == flow::next ? failure_flow(s, rs_.options.keep_going) : flow::skip_remaining;
-    o.kept_going = seq.end == flow::skip_remaining;
+    // A skip_remaining inside ended the sub-recipe, never its caller.
+    o.next = failure_flow(s, rs_.options.keep_going);
+    // What it would have given back (its steps' outputs) is not there for the caller's steps.
+    auto unwritten = [&o](const std::vector<step>& steps) {
+      for (const auto& st : steps) o.unwritten.merge(names_written(st));
+    };
+    unwritten(child.steps);
+    for (const auto& st : child.stages) unwritten(st.steps);
     co_return o;
   }
   switch (seq.end) {
@@ -132,7 +141,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
       o.result.status = step_status::failed;
       o.result.error = "step '" + instance + "': sub-recipe '" + child.name + "' failed: " +
                        (seq.error.empty() ? failed_children(o.result.children) : seq.error);
-      o.next = failure_flow(s, rs_.options.keep_going);
+      o.next = failure_flow(s, false);
       co_return o;
     case flow::cancelled:
       o.result.status = step_status::cancelled;

@@ -1,8 +1,10 @@
 #include "output/result_format.hpp"
 
+
 #include "output/event_json.hpp"
 #include "files/json_text.hpp"
 #include "output/secret_masker.hpp"
+#include "output/terminal_text.hpp"
 #include "output/value_summary.hpp"
 
 #include <boost/json/array.hpp>
@@ -58,6 +60,27 @@ bool looks_like_error(std::string_view line) {
   return false;
 }
 
+// The first of a loop's failed iterations, one line each, under the loop's line: which items
+// failed is what the reader needs next (all of them: the JSON result, `arun logs ID --failed`).
+constexpr std::size_t failed_instances_in_text = 5;
+
+void append_failed_instances(std::string& text, const step_result& s, std::size_t column) {
+  const std::string pad(column, ' ');
+  // The failure the loop's own line already names (it stopped the loop) is not said twice.
+  std::vector<const failed_instance*> failed;
+  const auto named = failure_origin(s.error);
+  for (const auto& f : s.failed_instances)
+    if (f.instance != named) failed.push_back(&f);
+  for (std::size_t i = 0; i < failed.size() && i < failed_instances_in_text; ++i) {
+    // "step 'fan[3]': exit code 1" under "fan[3]" says its name twice.
+    std::string_view why = failed[i]->error;
+    if (failure_origin(why) == failed[i]->instance) why.remove_prefix(failed[i]->instance.size() + 9);
+    text += fmt::format("{}failed {}: {}\n", pad, printable_text(failed[i]->instance), printable_text(why));
+  }
+  if (failed.size() > failed_instances_in_text)
+    text += fmt::format("{}… and {} more failed\n", pad, thousands(failed.size() - failed_instances_in_text));
+}
+
 void append_step_text(std::string& text, const step_result& s, int depth, const log_locator& logs) {
   const std::string indent(static_cast<std::size_t>(2 + 2 * depth), ' ');
   // A cached leaf says so where its status goes: it completed without running.
@@ -73,6 +96,7 @@ void append_step_text(std::string& text, const step_result& s, int depth, const 
     if (logs)
       if (const auto log = logs(failure_origin(s.error)); !log.empty()) text += fmt::format("{}log: {}\n", detail, log);
   }
+  append_failed_instances(text, s, indent.size() + 10);
   for (const auto& child : s.children) append_step_text(text, child, depth + 1, logs);
 }
 
@@ -134,6 +158,9 @@ std::string output_text(const boost::json::value& output) {
 void add_logs(boost::json::object& entry, const step_result& s, const log_locator& logs) {
   if (s.status == step_status::failed && s.children.empty())
     if (const auto log = logs(failure_origin(s.error)); !log.empty()) entry["log"] = log;
+  if (auto* failed = entry.if_contains("failed_instances"); failed && failed->is_array())
+    for (auto& f : failed->get_array())
+      if (const auto log = logs(std::string(f.at("instance").as_string())); !log.empty()) f.as_object()["log"] = log;
   if (auto* children = entry.if_contains("children"); children && children->is_array())
     for (std::size_t i = 0; i < s.children.size() && i < children->get_array().size(); ++i)
       add_logs(children->get_array()[i].as_object(), s.children[i], logs);
@@ -218,6 +245,11 @@ boost::json::object step_to_json(const step_result& s) {
   if (!s.worktree.empty()) o["worktree"] = s.worktree;
   if (!s.branch.empty()) o["branch"] = s.branch;
   if (s.iterations) o["iterations"] = iterations_to_json(*s.iterations);
+  if (!s.failed_instances.empty()) {
+    boost::json::array failed;
+    for (const auto& f : s.failed_instances) failed.push_back({{"instance", f.instance}, {"error", f.error}});
+    o["failed_instances"] = std::move(failed);
+  }
   if (s.usage) o["usage"] = usage_to_json(*s.usage);
   if (!s.children.empty()) {
     boost::json::array children;

@@ -89,6 +89,15 @@ step_result step_from_json(const json::object& o) {
                                     count(i, "waiting"), count(i, "cancelled"), count(i, "not_run"),
                                     count(i, "cached")};
   }
+  if (const auto* failed = o.if_contains("failed_instances"); failed && failed->is_array())
+    for (const auto& f : failed->get_array())
+      if (const auto* entry = f.if_object()) {
+        const auto* instance = entry->if_contains("instance");
+        const auto* error = entry->if_contains("error");
+        if (instance && instance->is_string())
+          r.failed_instances.push_back(
+              {std::string(instance->get_string()), error && error->is_string() ? std::string(error->get_string()) : ""});
+      }
   if (const auto* c = o.if_contains("cached"); c && c->is_bool()) r.cached = c->get_bool();
   if (const auto* w = o.if_contains("worktree"); w && w->is_string()) r.worktree = w->get_string();
   if (const auto* b = o.if_contains("branch"); b && b->is_string()) r.branch = b->get_string();
