@@ -272,7 +272,7 @@ void add_execution_options(CLI::App& app, run_settings& s) {
 }
 
 void add_resume_options(CLI::App& app, resume_settings& r) {
-  app.add_option("session", r.session_id, "The session id (arun sessions list)")->required();
+  app.add_option("session", r.session_id, session_argument_help)->required();
   app.add_option("--set", r.sets, "Add or change a context variable: KEY=VALUE (after the original --set values)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
@@ -286,7 +286,7 @@ void add_resume_options(CLI::App& app, resume_settings& r) {
 }
 
 void add_logs_options(CLI::App& app, logs_settings& s) {
-  app.add_option("session", s.session_id, "The session id (arun sessions list)")->required();
+  app.add_option("session", s.session_id, session_argument_help)->required();
   app.add_option("instance", s.instance_glob,
                  "Only these instances: an instance id or a glob ('fan[*]/review', 'build*'); default: all");
   app.add_option("--stream", s.stream, "Only stdout (out) or stderr (err)")->check(CLI::IsMember({"out", "err"}));

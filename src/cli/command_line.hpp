@@ -17,6 +17,11 @@ inline CLI::Validator quiet(CLI::Validator v) {
   return v;
 }
 
+/// The help of every SESSION argument: the forms io::find_session takes.
+inline constexpr const char* session_argument_help =
+    "The session: its id, last (or -) for the newest, or a unique prefix or suffix of its id (arun sessions "
+    "lists them)";
+
 /// RECIPE, -R, -C, --set, --strict, --lenient, --max-recipe-bytes, --color.
 void add_recipe_options(CLI::App& app, recipe_options& o);
 /// --secret KEY=VALUE and --secret-env KEY (run and resume).

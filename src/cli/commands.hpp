@@ -124,9 +124,6 @@ struct decision_settings {
 /// `arun approve ID [--step INSTANCE]... [--all] [--message M]` / `arun deny ID … [--reason R]`.
 int decide_command(const sessions_settings& s, const decision_settings& d);
 int sessions_list_command(const sessions_settings& s);
-/// The directories under the session root `root`, newest first (ids begin with the UTC time
-/// the session was created); `sessions list` and completion offer them in this order.
-std::vector<std::string> session_ids(const std::string& root);
 int sessions_show_command(const sessions_settings& s);
 int sessions_clean_command(const sessions_settings& s);
 
@@ -164,6 +161,9 @@ struct logs_settings {
   bool transcript = false;    ///< --transcript: what each agent instance was asked and answered
 };
 int logs_command(const logs_settings& s);
+/// The instances of the session in the directory `session` that have a log, in the order its
+/// recipe runs them (what `arun logs ID <TAB>` offers).
+std::vector<std::string> logged_instances(const std::string& session);
 
 // `format` is --output-format: "text" or "json" (one document on stdout).
 int validate_command(const recipe_options& o, const std::string& format, const agent_settings& agents);

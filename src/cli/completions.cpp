@@ -5,10 +5,15 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 
+#include "agent_setup.hpp"
 #include "user_config.hpp"
 
+#include "agents/agent_cli.hpp"
+#include "executor/step_environment.hpp"
+#include "process/spawn.hpp"
 #include "recipe/discovery.hpp"
 #include "output/terminal_text.hpp"
+#include "session/session_lookup.hpp"
 #include "session/session_store.hpp"
 
 #include <CLI/CLI.hpp>
@@ -98,31 +103,77 @@ void add_recipe_names(candidates& out, const std::string& working_dir) {
   for (const auto& name : names) out.add(name, "recipe");
 }
 
-void add_session_ids(candidates& out, std::string session_dir) {
-  // Without --session-dir on the line: the config file's, as the commands themselves use
-  // (read quietly; a broken config is the commands' to report, not TAB's).
+// The session root TAB looks in: --session-dir on the line, else the config file's, as the
+// commands themselves use (read quietly; a broken config is the commands' to report, not TAB's).
+std::string session_root_of(std::string session_dir) {
   if (session_dir.empty()) {
     const auto config = load_user_config();
     if (config.errors.empty() && !config.from_default("session_dir")) session_dir = config.value("session_dir");
   }
-  const auto root = io::session_root(session_dir);
+  return io::session_root(session_dir);
+}
+
+std::string text_in(const boost::json::object& o, const char* key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+// Whether `arun resume` has something to do in a session of this state: it has not completed,
+// or a top-level step failed (--retry-failed runs it again).
+bool resumable(const boost::json::object& state) {
+  if (text_in(state, "status") != "completed") return true;
+  const auto* steps = state.if_contains("steps");
+  if (!steps || !steps->is_array()) return false;
+  return std::any_of(steps->get_array().begin(), steps->get_array().end(), [](const auto& step) {
+    return step.is_object() && text_in(step.get_object(), "status") == "failed";
+  });
+}
+
+// `resumable_only` (arun resume): neither completed nor held by a running arun.
+void add_session_ids(candidates& out, const std::string& session_dir, bool resumable_only) {
+  const auto root = session_root_of(session_dir);
   std::size_t offered = 0;
-  for (const auto& id : session_ids(root)) {
-    if (!io::valid_session_id(id) || !id.starts_with(out.prefix)) continue;
-    if (offered++ == max_sessions_offered) break;
+  for (const auto& id : io::session_ids(root)) {
+    if (!id.starts_with(out.prefix)) continue;
+    const auto dir = (fs::path(root) / id).string();
+    if (resumable_only && io::session_is_live(dir)) continue;
     std::string description;
     // Read without blocking and bounded (a FIFO or a huge state.json must not hang TAB), and
-    // shown escaped (no state.json drives the terminal).
-    if (auto state = io::session_store::read_state((fs::path(root) / id).string(), std::size_t{16} << 20);
+    // shown escaped (no state.json drives the terminal). A damaged one may still be resumed.
+    if (auto state = io::session_store::read_state(dir, std::size_t{16} << 20);
         const auto* object = std::get_if<boost::json::object>(&state)) {
-      const auto text = [&](const char* key) {
-        const auto* v = object->if_contains(key);
-        return v && v->is_string() ? std::string(v->get_string()) : std::string();
-      };
-      description = io::printable_text(text("status") + " " + text("recipe_name"));
+      if (resumable_only && !resumable(*object)) continue;
+      description = io::printable_text(text_in(*object, "status") + " " + text_in(*object, "recipe_name"));
     }
+    if (offered++ == max_sessions_offered) break;
     out.add(id, description);
   }
+}
+
+// `arun logs ID <TAB>`: the instances of that session with a log, in run order.
+void add_instance_ids(candidates& out, const std::string& session_dir, const std::string& given) {
+  const auto root = session_root_of(session_dir);
+  const auto found = io::find_session(root, given);
+  if (found.id.empty()) return;
+  for (const auto& instance : logged_instances(root + "/" + found.id))
+    out.add(instance, "instance");
+}
+
+// `--agent-cli <TAB>`: the presets whose program is on PATH (each described by where it is);
+// all of them when none is, so that TAB still shows the names.
+void add_agent_clis(candidates& out) {
+  const auto env = io::current_environment();
+  std::vector<std::pair<std::string, std::string>> found, all;
+  for (const auto name : io::agent_cli_names) {
+    agent_settings settings;
+    settings.cli = std::string(name);
+    const auto chosen = choose_agent_cli(settings);
+    const auto* cli = std::get_if<io::agent_cli>(&chosen);
+    const auto program = cli ? io::find_program(cli->program, env) : std::nullopt;
+    if (program) found.emplace_back(name, *program);
+    all.emplace_back(name, "not found on PATH");
+  }
+  for (const auto& [name, where] : found.empty() ? all : found) out.add(name, where);
 }
 
 // What the words typed so far say about the one being completed.
@@ -130,6 +181,7 @@ struct line_state {
   CLI::App* command;
   const CLI::Option* pending = nullptr;  ///< an option whose value is being typed
   std::size_t positionals = 0;           ///< positional words before the current one
+  std::vector<std::string> words;        ///< those words (`logs ID`: the ID)
   std::string session_dir;               ///< --session-dir given on the line
   std::string working_dir;               ///< -C given on the line
 };
@@ -168,6 +220,7 @@ line_state walk(CLI::App& app, const std::vector<std::string>& typed) {
       s.command = sub;
     } else {
       ++s.positionals;
+      s.words.push_back(word);
     }
   }
   return s;
@@ -185,7 +238,11 @@ void add_value_of(candidates& out, const CLI::Option* opt, const line_state& s) 
     add_recipe_names(out, s.working_dir);
     out.directives.insert(yaml_directive);
   } else if (opt->get_name() == "session") {
-    add_session_ids(out, s.session_dir);
+    add_session_ids(out, s.session_dir, s.command->get_name() == "resume");
+  } else if (opt->get_name() == "instance" && !s.words.empty()) {
+    add_instance_ids(out, s.session_dir, s.words.front());
+  } else if (opt->check_name("--agent-cli")) {
+    add_agent_clis(out);
   }
 }
 

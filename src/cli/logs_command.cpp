@@ -5,6 +5,7 @@
 #include "exit_codes.hpp"
 #include "instance_glob.hpp"
 #include "run_output.hpp"
+#include "session_argument.hpp"
 
 #include "session/instance_logs.hpp"
 #include "session/transcripts.hpp"
@@ -212,23 +213,17 @@ int print_transcripts(const logs_settings& s, const std::string& session) {
 
 }  // namespace
 
-int logs_command(const logs_settings& s) {
-  if (!io::valid_session_id(s.session_id)) {
-    std::fprintf(stderr, "arun: '%s' is not a session id (like 20261121-134501-3f9a2c)\n", s.session_id.c_str());
-    return exit_usage;
-  }
-  const auto checked = io::checked_session_root(s.session_dir, io::trust_mode::look);
-  if (!checked.ok()) {
-    std::fprintf(stderr, "arun: %s\n", checked.error.c_str());
-    return exit_usage;
-  }
-  const auto& root = checked.path;
-  const auto session = root + "/" + s.session_id;
-  std::error_code ec;
-  if (!fs::is_directory(session, ec)) {
-    std::fprintf(stderr, "arun: there is no session %s in %s (arun sessions list)\n", s.session_id.c_str(), root.c_str());
-    return exit_usage;
-  }
+std::vector<std::string> logged_instances(const std::string& session) {
+  const logs_settings every;
+  return log_reader(session + "/logs", every, order_of_session(session)).instances();
+}
+
+int logs_command(const logs_settings& given) {
+  const auto named = find_named_session(given.session_dir, given.session_id);
+  if (!named) return exit_usage;
+  logs_settings s = given;
+  s.session_id = named->id;
+  const auto session = named->dir();
   const auto order = order_of_session(session);
   log_reader reader(session + "/logs", s, order);
   std::map<log_key, read_position, log_order> positions(order);

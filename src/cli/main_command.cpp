@@ -13,6 +13,8 @@ namespace arun::cli {
 
 int main(int argc, char** argv) {
   CLI::App app{"arun: an asynchronous recipe runner", "arun"};
+  // Before any subcommand is added: they inherit it.
+  app.failure_message(parse_failure_message);
   app.set_version_flag("--version", std::string("arun ") + ARUN_VERSION);
   app.require_subcommand(0, 1);
   // `arun RECIPE` is `arun run RECIPE`: the run options live on the top level too.
@@ -71,7 +73,7 @@ int main(int argc, char** argv) {
   auto* approve = app.add_subcommand("approve", "Approve gates a session waits at; then arun resume ID");
   auto* deny = app.add_subcommand("deny", "Deny gates a session waits at (final); then arun resume ID");
   for (auto* cmd : {approve, deny}) {
-    cmd->add_option("session", sessions_options.session_id, "The session id")->required();
+    cmd->add_option("session", sessions_options.session_id, session_argument_help)->required();
     cmd->add_option("--session-dir", sessions_options.session_dir, "Where sessions live")->type_name("DIR");
     cmd->add_option("--step", decision.gates,
                     "The waiting gate's instance id (a glob such as 'fan[*]/review' also works); repeatable. "
@@ -81,25 +83,33 @@ int main(int argc, char** argv) {
   }
   approve->add_option("-m,--message", decision.message, "A message for the recipe: {{_approval_message}}");
   deny->add_option("-r,--reason", decision.message, "Why (shown in the step's error)");
-  auto* sessions = app.add_subcommand("sessions", "Sessions: list, show, clean");
-  sessions->require_subcommand(1, 1);
+  // `arun sessions` alone lists them: the listing's options are the command's own too.
+  auto* sessions = app.add_subcommand("sessions", "Sessions: list (the default), show, clean");
+  sessions->require_subcommand(0, 1);
   auto add_root = [&](CLI::App* cmd) {
     cmd->add_option("--session-dir", sessions_options.session_dir, "Where sessions live")->type_name("DIR");
   };
+  add_root(sessions);
+  sessions->add_option("--output-format", sessions_options.output_format, "text or json (as sessions list)")
+      ->check(CLI::IsMember({"text", "json"}));
   auto* sessions_list = sessions->add_subcommand("list", "Sessions, newest first: status, recipe, progress");
   add_root(sessions_list);
   sessions_list->add_option("--output-format", sessions_options.output_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   auto* sessions_show = sessions->add_subcommand("show", "One session's state and its last events");
   add_root(sessions_show);
-  sessions_show->add_option("session", sessions_options.session_id, "The session id")->required();
+  sessions_show->add_option("session", sessions_options.session_id, session_argument_help)->required();
   sessions_show->add_option("--output-format", sessions_options.output_format, "text or json (the state.json object)")
       ->check(CLI::IsMember({"text", "json"}));
   auto* sessions_clean = sessions->add_subcommand(
-      "clean", "Remove sessions unchanged for DAYS (never those waiting for approval or held by a running arun)");
+      "clean", "Remove one session, or those unchanged for DAYS (never one held by a running arun, nor, by age, "
+               "one waiting for approval)");
   add_root(sessions_clean);
-  sessions_clean->add_option("--older-than", sessions_options.older_than_days, "Age in days")
-      ->required()
+  sessions_clean->add_option("session", sessions_options.session_id,
+                             "The session to remove whatever its age or state, unless a running arun holds it: its id, "
+                             "last, or a unique prefix or suffix of its id");
+  sessions_clean->add_option("--older-than", sessions_options.older_than_days,
+                             "Age in days: the sessions unchanged for longer go (instead of a session)")
       ->check(quiet(CLI::Range(0.0, 100000.0)));
   sessions_clean->add_flag("--dry-run", sessions_options.dry_run, "Only say which sessions would be removed");
   cache_settings cache_options;
@@ -143,10 +153,19 @@ int main(int argc, char** argv) {
   auto* config_untrust = config_cmd->add_subcommand("untrust", "Forget the trust of a project's config file");
   for (auto* cmd : {config_trust, config_untrust})
     cmd->add_option("file", trust_file, "The project's config file (default ./.arun.yaml)")->type_name("FILE");
+  app.footer("Session ids: the full id, last (or -) for the newest, or a unique prefix or suffix of one.\n"
+             "A command's options: arun help COMMAND (or arun COMMAND --help).");
   // What the completion scripts ask on TAB: answered from the model above, before anything
   // that could print (config warnings) or fail.
   if (argc > 1 && std::string_view(argv[1]) == "__complete")
     return complete_command(app, std::vector<std::string>(argv + 2, argv + argc));
+  std::vector<char*> args(argv, argv + argc);
+  if (const auto unknown = help_command_as_flag(args, app); !unknown.empty()) {
+    std::fprintf(stderr, "arun: %s\n", unknown.c_str());
+    return exit_usage;
+  }
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   // Defaults from the config files and ARUN_* (user_config.hpp); options given win over them.
   const auto config = load_user_config();
   const bool showing_config = argc > 1 && std::string_view(argv[1]) == "config";
@@ -204,9 +223,16 @@ int main(int argc, char** argv) {
   if (logs->parsed()) return logs_command(logs_options);
   decision.approve = approve->parsed();
   if (approve->parsed() || deny->parsed()) return decide_command(sessions_options, decision);
-  if (sessions_list->parsed()) return sessions_list_command(sessions_options);
   if (sessions_show->parsed()) return sessions_show_command(sessions_options);
-  if (sessions_clean->parsed()) return sessions_clean_command(sessions_options);
+  if (sessions_clean->parsed()) {
+    if (sessions_options.session_id.empty() == (sessions_options.older_than_days < 0)) {
+      std::fprintf(stderr, "arun: sessions clean takes a session (arun sessions clean ID) or --older-than DAYS%s\n",
+                   sessions_options.session_id.empty() ? "" : ", not both");
+      return exit_usage;
+    }
+    return sessions_clean_command(sessions_options);
+  }
+  if (sessions->parsed()) return sessions_list_command(sessions_options);
   if (cache_list_cmd->parsed()) return cache_list(cache_options);
   if (cache_clear_cmd->parsed()) return cache_clear(cache_options);
   if (config_trust->parsed() || config_untrust->parsed())

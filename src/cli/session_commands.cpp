@@ -5,10 +5,12 @@
 #include "agent_setup.hpp"
 #include "approvals.hpp"
 #include "run_output.hpp"
+#include "session_argument.hpp"
 #include "stop_signals.hpp"
 
 #include "files/json_text.hpp"
 #include "recipe/recipe_library.hpp"
+#include "session/session_lookup.hpp"
 #include "session/session_store.hpp"
 #include "executor/slurm_cleanup.hpp"
 #include "session/workspaces.hpp"
@@ -37,16 +39,6 @@
 #include <variant>
 
 namespace arun::cli {
-
-std::vector<std::string> session_ids(const std::string& root) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  // Real directories only: a symlink in the root leads elsewhere, and is no session arun made.
-  for (const auto& entry : std::filesystem::directory_iterator(root, ec))
-    if (entry.is_directory(ec) && !entry.is_symlink(ec)) out.push_back(entry.path().filename().string());
-  std::sort(out.begin(), out.end(), std::greater<>());
-  return out;
-}
 
 namespace {
 
@@ -132,7 +124,7 @@ struct listed_session {
 
 std::vector<listed_session> list_sessions(const std::string& root) {
   std::vector<listed_session> out;
-  for (auto& id : session_ids(root)) {
+  for (auto& id : io::session_ids(root)) {
     listed_session s;
     s.dir = (fs::path(root) / id).string();
     s.id = std::move(id);
@@ -164,15 +156,18 @@ std::string progress_of(const json::object& state) {
 
 }  // namespace
 
-int resume_command(const resume_settings& r) {
-  const auto root = io::checked_session_root(r.run.session_dir, io::trust_mode::look);
-  if (!root.ok()) {
-    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
-    return exit_usage;
-  }
-  auto opened = io::session_store::open(root.path, r.session_id, r.retry_failed);
+int resume_command(const resume_settings& asked) {
+  const auto named = find_named_session(asked.run.session_dir, asked.session_id);
+  if (!named) return exit_usage;
+  // From here on the session's full id, whatever form of it was given.
+  resume_settings r = asked;
+  r.session_id = named->id;
+  // `resume last`: which session that is, with whatever refuses it.
+  const std::string which = named->newest ? "the newest session, " + r.session_id + "," : "session " + r.session_id;
+  auto opened = io::session_store::open(named->root, r.session_id, r.retry_failed);
   if (auto* error = std::get_if<std::string>(&opened)) {
-    std::fprintf(stderr, "arun: cannot resume: %s\n", error->c_str());
+    std::fprintf(stderr, "arun: cannot resume%s: %s\n", named->newest ? (" the newest session, " + r.session_id).c_str() : "",
+                 error->c_str());
     return exit_usage;
   }
   auto& store = *std::get<std::unique_ptr<io::session_store>>(opened);
@@ -182,16 +177,15 @@ int resume_command(const resume_settings& r) {
   if (status == "completed" && !r.reload && !(r.retry_failed && store.instances_to_run_again() > 0)) {
     const auto failed = store.failures_kept();
     if (r.retry_failed)
-      std::fprintf(stderr, "arun: session %s has completed and no instance of it failed; there is nothing to retry\n",
-                   r.session_id.c_str());
+      std::fprintf(stderr, "arun: %s has completed and no instance of it failed; there is nothing to retry\n", which.c_str());
     else if (failed > 0)
       std::fprintf(stderr,
-                   "arun: session %s has completed; %zu instance%s failed without stopping it (to run them again: "
+                   "arun: %s has completed; %zu instance%s failed without stopping it (to run them again: "
                    "arun resume %s --retry-failed)\n",
-                   r.session_id.c_str(), failed, failed == 1 ? "" : "s", r.session_id.c_str());
+                   which.c_str(), failed, failed == 1 ? "" : "s", r.session_id.c_str());
     else
-      std::fprintf(stderr, "arun: session %s has completed; there is nothing to resume (after editing its recipe: arun resume %s --reload)\n",
-                   r.session_id.c_str(), r.session_id.c_str());
+      std::fprintf(stderr, "arun: %s has completed; there is nothing to resume (after editing its recipe: arun resume %s --reload)\n",
+                   which.c_str(), r.session_id.c_str());
     return exit_success;
   }
   auto loaded_sources = io::session_sources::load(store.dir());
@@ -330,14 +324,13 @@ int resume_command(const resume_settings& r) {
   return execute_run(s, input, s.recipe.working_dir, r.session_id, &store);
 }
 
-int decide_command(const sessions_settings& s, const decision_settings& d) {
+int decide_command(const sessions_settings& given, const decision_settings& d) {
   const char* verb = d.approve ? "approve" : "deny";
-  const auto root = io::checked_session_root(s.session_dir, io::trust_mode::look);
-  if (!root.ok()) {
-    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
-    return exit_usage;
-  }
-  auto opened = io::session_store::open(root.path, s.session_id, false);
+  const auto named = find_named_session(given.session_dir, given.session_id);
+  if (!named) return exit_usage;
+  sessions_settings s = given;
+  s.session_id = named->id;
+  auto opened = io::session_store::open(named->root, s.session_id, false);
   if (auto* error = std::get_if<std::string>(&opened)) {
     std::fprintf(stderr, "arun: cannot %s: %s\n", verb, error->c_str());
     return exit_usage;
@@ -404,18 +397,13 @@ int sessions_list_command(const sessions_settings& s) {
   return print_all(text);
 }
 
-int sessions_show_command(const sessions_settings& s) {
+int sessions_show_command(const sessions_settings& given) {
   std::string text;
-  if (!io::valid_session_id(s.session_id)) {
-    std::fprintf(stderr, "arun: '%s' is not a session id (like 20261121-134501-3f9a2c)\n", s.session_id.c_str());
-    return exit_usage;
-  }
-  const auto root = io::checked_session_root(s.session_dir, io::trust_mode::look);
-  if (!root.ok()) {
-    std::fprintf(stderr, "arun: %s\n", root.error.c_str());
-    return exit_usage;
-  }
-  const auto dir = root.path + "/" + s.session_id;
+  const auto named = find_named_session(given.session_dir, given.session_id);
+  if (!named) return exit_usage;
+  sessions_settings s = given;
+  s.session_id = named->id;
+  const auto dir = named->dir();
   auto state = io::session_store::read_state(dir);
   if (auto* problem = std::get_if<std::string>(&state)) {
     std::fprintf(stderr, "arun: %s\n", problem->c_str());
@@ -502,6 +490,42 @@ static std::string remove_shared_job_files(const json::object& state, const std:
   return io::remove_slurm_session_files(shared_dir, id, dir + "/slurm-jobs");
 }
 
+namespace {
+
+enum class removal { done, held, failed };
+
+// Removes the session `id` below `root` (one made_by_arun) under its lock, so that no resume
+// starts on it meanwhile: its isolated steps' trees unregistered first, its Slurm jobs' files
+// on a --shared-dir elsewhere, then the directory. `held`: a running arun holds it, nothing
+// is removed; `failed`: said on stderr. A dry run only takes the lock.
+removal remove_session(const io::owned_dir& root, const std::string& id, const json::object& state, bool dry_run) {
+  const auto dir = root.path() + "/" + id;
+  const int lock = ::openat(root.fd(), (id + "/lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock);
+    return removal::held;
+  }
+  std::string problem;
+  if (!dry_run) {
+    for (const auto& tree : io::kept_session_trees(dir))
+      std::fprintf(stderr, "arun: %s: removing its kept tree %s\n", id.c_str(), tree.c_str());
+    // Removing the directories alone would leave the worktrees registered in their checkouts
+    // (branches stay: they hold the work).
+    for (const auto& p : io::remove_session_workspaces(dir))
+      std::fprintf(stderr, "arun: warning: %s: %s\n", id.c_str(), p.c_str());
+    // (In the session's own directory they go with it.)
+    if (const auto files = remove_shared_job_files(state, id, dir); !files.empty())
+      std::fprintf(stderr, "arun: %s: %s\n", id.c_str(), files.c_str());
+    problem = root.remove(id);
+  }
+  if (lock >= 0) ::close(lock);
+  if (problem.empty()) return removal::done;
+  std::fprintf(stderr, "arun: cannot remove session %s: %s\n", id.c_str(), problem.c_str());
+  return removal::failed;
+}
+
+}  // namespace
+
 prune_report prune_sessions(const std::string& root, const prune_rule& rule, bool verbose) {
   prune_report report;
   // Everything removed is below the root's descriptor: no session name, and nothing in a
@@ -527,7 +551,7 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
     std::string id, dir;
   };
   std::vector<dated_session> sessions;
-  for (auto& id : session_ids(root)) {
+  for (auto& id : io::session_ids(root)) {
     std::error_code ec;
     auto dir = (fs::path(root) / id).string();
     if (!made_by_arun(root_dir, id)) {
@@ -562,38 +586,49 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
       report.spared.push_back(x.id);
       continue;
     }
-    // Removed under its lock, so a resume cannot start on it meanwhile.
-    const int lock = ::openat(root_dir.fd(), (x.id + "/lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-      ::close(lock);
-      ++report.kept;
-      if (verbose) std::fprintf(stderr, "arun: keeping %s (held by a running arun)\n", x.id.c_str());
-      continue;
+    switch (remove_session(root_dir, x.id, std::get<json::object>(state), rule.dry_run)) {
+      case removal::held:
+        ++report.kept;
+        if (verbose) std::fprintf(stderr, "arun: keeping %s (held by a running arun)\n", x.id.c_str());
+        break;
+      case removal::failed: break;
+      case removal::done: report.removed.push_back(x.id); break;
     }
-    std::string problem;
-    if (!rule.dry_run) {
-      for (const auto& tree : trees) std::fprintf(stderr, "arun: %s: removing its kept tree %s\n", x.id.c_str(), tree.c_str());
-      // Its isolated steps' worktrees are unregistered from their checkouts first: removing
-      // the directories alone would leave them registered (branches stay: they hold the work).
-      for (const auto& p : io::remove_session_workspaces(x.dir))
-        std::fprintf(stderr, "arun: warning: %s: %s\n", x.id.c_str(), p.c_str());
-      // Its Slurm jobs' files on a --shared-dir elsewhere (in the session's own directory
-      // they go with it).
-      if (const auto files = remove_shared_job_files(std::get<json::object>(state), x.id, x.dir); !files.empty())
-        std::fprintf(stderr, "arun: %s: %s\n", x.id.c_str(), files.c_str());
-      problem = root_dir.remove(x.id);
-    }
-    if (lock >= 0) ::close(lock);
-    if (!problem.empty()) {
-      std::fprintf(stderr, "arun: cannot remove session %s: %s\n", x.id.c_str(), problem.c_str());
-      continue;
-    }
-    report.removed.push_back(x.id);
   }
   return report;
 }
 
+// `arun sessions clean ID`: that session alone, whatever its age, state or kept trees; the
+// same checks as the prune's otherwise (made by arun, never one a running arun holds).
+static int clean_one_session(const sessions_settings& s) {
+  const auto named = find_named_session(s.session_dir, s.session_id);
+  if (!named) return exit_usage;
+  auto opened = io::owned_dir::open(named->root, io::owned_dir::link::follow);
+  if (auto* error = std::get_if<std::string>(&opened)) {
+    std::fprintf(stderr, "arun: cannot remove session %s: %s\n", named->id.c_str(), error->c_str());
+    return exit_usage;
+  }
+  if (!made_by_arun(std::get<io::owned_dir>(opened), named->id)) {
+    std::fprintf(stderr, "arun: %s is not a session directory arun made (an id of its own, with its lock); left alone\n",
+                 named->dir().c_str());
+    return exit_usage;
+  }
+  // A damaged state.json does not keep it: what it says is needed only for Slurm's job files.
+  auto state = io::session_store::read_state(named->dir());
+  const auto* readable = std::get_if<json::object>(&state);
+  switch (remove_session(std::get<io::owned_dir>(opened), named->id, readable ? *readable : json::object(), s.dry_run)) {
+    case removal::held:
+      std::fprintf(stderr, "arun: cannot remove session %s: a running arun holds it\n", named->id.c_str());
+      return exit_usage;
+    case removal::failed: return exit_usage;
+    case removal::done: break;
+  }
+  std::printf("%s %s\n", s.dry_run ? "would remove" : "removed", named->id.c_str());
+  return exit_success;
+}
+
 int sessions_clean_command(const sessions_settings& s) {
+  if (!s.session_id.empty()) return clean_one_session(s);
   prune_rule rule;
   rule.older_than_days = s.older_than_days;
   rule.dry_run = s.dry_run;

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -83,6 +84,33 @@ std::string mistyped_option(int argc, char** argv, const CLI::App& app) {
     return "unknown option '" + std::string(a) + "'" + (hint.empty() ? " (" + where + " --help lists them)" : " (" + hint + ")");
   }
   return {};
+}
+
+std::string help_command_as_flag(std::vector<char*>& args, const CLI::App& app) {
+  static char help_flag[] = "--help";
+  if (args.size() < 2 || std::string_view(args[1]) != "help") return {};
+  const CLI::App* at = &app;
+  std::string path = "arun";
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    const std::string_view word = args[i];
+    if (word.starts_with("-")) continue;
+    const auto subs = at->get_subcommands([](const CLI::App* sub) { return !sub->get_group().empty(); });
+    const auto sub = std::find_if(subs.begin(), subs.end(), [&](const CLI::App* s) { return s->get_name() == word; });
+    if (sub == subs.end())
+      return "help: " + path + " has no command '" + std::string(word) + "' (" + path + " --help lists them)";
+    at = *sub;
+    path += " " + at->get_name();
+  }
+  args.erase(args.begin() + 1);
+  args.push_back(help_flag);
+  return {};
+}
+
+std::string parse_failure_message(const CLI::App* app, const CLI::Error& e) {
+  std::string path = "arun";
+  for (auto parsed = app->get_subcommands(); !parsed.empty(); parsed = parsed.front()->get_subcommands())
+    path += " " + parsed.front()->get_name();
+  return "arun: " + std::string(e.what()) + " (" + path + " --help lists the options)\n";
 }
 
 }  // namespace arun::cli

@@ -83,11 +83,11 @@ TEST_CASE("logs: every instance's output is kept, named in the failure line and 
           std::string::npos);
   }
   SECTION("a session that does not exist, or is not an id") {
-    CHECK(p.arun({"logs", "20990101-000000-abcdef"}).err.find("there is no session 20990101-000000-abcdef") !=
+    CHECK(p.arun({"logs", "20990101-000000-abcdef"}).err.find("no session '20990101-000000-abcdef' in ") !=
           std::string::npos);
     const auto bad = p.arun({"logs", "../x"});
     CHECK(bad.exit_code == 2);
-    CHECK(bad.err.find("is not a session id") != std::string::npos);
+    CHECK(bad.err.find("no session '../x' in ") != std::string::npos);
   }
   CHECK(arun::test::leftover_processes().empty());
 }

@@ -358,7 +358,7 @@ TEST_CASE("sessions: resume refuses held, unknown, incompatible and incomplete s
   SECTION("unknown id") {
     auto r = p.run({"resume", "20990101-000000-000000"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err.find("no session 20990101-000000-000000") != std::string::npos);
+    CHECK(r.err.find("no session '20990101-000000-000000' in ") != std::string::npos);
   }
   SECTION("another state format") {
     auto state = p.state(id);

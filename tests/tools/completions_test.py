@@ -3,8 +3,9 @@
 
 Each shell sources the script arun prints and completes a set of command lines; the answers
 come from `arun __complete` (the CLI11 model, discovery, the session directory), so the
-checks cover subcommands, nested subcommands, options, option choices, recipe names and
-session ids. bash goes through `complete -F` with COMP_WORDS; fish through `complete -C`;
+checks cover subcommands, nested subcommands, options, option choices, recipe names,
+session ids (only resumable ones after `resume`), a session's instances after `logs ID`, and
+the agent CLIs on PATH after `--agent-cli`. bash goes through `complete -F` with COMP_WORDS; fish through `complete -C`;
 zsh through the script's function with compsys's _describe and _files replaced by stubs
 that print what they are given (zsh cannot complete without a terminal otherwise).
 
@@ -51,11 +52,26 @@ def main():
             f.write("name: local\nsteps:\n  - id: a\n    command: 'true'\n")
         env = {"PATH": bin_dir + ":/usr/bin:/bin", "HOME": tmp, "ARUN_SESSION_DIR": os.path.join(tmp, "sessions"),
                "XDG_CONFIG_HOME": os.path.join(tmp, "config"), "LANG": "C.UTF-8"}
+        with open(os.path.join(work, "broken.yaml"), "w") as f:
+            f.write("name: broken\nsteps:\n  - id: greet\n    command: echo hello\n"
+                    "  - id: boom\n    command: echo oops >&2; exit 3\n")
+        # A program named like an agent CLI on PATH: --agent-cli <TAB> offers it.
+        with open(os.path.join(bin_dir, "codex"), "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(os.path.join(bin_dir, "codex"), 0o755)
         r = subprocess.run(["arun", "local.yaml", "-q"], cwd=work, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
         sessions = os.listdir(env["ARUN_SESSION_DIR"]) if r.returncode == 0 else []
         check(len(sessions) == 1, "a session to complete exists", r.stderr.decode())
         session = sessions[0] if sessions else "none"
+        # A failed session: the one `arun resume <TAB>` offers (the completed one has nothing to do).
+        r = subprocess.run(["arun", "broken.yaml", "-q"], cwd=work, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        failed = [s for s in os.listdir(env["ARUN_SESSION_DIR"]) if s != session]
+        check(r.returncode == 1 and len(failed) == 1, "a failed session to complete exists", r.stderr.decode())
+        failed = failed[0] if failed else "none"
+        # The presets not on the test's PATH are not offered when one is.
+        absent = [name for name in ("claude", "copilot") if not shutil.which(name, path=env["PATH"])]
         scripts = {}
         for sh in ("bash", "zsh", "fish"):
             out, err = shell(["arun", "completions", sh], env)
@@ -70,16 +86,22 @@ def main():
             (["sessions", ""], ["list", "show", "clean"], ["validate"]),
             (["validate", "--out"], ["--output-format"], []),
             (["--color", ""], ["auto", "always", "never"], []),
-            (["resume", ""], [session], []),
+            (["resume", ""], [failed], [session]),
             (["logs", session[:9]], [session], []),
+            (["sessions", "clean", ""], [session, failed], []),
+            (["logs", failed, ""], ["greet", "boom"], []),
+            (["logs", "last", "gr"], ["greet"], ["boom"]),
+            (["logs", failed[-6:], "--stream", "out", ""], ["greet", "boom"], []),
+            (["--agent-cli", ""], ["codex"], absent),
+            (["validate", "--agent-cli", "co"], ["codex"], absent),
             (["nigh"], ["nightly-build"], []),
             (["completions", ""], ["bash", "zsh", "fish"], []),
             (["--color=al"], ["--color=always"], ["--color=auto"]),
             (["--output-format="], ["--output-format=text", "--output-format=json"], []),
-            (["resume", '"' + session[:9]], [session], []),
+            (["resume", '"' + failed[:9]], [failed], [session]),
             # a word ending in = is not glued to the next one when a blank is between them
             (["--set", "a=", "nigh"], ["nightly-build"], []),
-            (["resume", '--session-dir="' + env["ARUN_SESSION_DIR"] + '"', ""], [session], []),
+            (["resume", '--session-dir="' + env["ARUN_SESSION_DIR"] + '"', ""], [failed], [session]),
         ]
 
         def bash_complete(words):

@@ -33,6 +33,11 @@ struct agent_cli {
   std::vector<std::string> fake_looked_in;
 };
 
+/// Every name parse_agent_cli takes (what `--agent-cli <TAB>` offers).
+inline constexpr std::string_view agent_cli_names[] = {"claude",           "copilot",           "codex", "amplihack",
+                                                       "amplihack:claude", "amplihack:copilot", "amplihack:codex",
+                                                       "fake"};
+
 /// `claude`, `copilot`, `codex`, `amplihack` (= `amplihack:claude`), `amplihack:copilot`,
 /// `amplihack:codex` or `fake` (run as `fake_program`); else an error naming the choices.
 std::variant<agent_cli, std::string> parse_agent_cli(std::string_view name, const std::string& fake_program);

@@ -3,6 +3,7 @@
 #include "session/session_record.hpp"
 
 #include "output/arun_log.hpp"
+#include "output/event_json.hpp"
 #include "files/fd_write.hpp"
 #include "files/json_text.hpp"
 #include "files/owned_tree.hpp"
@@ -226,7 +227,8 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::create(
   s->state_["arun_version"] = ARUN_VERSION;
   s->state_["session_id"] = id;
   s->state_["status"] = "running";
-  s->state_["created"] = now_rfc3339();
+  // To the millisecond: `last` tells sessions created in the same second apart by it.
+  s->state_["created"] = format_rfc3339_ms(std::chrono::system_clock::now());
   s->make_reserve();
   return s;
 }
