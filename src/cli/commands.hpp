@@ -159,6 +159,7 @@ struct logs_settings {
   std::string stream;         ///< "out", "err", or empty: both
   bool follow = false;
   bool transcript = false;    ///< --transcript: what each agent instance was asked and answered
+  bool failed = false;        ///< --failed: only the instances the journal has as failed
 };
 int logs_command(const logs_settings& s);
 /// The instances of the session in the directory `session` that have a log, in the order its

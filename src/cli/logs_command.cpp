@@ -9,7 +9,9 @@
 
 #include "session/instance_logs.hpp"
 #include "session/transcripts.hpp"
+#include "session/session_record.hpp"
 #include "session/session_store.hpp"
+#include "files/owned_tree.hpp"
 
 #include <fmt/format.h>
 
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <memory>
 #include <variant>
 #include <thread>
@@ -111,6 +114,7 @@ public:
   // The logs of the instances asked for, sorted.
   std::map<log_key, std::string, log_order> scan() const {
     std::map<log_key, std::string, log_order> out(order_);
+    const auto failed = settings_.failed ? failed_instances() : std::set<std::string, std::less<>>{};
     std::error_code ec;
     for (fs::recursive_directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
       if (!it->is_regular_file(ec)) continue;
@@ -119,7 +123,29 @@ public:
       if (!name || name->rotated) continue;
       if (!settings_.stream.empty() && settings_.stream != (name->stream == output_stream::out ? "out" : "err")) continue;
       if (!settings_.instance_glob.empty() && !instance_glob_match(settings_.instance_glob, name->instance)) continue;
+      if (settings_.failed && !failed.contains(name->instance)) continue;
       out.emplace(log_key{name->instance, name->hooks, name->stream}, it->path().string());
+    }
+    return out;
+  }
+
+  // --failed: the instances whose last journal record says failed (read anew on each pass of
+  // --follow: a running fan-out fails more as it goes). Through the session's descriptor.
+  std::set<std::string, std::less<>> failed_instances() const {
+    std::set<std::string, std::less<>> out;
+    std::string why_not;
+    auto session = io::owned_dir::open(fs::path(dir_).parent_path().string());
+    const auto* d = std::get_if<io::owned_dir>(&session);
+    const auto journal = d ? d->read_file("journal.jsonl", std::size_t{1} << 30, why_not) : std::nullopt;
+    std::string_view rest = journal ? std::string_view(*journal) : std::string_view();
+    while (!rest.empty()) {
+      const auto end = rest.find('\n');
+      if (end == std::string_view::npos) break;  // a torn last line says nothing yet
+      if (const auto record = io::parse_journal_line(rest.substr(0, end))) {
+        if (record->result.status == step_status::failed) out.insert(record->result.step_id);
+        else out.erase(record->result.step_id);  // a later record of the same instance wins
+      }
+      rest.remove_prefix(end + 1);
     }
     return out;
   }
@@ -239,6 +265,11 @@ int logs_command(const logs_settings& given) {
   if (!s.follow) {
     if (!print_all()) return exit_output_failed;
     if (!positions.empty()) return exit_success;
+    if (s.failed) {
+      std::fprintf(stderr, "arun: no instance of session %s%s failed with output kept\n", s.session_id.c_str(),
+                   s.instance_glob.empty() ? "" : (" matching '" + s.instance_glob + "'").c_str());
+      return exit_success;
+    }
     const auto known = reader.instances();
     if (known.empty()) {
       std::fprintf(stderr, "arun: no step of session %s has printed anything\n", s.session_id.c_str());
