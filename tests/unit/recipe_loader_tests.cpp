@@ -420,6 +420,13 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\nsteps:\n  - id: a\n    command: x\n    condition: zzzz == 'q'\n",
        "r.yaml:5:16: error: undefined name 'zzzz' in the condition of step 'a': it is null at run time (declare it in "
        "context, or pass --set zzzz=...)"},
+      // A wrong `parallel` says what it takes.
+      {head + "  - id: a\n    foreach: [1]\n    parallel: yes\n    command: x\n",
+       "r.yaml:5:15: error: 'parallel' must be true (the global limit), false (one at a time) or a whole number from 1 "
+       "to 100000 (YAML 1.2 reads 'yes' as text: write true)"},
+      {head + "  - id: a\n    foreach: [1]\n    parallel: 0\n    command: x\n",
+       "r.yaml:5:15: error: 'parallel' must be true (the global limit), false (one at a time) or a whole number from 1 "
+       "to 100000"},
       // The fields of agent fleets: output_schema, schema_retries, limit_group, limits, budget.
       {head + "  - id: a\n    recipe: other\n    output_schema: {type: object}\n",
        "r.yaml:5:20: error: 'output_schema' belongs to agent and bash steps, not to this recipe step"},
@@ -498,6 +505,12 @@ TEST_CASE("what the older runners accept is accepted: context_validation's unkno
   CHECK_THAT(first_error("name: x\ncontext: {n: 0}\nsteps:\n  - id: w\n    while_condition: \"{{n}} < 2\"\n"
                          "    update_context: {step: 1}\n    command: x\n"),
              Catch::Contains("update_context cannot set 'step': it is a built-in"));
+  // A loop's own variable is not defined in its `foreach` yet: neither listed nor suggested.
+  const auto own = first_error("name: x\ncontext: {items: [1]}\nsteps:\n  - id: f\n    foreach: \"{{itemz}}\"\n"
+                               "    as: itemx\n    command: echo\n");
+  CHECK_THAT(own, Catch::Contains("undefined variable 'itemz' in {{itemz}} of step 'f' (defined: items, recipe, ") &&
+                      Catch::EndsWith("(did you mean 'items'?)"));
+  CHECK_THAT(own, !Catch::Contains("itemx"));
   // A reference in a shell comment renders empty and changes nothing: a warning. The same
   // reference on a command line is an error.
   const std::string commented = "name: x\nsteps:\n  - id: a\n    command: |\n      # {{variable}} is substituted\n"
