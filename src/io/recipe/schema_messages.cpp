@@ -8,7 +8,6 @@
 
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <regex>
 #include <set>
 #include <string_view>
@@ -23,30 +22,7 @@ constexpr std::size_t walk_budget = 10'000;
 
 void append_text(std::string& out, std::string_view text, std::size_t most) {
   out += '\'';
-  std::size_t chars = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if ((c & 0xC0) != 0x80 && chars++ == most) {  // cut at a character's start
-      out += "…";
-      break;
-    }
-    if (c == '\'' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
-      std::array<char, 8> hex{};
-      std::snprintf(hex.data(), hex.size(), "\\x%02x", c);
-      out += hex.data();
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  out += one_line_text(text, most, '\'');
   out += '\'';
 }
 
