@@ -13,7 +13,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <charconv>
 #include <functional>
 #include <map>
 #include <regex>

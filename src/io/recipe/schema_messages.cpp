@@ -6,10 +6,11 @@
 
 #include <boost/json/string.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <regex>
-#include <set>
 #include <string_view>
 
 namespace arun::io {
@@ -26,6 +27,24 @@ void append_text(std::string& out, std::string_view text, std::size_t most) {
   out += '\'';
 }
 
+// The entries of a list or mapping between `open` and `close`, each written by `each`; once
+// the text reaches `until` characters the rest is cut with "…".
+template <class Range, class Each>
+void append_entries(std::string& out, char open, const Range& entries, char close, std::size_t until, Each each) {
+  out += open;
+  bool first = true;
+  for (const auto& entry : entries) {
+    if (!first) out += ", ";
+    if (out.size() >= until) {
+      out += "…";
+      break;
+    }
+    first = false;
+    each(entry);
+  }
+  out += close;
+}
+
 void append_value(std::string& out, const json::value& v, std::size_t most, std::size_t until) {
   switch (v.kind()) {
     case json::kind::string: return append_text(out, v.get_string(), most);
@@ -34,38 +53,15 @@ void append_value(std::string& out, const json::value& v, std::size_t most, std:
     case json::kind::double_: out += format_number(v.get_double()); return;
     case json::kind::bool_: out += v.get_bool() ? "true" : "false"; return;
     case json::kind::null: out += "null"; return;
-    case json::kind::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& item : v.get_array()) {
-        if (!first) out += ", ";
-        if (out.size() >= until) {
-          out += "…";
-          break;
-        }
-        first = false;
-        append_value(out, item, most, until);
-      }
-      out += ']';
-      return;
-    }
-    case json::kind::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& kv : v.get_object()) {
-        if (!first) out += ", ";
-        if (out.size() >= until) {
-          out += "…";
-          break;
-        }
-        first = false;
+    case json::kind::array:
+      return append_entries(out, '[', v.get_array(), ']', until,
+                            [&](const json::value& item) { append_value(out, item, most, until); });
+    case json::kind::object:
+      return append_entries(out, '{', v.get_object(), '}', until, [&](const json::key_value_pair& kv) {
         append_text(out, kv.key(), most);
         out += ": ";
         append_value(out, kv.value(), most, until);
-      }
-      out += '}';
-      return;
-    }
+      });
   }
 }
 
