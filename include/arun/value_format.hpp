@@ -18,6 +18,15 @@ std::string format_number(double d);
 /// Compact JSON (no spaces) using format_number for doubles.
 std::string to_compact_json(const boost::json::value& v);
 
+/// `text` on one line for people: control characters escaped (`\n`, `\t`, `\r`, `\xNN`), cut
+/// after `most` characters (UTF-8 code points) with `…`. With a `quote` character, that
+/// character and the backslash are escaped too (the text goes between such quotes).
+std::string one_line_text(std::string_view text, std::size_t most, char quote = 0);
+
+/// A foreach item as a failed iteration names it: a string as its text, anything else as its
+/// compact JSON, through one_line_text (at most 60 characters).
+std::string item_label(const boost::json::value& item);
+
 /// JSON text parsed as boost::json::parse does, with every number kept exact: a double is
 /// read correctly rounded (Boost 1.81's fast path can be one unit off), and a number a double
 /// does not hold exactly — more digits than it keeps (123456789012345678901234567890), out of

@@ -4,10 +4,29 @@
 #include "command_line.hpp"
 
 #include "agent_setup.hpp"
+#include "recipe/duration.hpp"
+
+#include <fmt/format.h>
 
 #include <string>
 
 namespace arun::cli {
+namespace {
+
+// A duration option's text as its number of seconds, before CLI11 reads the number: `5m` is
+// 300, as in a recipe (docs/running.md, "Durations").
+CLI::Validator seconds_of_duration() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto seconds = io::parse_duration(text);
+        if (!seconds) return "'" + text + "' is not " + std::string(io::duration_forms);
+        text = fmt::format("{}", *seconds);
+        return {};
+      },
+      "", "DURATION");
+}
+
+}  // namespace
 
 void add_recipe_options(CLI::App& app, recipe_options& o) {
   app.add_option("recipe", o.recipe, "Recipe file, or a recipe name found by discovery");
@@ -93,13 +112,16 @@ void add_agent_run_options(CLI::App& app, agent_settings& a) {
       ->type_name("N")
       ->group("Agents and rate limits");
   app.add_option("--rate-limit-delay", a.rate_limit_delay,
-                 "Seconds before the first rate-limit retry, doubling after each (default 60)")
+                 "Delay before the first rate-limit retry, doubling after each (seconds, or 90s, 5m; default 60)")
+      ->transform(seconds_of_duration())
       ->check(quiet(CLI::Range(0.0, 86400.0)))
-      ->type_name("SECONDS")
+      ->type_name("DURATION")
       ->group("Agents and rate limits");
-  app.add_option("--rate-limit-max-delay", a.rate_limit_max_delay, "Longest wait between rate-limit retries (default 600)")
+  app.add_option("--rate-limit-max-delay", a.rate_limit_max_delay,
+                 "Longest wait between rate-limit retries (seconds, or 90s, 10m; default 600)")
+      ->transform(seconds_of_duration())
       ->check(quiet(CLI::Range(0.0, 86400.0)))
-      ->type_name("SECONDS")
+      ->type_name("DURATION")
       ->group("Agents and rate limits");
   app.add_option("--rate-limit-fallback-model", a.rate_limit_fallback_model,
                  "Model of an agent step's last rate-limit retry (e.g. auto; default: the step's own)")
@@ -173,7 +195,7 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->type_name("DIR")
       ->group(running);
   app.add_option("--pending-timeout", s.pending_timeout,
-                 "With --executor slurm: a job held or pending in the queue longer than DURATION (30s, 10m, 2h) "
+                 "With --executor slurm: a job held or pending in the queue longer than DURATION (seconds, or 30s, 10m, 1h30m; off: none) "
                  "is cancelled and its step fails (default: it waits as long as Slurm keeps it)")
       ->type_name("DURATION")
       ->group(running);
@@ -222,14 +244,16 @@ void add_execution_options(CLI::App& app, run_settings& s) {
       ->type_name("LEVEL")
       ->group(output);
   app.add_flag("--log-stderr", s.log_stderr, "arun's own log on stderr too")->group(output);
-  app.add_option("--heartbeat", s.heartbeat, "Seconds between heartbeat events of a long step (0: none)")
+  app.add_option("--heartbeat", s.heartbeat, "Time between heartbeat events of a long step (seconds, or 90s, 5m; 0: none)")
+      ->transform(seconds_of_duration())
       ->check(quiet(CLI::Range(0.0, 86400.0)))
-      ->type_name("SECONDS")
+      ->type_name("DURATION")
       ->group(limits);
   app.add_option("--kill-grace", s.kill_grace,
-                 "Seconds between SIGTERM and SIGKILL when a step times out or is cancelled")
+                 "Time between SIGTERM and SIGKILL when a step times out or is cancelled (seconds, or 500ms, 1m)")
+      ->transform(seconds_of_duration())
       ->check(quiet(CLI::Range(0.0, 3600.0)))
-      ->type_name("SECONDS")
+      ->type_name("DURATION")
       ->group(limits);
   app.add_option("--max-output", s.max_output, "Bytes of each step's stdout/stderr kept (default 10 MiB)")
       ->check(quiet(CLI::PositiveNumber))

@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   cache_list_cmd->add_option("--output-format", cache_options.output_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   cache_clear_cmd->add_option("--older-than", cache_options.older_than,
-                              "Only outputs unused for this long: 90s, 15m, 12h, 7d, 2w")
+                              "Only outputs unused for this long: seconds, or 90s, 15m, 1h30m, 7d, 2w")
       ->type_name("AGE");
   cache_clear_cmd->add_flag("--dry-run", cache_options.dry_run, "Only say how many outputs would be removed");
   init_settings init_options;

@@ -15,7 +15,7 @@
 
 #include "recipe/context_checks.hpp"
 #include "recipe/discovery.hpp"
-#include "recipe/resources_reader.hpp"
+#include "recipe/duration.hpp"
 #include "output/jsonl_sink.hpp"
 #include "output/listener_fanout.hpp"
 #include "process/supervisor.hpp"
@@ -367,13 +367,14 @@ void warn_unknown_tags(const run_settings& s, const std::vector<const recipe*>& 
     }
 }
 
-// --pending-timeout's DURATION ("30s", "10m", "1h30m", as resources.time); "off" or "0": none.
+// --pending-timeout's DURATION (seconds, "30s", "10m", "1h30m", as every duration); "off" or 0: none.
 std::variant<std::optional<std::chrono::milliseconds>, std::string> pending_timeout(const std::string& text) {
-  if (text.empty() || text == "off" || text == "0") return std::optional<std::chrono::milliseconds>();
-  const auto limit = io::parse_resource_time(text);
-  if (!limit || limit->count() <= 0)
-    return "--pending-timeout: '" + text + "' is not a duration: give it with its unit (30s, 10m, 2h, 1h30m), or off";
-  return std::optional<std::chrono::milliseconds>(*limit);
+  if (text.empty() || text == "off") return std::optional<std::chrono::milliseconds>();
+  const auto seconds = io::parse_duration(text);
+  if (!seconds) return "--pending-timeout: '" + text + "' is not " + std::string(io::duration_forms) + ", or off";
+  if (*seconds == 0) return std::optional<std::chrono::milliseconds>();
+  return std::optional<std::chrono::milliseconds>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(*seconds)));
 }
 
 // The journal of a Slurm run: once it has an instance's result, the instance's job files

@@ -376,8 +376,10 @@ void check_references(const recipe& r, const validation_options& options, std::v
   // How often each reference text was seen in one owner's key so far: the renderer finds the
   // n-th one in the source (a key such as `env` holds several values).
   std::map<std::pair<std::string, std::string>, std::size_t> seen;
+  // `not_here`: a declared name not defined in this text (a loop's own `as` in its `foreach`,
+  // where the loop has not started): neither listed nor suggested.
   auto check_text = [&](std::string_view key, const std::string& text, const source_location& where,
-                        const std::string& owner) {
+                        const std::string& owner, std::string_view not_here = {}) {
     const auto spans = engine::find_references(text);
     const bool shell = key == "command" || key == "hooks";
     const auto positions = shell ? shell_positions(text, spans) : std::vector<engine::shell_position>(spans.size());
@@ -396,9 +398,14 @@ void check_references(const recipe& r, const validation_options& options, std::v
         out.push_back(std::move(d));
       }
       if (declared.contains(span.ref.root)) continue;
+      std::vector<std::string_view> here;
       std::string defined;
-      for (const auto& n : candidates) defined += (defined.empty() ? "" : ", ") + std::string(n);
-      auto hint = did_you_mean(span.ref.root, candidates);
+      for (const auto& n : candidates) {
+        if (n == not_here) continue;
+        here.push_back(n);
+        defined += (defined.empty() ? "" : ", ") + std::string(n);
+      }
+      auto hint = did_you_mean(span.ref.root, here);
       if (hint.empty())
         hint = calls_recipes ? "it may be an output of a sub-recipe"
                              : "declare it in context, or pass --set " + span.ref.root + "=...";
@@ -443,7 +450,8 @@ void check_references(const recipe& r, const validation_options& options, std::v
     }
   };
   for_each_step(r, [&](const step& s, int) {
-    for (const auto& [key, text] : template_fields(s)) check_text(key, text, s.at(key), "step '" + s.id + "'");
+    for (const auto& [key, text] : template_fields(s))
+      check_text(key, text, s.at(key), "step '" + s.id + "'", key == "foreach" ? std::string_view(s.foreach->as) : "");
     const std::string owner = "step '" + s.id + "'";
     check_names("condition", s.condition, s.at("condition"), owner);
     if (s.loop_while) {

@@ -102,6 +102,42 @@ std::string to_compact_json(const boost::json::value& v) {
   return out;
 }
 
+std::string one_line_text(std::string_view text, std::size_t most, char quote) {
+  std::string out;
+  std::size_t chars = 0;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c & 0xC0) != 0x80 && chars++ == most) {  // cut where a character starts
+      out += "…";
+      break;
+    }
+    if (quote != 0 && (ch == quote || ch == '\\')) {
+      out += '\\';
+      out += ch;
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xF];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+std::string item_label(const boost::json::value& item) {
+  constexpr std::size_t most = 60;
+  if (const auto* s = item.if_string()) return one_line_text(*s, most);
+  return one_line_text(to_compact_json(item), most);
+}
+
 std::string content_hash(std::string_view text) {
   std::uint64_t h = 14695981039346656037ull;
   for (const unsigned char c : text) {

@@ -154,13 +154,22 @@ TEST_CASE("fleet e2e: a reply that fails its schema is corrected and one that ke
 
   fleet_project q;
   q.dir.write("schemas/answer.json", R"({"type": "object", "required": ["answer"]})");
-  r = q.run(recipe + "    schema_retries: 1\n", {"--agent-cli", "claude"});
+  const auto file = q.dir.write("recipe.yaml", recipe + "    schema_retries: 1\n");
+  r = q.arun({file, "--output-format", "json", "--agent-cli", "claude", "--progress", "plain"}, false);
   CHECK(r.exit_code == 1);
   result = arun::test::result_json(r);
   const auto error = str(result.at("step_results").at(0).at("error"));
-  CHECK(error.find("output_schema (schemas/answer.json): the last of 2 replies does not conform:") != std::string::npos);
-  CHECK(error.find("answer") != std::string::npos);
+  // The first problem on the first line, in jsonschema's words with its place: the lines that
+  // show a failure's first line (progress, `error:`) show it.
+  CHECK(error.substr(0, error.find('\n')) == "step 'a': output_schema (schemas/answer.json): the last of 2 replies "
+                                             "does not conform: 'answer' is a required property at $");
+  CHECK(r.err.find("failed in ") != std::string::npos);
+  CHECK(r.err.find("does not conform: 'answer' is a required property at $\n") != std::string::npos);
   CHECK(q.calls().size() == 2);
+  // Each reply is an attempt: the first reply failed, the second call is attempt 2.
+  CHECK(r.err.find("a attempt 1 failed (output_schema: the reply does not conform ('answer' is a required property "
+                   "at $); asking again (1 of 1))") != std::string::npos);
+  CHECK(r.err.find("-> a (attempt 2)") != std::string::npos);
 }
 
 TEST_CASE("fleet e2e: usage and cost come from claude's JSON and codex's events") {

@@ -58,7 +58,7 @@ TEST_CASE("results: a failed run's text shows the output, the failure's lines an
   CHECK(r.out.find("\n  completed ok (") != std::string::npos);
   // The failure's line, its relevant stderr lines (the error line, then the last three) and
   // log, the output, the error and the counts, in that order.
-  const std::string tail = "iterations 1/3 completed, 1 failed, 1 not run step 'fan[1]': exit code 1\n"
+  const std::string tail = "iterations 1/3 completed, 1 failed, 1 not run step 'fan[1]' (item: 2): exit code 1\n"
                            "            | Error: item 2 is broken\n"
                            "            | …\n"
                            "            | trace line 2\n"
@@ -66,7 +66,7 @@ TEST_CASE("results: a failed run's text shows the output, the failure's lines an
                            "            | trace line 4\n"
                            "            log: " + log + "\n"
                            "output: fine\n"
-                           "error: step 'fan[1]': exit code 1\n"
+                           "error: step 'fan[1]' (item: 2): exit code 1\n"
                            "2 steps: 1 completed, 1 failed · 3 iterations: 1 completed, 1 failed, 1 not run\n"
                            "resume with: arun resume " + id + "\n";
   CHECK(r.out.ends_with(tail));
@@ -77,20 +77,20 @@ TEST_CASE("results: a failed run's text shows the output, the failure's lines an
     fs::remove_all(sessions);
     const auto j = run_arun({recipe, "--session-dir", sessions.string(), "-q", "--output-format", "json"}, dir.root.string());
     const auto result = arun::test::result_json(j);
-    CHECK(result.at("error") == "step 'fan[1]': exit code 1");
+    CHECK(result.at("error") == "step 'fan[1]' (item: 2): exit code 1");
     const auto session = only_session(sessions);
     CHECK(result.at("step_results").at(1).at("log").as_string() == (sessions / session / "logs" / "fan[1].err").string());
     const auto state = boost::json::parse(read_text(sessions / session / "state.json")).as_object();
-    CHECK(state.at("error") == "step 'fan[1]': exit code 1");
+    CHECK(state.at("error") == "step 'fan[1]' (item: 2): exit code 1");
     CHECK(state.at("output") == "fine");
 
     const auto show = run_arun({"sessions", "show", session, "--session-dir", sessions.string()}, dir.root.string());
     CHECK(show.exit_code == 0);
     CHECK(show.out.find("\noutput   fine\n") != std::string::npos);
-    CHECK(show.out.find("\nerror    step 'fan[1]': exit code 1\n") != std::string::npos);
+    CHECK(show.out.find("\nerror    step 'fan[1]' (item: 2): exit code 1\n") != std::string::npos);
     CHECK(show.out.find("\nlogs     arun logs " + session + " [INSTANCE-GLOB]\n") != std::string::npos);
     CHECK(show.out.find("step_output    fan[1] | Error: item 2 is broken\n") != std::string::npos);
-    CHECK(show.out.find("step_end       fan[1] failed: step 'fan[1]': exit code 1\n") != std::string::npos);
+    CHECK(show.out.find("step_end       fan[1] failed: step 'fan[1]' (item: 2): exit code 1\n") != std::string::npos);
   }
   CHECK(arun::test::leftover_processes().empty());
 }

@@ -933,3 +933,19 @@ TEST_CASE("recipes over 1 MiB are refused unless --max-recipe-bytes raises the l
   CHECK(run_arun({rec.file.string(), "-q", "--max-recipe-bytes", smaller}).exit_code == 2);
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("durations: recipe fields and command-line options take seconds or units (500ms, 5m, 1h30m)") {
+  const auto ok = run_arun({"recipes/tutorials/01-hello.yaml", "-q", "--kill-grace", "500ms", "--heartbeat", "1m",
+                            "--rate-limit-delay", "2m", "--rate-limit-max-delay", "1h", "--pending-timeout", "1h30m"});
+  CHECK(ok.exit_code == 0);
+  const auto bad = run_arun({"recipes/tutorials/01-hello.yaml", "-q", "--kill-grace", "5x"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--kill-grace: '5x' is not a number of seconds or a duration such as 500ms, 90s, "
+                                      "5m, 1h30m"));
+  temp_recipe rec("name: d\nsteps:\n  - id: slow\n    command: sleep 30\n    timeout: 200ms\n");
+  const auto r = run_arun({rec.file.string(), "--output-format", "json", "-q", "--kill-grace", "100ms"});
+  CHECK(r.exit_code == 1);
+  const auto v = boost::json::parse(r.out).as_object();
+  CHECK(v.at("step_results").at(0).at("timed_out") == true);
+  CHECK(arun::test::leftover_processes().empty());
+}

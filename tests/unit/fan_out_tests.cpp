@@ -213,3 +213,25 @@ TEST_CASE("fan-out: a leaf waiting in the runner's queue starts when the runner 
   const std::vector<std::string> expected = {"start each[1]", "end each[1]", "start each[0]", "end each[0]"};
   CHECK(order == expected);
 }
+
+TEST_CASE("a failed foreach iteration is named with its item, shortened and with control characters escaped") {
+  fake_runner runner;
+  runner.failures_left["check tests/test_x.py"] = 1;
+  auto r = make({looping(bash("c", "check {{item}}"), "{{items}}", 1)}, {"tests/test_a.py", "tests/test_x.py"});
+  auto result = run(runner, r, 1);
+  REQUIRE(result.step_results.size() == 1);
+  CHECK(result.step_results[0].error == "step 'c[1]' (item: tests/test_x.py): exit code 1");
+
+  const std::string long_item = "line1\nline2\t" + std::string(70, 'x');
+  fake_runner again;
+  again.failures_left["check " + long_item] = 1;
+  r = make({looping(bash("c", "check {{item}}"), "{{items}}", 1)}, {long_item});
+  result = run(again, r, 1);
+  CHECK(result.step_results[0].error ==
+        "step 'c[0]' (item: line1\\nline2\\t" + std::string(48, 'x') + "…): exit code 1");
+  // Not a string: its compact JSON.
+  fake_runner objects;
+  r = make({looping(bash("c", "fail:1"), "{{items}}", 1)}, {boost::json::object{{"a", 1}}});
+  result = run(objects, r, 1);
+  CHECK(result.step_results[0].error == "step 'c[0]' (item: {\"a\":1}): exit code 1\nboom");
+}

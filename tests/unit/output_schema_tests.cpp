@@ -100,22 +100,59 @@ const std::string person = R"({"type":"object","required":["items"],"properties"
 TEST_CASE("output_schema: a compiled schema names where in the value each violation is") {
   CHECK(violations(person, R"({"items":[{"name":"ada","age":36}]})").empty());
   CHECK(violations(person, R"({"items":[{"name":5},{"age":-1}]})") ==
-        std::vector<std::string>{"/items/0/name: value type not permitted by 'type' constraint (it is an integer)",
-                                 "/items/1/age: expected number greater than or equal to 0",
-                                 "/items/1: missing required property 'name'"});
-  CHECK(violations(person, "[1]") == std::vector<std::string>{"/: value type not permitted by 'type' constraint (it is an array)"});
-  CHECK(violations(person, "{}") == std::vector<std::string>{"/: missing required property 'items'"});
-  // Keys that are not plain names are written as JSON pointers write them.
+        std::vector<std::string>{"5 is not of type 'string' at $.items[0].name",
+                                 "-1 is less than the minimum of 0 at $.items[1].age",
+                                 "'name' is a required property at $.items[1]"});
+  CHECK(violations(person, "[1]") == std::vector<std::string>{"[1] is not of type 'object' at $"});
+  CHECK(violations(person, "{}") == std::vector<std::string>{"'items' is a required property at $"});
+  // Keys that are not plain names are quoted in the path.
   CHECK(violations(R"({"properties":{"a/b~c":{"type":"string"}}})", R"({"a/b~c":1})") ==
-        std::vector<std::string>{"/a~1b~0c: value type not permitted by 'type' constraint (it is an integer)"});
+        std::vector<std::string>{"1 is not of type 'string' at $['a/b~c']"});
   // true accepts anything, false nothing.
   CHECK(compiled("true")->violations(boost::json::parse("[1,2]")).empty());
-  CHECK(compiled("false")->violations(boost::json::parse("1")) == std::vector<std::string>{"/: the schema accepts no value here"});
+  CHECK(compiled("false")->violations(boost::json::parse("1")) == std::vector<std::string>{"the schema accepts no value here"});
   CHECK(violations(R"({"properties":{"a":false}})", R"({"a":1})") ==
-        std::vector<std::string>{"/: failed to validate against schema associated with property name 'a'"});
+        std::vector<std::string>{"failed to validate against schema associated with property name 'a' at $"});
   const auto s = compiled(person);
   CHECK(s->origin() == "inline");
   CHECK(s->document() == boost::json::parse(person));
+}
+
+TEST_CASE("output_schema: a violation names the bad value and what the schema allows, as Python's jsonschema does") {
+  const auto priorities = R"({"type":"object","properties":{"items":{"type":"array","items":{"type":"object",
+    "properties":{"priority":{"enum":["low","medium","high"]}}}}}})";
+  CHECK(violations(priorities, R"({"items":[{"priority":"low"},{},{"priority":"urgent"}]})") ==
+        std::vector<std::string>{"'urgent' is not one of ['low', 'medium', 'high'] at $.items[2].priority"});
+  auto one = [](const std::string& schema, const std::string& value) {
+    const auto v = violations(schema, value);
+    return v.size() == 1 ? v[0] : "<" + std::to_string(v.size()) + " violations>";
+  };
+  CHECK(one(R"({"properties":{"n":{"type":"integer"}}})", R"({"n":"x"})") == "'x' is not of type 'integer' at $.n");
+  CHECK(one(R"({"type":["integer","null"]})", R"("x")") == "'x' is not of type 'integer', 'null' at $");
+  CHECK(one(R"({"const":"yes"})", R"("no")") == "'yes' was expected, not 'no' at $");
+  CHECK(one(R"({"maximum":2})", "3") == "3 is greater than the maximum of 2 at $");
+  CHECK(one(R"({"minimum":2.5})", "1") == "1 is less than the minimum of 2.5 at $");
+  CHECK(one(R"({"exclusiveMaximum":2})", "2") == "2 is greater than or equal to the maximum of 2 at $");
+  CHECK(one(R"({"exclusiveMinimum":2})", "2") == "2 is less than or equal to the minimum of 2 at $");
+  CHECK(one(R"({"minLength":3})", R"("ab")") == "'ab' is too short (minLength: 3) at $");
+  CHECK(one(R"({"maxLength":1})", R"("ab")") == "'ab' is too long (maxLength: 1) at $");
+  CHECK(one(R"({"pattern":"^[a-z]+$"})", R"("A1")") == "'A1' does not match '^[a-z]+$' at $");
+  CHECK(one(R"({"minItems":1})", "[]") == "[] is too short (minItems: 1) at $");
+  CHECK(one(R"({"maxItems":1})", "[1, true]") == "[1, true] is too long (maxItems: 1) at $");
+  CHECK(one(R"({"properties":{"a":{}},"additionalProperties":false})", R"({"a":1,"b":2,"c":3})") ==
+        "additional properties are not allowed ('b', 'c' were unexpected) at $");
+  CHECK(one(R"({"additionalProperties":false})", R"({"b":2})") == "additional properties are not allowed ('b' was unexpected) at $");
+  // Through $ref and allOf; a list's index and a key that is no plain name in the path.
+  CHECK(one(R"({"definitions":{"p":{"enum":[1,2]}},"items":{"allOf":[{"properties":{"a b":{"$ref":"#/definitions/p"}}}]}})",
+            R"([{"a b":1},{"a b":3}])") == "3 is not one of [1, 2] at $[1]['a b']");
+  // Long texts are cut and control characters escaped.
+  CHECK(one(R"({"type":"integer"})", "\"" + std::string(70, 'x') + "\\n\"") == "'" + std::string(60, 'x') + "…' is not of type 'integer' at $");
+  CHECK(one(R"({"type":"integer"})", R"("a\nb'c")") == R"('a\nb\'c' is not of type 'integer' at $)");
+  CHECK(one(R"({"multipleOf":3})", "7") == "7 is not a multiple of 3 at $");
+  CHECK(one(R"({"uniqueItems":true})", "[1,1]") == "[1, 1] has non-unique elements at $");
+  // Alternatives each name their own allowed values.
+  CHECK(one(R"({"anyOf":[{"enum":[1]},{"enum":[2]}]})", "3") ==
+        "3 is not one of [1]; or 3 is not one of [2]; or 3 is not valid under any of the given schemas at $");
 }
 
 TEST_CASE("output_schema: an inline schema is read from the step's YAML and is part of the step") {
@@ -126,7 +163,7 @@ TEST_CASE("output_schema: an inline schema is read from the step's YAML and is p
   CHECK(s.output_schema->origin() == "inline");
   CHECK(s.output_schema->violations(boost::json::parse(R"({"verdict":"approve"})")).empty());
   CHECK(s.output_schema->violations(boost::json::parse(R"({"verdict":"maybe"})")) ==
-        std::vector<std::string>{"/verdict: failed to match against any enum values"});
+        std::vector<std::string>{"'maybe' is not one of ['approve', 'reject'] at $.verdict"});
   CHECK(s.schema_retries == 2);
   // YAML 1.2 typing: `yes` stays the text it is.
   const auto yes = loaded(agent_with("    output_schema: {const: yes}\n"));
@@ -147,7 +184,7 @@ TEST_CASE("output_schema: a file is read relative to the recipe's directory and 
   const auto& s = first.steps.at(0);
   REQUIRE(s.output_schema);
   CHECK(s.output_schema->origin() == "schemas/review.json");
-  CHECK(s.output_schema->violations(boost::json::parse("{}")) == std::vector<std::string>{"/: missing required property 'verdict'"});
+  CHECK(s.output_schema->violations(boost::json::parse("{}")) == std::vector<std::string>{"'verdict' is a required property at $"});
   CHECK_FALSE(s.definition_hash.empty());
   // The same step with another schema in the file is another step for resume --reload.
   dir.write("schemas/review.json", R"({"type":"object","required":["verdict","reason"]})");
@@ -166,7 +203,7 @@ TEST_CASE("output_schema: a schema file may be YAML and is kept by the session's
   copies sources;
   const auto r = loaded(agent_with("    output_schema: review.yaml\n"), recipe_file, &sources);
   CHECK(r.steps.at(0).output_schema->violations(boost::json::parse(R"({"score":11})")) ==
-        std::vector<std::string>{"/score: expected number less than or equal to 10"});
+        std::vector<std::string>{"11 is greater than the maximum of 10 at $.score"});
   REQUIRE(sources.read_texts.size() == 1);
   CHECK(sources.read_texts.begin()->second.starts_with("type: object"));
   // A resumed session reads its copy, not the file (which may have changed or gone).
@@ -212,8 +249,7 @@ TEST_CASE("output_schema: a $ref to #/definitions works and one outside the sche
     "type":"object","properties":{"first":{"$ref":"#/definitions/name"},"last":{"$ref":"#/definitions/name"}}})");
   CHECK(s->violations(boost::json::parse(R"({"first":"a","last":"b"})")).empty());
   CHECK(s->violations(boost::json::parse(R"({"first":"","last":2})")) ==
-        std::vector<std::string>{"/first: string should be no fewer than 1 characters in length",
-                                 "/last: value type not permitted by 'type' constraint (it is an integer)"});
+        std::vector<std::string>{"'' is too short (minLength: 1) at $.first", "2 is not of type 'string' at $.last"});
   // A recursive schema is fine: each level goes into the value.
   const auto tree = compiled(R"({"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#"}}}})");
   CHECK(tree->violations(boost::json::parse(R"({"children":[{"children":[]}]})")).empty());
@@ -267,7 +303,7 @@ TEST_CASE("output_schema: a pattern std::regex refuses is a load diagnostic and 
   const auto s = compiled(R"({"items":{"pattern":"^[a-z]+$"}})");
   CHECK(s->violations(boost::json::parse(R"(["abc", 5])")).empty());
   CHECK(s->violations(boost::json::parse(R"(["ABC"])")) ==
-        std::vector<std::string>{"/0: failed to match regex specified by 'pattern' constraint"});
+        std::vector<std::string>{"'ABC' does not match '^[a-z]+$' at $[0]"});
 }
 
 TEST_CASE("output_schema: a format is checked on strings only and a validator failure is a violation") {
@@ -275,7 +311,7 @@ TEST_CASE("output_schema: a format is checked on strings only and a validator fa
   const auto s = compiled(R"({"properties":{"due":{"format":"date"},"at":{"format":"email"}}})");
   CHECK(s->violations(boost::json::parse(R"({"due":{"y":1},"at":{"a":1}})")).empty());
   CHECK(s->violations(boost::json::parse(R"({"due":"2024-02-30"})")).size() == 1);
-  CHECK(s->violations(boost::json::parse(R"({"due":"tomorrow"})")) == std::vector<std::string>{"/due: string should be a valid date"});
+  CHECK(s->violations(boost::json::parse(R"({"due":"tomorrow"})")) == std::vector<std::string>{"'tomorrow' is not a 'date' at $.due"});
   CHECK(s->violations(boost::json::parse(R"({"due":"2024-02-03"})")).empty());
   // The document shown to an agent is the one written.
   CHECK(s->document() == boost::json::parse(R"({"properties":{"due":{"format":"date"},"at":{"format":"email"}}})"));
@@ -386,7 +422,7 @@ TEST_CASE("output schema: a pattern checks long texts without overflowing the st
   CHECK((*schema)->violations(boost::json::string(std::string(300000, 'a'))).empty());
   const auto bad = (*schema)->violations(boost::json::string(std::string(300000, 'a') + "B"));
   REQUIRE(bad.size() == 1);
-  CHECK(bad[0].find("pattern") != std::string::npos);
+  CHECK(bad[0] == "'" + std::string(60, 'a') + "…' does not match '^[a-z]+$' at $");
   const auto huge = (*schema)->violations(boost::json::string(std::string(2 * 1024 * 1024, 'a')));
   REQUIRE(huge.size() == 1);
   CHECK(huge[0].find("too long to check against the schema's patterns") != std::string::npos);

@@ -69,10 +69,10 @@ class needs_name final : public json_schema_check {
 public:
   std::vector<std::string> violations(const boost::json::value& v) const override {
     const auto* o = v.if_object();
-    if (!o) return {"/: expected an object"};
+    if (!o) return {"an object was expected at $"};
     const auto* name = o->if_contains("name");
-    if (!name) return {"/: missing required property 'name'"};
-    if (!name->is_string()) return {"/name: expected type string"};
+    if (!name) return {"'name' is a required property at $"};
+    if (!name->is_string()) return {"a string was expected at $.name"};
     return {};
   }
   const std::string& origin() const noexcept override { return origin_; }
@@ -221,13 +221,20 @@ TEST_CASE("output_schema: a reply that does not conform is asked again with the 
     const auto& prompt = runner.agent_calls[i].prompt;
     CHECK(prompt.starts_with(runner.agent_calls[0].prompt));
     CHECK(prompt.find("## Your previous reply was not accepted") != std::string::npos);
-    CHECK(prompt.find("- /: missing required property 'name'") != std::string::npos);
+    CHECK(prompt.find("- 'name' is a required property at $") != std::string::npos);
     CHECK(prompt.find(R"({"unexpected": true})") != std::string::npos);
     CHECK(prompt.find(R"("required":["name"])") != std::string::npos);
   }
   const auto retries = events.of(event_kind::step_retry);
   REQUIRE(retries.size() == 2);
-  CHECK(retries[0].message.starts_with("output_schema: the reply does not conform (/: missing required property 'name'); asking again (1 of 2)"));
+  CHECK(retries[0].message.starts_with("output_schema: the reply does not conform ('name' is a required property at $); asking again (1 of 2)"));
+  // Each reply is an attempt of its own: the first and the second reply were asked again.
+  CHECK(retries[0].attempt == 1);
+  CHECK(retries[1].attempt == 2);
+  const auto starts = events.of(event_kind::step_start);
+  REQUIRE(starts.size() == 3);
+  CHECK(starts[1].attempt == 2);
+  CHECK(starts[2].attempt == 3);
 }
 
 TEST_CASE("output_schema: after schema_retries the step fails with the errors and on_error applies") {
@@ -242,8 +249,9 @@ TEST_CASE("output_schema: after schema_retries the step fails with the errors an
   CHECK(result.status == run_status::failed);
   CHECK(runner.agent_calls.size() == 2);
   const auto& error = result.step_results[0].error;
-  CHECK(error.find("output_schema (inline): the last of 2 replies does not conform:") != std::string::npos);
-  CHECK(error.find("- /: missing required property 'name'") != std::string::npos);
+  // The first problem on the first line: the line a summary shows ends with it, not with a colon.
+  CHECK(error.substr(0, error.find('\n')) ==
+        "step 'a': output_schema (inline): the last of 2 replies does not conform: 'name' is a required property at $");
   CHECK(result.step_results[1].status == step_status::not_run);
   CHECK(result.step_results[0].output.is_null());  // never a degraded value
 
@@ -270,7 +278,7 @@ TEST_CASE("output_schema: a bash step's output is parsed and checked") {
   const auto result = run(runner, events, make({good, bad}));
   CHECK(result.status == run_status::failed);
   CHECK(result.context.at("g").at("n") == 1);
-  CHECK(result.step_results[1].error.find("/name: expected type string") != std::string::npos);
+  CHECK(result.step_results[1].error.find("the output does not conform: a string was expected at $.name") != std::string::npos);
   CHECK(runner.calls.size() == 2);  // a bash step is not asked again
 
   fake_runner prose;

@@ -256,6 +256,45 @@ stages:
   CHECK(r.value->stages[1].approval.prompt == "build now?");
 }
 
+TEST_CASE("every duration field takes seconds or a duration with units") {
+  const auto r = load_recipe_text(R"(name: durations
+default_step_timeout: 1h30m
+rate_limiting:
+  backoff: {initial_delay: 90s, max_delay: 10m}
+stages:
+  - name: s
+    approval: {required: true, timeout: 2h}
+    steps:
+      - id: a
+        command: x
+        timeout: 5m
+        requires_approval: true
+        approval_timeout: 500ms
+        retry: {initial_delay: 1.5, max_delay: "2m30s"}
+        cache: {max_age: 1h30m}
+      - id: b
+        command: x
+        timeout: 45
+)",
+                                  "r.yaml");
+  std::string said;
+  for (const auto& d : r.diagnostics) said += format_diagnostic(d) + "\n";
+  INFO(said);
+  REQUIRE(r.value);
+  CHECK(r.diagnostics.empty());
+  CHECK(r.value->default_step_timeout->count() == 5400);
+  CHECK(*r.value->rate_limiting.backoff.initial_delay == 90);
+  CHECK(*r.value->rate_limiting.backoff.max_delay == 600);
+  CHECK(*r.value->stages.at(0).approval.timeout == 7200);
+  const auto& a = r.value->stages.at(0).steps.at(0);
+  CHECK(a.timeout->count() == 300);
+  CHECK(*a.approval.timeout == Approx(0.5));
+  CHECK(a.retry->initial_delay == 1.5);
+  CHECK(a.retry->max_delay == 150);
+  CHECK(a.cache->max_age == std::chrono::seconds(5400));
+  CHECK(r.value->stages.at(0).steps.at(1).timeout->count() == 45);
+}
+
 TEST_CASE("invalid recipes give the exact diagnostic") {
   struct row {
     std::string text;
@@ -277,11 +316,13 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:5:9: error: step id 'a' is used twice; ids must be unique (first at line 3)"},
       {head + "  - id: 'a b'\n    command: x\n", "r.yaml:3:9: error: step id 'a b' may only use letters, digits, '_', '.' and '-'"},
       {head + "  - id: a\n    command: x\n    timeout: soon\n",
-       "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)"},
+       "r.yaml:5:14: error: 'timeout' must be a number of seconds or a duration such as 500ms, 90s, 5m, 1h30m (0 or more)"},
       {head + "  - id: a\n    command: x\n    timeout: .inf\n",
-       "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)"},
+       "r.yaml:5:14: error: 'timeout' must be a number of seconds or a duration such as 500ms, 90s, 5m, 1h30m (0 or more)"},
+      {head + "  - id: a\n    command: x\n    timeout: 5x\n",
+       "r.yaml:5:14: error: 'timeout' must be a number of seconds or a duration such as 500ms, 90s, 5m, 1h30m (0 or more)"},
       {head + "  - id: a\n    command: x\n    timeout: -1\n",
-       "r.yaml:5:14: error: 'timeout' must be a number of seconds (0 or more)"},
+       "r.yaml:5:14: error: 'timeout' must be a number of seconds or a duration such as 500ms, 90s, 5m, 1h30m (0 or more)"},
       {head + "  - id: a\n    type: skill\n    command: x\n",
        "r.yaml:4:11: error: unsupported step type 'skill' (neither older runner supports it: use foreach/while_condition "
        "with nested steps, or an agent step)"},
@@ -420,6 +461,13 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\nsteps:\n  - id: a\n    command: x\n    condition: zzzz == 'q'\n",
        "r.yaml:5:16: error: undefined name 'zzzz' in the condition of step 'a': it is null at run time (declare it in "
        "context, or pass --set zzzz=...)"},
+      // A wrong `parallel` says what it takes.
+      {head + "  - id: a\n    foreach: [1]\n    parallel: yes\n    command: x\n",
+       "r.yaml:5:15: error: 'parallel' must be true (the global limit), false (one at a time) or a whole number from 1 "
+       "to 100000 (YAML 1.2 reads 'yes' as text: write true)"},
+      {head + "  - id: a\n    foreach: [1]\n    parallel: 0\n    command: x\n",
+       "r.yaml:5:15: error: 'parallel' must be true (the global limit), false (one at a time) or a whole number from 1 "
+       "to 100000"},
       // The fields of agent fleets: output_schema, schema_retries, limit_group, limits, budget.
       {head + "  - id: a\n    recipe: other\n    output_schema: {type: object}\n",
        "r.yaml:5:20: error: 'output_schema' belongs to agent and bash steps, not to this recipe step"},
@@ -442,8 +490,8 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:5:12: error: 'cache' must be true, false or a mapping (key, max_age, scope, files)"
        " (cache: {key: [\"v2\"], max_age: 7d, scope: recipe, files: [\"src/**/*.py\"]})"},
       {head + "  - id: a\n    command: x\n    cache:\n      max_age: 3 days\n",
-       "r.yaml:6:16: error: 'max_age' must be an age: '3 days': expected a number with s, m, h, d or w, such as 7d "
-       "(max_age: 7d (s, m, h, d or w; a bare number is seconds))"},
+       "r.yaml:6:16: error: 'max_age' must be an age: '3 days': expected a number of seconds or a duration such as "
+       "500ms, 90s, 5m, 1h30m, 7d (at most 100 years) (max_age: 7d (ms, s, m, h, d or w; a bare number is seconds))"},
       {head + "  - id: a\n    command: x\n    cache:\n      scope: team\n",
        "r.yaml:6:14: error: 'scope' must be one of global, recipe, session, not 'team'"},
       {head + "  - id: a\n    command: x\n    cache:\n      files: {src: yes}\n",
@@ -498,6 +546,12 @@ TEST_CASE("what the older runners accept is accepted: context_validation's unkno
   CHECK_THAT(first_error("name: x\ncontext: {n: 0}\nsteps:\n  - id: w\n    while_condition: \"{{n}} < 2\"\n"
                          "    update_context: {step: 1}\n    command: x\n"),
              Catch::Contains("update_context cannot set 'step': it is a built-in"));
+  // A loop's own variable is not defined in its `foreach` yet: neither listed nor suggested.
+  const auto own = first_error("name: x\ncontext: {items: [1]}\nsteps:\n  - id: f\n    foreach: \"{{itemz}}\"\n"
+                               "    as: itemx\n    command: echo\n");
+  CHECK_THAT(own, Catch::Contains("undefined variable 'itemz' in {{itemz}} of step 'f' (defined: items, recipe, ") &&
+                      Catch::EndsWith("(did you mean 'items'?)"));
+  CHECK_THAT(own, !Catch::Contains("itemx"));
   // A reference in a shell comment renders empty and changes nothing: a warning. The same
   // reference on a command line is an error.
   const std::string commented = "name: x\nsteps:\n  - id: a\n    command: |\n      # {{variable}} is substituted\n"

@@ -25,10 +25,15 @@ TEST_CASE("recipe schema: the compiled-in text is schema/recipe.schema.json, wit
 
 TEST_CASE("recipe schema: a violation is reported where it is, not at every enclosing value") {
   CHECK(check_recipe_schema(boost::json::parse(R"({"name":"x","steps":[{"id":"a","command":"echo"}]})")).empty());
-  auto v = check_recipe_schema(boost::json::parse(R"({"name":"x","steps":[{"id":"a","command":"echo","timeout":"soon"}]})"));
+  auto v = check_recipe_schema(boost::json::parse(R"({"name":"x","steps":[{"id":"a","command":"echo","timeout":[1]}]})"));
   REQUIRE(v.size() == 1);
   CHECK(v[0].path == std::vector<std::string>{"steps", "0", "timeout"});
   CHECK(v[0].message == "value type not permitted by 'type' constraint");
+  // A duration is a number of seconds or a text such as 5m or 1h30m.
+  CHECK(check_recipe_schema(boost::json::parse(R"({"name":"x","steps":[{"id":"a","command":"echo","timeout":"1h30m"}]})")).empty());
+  v = check_recipe_schema(boost::json::parse(R"({"name":"x","steps":[{"id":"a","command":"echo","timeout":"soon"}]})"));
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].message == "failed to match regex specified by 'pattern' constraint");
   // Alternatives each say why they failed.
   v = check_recipe_schema(boost::json::parse(R"({"name":"x","steps":[{"id":"a"}]})"));
   REQUIRE(v.size() == 1);
@@ -42,7 +47,7 @@ TEST_CASE("recipe schema: a violation is reported where it is, not at every encl
 }
 
 TEST_CASE("recipe schema: diagnostics point at the value in the YAML text, and key: null is an absent key") {
-  auto ds = schema_diagnostics("name: x\nsteps:\n  - id: a\n    command: echo\n    timeout: soon\n", "r.yaml");
+  auto ds = schema_diagnostics("name: x\nsteps:\n  - id: a\n    command: echo\n    timeout: [1]\n", "r.yaml");
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].where.file == "r.yaml");
   CHECK(ds[0].where.line == 5);

@@ -472,7 +472,7 @@ TEST_CASE("result_store: default_cache_dir prefers ARUN_CACHE_DIR then XDG_CACHE
   restore("HOME", home);
 }
 
-TEST_CASE("result_store: parse_age reads s m h d w and bare seconds and explains the rest", "[cache]") {
+TEST_CASE("result_store: parse_age reads durations as every field does and explains the rest", "[cache]") {
   using std::chrono::seconds;
   std::string why;
   CHECK(io::parse_age("90", why) == seconds(90));
@@ -481,18 +481,22 @@ TEST_CASE("result_store: parse_age reads s m h d w and bare seconds and explains
   CHECK(io::parse_age("12h", why) == seconds(43200));
   CHECK(io::parse_age("7d", why) == seconds(604800));
   CHECK(io::parse_age("2w", why) == seconds(1209600));
+  CHECK(io::parse_age("1h30m", why) == seconds(5400));
+  CHECK(io::parse_age("1.5h", why) == seconds(5400));
+  CHECK(io::parse_age("500ms", why) == seconds(1));  // whole seconds, rounded up
   CHECK(why.empty());
-  for (const char* bad : {"7x", "", "d", "-5", "1.5h", "7 d", "7D", " 7d", "7dd"}) {
+  for (const char* bad : {"7x", "", "d", "-5", "7 d", "7D", " 7d", "7dd", "1.h", ".5s"}) {
     INFO(bad);
     why.clear();
     CHECK_FALSE(io::parse_age(bad, why));
-    CHECK(why == "'" + std::string(bad) + "': expected a number with s, m, h, d or w, such as 7d");
+    CHECK(why == "'" + std::string(bad) + "': expected a number of seconds or a duration such as 500ms, 90s, 5m, 1h30m, 7d "
+                                          "(at most 100 years)");
   }
   CHECK_FALSE(io::parse_age("0", why));
   CHECK(why == "'0': must be more than zero, such as 7d");
   CHECK_FALSE(io::parse_age("0d", why));
   CHECK_FALSE(io::parse_age("99999999999999999999999w", why));
-  CHECK_THAT(why, Catch::Contains("too large"));
+  CHECK_THAT(why, Catch::Contains("at most 100 years"));
   CHECK_FALSE(io::parse_age("5300w", why));
   CHECK(io::parse_age("5200w", why) == seconds(5200LL * 7 * 86400));
 }

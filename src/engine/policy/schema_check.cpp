@@ -4,6 +4,8 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
+
 namespace arun::engine {
 namespace {
 
@@ -11,10 +13,11 @@ namespace {
 constexpr std::size_t most_problems_shown = 20;
 constexpr std::size_t most_reply_bytes_quoted = 4096;
 
-void list_problems(std::string& text, const std::vector<std::string>& problems) {
-  for (std::size_t i = 0; i < problems.size() && i < most_problems_shown; ++i) text.append("\n- ").append(problems[i]);
-  if (problems.size() > most_problems_shown)
-    text.append("\n- … and ").append(std::to_string(problems.size() - most_problems_shown)).append(" more");
+// A line per problem from `first` on, the first most_problems_shown of them.
+void list_problems(std::string& text, const std::vector<std::string>& problems, std::size_t first = 0) {
+  const auto last = std::min(problems.size(), first + most_problems_shown);
+  for (std::size_t i = first; i < last; ++i) text.append("\n- ").append(problems[i]);
+  if (problems.size() > last) text.append("\n- … and ").append(std::to_string(problems.size() - last)).append(" more");
 }
 
 }  // namespace
@@ -48,8 +51,14 @@ std::string schema_correction(const json_schema_check& schema, const std::vector
 
 std::string schema_failure(const json_schema_check& schema, const std::vector<std::string>& problems, int calls) {
   std::string text = "output_schema (" + schema.origin() + "): ";
-  text += calls > 1 ? "the last of " + std::to_string(calls) + " replies does not conform:" : "the output does not conform:";
-  list_problems(text, problems);
+  text += calls > 1 ? "the last of " + std::to_string(calls) + " replies does not conform" : "the output does not conform";
+  if (problems.empty()) return text;
+  // The first problem on the first line: the one line a summary or `error:` shows.
+  text += ": " + problems.front();
+  if (problems.size() > 1) {
+    text += " (and " + std::to_string(problems.size() - 1) + " more)";
+    list_problems(text, problems, 1);
+  }
   return text;
 }
 

@@ -27,7 +27,8 @@ schema_verdict check_output(const json_schema_check& schema, std::string_view ou
 std::string schema_correction(const json_schema_check& schema, const std::vector<std::string>& problems,
                               std::string_view reply);
 
-/// A step's error when its output does not conform, after `calls` replies (1 for bash).
+/// A step's error when its output does not conform, after `calls` replies (1 for bash): the
+/// first problem on its first line, the others a line each below.
 std::string schema_failure(const json_schema_check& schema, const std::vector<std::string>& problems, int calls);
 
 }  // namespace arun::engine

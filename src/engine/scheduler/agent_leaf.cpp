@@ -95,9 +95,12 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   warn(s, instance, out.warnings);
   account(out);
   int calls = 1;
+  // Each call counts as an attempt of the step (its result's `attempts`): the reply that is
+  // asked again is attempt `attempt - 1 + calls`, the call that asks is the next one.
+  auto call_attempt = [&] { return attempt - 1 + calls; };
   auto ask_again = [&](std::string_view why, std::string_view addition) {
     auto e = rs_.make_event(event_kind::step_retry, instance, instance_type(s, is_loop(s)));
-    e.attempt = attempt;
+    e.attempt = call_attempt();
     e.delay = std::chrono::nanoseconds::zero();
     e.message = std::string(why);
     rs_.emit(e);
@@ -109,7 +112,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   if (again && !s.output_schema && out.succeeded() && !extract_json(out.stdout_text) && !stop.stop_requested()) {
     auto reminder = ask_again("parse_json: the reply held no JSON; asking once more for JSON only",
                               "\n\n" + std::string(json_only_reminder));
-    out = co_await run_child(std::move(reminder), instance, "agent", attempt, stop, weight, group, &lease, true);
+    out = co_await run_child(std::move(reminder), instance, "agent", call_attempt() + 1, stop, weight, group, &lease, true);
     warn(s, instance, out.warnings);
     account(out);
     ++calls;
@@ -121,7 +124,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
                                     (verdict.problems.size() > 1 ? ", …" : "") + "); asking again (" +
                                     std::to_string(round) + " of " + std::to_string(s.schema_retries) + ")",
                                 schema_correction(*s.output_schema, verdict.problems, out.stdout_text));
-    out = co_await run_child(std::move(correction), instance, "agent", attempt, stop, weight, group, &lease, true);
+    out = co_await run_child(std::move(correction), instance, "agent", call_attempt() + 1, stop, weight, group, &lease, true);
     warn(s, instance, out.warnings);
     account(out);
     ++calls;

@@ -6,6 +6,7 @@
 #include "step_preparation.hpp"
 
 #include <arun/run_services.hpp>
+#include <arun/value_format.hpp>
 
 #include <functional>
 
@@ -39,6 +40,16 @@ std::string_view instance_type(const step& s, bool iteration) {
   step leaf_view;  // an iteration of a looping leaf step is that leaf
   leaf_view.type = s.type;
   return type_name(leaf_view);
+}
+
+void name_item(std::string& error, const std::string& instance, const boost::json::value& item) {
+  // "step 'shard[15]': …" or "step 'shard[15]/run': …": the item follows the instance's name.
+  const auto named = "step '" + instance;
+  if (!error.starts_with(named) || error.size() == named.size()) return;
+  if (const char next = error[named.size()]; next != '\'' && next != '/') return;
+  const auto end = error.find('\'', named.size());
+  if (end == std::string::npos) return;
+  error.insert(end + 1, " (item: " + item_label(item) + ")");
 }
 
 flow failure_flow(const step& s, bool keep_going) {
@@ -230,6 +241,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
     const auto& hook = bad ? on.on_error : on.post_step;
     if (!hook.empty()) co_await run_hook(hook, s, instance, &o.result, sc);
   }
+  if (iteration && s.foreach && sc.locals && o.result.status == step_status::failed)
+    if (const auto* item = sc.locals->if_contains(s.foreach->as)) name_item(o.result.error, instance, *item);
   co_return finish_instance(s, instance, iteration, std::move(o));
 }
 

@@ -334,6 +334,10 @@ bool is_loop(const step& s);
 /// The status a failed instance ends its caller with, by `on_error` (docs/reference/recipe.md);
 /// under --keep-going (`keep_going`) a step with no on_error of its own flows `kept_going`.
 flow failure_flow(const step& s, bool keep_going);
+/// Names a failed foreach iteration's item in its error: "step 'shard[15]': exit code 1" becomes
+/// "step 'shard[15]' (item: tests/test_x.py): exit code 1" (item_label: shortened, control
+/// characters escaped). An error that does not start with the instance's name is left alone.
+void name_item(std::string& error, const std::string& instance, const boost::json::value& item);
 /// A failed instance that never started anything: `step 'ID': WHY`, flowing as `on_error` says.
 instance_outcome failed_before_start(const step& s, const std::string& instance, const std::string& why,
                                      bool keep_going);

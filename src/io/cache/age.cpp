@@ -1,41 +1,25 @@
 #include "cache/age.hpp"
 
-#include <cstdint>
+#include "recipe/duration.hpp"
+
+#include <cmath>
 
 namespace arun::io {
 
 std::optional<std::chrono::seconds> parse_age(std::string_view text, std::string& why) {
   const auto quoted = "'" + std::string(text) + "'";
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  const auto unit = text.substr(digits);
-  std::int64_t scale = 0;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "m") scale = 60;
-  else if (unit == "h") scale = 3600;
-  else if (unit == "d") scale = 86400;
-  else if (unit == "w") scale = 7 * 86400;
-  if (digits == 0 || scale == 0) {
-    why = quoted + ": expected a number with s, m, h, d or w, such as 7d";
+  const auto seconds = parse_duration(text);
+  if (!seconds) {
+    why = quoted + ": expected " + std::string(duration_forms) + ", 7d (at most 100 years)";
     return std::nullopt;
   }
-  // Callers compare ages in system_clock's nanoseconds, which span ±292 years: a longer age
-  // would overflow there, and is a typo rather than an age anyway.
-  constexpr std::int64_t max_seconds = std::int64_t{100} * 365 * 86400;
-  std::int64_t n = 0;
-  for (std::size_t i = 0; i < digits; ++i) {
-    n = n * 10 + (text[i] - '0');
-    if (n > max_seconds) break;
-  }
-  if (n == 0) {
+  // Ages are kept in whole seconds: a part of one counts as one.
+  const auto whole = static_cast<std::int64_t>(std::ceil(*seconds));
+  if (whole == 0) {
     why = quoted + ": must be more than zero, such as 7d";
     return std::nullopt;
   }
-  if (n > max_seconds / scale) {
-    why = quoted + ": too large (at most 100 years)";
-    return std::nullopt;
-  }
-  return std::chrono::seconds(n * scale);
+  return std::chrono::seconds(whole);
 }
 
 }  // namespace arun::io

@@ -1,6 +1,6 @@
 #pragma once
 // How old a cached output may be: a step's `cache.max_age` and `arun cache clear
-// --older-than` read the same short forms, so a recipe and the command line agree.
+// --older-than` read durations as every other field and option does.
 
 #include <chrono>
 #include <optional>
@@ -9,9 +9,9 @@
 
 namespace arun::io {
 
-/// `90` (seconds), `90s`, `15m`, `12h`, `7d`, `2w`: a positive whole number with an optional
-/// unit. nullopt with `why` set (naming the text, e.g. "'7x': expected a number with s, m,
-/// h, d or w, such as 7d") for anything else, zero, or more than 100 years.
+/// A duration as parse_duration reads it (`90`, `90s`, `15m`, `1h30m`, `7d`, `2w`), more than
+/// zero, in whole seconds (rounded up). nullopt with `why` set (naming the text) for anything
+/// else, zero, or more than 100 years.
 std::optional<std::chrono::seconds> parse_age(std::string_view text, std::string& why);
 
 }  // namespace arun::io

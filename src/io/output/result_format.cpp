@@ -73,9 +73,11 @@ void append_failed_instances(std::string& text, const step_result& s, std::size_
     if (f.instance != named) failed.push_back(&f);
   for (std::size_t i = 0; i < failed.size() && i < failed_instances_in_text; ++i) {
     // "step 'fan[3]': exit code 1" under "fan[3]" says its name twice.
-    std::string_view why = failed[i]->error;
-    if (failure_origin(why) == failed[i]->instance) why.remove_prefix(failed[i]->instance.size() + 9);
-    text += fmt::format("{}failed {}: {}\n", pad, printable_text(failed[i]->instance), printable_text(why));
+    // "step 'fan[3]': exit code 1" (or "step 'fan[3]' (item: x): …") as "fan[3]: exit code 1".
+    const auto& instance = failed[i]->instance;
+    const auto& error = failed[i]->error;
+    const auto line = failure_origin(error) == instance ? instance + error.substr(instance.size() + 7) : instance + ": " + error;
+    text += fmt::format("{}failed {}\n", pad, printable_text(line));
   }
   if (failed.size() > failed_instances_in_text)
     text += fmt::format("{}… and {} more failed\n", pad, thousands(failed.size() - failed_instances_in_text));
@@ -262,9 +264,12 @@ boost::json::object step_to_json(const step_result& s) {
 std::string failure_origin(std::string_view error) {
   constexpr std::string_view prefix = "step '";
   if (!error.starts_with(prefix)) return {};
-  const auto end = error.find("': ", prefix.size());
+  // "step 'ID': WHY", or a failed iteration's "step 'ID' (item: ITEM): WHY".
+  const auto end = error.find('\'', prefix.size());
   const auto line_end = error.find('\n');
   if (end == std::string_view::npos || (line_end != std::string_view::npos && end > line_end)) return {};
+  const auto after = error.substr(end);
+  if (!after.starts_with("': ") && !after.starts_with("' (item: ")) return {};
   return std::string(error.substr(prefix.size(), end - prefix.size()));
 }
 

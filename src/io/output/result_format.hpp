@@ -36,8 +36,8 @@ boost::json::object step_to_json(const step_result& s);
 /// The log file that holds a failed instance's stderr (else its stdout); empty when none.
 using log_locator = std::function<std::string(std::string_view instance)>;
 
-/// The instance a failure comes from, from its error's `step 'ID': ` prefix; empty when the
-/// error has none.
+/// The instance a failure comes from, from its error's `step 'ID': ` prefix (a failed
+/// iteration's `step 'ID' (item: …): ` too); empty when the error has none.
 std::string failure_origin(std::string_view error);
 
 /// The lines of a failure worth reading: from the child's stderr in `error` (after its first

@@ -61,7 +61,7 @@ void read_cache(const field_reader& f, step& s) {
     if (auto age = parse_age(text, why))
       cache.max_age = *age;
     else
-      c.error("max_age", "'max_age' must be an age: " + why, "max_age: 7d (s, m, h, d or w; a bare number is seconds)");
+      c.error("max_age", "'max_age' must be an age: " + why, "max_age: 7d (ms, s, m, h, d or w; a bare number is seconds)");
   }
   if (auto scope = c.choice("scope", {"global", "recipe", "session"}))
     cache.scope = *scope == "recipe" ? cache_scope::recipe : *scope == "session" ? cache_scope::session : cache_scope::global;

@@ -1,5 +1,7 @@
 #include "recipe/output_schema.hpp"
 
+#include "recipe/json_pointer.hpp"
+#include "recipe/schema_messages.hpp"
 #include "recipe/schema_violations.hpp"
 #include "recipe/valijson_config.hpp"
 #include "recipe/yaml_json.hpp"
@@ -11,7 +13,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <charconv>
 #include <functional>
 #include <map>
 #include <regex>
@@ -86,51 +87,6 @@ bool deeper_than(const json::value& v, std::size_t levels) {
     return std::any_of(o->begin(), o->end(), [&](const auto& kv) { return deeper_than(kv.value(), levels - 1); });
   const auto& a = v.get_array();
   return std::any_of(a.begin(), a.end(), [&](const json::value& item) { return deeper_than(item, levels - 1); });
-}
-
-// The tokens of a $ref's JSON pointer, decoded as valijson decodes them (~1, ~0, then %XX;
-// empty tokens are skipped); nullopt when it cannot be decoded.
-std::optional<std::vector<std::string>> pointer_tokens(std::string_view pointer) {
-  std::vector<std::string> tokens;
-  if (pointer.empty()) return tokens;
-  if (pointer.front() != '/') return std::nullopt;
-  std::size_t at = 1;
-  while (at <= pointer.size()) {
-    const auto end = std::min(pointer.find('/', at), pointer.size());
-    std::string token(pointer.substr(at, end - at));
-    for (auto [from, to] : {std::pair{"~1", "/"}, {"~0", "~"}})
-      for (auto n = token.find(from); n != std::string::npos; n = token.find(from, n + 1)) token.replace(n, 2, to);
-    for (auto n = token.find('%'); n != std::string::npos; n = token.find('%', n + 1)) {
-      unsigned value = 0;
-      const char* first = token.data() + n + 1;
-      if (n + 3 > token.size()) return std::nullopt;
-      if (auto [p, ec] = std::from_chars(first, first + 2, value, 16); ec != std::errc() || p != first + 2) return std::nullopt;
-      token.replace(n, 3, 1, static_cast<char>(value));
-    }
-    if (!token.empty()) tokens.push_back(std::move(token));
-    at = end + 1;
-  }
-  return tokens;
-}
-
-// The value at `tokens` below `root`, found as valijson finds it (an array index is the
-// token's leading digits); null when there is none.
-template <class Value>
-Value* value_at(Value& root, const std::vector<std::string>& tokens) {
-  Value* v = &root;
-  for (const auto& token : tokens) {
-    if (auto* o = v->if_object()) {
-      v = o->if_contains(token);
-    } else if (auto* a = v->if_array()) {
-      std::size_t index = 0;
-      const auto [p, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
-      v = ec == std::errc() && p != token.data() && index < a->size() ? &(*a)[index] : nullptr;
-    } else {
-      v = nullptr;
-    }
-    if (!v) return nullptr;
-  }
-  return v;
 }
 
 // The schema's subschemas as valijson reads them (draft 7): the checks valijson cannot make
@@ -371,6 +327,8 @@ namespace {
 constexpr std::size_t long_text_bytes = 4 * 1024;
 constexpr std::size_t longest_text_checked = 1024 * 1024;
 constexpr std::size_t pattern_stack_bytes = 512u * 1024 * 1024;  // reserved, not committed
+// Errors said again in jsonschema's words (schema_messages.hpp); later ones keep valijson's.
+constexpr std::size_t most_errors_worded = 200;
 
 bool names_patterns(const json::value& v) {
   if (const auto* o = v.if_object()) {
@@ -417,7 +375,7 @@ std::vector<std::string> output_schema::violations(const json::value& value) con
   if (compiled_->has_patterns) {
     const auto longest = longest_text(value);
     if (longest > longest_text_checked)
-      return {"/: a text of " + std::to_string(longest) + " bytes is too long to check against the schema's patterns "
+      return {"a text of " + std::to_string(longest) + " bytes is too long to check against the schema's patterns "
               "(at most " + std::to_string(longest_text_checked) + ")"};
     if (longest > long_text_bytes) {
       std::vector<std::string> out;
@@ -425,11 +383,11 @@ std::vector<std::string> output_schema::violations(const json::value& value) con
         try {
           out = check(value);
         } catch (...) {
-          out = {"/: the value could not be checked against the schema"};
+          out = {"the value could not be checked against the schema"};
         }
       });
       if (ran) return out;
-      return {"/: the value holds texts too long to check against the schema's patterns here"};
+      return {"the value holds texts too long to check against the schema's patterns here"};
     }
   }
   return check(value);
@@ -442,20 +400,27 @@ std::vector<std::string> output_schema::check(const json::value& value) const {
     valijson::ValidationResults results;
     const valijson::adapters::BoostJsonAdapter adapter(value);
     if (validator.validate(compiled_->schema, adapter, &results)) return {};
+    // valijson names the keyword that failed, not the value nor what the schema allows: the
+    // first errors are said again from the schema (a list of 100,000 bad items stays cheap).
+    violation_wording wording(compiled_->checked, value);
     valijson::ValidationResults::Error e;
-    while (results.popError(e)) errors.emplace_back(path_of(e.context), e.description);
+    while (results.popError(e)) {
+      auto path = path_of(e.context);
+      auto description = errors.size() < most_errors_worded ? wording(path, e.description) : e.description;
+      errors.emplace_back(std::move(path), std::move(description));
+    }
   } catch (const std::exception& e) {
     // A pattern std::regex gives up on (a long text), a value valijson cannot read.
-    return {"/: the value could not be checked against the schema: " + violation_phrase(e.what())};
+    return {"the value could not be checked against the schema: " + violation_phrase(e.what())};
   }
-  if (errors.empty()) return {"/: the schema accepts no value here"};  // a `false` schema says nothing more
+  if (errors.empty()) return {"the schema accepts no value here"};  // a `false` schema says nothing more
   std::vector<std::string> out;
   for (auto& v : collect_violations(errors, violation_places::every)) {
     static const std::string type_error = "value type not permitted by 'type' constraint";
     if (const auto at = v.message.find(type_error); at != std::string::npos)
       if (const auto* found = value_at(value, v.path))
         v.message.insert(at + type_error.size(), " (it is " + json_type_of(*found) + ")");
-    out.push_back((v.path.empty() ? std::string("/") : pointer_of(v.path)) + ": " + v.message);
+    out.push_back(v.message + " at " + json_path(value, v.path));
   }
   return out;
 }

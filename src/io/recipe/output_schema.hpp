@@ -34,8 +34,9 @@ public:
   output_schema& operator=(const output_schema&) = delete;
   ~output_schema() override;
 
-  /// "/items/0/name: missing required property 'id'" per place in `value` that breaks the
-  /// schema ("/" is the value itself); empty when it conforms. Never throws: when the validator
+  /// One problem per place in `value` that breaks the schema, in the words of Python's
+  /// jsonschema with the place's JSONPath ("'id' is a required property at $.items[0]", "'x'
+  /// is not of type 'integer' at $.n"; "$" is the value itself); empty when it conforms. Never throws: when the validator
   /// fails (std::regex gives up on a long text), that is the one violation.
   std::vector<std::string> violations(const boost::json::value& value) const override;
   const std::string& origin() const noexcept override { return origin_; }

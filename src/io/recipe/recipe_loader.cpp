@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <optional>
 #include <regex>
@@ -389,11 +390,11 @@ private:
     out.initial_delay = b.seconds("initial_delay");
     out.max_delay = b.seconds("max_delay");
     if (b.has("multiplier")) {
-      auto m = b.seconds("multiplier");  // a finite number >= 0
-      if (m && *m < 1.0)
+      const auto m = b.json("multiplier");  // a factor, not a duration
+      if (!m.is_number() || !std::isfinite(m.to_number<double>()) || m.to_number<double>() < 1.0)
         b.error("multiplier", "'multiplier' must be 1 or more (1 keeps the delay constant)");
       else
-        out.multiplier = m;
+        out.multiplier = m.to_number<double>();
     }
   }
 

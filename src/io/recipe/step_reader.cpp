@@ -211,10 +211,19 @@ void read_loops(const field_reader& f, step& s, recipe_sources* sources) {
     if (auto n = f.integer("max_concurrent", 1, 100000)) fe.max_concurrent = static_cast<int>(*n);
     if (const auto p = f.node("parallel")) {
       const auto v = p.IsScalar() ? f.json("parallel") : boost::json::value();
-      if (v.is_bool())
+      if (v.is_bool()) {
         fe.max_concurrent = v.get_bool() ? 0 : 1;  // true: the global limit
-      else if (auto n = f.integer("parallel", 1, 100000))
-        fe.max_concurrent = static_cast<int>(*n);
+      } else if (v.is_int64() && v.get_int64() >= 1 && v.get_int64() <= 100000) {
+        fe.max_concurrent = static_cast<int>(v.get_int64());
+      } else {
+        const auto* text = v.if_string();
+        const bool yaml11 = text && (*text == "yes" || *text == "no" || *text == "on" || *text == "off");
+        f.error("parallel", "'parallel' must be true (the global limit), false (one at a time) or a whole number from 1 "
+                            "to 100000",
+                yaml11 ? "YAML 1.2 reads '" + std::string(*text) + "' as text: write " +
+                             (*text == "yes" || *text == "on" ? "true" : "false")
+                       : std::string());
+      }
     }
     fe.collect = f.text("collect");
     if (auto n = f.integer("max_iterations", 1, 10'000'000)) fe.max_iterations = static_cast<int>(*n);

@@ -1,5 +1,6 @@
 #include "recipe/yaml_fields.hpp"
 
+#include "recipe/duration.hpp"
 #include "recipe/yaml_traps.hpp"
 #include "recipe/yaml_json.hpp"
 
@@ -155,11 +156,11 @@ std::optional<double> field_reader::seconds(const char* key) const {
   const auto n = node(key);
   if (!n) return std::nullopt;
   const auto v = n.IsScalar() ? scalar_to_json(n) : boost::json::value();
-  if (!v.is_number() || !std::isfinite(v.to_number<double>()) || v.to_number<double>() < 0) {
-    error(key, "'" + std::string(key) + "' must be a number of seconds (0 or more)");
-    return std::nullopt;
-  }
-  return v.to_number<double>();
+  std::optional<double> seconds;
+  if (v.is_number() && std::isfinite(v.to_number<double>()) && v.to_number<double>() >= 0) seconds = v.to_number<double>();
+  if (const auto* text = v.if_string()) seconds = parse_duration(*text);
+  if (!seconds) error(key, "'" + std::string(key) + "' must be " + std::string(duration_forms) + " (0 or more)");
+  return seconds;
 }
 
 std::optional<std::string> field_reader::choice(const char* key, const std::vector<std::string_view>& allowed) const {

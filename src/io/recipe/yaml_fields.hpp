@@ -70,7 +70,7 @@ public:
   std::optional<bool> boolean(const char* key) const;
   /// An integer in [min, max].
   std::optional<long long> integer(const char* key, long long min, long long max) const;
-  /// A finite number of seconds, 0 or more.
+  /// A duration, 0 or more: a number of seconds or a text parse_duration reads (`5m`, `1h30m`).
   std::optional<double> seconds(const char* key) const;
   /// One of `allowed` (the message lists them).
   std::optional<std::string> choice(const char* key, const std::vector<std::string_view>& allowed) const;
