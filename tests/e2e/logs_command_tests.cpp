@@ -75,6 +75,17 @@ TEST_CASE("logs: every instance's output is kept, named in the failure line and 
           "==> fan[0] (stdout) <==\nout 1\n\n==> fan[1] (stdout) <==\nout 2\n\n==> fan[2] (stdout) <==\nout 3\n\n"
           "==> after (stdout) <==\nafter\n");
   }
+  SECTION("--failed: only the failed instances' logs, also within a glob") {
+    auto r = p.arun({"logs", id, "--failed"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "==> fan[1] (stdout) <==\nout 2\n\n==> fan[1] (stderr) <==\nerr 2\n");
+    r = p.arun({"logs", id, "--failed", "--stream", "err"});
+    CHECK(r.out == "err 2\n");
+    r = p.arun({"logs", id, "after", "--failed"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("no instance of session " + id + " matching 'after' failed") != std::string::npos);
+  }
   SECTION("a glob that matches nothing says which instances have output") {
     const auto r = p.arun({"logs", id, "fun*"});
     CHECK(r.exit_code == 2);

@@ -293,7 +293,7 @@ TEST_CASE("sessions: --retry-failed on a completed session runs its failed items
   REQUIRE(failed.size() == 2);
   CHECK(failed.at(0).at("instance") == "fan[3]");
   CHECK(failed.at(1).at("instance") == "fan[7]");
-  CHECK(failed.at(1).at("error") == "step 'fan[7]': exit code 1");
+  CHECK(failed.at(1).at("error") == "step 'fan[7]' (item: 7): exit code 1");
   CHECK(std::string(failed.at(1).at("log").as_string()) == (p.sessions / id / "logs" / "fan[7].err").string());
   // A plain resume says there is nothing to do, and how to retry the failures.
   auto plain = p.run({"resume", id});

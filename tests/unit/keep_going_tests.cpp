@@ -187,7 +187,7 @@ TEST_CASE("keep-going in a foreach: the other items run, the loop fails, a reade
   REQUIRE(loop.iterations);
   CHECK(loop.iterations->completed == 3);
   CHECK(loop.iterations->failed == 1);
-  CHECK(loop.error == "step 'fan': 1 of 4 items failed; the first: step 'fan[1]': exit code 1");
+  CHECK(loop.error == "step 'fan': 1 of 4 items failed; the first: step 'fan[1]' (item: 2): exit code 1");
   CHECK(result_of(result, "report").status == step_status::not_run);
   CHECK(result_of(result, "other").status == step_status::completed);
   // Without -k the first failure stops the fan-out.

@@ -201,6 +201,7 @@ TEST_CASE("a loop's failed iterations: the first five in the text result, every 
   fan.iterations->failed = 7;
   for (int i : {1, 3, 4, 8, 9, 12, 19})
     fan.failed_instances.push_back({"fan[" + std::to_string(i) + "]", "step 'fan[" + std::to_string(i) + "]': exit code 3"});
+  fan.failed_instances[1].error = "step 'fan[3]' (item: tests/x.py): exit code 3";  // a failed iteration names its item
   fan.failed_instances[2].error = "killed by \x1b]0;owned\x07 SIGKILL";  // printed escaped
   run.step_results.push_back(fan);
   run.status = run_status::completed;
@@ -210,7 +211,7 @@ TEST_CASE("a loop's failed iterations: the first five in the text result, every 
   const auto text = result_to_text(run, logs);
   CHECK_THAT(text, Catch::Contains("  completed fan (0.00s) iterations 13/20 completed, 7 failed\n"
                                    "            failed fan[1]: exit code 3\n"
-                                   "            failed fan[3]: exit code 3\n"
+                                   "            failed fan[3] (item: tests/x.py): exit code 3\n"
                                    "            failed fan[4]: killed by \\e]0;owned\\x07 SIGKILL\n"
                                    "            failed fan[8]: exit code 3\n"
                                    "            failed fan[9]: exit code 3\n"
@@ -230,7 +231,7 @@ TEST_CASE("a loop's failed iterations: the first five in the text result, every 
   run.step_results[1] = fan;
   const auto stopped = result_to_text(run, logs);
   CHECK(stopped.find("failed fan[1]:") == std::string::npos);
-  CHECK_THAT(stopped, Catch::Contains("            failed fan[3]: exit code 3\n"));
+  CHECK_THAT(stopped, Catch::Contains("            failed fan[3] (item: tests/x.py): exit code 3\n"));
 }
 
 TEST_CASE("failure excerpts: the first error-looking line and the last three, stdout only when stderr is empty") {

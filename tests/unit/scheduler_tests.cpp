@@ -1091,7 +1091,7 @@ TEST_CASE("a loop's result names its failed iterations in item order, whatever o
   const auto& failed = result.step_results[0].failed_instances;
   REQUIRE(failed.size() == 4);
   CHECK(failed[0].instance == "fan[0]");
-  CHECK(failed[0].error == "step 'fan[0]': exit code 40");
+  CHECK(failed[0].error == "step 'fan[0]' (item: 40): exit code 40");
   CHECK(failed[1].instance == "fan[1]");
   CHECK(failed[3].instance == "fan[3]");
   // A while loop's too, in the order they ran.
