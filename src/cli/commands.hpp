@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,7 @@ struct resume_settings {
   bool reload = false;            ///< --reload: run the recipe files as they are now
   std::vector<std::string> sets;  ///< --set: added to the original ones
   run_settings run;               ///< how to execute (its recipe options come from the session)
+  std::set<std::string> given;    ///< the long names of the options given on the command line
 };
 int resume_command(const resume_settings& r);
 

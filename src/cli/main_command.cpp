@@ -219,7 +219,13 @@ int main(int argc, char** argv) {
   if (graph->parsed()) return graph_command(graph_options, graph_format, graph_expand);
   if (list->parsed()) return list_command(list_options, output_format);
   if (agents_list->parsed()) return agents_list_command(agents_options, output_format);
-  if (resume->parsed()) return resume_command(resume_options);
+  if (resume->parsed()) {
+    // What the resume's command line says wins over what the run was started with.
+    for (const auto* option : resume->get_options())
+      if (option->count() > 0)
+        for (const auto& name : option->get_lnames()) resume_options.given.insert(name);
+    return resume_command(resume_options);
+  }
   if (logs->parsed()) return logs_command(logs_options);
   decision.approve = approve->parsed();
   if (approve->parsed() || deny->parsed()) return decide_command(sessions_options, decision);

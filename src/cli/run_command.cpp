@@ -11,6 +11,7 @@
 #include "output/diagnostic_render.hpp"
 #include "agents/agent_checks.hpp"
 #include "output/arun_log.hpp"
+#include "resumed_options.hpp"
 #include "run_output.hpp"
 
 #include "recipe/context_checks.hpp"
@@ -327,6 +328,7 @@ int run_command(const run_settings& s) {
       {"max_tokens", a.max_tokens},
       {"prices", a.prices.empty() ? std::string() : std::filesystem::absolute(a.prices, ec).lexically_normal().string()}};
   state["invocation"].as_object()["keep_going"] = s.keep_going;
+  state["invocation"].as_object()["execution"] = execution_invocation(s);
   // A resume follows the jobs where they were submitted.
   std::string shared_dir = s.shared_dir;
   if (!shared_dir.empty()) shared_dir = std::filesystem::absolute(shared_dir, ec).lexically_normal().string();

@@ -5,6 +5,7 @@
 #include "agent_setup.hpp"
 #include "approvals.hpp"
 #include "run_output.hpp"
+#include "resumed_options.hpp"
 #include "session_argument.hpp"
 #include "stop_signals.hpp"
 
@@ -263,8 +264,12 @@ int resume_command(const resume_settings& asked) {
       if (const auto error = io::write_file_atomically(store.dir() + "/recipe.yaml", *copy); !error.empty())
         std::fprintf(stderr, "arun: warning: cannot keep the edited recipe in the session: %s\n", error.c_str());
   // -k given to the run holds for its resumes.
-  if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
+  if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object()) {
     s.keep_going = s.keep_going || flag_of(inv->get_object(), "keep_going");
+    // -j, tags, limits of output and time: as the run had them, unless given again now.
+    if (const auto* ex = inv->get_object().if_contains("execution"); ex && ex->is_object())
+      keep_execution_options(s, ex->get_object(), r.given);
+  }
   // A resumed run goes on where it ran (unless --executor says otherwise).
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
     if (const auto* ex = inv->get_object().if_contains("executor"); ex && ex->is_object()) {
@@ -293,6 +298,8 @@ int resume_command(const resume_settings& asked) {
   if (auto* inv = state.if_contains("invocation"); inv && inv->is_object()) {
     inv->get_object()["sets"] = json::array(s.recipe.sets.begin(), s.recipe.sets.end());
     inv->get_object()["cache"] = cache_invocation(s);
+    inv->get_object()["execution"] = execution_invocation(s);
+    inv->get_object()["keep_going"] = s.keep_going;
   }
   if (auto* inv = state.if_contains("invocation"); inv && inv->is_object()) {
     json::array secrets;

@@ -318,6 +318,43 @@ TEST_CASE("sessions: --retry-failed on a completed session runs its failed items
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("sessions: a resume runs with the run's -j, tags and limits unless it gives them, and later resumes keep them") {
+  session_project p;
+  const auto go = (p.root / "go").string(), go2 = (p.root / "go2").string();
+  const auto file = p.write("opts.yaml", "name: opts\ncontext:\n  log: " + p.log.string() +
+                                             "\nsteps:\n  - id: a\n    command: \"test -f " + go +
+                                             "\"\n  - id: tagged\n    when_tags: [slow]\n    command: \"echo tagged >> {{log}}\"\n"
+                                             "  - id: b\n    command: \"test -f " + go2 + "\"\n");
+  REQUIRE(p.run({file, "-j", "3", "--exclude-tags", "slow", "--kill-grace", "1.5"}).exit_code == 1);
+  const auto id = p.only_id();
+  const auto execution = p.state(id).at("invocation").at("execution").as_object();
+  CHECK(execution.at("max_concurrent") == 3);
+  CHECK(execution.at("kill_grace") == 1.5);
+  CHECK(execution.at("exclude_tags") == json::array{"slow"});
+  const auto log_of = [&] { return read_text(p.sessions / id / "arun.log"); };
+  // A plain resume: -j 3 and the excluded tag hold (the tagged step stays skipped).
+  std::ofstream(go) << "";
+  auto r = p.run({"resume", id});
+  CHECK(r.exit_code == 1);  // b fails now
+  CHECK(status_of(result_of(r), "tagged") == "skipped");
+  CHECK_FALSE(fs::exists(p.log));
+  auto log = log_of();
+  CHECK(log.rfind(", -j 3") != std::string::npos);
+  // A resume that gives -j: it wins, and the next resume keeps it.
+  r = p.run({"resume", id, "-j", "5"});
+  CHECK(r.exit_code == 1);
+  log = log_of();
+  CHECK(log.substr(log.rfind("runs 'opts'")).find(", -j 5") != std::string::npos);
+  std::ofstream(go2) << "";
+  r = p.run({"resume", id});
+  CHECK(r.exit_code == 0);
+  log = log_of();
+  CHECK(log.substr(log.rfind("runs 'opts'")).find(", -j 5") != std::string::npos);
+  CHECK(p.state(id).at("invocation").at("execution").at("max_concurrent") == 5);
+  CHECK(status_of(result_of(r), "tagged") == "skipped");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("sessions: resume uses the session's copies of the recipe and its sub-recipes") {
   session_project p;
   const auto stop = (p.root / "go").string();
