@@ -137,16 +137,8 @@ public:
     auto session = io::owned_dir::open(fs::path(dir_).parent_path().string());
     const auto* d = std::get_if<io::owned_dir>(&session);
     const auto journal = d ? d->read_file("journal.jsonl", std::size_t{1} << 30, why_not) : std::nullopt;
-    std::string_view rest = journal ? std::string_view(*journal) : std::string_view();
-    while (!rest.empty()) {
-      const auto end = rest.find('\n');
-      if (end == std::string_view::npos) break;  // a torn last line says nothing yet
-      if (const auto record = io::parse_journal_line(rest.substr(0, end))) {
-        if (record->result.status == step_status::failed) out.insert(record->result.step_id);
-        else out.erase(record->result.step_id);  // a later record of the same instance wins
-      }
-      rest.remove_prefix(end + 1);
-    }
+    for (auto& f : io::failed_in_journal(journal ? std::string_view(*journal) : std::string_view()))
+      out.insert(std::move(f.instance));
     return out;
   }
 

@@ -16,6 +16,7 @@
 #include "executor/slurm_cleanup.hpp"
 #include "session/workspaces.hpp"
 #include "files/owned_tree.hpp"
+#include "session/session_record.hpp"
 #include "output/terminal_text.hpp"
 #include "output/value_summary.hpp"
 
@@ -434,6 +435,20 @@ int sessions_show_command(const sessions_settings& given) {
     text += fmt::sprintf("error    %s\n", io::printable_text(error.substr(0, error.find('\n'))).c_str());
   if (std::error_code ec; fs::is_directory(dir + "/logs", ec))
     text += fmt::sprintf("logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
+  // What failed, by name (the journal's last word on each instance): the first ten.
+  {
+    std::string why_not;
+    auto session = io::owned_dir::open(dir);
+    const auto* d = std::get_if<io::owned_dir>(&session);
+    const auto journal = d ? d->read_file("journal.jsonl", std::size_t{1} << 30, why_not) : std::nullopt;
+    const auto failed = io::failed_in_journal(journal ? std::string_view(*journal) : std::string_view());
+    constexpr std::size_t shown_failures = 10;
+    for (std::size_t i = 0; i < failed.size() && i < shown_failures; ++i)
+      text += fmt::sprintf("failed   %s\n", io::printable_text(failed[i].error.empty() ? failed[i].instance : failed[i].error).c_str());
+    if (failed.size() > shown_failures)
+      text += fmt::sprintf("failed   … and %zu more (arun logs %s --failed)\n", failed.size() - shown_failures,
+                           s.session_id.c_str());
+  }
   for (const auto& gate : waiting_gates(st))
     text += fmt::sprintf("waiting  approval at %s: %s\n", io::printable_text(gate.step).c_str(),
                          io::printable_text(gate.prompt).c_str());

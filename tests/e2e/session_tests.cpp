@@ -295,6 +295,9 @@ TEST_CASE("sessions: --retry-failed on a completed session runs its failed items
   CHECK(failed.at(1).at("instance") == "fan[7]");
   CHECK(failed.at(1).at("error") == "step 'fan[7]' (item: 7): exit code 1");
   CHECK(std::string(failed.at(1).at("log").as_string()) == (p.sessions / id / "logs" / "fan[7].err").string());
+  // sessions show names them.
+  const auto shown = run_arun({"sessions", "show", id, "--session-dir", p.sessions.string()}, p.root.string());
+  CHECK_THAT(shown.out, Catch::Contains("failed   step 'fan[3]' (item: 3): exit code 1\nfailed   step 'fan[7]' (item: 7): exit code 1\n"));
   // A plain resume says there is nothing to do, and how to retry the failures.
   auto plain = p.run({"resume", id});
   CHECK(plain.exit_code == 0);

@@ -10,7 +10,9 @@
 #include <boost/crc.hpp>
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <limits>
 #include <cstdio>
 #include <utility>
@@ -165,6 +167,29 @@ std::optional<finished_instance> parse_journal_line(std::string_view line) {
   if (const auto* delta = o.if_contains("delta"); delta && delta->is_object()) f.context_delta = delta->get_object();
   if (const auto* key = o.if_contains("key"); key && key->is_string()) f.result.content_key = key->get_string();
   return f;
+}
+
+std::vector<failed_instance> failed_in_journal(std::string_view journal) {
+  // By instance, with when it (last) failed: a later record of the same instance wins.
+  std::map<std::string, std::pair<std::size_t, std::string>, std::less<>> failed;
+  for (std::size_t seq = 0; !journal.empty(); ++seq) {
+    const auto end = journal.find('\n');
+    if (end == std::string_view::npos) break;
+    if (const auto record = parse_journal_line(journal.substr(0, end))) {
+      const auto& r = record->result;
+      if (r.status == step_status::failed)
+        failed.insert_or_assign(r.step_id, std::pair{seq, r.error.substr(0, r.error.find('\n'))});
+      else
+        failed.erase(r.step_id);
+    }
+    journal.remove_prefix(end + 1);
+  }
+  std::vector<std::pair<std::size_t, failed_instance>> ordered;
+  for (auto& [instance, at] : failed) ordered.push_back({at.first, failed_instance{instance, std::move(at.second)}});
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<failed_instance> out;
+  for (auto& entry : ordered) out.push_back(std::move(entry.second));
+  return out;
 }
 
 }  // namespace arun::io

@@ -33,6 +33,10 @@ std::string journal_line(const step_result& result, const boost::json::object& c
 /// whose checksum does not match is not a record either; lines without one (an older arun's)
 /// are taken as they read. References are rebuilt from `stored_outputs` only.
 std::optional<finished_instance> parse_journal_line(std::string_view line);
+/// The instances whose last record in `journal` (the text of journal.jsonl) says failed, in
+/// journal order, each with its error's first line (`logs --failed`, `sessions show`). A torn
+/// last line says nothing yet.
+std::vector<failed_instance> failed_in_journal(std::string_view journal);
 
 /// Whether a line carries a checksum that does not match its text.
 bool checksum_mismatch(std::string_view line);
