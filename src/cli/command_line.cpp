@@ -315,14 +315,15 @@ void add_logs_options(CLI::App& app, logs_settings& s) {
                  "Only these instances: an instance id or a glob ('fan[*]/review', 'build*'); default: all");
   app.add_option("--stream", s.stream, "Only stdout (out) or stderr (err)")->check(CLI::IsMember({"out", "err"}));
   app.add_flag("-f,--follow", s.follow, "Keep printing new output while the session runs; ends when the run ends");
-  app.add_flag("--failed", s.failed,
-               "Only the instances that failed (as the session's journal last recorded them); with an instance "
-               "glob, those of them that failed");
+  auto* failed = app.add_flag("--failed", s.failed,
+                              "Only the instances that failed (as the session's journal last recorded them); with an "
+                              "instance glob, those of them that failed");
   app.add_flag("--transcript", s.transcript,
                "Agent instances: each call's argv, model, system prompt, prompt (correction rounds included) "
                "and full reply, instead of the output lines")
       ->excludes("--follow")
-      ->excludes("--stream");
+      ->excludes("--stream")
+      ->excludes(failed);
   app.add_option("--session-dir", s.session_dir, "Where sessions live")->type_name("DIR");
 }
 

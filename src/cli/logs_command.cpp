@@ -257,12 +257,15 @@ int logs_command(const logs_settings& given) {
   if (!s.follow) {
     if (!print_all()) return exit_output_failed;
     if (!positions.empty()) return exit_success;
-    if (s.failed) {
+    const auto known = reader.instances();
+    const bool glob_matches = std::any_of(known.begin(), known.end(), [&](const std::string& instance) {
+      return s.instance_glob.empty() || instance_glob_match(s.instance_glob, instance);
+    });
+    if (s.failed && glob_matches) {
       std::fprintf(stderr, "arun: no instance of session %s%s failed with output kept\n", s.session_id.c_str(),
                    s.instance_glob.empty() ? "" : (" matching '" + s.instance_glob + "'").c_str());
       return exit_success;
     }
-    const auto known = reader.instances();
     if (known.empty()) {
       std::fprintf(stderr, "arun: no step of session %s has printed anything\n", s.session_id.c_str());
       return exit_success;

@@ -54,7 +54,7 @@ void keep_execution_options(run_settings& s, const boost::json::object& recorded
   if (const auto* v = kept("heartbeat", "heartbeat"))
     if (const auto d = seconds(*v)) s.heartbeat = *d;
   if (const auto* v = kept("max_output", "max-output"))
-    if (const auto n = whole(*v, std::uint64_t{1} << 40)) s.max_output = static_cast<std::size_t>(*n);
+    if (const auto n = whole(*v, std::uint64_t{1} << 40); n && *n >= 1) s.max_output = static_cast<std::size_t>(*n);
   if (const auto* v = kept("spill_outputs_over", "spill-outputs-over"))
     if (const auto n = whole(*v, std::uint64_t{1} << 40)) s.spill_outputs_over = static_cast<std::size_t>(*n);
   if (const auto* v = kept("include_tags", "include-tags"))

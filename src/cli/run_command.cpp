@@ -89,8 +89,13 @@ run_options engine_options(const run_settings& s, const std::string& base_dir) {
   options.working_dir = base_dir;
   options.templates = s.recipe.strict ? template_mode::strict : s.recipe.lenient ? template_mode::lenient : template_mode::normal;
   options.max_concurrent = s.max_concurrent;
-  options.include_tags = s.include_tags;
-  options.exclude_tags = s.exclude_tags;
+  // An empty tag is no filter: `--include-tags ''` on a resume clears the run's.
+  auto tags = [](std::vector<std::string> v) {
+    std::erase(v, std::string());
+    return v;
+  };
+  options.include_tags = tags(s.include_tags);
+  options.exclude_tags = tags(s.exclude_tags);
   options.heartbeat = to_ns(s.heartbeat);
   options.reload = s.reload;
   options.keep_going = s.keep_going;

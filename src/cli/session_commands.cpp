@@ -16,6 +16,7 @@
 #include "executor/slurm_cleanup.hpp"
 #include "session/workspaces.hpp"
 #include "files/owned_tree.hpp"
+#include "output/result_format.hpp"
 #include "session/session_record.hpp"
 #include "output/terminal_text.hpp"
 #include "output/value_summary.hpp"
@@ -36,6 +37,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <optional>
 #include <sstream>
 #include <variant>
@@ -443,10 +445,17 @@ int sessions_show_command(const sessions_settings& given) {
     const auto journal = d ? d->read_file("journal.jsonl", std::size_t{1} << 30, why_not) : std::nullopt;
     const auto failed = io::failed_in_journal(journal ? std::string_view(*journal) : std::string_view());
     constexpr std::size_t shown_failures = 10;
-    for (std::size_t i = 0; i < failed.size() && i < shown_failures; ++i)
-      text += fmt::sprintf("failed   %s\n", io::printable_text(failed[i].error.empty() ? failed[i].instance : failed[i].error).c_str());
-    if (failed.size() > shown_failures)
-      text += fmt::sprintf("failed   … and %zu more (arun logs %s --failed)\n", failed.size() - shown_failures,
+    // A loop's or a call's record repeats the error of the instance inside that failed: said once.
+    std::set<std::string, std::less<>> instances;
+    for (const auto& f : failed) instances.insert(f.instance);
+    std::vector<const arun::failed_instance*> own;
+    for (const auto& f : failed)
+      if (const auto origin = io::failure_origin(f.error); origin == f.instance || !instances.contains(origin))
+        own.push_back(&f);
+    for (std::size_t i = 0; i < own.size() && i < shown_failures; ++i)
+      text += fmt::sprintf("failed   %s\n", io::printable_text(own[i]->error.empty() ? own[i]->instance : own[i]->error).c_str());
+    if (own.size() > shown_failures)
+      text += fmt::sprintf("failed   … and %zu more (arun logs %s --failed)\n", own.size() - shown_failures,
                            s.session_id.c_str());
   }
   for (const auto& gate : waiting_gates(st))

@@ -85,6 +85,11 @@ TEST_CASE("logs: every instance's output is kept, named in the failure line and 
     CHECK(r.exit_code == 0);
     CHECK(r.out.empty());
     CHECK(r.err.find("no instance of session " + id + " matching 'after' failed") != std::string::npos);
+    // A glob that matches no instance at all is a mistake, not "nothing failed".
+    r = p.arun({"logs", id, "fun*", "--failed"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("no log of session " + id + " matches 'fun*'") != std::string::npos);
+    CHECK(p.arun({"logs", id, "--failed", "--transcript"}).exit_code == 2);
   }
   SECTION("a glob that matches nothing says which instances have output") {
     const auto r = p.arun({"logs", id, "fun*"});

@@ -355,6 +355,10 @@ TEST_CASE("sessions: a resume runs with the run's -j, tags and limits unless it 
   CHECK(log.substr(log.rfind("runs 'opts'")).find(", -j 5") != std::string::npos);
   CHECK(p.state(id).at("invocation").at("execution").at("max_concurrent") == 5);
   CHECK(status_of(result_of(r), "tagged") == "skipped");
+  // An empty tag is no filter: `--exclude-tags ''` runs the tagged step.
+  fs::remove_all(p.sessions);
+  CHECK(p.run({file, "--exclude-tags", ""}).exit_code == 0);
+  CHECK(lines_of(p.log) == std::vector<std::string>{"tagged"});
   CHECK(arun::test::leftover_processes().empty());
 }
 

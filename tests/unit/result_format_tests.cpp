@@ -222,6 +222,16 @@ TEST_CASE("a loop's failed iterations: the first five in the text result, every 
   CHECK(failed.at(6).at("instance") == "fan[19]");
   CHECK(failed.at(6).at("error") == "step 'fan[19]': exit code 3");
   CHECK(failed.at(1).at("log") == "/s/logs/fan[3].err");
+  // An iteration with a body has no log of its own: the failed step inside it gives one.
+  auto body_loop = test::finished("each", step_status::completed);
+  body_loop.failed_instances.push_back({"each[1]", "step 'each[1]/b': exit code 1"});
+  run.step_results.push_back(body_loop);
+  const log_locator inner_logs = [](std::string_view instance) {
+    return instance == "each[1]/b" ? std::string("/s/logs/each[1]/b.err") : std::string();
+  };
+  CHECK(result_to_json(run, inner_logs).at("step_results").at(2).at("failed_instances").at(0).at("log") ==
+        "/s/logs/each[1]/b.err");
+  run.step_results.pop_back();
   CHECK_FALSE(failed.at(0).as_object().contains("log"));
   CHECK_FALSE(o.at("step_results").at(0).as_object().contains("failed_instances"));
   // A failed loop's own line names the failure that stopped it: the list does not repeat it.

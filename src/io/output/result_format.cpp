@@ -162,7 +162,12 @@ void add_logs(boost::json::object& entry, const step_result& s, const log_locato
     if (const auto log = logs(failure_origin(s.error)); !log.empty()) entry["log"] = log;
   if (auto* failed = entry.if_contains("failed_instances"); failed && failed->is_array())
     for (auto& f : failed->get_array())
-      if (const auto log = logs(std::string(f.at("instance").as_string())); !log.empty()) f.as_object()["log"] = log;
+    {
+      // An iteration with a body has no log of its own: the log of the step inside that failed.
+      auto log = logs(std::string(f.at("instance").as_string()));
+      if (log.empty()) log = logs(failure_origin(f.at("error").as_string()));
+      if (!log.empty()) f.as_object()["log"] = log;
+    }
   if (auto* children = entry.if_contains("children"); children && children->is_array())
     for (std::size_t i = 0; i < s.children.size() && i < children->get_array().size(); ++i)
       add_logs(children->get_array()[i].as_object(), s.children[i], logs);
