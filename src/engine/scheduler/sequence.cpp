@@ -6,7 +6,7 @@
 #include "step_preparation.hpp"
 
 #include <algorithm>
-#include <optional>
+#include <utility>
 
 namespace arun::engine {
 namespace {
@@ -72,12 +72,14 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_sequence(const std::
     std::size_t end = i + 1;
     if (s.parallel_group)
       while (end < steps.size() && steps[end].parallel_group == s.parallel_group) ++end;
-    // Under --keep-going, a step that depends on one that failed does not run (make -k).
-    std::vector<std::optional<instance_outcome>> held(end - i);
+    // Under --keep-going, a step that depends on one that failed does not run (make -k). Only
+    // those get an outcome here: a group of 20,000 members holds no second set of them.
+    std::vector<std::pair<std::size_t, instance_outcome>> held;
     std::vector<const step*> members;
+    members.reserve(end - i);
     for (std::size_t k = i; k < end; ++k) {
       if (auto cause = upstream.blocking(steps[k]); !cause.why.empty())
-        held[k - i] = hold_back(steps[k], prefix + steps[k].id, cause, upstream);
+        held.emplace_back(k, hold_back(steps[k], prefix + steps[k].id, cause, upstream));
       else
         members.push_back(&steps[k]);
     }
@@ -87,8 +89,10 @@ boost::asio::awaitable<sequence_outcome> step_executor::run_sequence(const std::
     else if (members.size() == 1)
       outcomes.push_back(co_await run_instance(*members.front(), sc, prefix + members.front()->id, stop));
     // Merged after every member finished, in declaration order, never finishing order.
-    for (std::size_t k = i, ran = 0; k < end; ++k)
-      absorb(out, steps[k], held[k - i] ? std::move(*held[k - i]) : std::move(outcomes[ran++]), sc, upstream);
+    for (std::size_t k = i, ran = 0, h = 0; k < end; ++k) {
+      const bool was_held = h < held.size() && held[h].first == k;
+      absorb(out, steps[k], was_held ? std::move(held[h++].second) : std::move(outcomes[ran++]), sc, upstream);
+    }
     i = end;
   }
   co_return out;
