@@ -11,7 +11,6 @@
 #include "session/transcripts.hpp"
 #include "session/session_record.hpp"
 #include "session/session_store.hpp"
-#include "files/owned_tree.hpp"
 
 #include <fmt/format.h>
 
@@ -133,12 +132,7 @@ public:
   // --follow: a running fan-out fails more as it goes). Through the session's descriptor.
   std::set<std::string, std::less<>> failed_instances() const {
     std::set<std::string, std::less<>> out;
-    std::string why_not;
-    auto session = io::owned_dir::open(fs::path(dir_).parent_path().string());
-    const auto* d = std::get_if<io::owned_dir>(&session);
-    const auto journal = d ? d->read_file("journal.jsonl", std::size_t{1} << 30, why_not) : std::nullopt;
-    for (auto& f : io::failed_in_journal(journal ? std::string_view(*journal) : std::string_view()))
-      out.insert(std::move(f.instance));
+    for (auto& f : io::failed_in_session(fs::path(dir_).parent_path().string())) out.insert(std::move(f.instance));
     return out;
   }
 

@@ -439,11 +439,7 @@ int sessions_show_command(const sessions_settings& given) {
     text += fmt::sprintf("logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
   // What failed, by name (the journal's last word on each instance): the first ten.
   {
-    std::string why_not;
-    auto session = io::owned_dir::open(dir);
-    const auto* d = std::get_if<io::owned_dir>(&session);
-    const auto journal = d ? d->read_file("journal.jsonl", std::size_t{1} << 30, why_not) : std::nullopt;
-    const auto failed = io::failed_in_journal(journal ? std::string_view(*journal) : std::string_view());
+    const auto failed = io::failed_in_session(dir);
     constexpr std::size_t shown_failures = 10;
     // A loop's or a call's record repeats the error of the instance inside that failed: said once.
     std::set<std::string, std::less<>> instances;

@@ -135,9 +135,9 @@ std::vector<std::vector<std::size_t>> dag_dependencies(const std::vector<step>& 
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const auto& s = steps[i];
     by_id[s.id] = i;
-    for (const auto* name : {&s.output, &s.output_exit_code})
-      if (*name) by_output[**name] = i;
-    if (s.foreach && s.foreach->collect) by_output[*s.foreach->collect] = i;
+    name_set outputs;
+    add_outputs(s, outputs);
+    for (const auto& name : outputs) by_output[name] = i;
   }
   std::vector<std::vector<std::size_t>> deps(steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {

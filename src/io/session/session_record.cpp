@@ -4,6 +4,7 @@
 #include "files/json_text.hpp"
 #include "output/result_format.hpp"
 #include "session/journal_references.hpp"
+#include "files/owned_tree.hpp"
 
 #include <arun/value_format.hpp>
 
@@ -16,6 +17,7 @@
 #include <limits>
 #include <cstdio>
 #include <utility>
+#include <variant>
 #include <stdexcept>
 
 namespace arun::io {
@@ -190,6 +192,14 @@ std::vector<failed_instance> failed_in_journal(std::string_view journal) {
   std::vector<failed_instance> out;
   for (auto& entry : ordered) out.push_back(std::move(entry.second));
   return out;
+}
+
+std::vector<failed_instance> failed_in_session(const std::string& session_dir) {
+  std::string why_not;
+  auto session = owned_dir::open(session_dir);
+  const auto* dir = std::get_if<owned_dir>(&session);
+  const auto journal = dir ? dir->read_file("journal.jsonl", std::size_t{1} << 30, why_not) : std::nullopt;
+  return failed_in_journal(journal ? std::string_view(*journal) : std::string_view());
 }
 
 }  // namespace arun::io

@@ -37,6 +37,10 @@ std::optional<finished_instance> parse_journal_line(std::string_view line);
 /// journal order, each with its error's first line (`logs --failed`, `sessions show`). A torn
 /// last line says nothing yet.
 std::vector<failed_instance> failed_in_journal(std::string_view journal);
+/// failed_in_journal() of the session in `session_dir`, its journal read through the
+/// session's own descriptor (owned_dir: never a link, never blocking on a FIFO); none when
+/// it cannot be read.
+std::vector<failed_instance> failed_in_session(const std::string& session_dir);
 
 /// Whether a line carries a checksum that does not match its text.
 bool checksum_mismatch(std::string_view line);
