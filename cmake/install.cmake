@@ -16,16 +16,19 @@ if(ARUN_BUILD_CLI)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/schema/ DESTINATION ${ARUN_DATADIR}/schema COMPONENT runtime
           FILES_MATCHING PATTERN "*.json")
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/recipes/ DESTINATION ${ARUN_DATADIR}/recipes COMPONENT runtime)
-  install(DIRECTORY ${PROJECT_BINARY_DIR}/share/man/ DESTINATION ${CMAKE_INSTALL_MANDIR} COMPONENT runtime
-          OPTIONAL FILES_MATCHING PATTERN "*.1.gz")
-  # The places Debian's bash-completion, zsh and fish read. (Made by the `all` build; a tree
-  # where only `--target arun` was built installs without them.)
-  install(FILES ${PROJECT_BINARY_DIR}/share/completions/arun OPTIONAL
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT runtime)
-  install(FILES ${PROJECT_BINARY_DIR}/share/completions/_arun OPTIONAL
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT runtime)
-  install(FILES ${PROJECT_BINARY_DIR}/share/completions/arun.fish OPTIONAL
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d COMPONENT runtime)
+  # Completions and man pages, made from the binary being installed (now, if the build did not
+  # make them) and written with the paths under the prefix installed to; it says what it
+  # installed, or why there are no man pages (cmake/generated_docs.cmake).
+  install(CODE "
+    set(ARUN_INSTALLING TRUE)
+    set(ARUN_BINARY \"$<TARGET_FILE:arun>\")
+    set(ARUN_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
+    set(ARUN_GENERATED \"${PROJECT_BINARY_DIR}/share\")
+    set(ARUN_MANDIR \"${CMAKE_INSTALL_MANDIR}\")
+    set(ARUN_DOCDIR \"${CMAKE_INSTALL_DOCDIR}\")
+    set(ARUN_DATADIR \"${ARUN_DATADIR}\")
+    set(ARUN_SHAREDIR \"${CMAKE_INSTALL_DATADIR}\")
+    include(\"${PROJECT_SOURCE_DIR}/cmake/generated_docs.cmake\")" COMPONENT runtime)
   install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
           DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT runtime)

@@ -24,12 +24,16 @@ namespace fs = std::filesystem;
 namespace {
 
 // The starter: one of each thing a new recipe usually needs, each line saying what it does.
-// {schema_line} points editors at arun's JSON Schema (completion and checks as you type).
-constexpr const char* starter_template = R"({schema_line}# {name}: a recipe for arun. Run it:       arun {file}
+// It names no path of this machine: the file is committed and read by others, whose arun (and
+// its schema) is installed elsewhere. Editors find the schema through their own settings
+// (docs/running.md, "Editor support"); the path is printed on stderr instead.
+constexpr const char* starter_template = R"(# {name}: a recipe for arun. Run it:       arun {file}
 #                                 check it:     arun validate {file}
 #                                 see the plan: arun explain {file}
 # Steps run one after the other; each `command` runs with bash in the directory arun was
 # started in (-C DIR changes it). The manual: `man arun`, and docs/ in arun's sources.
+# Editors complete and check recipes once arun's JSON Schema is mapped to them in the editor's
+# settings (docs/running.md, "Editor support"; `man arun`, FILES, says where the schema is).
 name: "{name}"
 description: What this recipe does, in one line.
 version: "1.0.0"
@@ -57,8 +61,9 @@ steps:
     command: echo "this directory has {{{{entry_count}}}} entries"
 
   - id: each-file
-    # foreach runs the step once per item, up to --max-concurrent at a time; the item is
-    # {{{{file}}}}. Failing items do not stop the others here.
+    # foreach runs the step once per item, one item at a time; `parallel: 4` would run up to
+    # 4 at once (`parallel: true`: up to --max-concurrent). The item is {{{{file}}}}. Failing
+    # items do not stop the others here.
     foreach: "{{{{files}}}}"
     as: file
     command: echo "would process {{{{file}}}}"
@@ -89,11 +94,8 @@ int init_command(const init_settings& s) {
                  recipe_name.c_str(), longest_name);
     return exit_usage;
   }
-  const auto schema = io::locate_recipe_schema(io::running_binary());
-  const std::string schema_line =
-      schema.path.empty() ? std::string() : "# yaml-language-server: $schema=" + schema.path + "\n";
-  const auto text = fmt::format(fmt::runtime(starter_template), fmt::arg("schema_line", schema_line),
-                                fmt::arg("name", recipe_name), fmt::arg("file", file.string()));
+  const auto text = fmt::format(fmt::runtime(starter_template), fmt::arg("name", recipe_name),
+                                fmt::arg("file", file.string()));
   // Never through a symbolic link, never over an existing file unless --force, and never into
   // something that is not a regular file (O_NONBLOCK: a FIFO of that name must not hang us).
   const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (s.force ? 0 : O_EXCL);
@@ -116,7 +118,13 @@ int init_command(const init_settings& s) {
     return exit_output_failed;
   }
   std::fprintf(stderr, "arun: wrote %s; run it with: arun %s\n", file.c_str(), file.c_str());
-  if (schema.path.empty())
+  // This machine's schema path goes here, not into the file (see starter_template).
+  const auto schema = io::locate_recipe_schema(io::running_binary());
+  if (!schema.path.empty())
+    std::fprintf(stderr, "arun: editors: map %s to your recipe files for completion and checks as you type "
+                         "(docs/running.md, \"Editor support\")\n",
+                 schema.path.c_str());
+  else
     std::fprintf(stderr, "arun: note: arun's JSON Schema was not found beside the binary (looked in %s); "
                          "editors will not check the recipe as you type\n",
                  fmt::format("{}", fmt::join(schema.looked_in, ", ")).c_str());

@@ -49,8 +49,18 @@ TEST_CASE("arun init writes a commented starter recipe that validates and runs, 
   REQUIRE(fs::exists(file));
   std::ifstream in(file);
   const std::string text{std::istreambuf_iterator<char>(in), {}};
-  // The schema modeline points at this checkout's schema (the build tree's arun finds it).
-  CHECK(text.starts_with("# yaml-language-server: $schema=" + std::string(ARUN_SOURCE_DIR) + "/schema/recipe.schema.json\n"));
+  // The file is for the next person too: no path of this checkout, build or prefix (editors
+  // map the schema in their settings), and the schema's path goes to stderr instead.
+  CHECK(text.starts_with("# recipe: a recipe for arun."));
+  CHECK(text.find(ARUN_SOURCE_DIR) == std::string::npos);
+  CHECK(text.find(fs::path(ARUN_BINARY).parent_path().string()) == std::string::npos);
+  CHECK(text.find("$schema") == std::string::npos);
+  CHECK_THAT(r.err, Catch::Contains("editors: map " + std::string(ARUN_SOURCE_DIR) + "/schema/recipe.schema.json"));
+  // What the comment says of foreach is what it does: one item at a time unless `parallel`.
+  CHECK(text.find("one item at a time") != std::string::npos);
+  CHECK(text.find("up to --max-concurrent at a time") == std::string::npos);
+  r = run_arun({"explain", "recipe.yaml"}, root);
+  CHECK_THAT(r.out, Catch::Contains("for each file in \"{{files}}\", 1 at a time"));
   CHECK(text.find("name: \"recipe\"\n") != std::string::npos);
   CHECK(run_arun({"validate", "--strict", "recipe.yaml"}, root).exit_code == 0);
   r = run_arun({"recipe.yaml", "-q", "--output-format", "json"}, root);

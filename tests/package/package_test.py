@@ -3,8 +3,12 @@
 
 1. `cmake --install BUILD --prefix P`: P/bin/arun runs a tutorial and a pattern recipe with
    `--agent-cli fake` (found in P/share/arun, ARUN_FAKE_AGENT unset), `arun list` finds the
-   shipped examples, the man pages render, the completion scripts are where the shells look,
-   and docs/embedding.md's example configures against P with find_package(arun CONFIG).
+   shipped examples, `arun init` writes a recipe that names no path of P, the man pages render
+   and arun(1) has EXIT STATUS, ENVIRONMENT (every variable arun reads), FILES and EXAMPLES
+   with P's paths in them, the completion scripts are where the shells look, and
+   docs/embedding.md's example configures against P with find_package(arun CONFIG). The
+   install is run on a build whose man pages and completions were not made (as after
+   `tools/run`, which builds only the command): it makes them, and says what it installed.
 2. `cpack -G DEB` builds arun and libarun-dev with the project's version and the runtime
    Depends dpkg-shlibdeps finds; `dpkg -i` installs both (the test removes them again), and
    then /usr/bin/arun runs the tutorial and the fake agent, `man arun` works, and the
@@ -23,6 +27,7 @@ import argparse
 import fcntl
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -87,13 +92,86 @@ def check_installed_arun(arun, share, home, where):
           f"{where}: arun list shows the shipped example recipes")
     code, out, err = run([arun, "completions", "bash"], env=env, cwd=home)
     check(code == 0 and "complete -F _arun arun" in out, f"{where}: arun completions bash prints the script")
+    code, out, err = run([arun, "init", "starter"], env=env, cwd=home)
+    text = open(os.path.join(home, "starter.yaml")).read() if code == 0 else ""
+    schema = os.path.join(share, "schema", "recipe.schema.json")
+    check(code == 0 and os.path.dirname(share) not in text and "$schema" not in text,
+          f"{where}: arun init writes a recipe that names no path of the install (exit {code}) {err[-300:]}")
+    check(f"editors: map {schema} " in err, f"{where}: arun init prints where the schema is {err[-300:]}")
+    code, out, err = run([arun, "validate", "--strict", "starter.yaml"], env=env, cwd=home)
+    check(code == 0, f"{where}: arun init's recipe validates under --strict (exit {code}) {err[-300:]}")
+
+
+def environment_read(repo):
+    """The environment variables arun's sources read (getenv, the config table's ARUN_*)."""
+    names = set()
+    for root, _, files in os.walk(os.path.join(repo, "src")):
+        for f in files:
+            if f.endswith((".cpp", ".hpp")):
+                text = open(os.path.join(root, f), encoding="utf-8").read()
+                names.update(re.findall(r'(?:getenv|env_value)\("([A-Z_]+)"\)', text))
+                names.update(re.findall(r'"(ARUN_[A-Z_]*[A-Z])"', text))
+    return names
+
+
+def man_text(page, home):
+    code, out, err = run(["man", "-l", page], env=dict(user_env(home), MANPAGER="cat", MANWIDTH="100"))
+    return code, out, err
+
+
+def check_man_pages(prefix, repo, home):
+    """arun(1) has the sections a man page needs, with this prefix's paths, and renders clean."""
+    man1 = os.path.join(prefix, "share", "man", "man1")
+    page = os.path.join(man1, "arun.1.gz")
+    code, out, err = man_text(page, home)
+    if not check(code == 0, f"prefix: man -l arun.1.gz renders (exit {code}) {err[-300:]}"):
+        return
+    sections = re.findall(r"^([A-Z][A-Z ]+)$", out, re.M)
+    for section in ("EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"):
+        check(section in sections, f"prefix: arun(1) has {section} ({sections})")
+    exit_status = out.split("\nEXIT STATUS\n", 1)[-1].split("\nENVIRONMENT\n", 1)[0]
+    codes = set(re.findall(r"^\| (\d+) \|", open(os.path.join(repo, "docs/reference/exit-codes.md")).read(), re.M))
+    for c in sorted(codes, key=int):
+        check(re.search(rf"^\s+{c}\s", exit_status, re.M), f"prefix: arun(1) EXIT STATUS gives exit code {c}")
+    environment = out.split("\nENVIRONMENT\n", 1)[-1].split("\nFILES\n", 1)[0]
+    for name in sorted(environment_read(repo)):
+        if name == "ARUN_SUPERVISED_BY":  # arun sets it for its children; it reads it back
+            continue
+        check(name in environment, f"prefix: arun(1) ENVIRONMENT names {name}, which arun reads")
+    manual = os.path.join(prefix, "share", "doc", "arun", "docs")
+    files = out.split("\nFILES\n", 1)[-1].split("\nEXAMPLES\n", 1)[0]
+    check(manual in files and os.path.isdir(manual),
+          f"prefix: arun(1) names the manual where it was installed ({manual})")
+    check(os.path.join(prefix, "share", "arun", "schema", "recipe.schema.json") in out,
+          "prefix: arun(1) FILES names the installed recipe schema")
+    check("/usr/share/doc" not in out and "@ARUN_" not in out, "prefix: arun(1) names no other prefix's paths")
+    for sub in ("arun-validate.1.gz", "arun-sessions-list.1.gz"):
+        code, text, err = man_text(os.path.join(man1, sub), home)
+        check(code == 0 and manual in text and "@ARUN_" not in text,
+              f"prefix: {sub} names the manual where it was installed (exit {code})")
+    # groff parses every page without a warning.
+    for name in sorted(os.listdir(man1)):
+        r = subprocess.run(f"gzip -dc {shlex.quote(os.path.join(man1, name))} | groff -man -Tutf8 -ww -z",
+                           shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        check(r.returncode == 0 and not r.stderr, f"prefix: groff -man -ww parses {name} cleanly {r.stderr[-300:]}")
 
 
 def check_prefix_install(build, repo, tmp):
     prefix = os.path.join(tmp, "prefix")
+    # As after tools/run, which builds only the command: the install makes what the build did not.
+    generated = os.path.join(build, "share")
+    for made in ("generated.stamp", "man", "completions"):
+        path = os.path.join(generated, made)
+        shutil.rmtree(path) if os.path.isdir(path) else os.path.exists(path) and os.remove(path)
     code, out, err = run(["cmake", "--install", build, "--prefix", prefix])
     if not check(code == 0, f"cmake --install into a prefix (exit {code}) {err[-500:]}"):
         return
+    check("making the completions and man pages" in out, f"prefix: the install says it makes the man pages {out[-500:]}")
+    for rel in ("share/man/man1/arun.1.gz", "share/bash-completion/completions/arun"):
+        check(f"-- Installing: {os.path.join(prefix, rel)}" in out, f"prefix: the install says it installs {rel}")
+    code, again, err = run(["cmake", "--install", build, "--prefix", prefix])
+    check(code == 0 and "making the completions" not in again,
+          f"prefix: a second install uses the pages made by the first (exit {code}) {err[-300:]}")
     share = os.path.join(prefix, "share", "arun")
     expected = ["bin/arun", "share/arun/fake-agent", "share/arun/schema/recipe.schema.json",
                 "share/arun/recipes/tutorials/01-hello.yaml", "share/man/man1/arun.1.gz",
@@ -109,6 +187,7 @@ def check_prefix_install(build, repo, tmp):
     home = os.path.join(tmp, "home-prefix")
     os.makedirs(home)
     check_installed_arun(os.path.join(prefix, "bin", "arun"), share, home, "prefix")
+    check_man_pages(prefix, repo, home)
     code, out, err = run(["man", "-l", os.path.join(prefix, "share/man/man1/arun-validate.1.gz")],
                          env=dict(user_env(home), MANPAGER="cat", MANWIDTH="100"))
     check(code == 0 and "arun validate" in out and "--output-format" in out,
@@ -215,6 +294,8 @@ def install_and_use(build, repo, tmp):
         check_installed_arun("/usr/bin/arun", "/usr/share/arun", home, "deb")
         code, out, err = run(["man", "arun"], env=dict(user_env(home), MANPAGER="cat", MANWIDTH="100"))
         check(code == 0 and "arun" in out and "--max-concurrent" in out, f"deb: man arun (exit {code})")
+        check("/usr/share/doc/arun/docs" in out and "/usr/share/arun/schema/recipe.schema.json" in out,
+              "deb: man arun names the manual and the schema under /usr")
         # docs/embedding.md's example as written, against the installed package.
         src = os.path.join(tmp, "embed-deb")
         os.makedirs(src)
