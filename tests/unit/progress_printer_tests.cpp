@@ -411,3 +411,35 @@ TEST_CASE("the live status line shows each limited provider and what the agents 
   CHECK(status.find("42k tok") != std::string::npos);
   CHECK(f.file.text().find("!! claude: rate limited; at most 2 at once now (1 running)") != std::string::npos);
 }
+
+TEST_CASE("a question pauses the live status line: erased, nothing drawn, lines held until it is answered") {
+  fixture f(progress_mode::live);
+  const status_registration registered(&f.printer);
+  f.send(f.recipe_start(2));
+  f.start("slow");
+  CHECK_FALSE(visible_status(f.file.text()).empty());
+  std::string asked;
+  {
+    const status_paused question;
+    CHECK(f.file.text().ends_with(erase));  // the status line is gone before the question
+    asked = f.file.text();
+    f.now += 2s;
+    f.printer.tick();
+    f.start("other");  // a line, while the question is open
+    f.now += 2s;
+    f.printer.tick();
+    CHECK(f.file.text() == asked);  // nothing drawn over the question
+  }
+  const auto after = f.file.text().substr(asked.size());
+  CHECK(after.starts_with("  -> other\n"));  // held back, written after the answer
+  CHECK(visible_status(f.file.text()) == "[2/2] 2 running · 0:04 · slow 4s, other 2s");
+}
+
+TEST_CASE("without a registered status line a question pauses nothing") {
+  fixture f(progress_mode::live);
+  f.send(f.recipe_start(1));
+  f.start("slow");
+  const auto before = f.file.text();
+  { const status_paused question; }
+  CHECK(f.file.text() == before);
+}

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace arun::io {
@@ -18,6 +19,7 @@ constexpr std::size_t echoed_lines = 20;     // per instance, without -v
 constexpr std::size_t echoed_columns = 200;  // a longer line is shortened
 constexpr std::size_t fallback_width = 80;
 constexpr const char* erase_line = "\r\x1b[K";
+constexpr std::size_t held_bytes = 1 << 20;  // lines held while a question is open
 
 double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
@@ -113,7 +115,25 @@ void progress_printer::clear_status() noexcept {
   force_redraw_ = true;  // the next event or tick draws it again
 }
 
+void progress_printer::pause() noexcept {
+  if (paused_++ == 0) clear_status();
+}
+
+void progress_printer::resume() noexcept {
+  if (paused_ == 0 || --paused_ > 0) return;
+  try {
+    std::fputs(std::exchange(held_, {}).c_str(), out_);  // masked when held
+    if (const auto dropped = std::exchange(lines_dropped_, 0); dropped > 0)
+      add_line(fmt::format("  ({} progress lines not shown while a question was open)", dropped));
+    force_redraw_ = true;
+    flush_pending();
+  } catch (...) {
+    pending_.clear();
+  }
+}
+
 void progress_printer::tick() noexcept {
+  if (paused_ > 0) return;  // the question stays the last thing on the screen
   try {
     if (options_.waiting) {
       const auto waiting = options_.waiting();
@@ -263,6 +283,15 @@ void progress_printer::on_recipe_end(const event& e) {
 }
 
 void progress_printer::flush_pending() {
+  if (paused_ > 0) {  // held back, masked already, for resume()
+    if (options_.filter) pending_ = options_.filter(pending_);
+    if (held_.size() + pending_.size() <= held_bytes)
+      held_ += pending_;
+    else
+      lines_dropped_ += static_cast<std::size_t>(std::count(pending_.begin(), pending_.end(), '\n'));
+    pending_.clear();
+    return;
+  }
   const bool live = options_.mode == progress_mode::live;
   if (!pending_.empty()) {
     if (live) clear_status();
