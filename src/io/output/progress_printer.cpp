@@ -195,11 +195,7 @@ void progress_printer::on_limit_changed(const event& e) {
 }
 
 void progress_printer::on_step_start(const event& e) {
-  // Iteration first: an iteration holding body steps may be reported with type "loop" too.
-  if (detail::is_iteration(e.step))
-    loops_.start_iteration(e.step);
-  else if (e.step_type == "loop" || e.items)
-    loops_.start_loop(e.step, e.items);
+  loops_.follow(e);
   if (detail::inside_iteration(e.step) && !options_.verbose) return;
   std::string line = fmt::format("  -> {}", e.step);
   if (e.items) line += fmt::format(" ({} items)", *e.items);
@@ -234,24 +230,16 @@ void progress_printer::on_step_end(const event& e) {
     if (bad && options_.log_files)
       if (const auto files = options_.log_files(e.step); !files.empty()) add_line(fmt::format("     log: {}", files.front()));
   }
-  if (detail::is_iteration(e.step))
-    end_iteration(e, bad);
-  else if (loops_.end_loop(e.step))
-    force_redraw_ = true;
-}
-
-void progress_printer::end_iteration(const event& e, bool failed) {
-  const auto* loop = loops_.end_iteration(e.step, failed, e.result && e.result->cached);
-  if (loop == nullptr) return;
+  const auto followed = loops_.follow(e);
+  if (followed.loop_ended) force_redraw_ = true;
   // Live mode shows the counts in the status line; nested loops are summarised by the outer.
-  if (options_.mode == progress_mode::plain && !loop->nested() && summary_due(*loop)) add_line(summary_line(*loop));
+  const auto* loop = followed.iteration_of;
+  if (loop && options_.mode == progress_mode::plain && !loop->nested() && summary_due(*loop)) add_line(summary_line(*loop));
 }
 
 void progress_printer::on_retry(const event& e) {
-  if (detail::inside_iteration(e.step)) {
-    loops_.retry(e.step);
-    return;
-  }
+  loops_.follow(e);
+  if (detail::inside_iteration(e.step)) return;
   const auto why = first_line(e.message);
   add_line(fmt::format("  .. {} attempt {} failed{}{}{}; retrying in {}", e.step, e.attempt, why.empty() ? "" : " (",
                        why, why.empty() ? "" : ")", short_duration(e.delay)));

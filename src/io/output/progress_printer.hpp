@@ -92,7 +92,6 @@ private:
   void on_warning(const event& e);
   void on_limit_changed(const event& e);
   void on_recipe_end(const event& e);
-  void end_iteration(const event& e, bool failed);
   void add_line(std::string line) { pending_ += std::move(line) + '\n'; }
   void flush_pending();
   void redraw(bool force);
