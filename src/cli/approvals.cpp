@@ -1,6 +1,7 @@
 #include "approvals.hpp"
 
 #include "instance_glob.hpp"
+#include "terminal_question.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -113,6 +114,8 @@ asio::awaitable<approval_reply> session_approvals::ask(const approval_request& r
     bool& flag;
     ~done_asking() { flag = false; }
   } release{asking_};
+  // Until the answer: no status line drawn over the question, and the answer echoed.
+  const terminal_question open_question(STDIN_FILENO, true);
   std::fprintf(stderr, "\narun: approval needed at %s:\n  %s\napprove? [y/N]%s ", request.step.c_str(),
                store_.masked(request.prompt).c_str(),
                request.timeout ? (" (" + std::to_string(static_cast<long long>(*request.timeout)) + " s, then " +

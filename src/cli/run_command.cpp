@@ -109,6 +109,8 @@ struct event_sinks {
   std::unique_ptr<io::instance_logs> logs;  ///< the session's logs/, when there is a session
   std::unique_ptr<io::transcript_store> transcripts;  ///< the session's transcripts.jsonl, likewise
   std::unique_ptr<io::progress_printer> progress;
+  /// A question on the terminal pauses `progress` (goes before it).
+  std::optional<io::status_registration> progress_pauses;
   std::vector<std::unique_ptr<io::jsonl_event_sink>> files;
   io::listener_fanout fanout;
   /// The executor's jobs waiting in a queue, for the status line (set once there is one).
@@ -152,6 +154,7 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
     };
     if (sinks.logs) po.log_files = [logs = sinks.logs.get()](std::string_view id) { return logs->files_of(id); };
     sinks.progress = std::make_unique<io::progress_printer>(stderr, po);
+    sinks.progress_pauses.emplace(sinks.progress.get());
     sinks.fanout.add(sinks.progress.get());
   }
   auto add_file = [&](io::jsonl_open_result opened) -> std::optional<std::string> {

@@ -1,8 +1,9 @@
 #include "secret_input.hpp"
 
+#include "terminal_question.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,28 +20,6 @@ void drop_line_end(std::string& value) {
   if (!value.empty() && value.back() == '\n') value.pop_back();
   if (!value.empty() && value.back() == '\r') value.pop_back();
 }
-
-// Echo off for as long as it lives; the terminal as it was afterwards.
-class no_echo {
-public:
-  explicit no_echo(int fd) : fd_(fd) {
-    if (::tcgetattr(fd_, &saved_) != 0) return;
-    termios quiet = saved_;
-    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-    quiet.c_lflag |= ECHONL;
-    active_ = ::tcsetattr(fd_, TCSAFLUSH, &quiet) == 0;
-  }
-  ~no_echo() {
-    if (active_) ::tcsetattr(fd_, TCSAFLUSH, &saved_);
-  }
-  no_echo(const no_echo&) = delete;
-  no_echo& operator=(const no_echo&) = delete;
-
-private:
-  int fd_;
-  termios saved_{};
-  bool active_ = false;
-};
 
 // One line from fd 0, a byte at a time: nothing past the line is taken from a shared stdin.
 // False at the end of input before any byte.
@@ -71,9 +50,9 @@ std::optional<std::string> read_secret_from_stdin(std::string_view name, std::st
   const bool terminal = ::isatty(STDIN_FILENO) == 1;
   bool got = false;
   if (terminal) {
+    const terminal_question question(STDIN_FILENO, false);  // the status line paused, echo off
     std::fprintf(stderr, "arun: value of secret %.*s (not shown): ", static_cast<int>(name.size()), name.data());
     std::fflush(stderr);
-    const no_echo quiet(STDIN_FILENO);
     got = read_line(value, error);
   } else {
     got = read_line(value, error);

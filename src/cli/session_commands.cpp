@@ -17,6 +17,7 @@
 #include "session/workspaces.hpp"
 #include "files/owned_tree.hpp"
 #include "output/result_format.hpp"
+#include "session/live_status.hpp"
 #include "session/session_record.hpp"
 #include "output/terminal_text.hpp"
 #include "output/value_summary.hpp"
@@ -156,6 +157,26 @@ std::string progress_of(const json::object& state) {
   const auto n = count >= 0 && count < 9007199254740992.0 ? static_cast<long long>(count) : 0;
   return total ? std::to_string(done) + "/" + std::to_string(total) + " steps, " + std::to_string(n) + " instances"
                : std::to_string(n) + " instances";
+}
+
+// A live run's counts, for `progress` (its state.json counts only what it found at its start).
+std::string live_progress(const io::live_status& now) {
+  const auto c = now.counts();
+  auto text = fmt::format("{} running, {} ended in this run ({} failed)", c.running, c.finished, c.failed);
+  if (c.kept > 0) text += fmt::format(", {} kept from earlier runs", c.kept);
+  return text;
+}
+
+json::object live_json(const io::live_status& now, std::chrono::system_clock::time_point at) {
+  const auto c = now.counts();
+  json::array loops;
+  for (const auto* l : now.loops()) {
+    json::object loop{{"step", l->id}, {"done", l->done}, {"failed", l->failed}, {"running", l->running.size()}};
+    loop["items"] = l->items ? json::value(*l->items) : json::value(nullptr);
+    loops.push_back(std::move(loop));
+  }
+  return json::object{{"running", c.running}, {"ended", c.finished},      {"failed", c.failed},
+                      {"kept", c.kept},       {"loops", std::move(loops)}, {"status_line", now.line(at, 160)}};
 }
 
 }  // namespace
@@ -420,17 +441,37 @@ int sessions_show_command(const sessions_settings& given) {
     return exit_usage;
   }
   const auto& st = std::get<json::object>(state);
+  // The events, read through the session's descriptor, never blocking (a FIFO planted as
+  // events.jsonl is skipped): the last ones are shown, and a live run's are counted.
+  std::string events;
+  {
+    std::string why_not;
+    auto session = io::owned_dir::open(dir);
+    if (auto* d = std::get_if<io::owned_dir>(&session))
+      events = d->read_file("events.jsonl", std::size_t{1} << 30, why_not).value_or("");
+  }
+  const bool live = io::session_is_live(dir);
+  // A live run's state.json is a snapshot of its start: what runs now is in its events.
+  io::live_status now;
+  if (live) now.add_events(events);
+  const auto wall_now = std::chrono::system_clock::now();
   if (s.output_format == "json") {
-    return print_all(io::to_json_text(st) + "\n");
+    if (!live || !now.active()) return print_all(io::to_json_text(st) + "\n");
+    auto shown = st;
+    shown["live"] = live_json(now, wall_now);
+    return print_all(io::to_json_text(shown) + "\n");
   }
   // What the session's files say is shown escaped: no state.json or event drives the terminal.
   const auto shown = [&st](std::string_view key, std::string fallback = {}) {
     return io::printable_text(text_of(st, key, std::move(fallback)));
   };
   text += fmt::sprintf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n",
-                       s.session_id.c_str(), shown("status").c_str(), io::session_is_live(dir) ? " (held by a running arun)" : "",
+                       s.session_id.c_str(), shown("status").c_str(), live ? " (held by a running arun)" : "",
                        shown("recipe_name").c_str(), shown("recipe_path").c_str(),
-                       shown("updated", text_of(st, "created")).c_str(), progress_of(st).c_str());
+                       shown("updated", text_of(st, "created")).c_str(),
+                       live && now.active() ? live_progress(now).c_str() : progress_of(st).c_str());
+  if (live && now.active())
+    text += fmt::sprintf("now      %s\n", io::printable_text(now.line(wall_now, 160)).c_str());
   if (const auto* output = st.if_contains("output"); output && !output->is_null())
     text += fmt::sprintf("output   %s\n", io::printable_text(io::value_line(*output, 200)).c_str());
   if (const auto error = text_of(st, "error"); !error.empty())
@@ -461,11 +502,7 @@ int sessions_show_command(const sessions_settings& given) {
   // blocking (a FIFO planted as events.jsonl is skipped).
   std::vector<std::string> lines;
   {
-    std::string why_not;
-    auto session = io::owned_dir::open(dir);
-    std::optional<std::string> events;
-    if (auto* d = std::get_if<io::owned_dir>(&session)) events = d->read_file("events.jsonl", std::size_t{1} << 30, why_not);
-    std::istringstream in(events.value_or(""));
+    std::istringstream in(events);
     for (std::string line; std::getline(in, line);) {
       lines.push_back(std::move(line));
       if (lines.size() > 10) lines.erase(lines.begin());

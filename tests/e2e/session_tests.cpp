@@ -874,3 +874,72 @@ TEST_CASE("sessions: session and audit files hold step output, so they are the o
   CHECK(mode(p.root / "events.jsonl") == (fs::perms::owner_read | fs::perms::owner_write));
   CHECK(arun::test::leftover_processes().empty());
 }
+
+namespace {
+
+// `sessions show ID` (text, or its JSON `live` object) polled until it holds `wanted`, at most
+// 60 s; the last answer.
+std::string show_until(const session_project& p, const std::string& id, const std::string& wanted, bool as_json) {
+  std::vector<std::string> args = {"sessions", "show", id, "--session-dir", p.sessions.string()};
+  if (as_json) args.insert(args.end(), {"--output-format", "json"});
+  std::string last;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    last = run_arun(args, p.root.string()).out;
+    if (last.find(wanted) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return last;
+}
+
+}  // namespace
+
+TEST_CASE("sessions: show on a live run counts what runs, ended and failed, and after a resume what was kept") {
+  session_project p;
+  const auto release = p.root / "release";
+  const auto recipe = p.write("live.yaml", "name: live\nsteps:\n"
+                                           "  - id: fan\n    foreach: '[0, 1, 2, 3]'\n    as: n\n    max_concurrent: 3\n"
+                                           "    on_error: continue\n    command: |\n"
+                                           "      [ {{n}} = 0 ] && exit 0; [ {{n}} = 1 ] && exit 1\n"
+                                           "      while [ ! -e " + release.string() + " ]; do sleep 0.05; done\n");
+  std::string id;
+  {
+    arun::test::background_arun run({recipe, "--session-dir", p.sessions.string(), "-q"}, p.root);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < until && p.ids().empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    id = p.only_id();
+    // Items 0 and 1 ended (1 failed); 2 and 3 wait for the release file.
+    const auto shown = show_until(p, id, "fan 2/4 · 2 running", false);
+    INFO(shown);
+    CHECK(shown.find("(held by a running arun)") != std::string::npos);
+    CHECK(shown.find("progress 2 running, 2 ended in this run (1 failed)\n") != std::string::npos);
+    CHECK(shown.find("now      [1/1] fan 2/4 · 2 running · 1 failed · ") != std::string::npos);
+    const auto as_json = json::parse(show_until(p, id, "\"running\":2", true)).as_object();
+    INFO(json::serialize(as_json));
+    REQUIRE(as_json.contains("live"));
+    const auto& live = as_json.at("live").as_object();
+    CHECK(live.at("running").as_int64() == 2);
+    CHECK(live.at("ended").as_int64() == 2);
+    CHECK(live.at("failed").as_int64() == 1);
+    CHECK(live.at("kept").as_int64() == 0);
+    CHECK(live.at("loops").as_array().at(0).as_object().at("items").as_int64() == 4);
+    ::kill(run.pid, SIGKILL);  // its children wait on: the release ends them below
+    CHECK(run.wait_exit(std::chrono::seconds(10)) == 128 + SIGKILL + 1000);
+  }
+  {
+    // The resume takes 0 and 1 from the journal: this run ran none of them.
+    fs::create_directories(p.root / "resumed");
+    arun::test::background_arun run({"resume", id, "--session-dir", p.sessions.string(), "-q"}, p.root / "resumed");
+    const auto shown = show_until(p, id, "2 kept from earlier runs", false);
+    INFO(shown);
+    CHECK(shown.find("progress 2 running, 0 ended in this run (1 failed), 2 kept from earlier runs\n") != std::string::npos);
+    CHECK(shown.find("now      [1/1] fan 2/4 · 2 running · 1 failed · ") != std::string::npos);
+    p.write("release", "");
+    CHECK(run.wait_exit(std::chrono::seconds(60)) == 0);  // on_error: continue
+  }
+  const auto after = run_arun({"sessions", "show", id, "--session-dir", p.sessions.string()}, p.root.string()).out;
+  CHECK(after.find("now ") == std::string::npos);  // a finished run has no live line
+  CHECK(after.find("progress 1/1 steps") != std::string::npos);
+  CHECK(arun::test::leftover_processes(std::chrono::milliseconds(5000)).empty());
+}

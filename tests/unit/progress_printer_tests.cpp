@@ -261,10 +261,12 @@ TEST_CASE("the live status line is drawn on ticks, at most every 100 ms, and at 
   f.now += 100ms;
   f.start("fan[50]");
   f.printer.tick();
-  CHECK(visible_status(f.file.text()) == "[1/3] fan 49/100 · 2 running · 0:00 · ETA 0:00");
+  // Never `ETA 0:00` while items are left.
+  CHECK(visible_status(f.file.text()) == "[1/3] fan 49/100 · 2 running · 0:00 · ETA 0:01");
   f.now += 2min;
   f.printer.tick();
-  CHECK(visible_status(f.file.text()) == "[1/3] fan 49/100 · 2 running · 2:00 · ETA 2:05");
+  // Both running iterations outlived the others (which took no time): named, oldest first.
+  CHECK(visible_status(f.file.text()) == "[1/3] fan 49/100 · 2 running · 2:00 · ETA 2:05 · fan[1] 2m00s, fan[50] 2m00s");
   CHECK(f.file.text().find("iterations done") == std::string::npos);  // no plain summaries
 }
 
@@ -276,7 +278,7 @@ TEST_CASE("the live status line is cleared before ordinary lines and redrawn aft
   f.end("fan[3]", step_status::failed, "boom");
   const auto text = f.file.text();
   CHECK(text.find(std::string("0:00") + erase + "  !! fan[3] failed (0.00s): boom\n") != std::string::npos);
-  CHECK(visible_status(text) == "[1/1] fan 1/10 · 0 running · 1 failed · 0:00 · ETA 0:00");
+  CHECK(visible_status(text) == "[1/1] fan 1/10 · 0 running · 1 failed · 0:00 · ETA 0:01");
 
   f.end("fan");
   CHECK(f.file.text().substr(text.size()) == std::string(erase) + "  ok fan completed (0.00s)\n" + erase +
@@ -291,8 +293,8 @@ TEST_CASE("the live status line fits the width: names are shortened first, then 
     f.send(test::loop_start("fan", 2000));
     for (int i = 0; i < 1233; ++i) f.iteration("fan[" + std::to_string(i) + "]");
     f.iteration("fan[1233]", step_status::failed);
-    f.start("fan[1234]");
     f.now += 31s;
+    f.start("fan[1234]");
     f.printer.tick();
     return visible_status(f.file.text());
   };
@@ -410,4 +412,115 @@ TEST_CASE("the live status line shows each limited provider and what the agents 
   CHECK(status.find("$0.42") != std::string::npos);
   CHECK(status.find("42k tok") != std::string::npos);
   CHECK(f.file.text().find("!! claude: rate limited; at most 2 at once now (1 running)") != std::string::npos);
+}
+
+TEST_CASE("a question pauses the live status line: erased, nothing drawn, lines held until it is answered") {
+  fixture f(progress_mode::live);
+  const status_registration registered(&f.printer);
+  f.send(f.recipe_start(2));
+  f.start("slow");
+  CHECK_FALSE(visible_status(f.file.text()).empty());
+  std::string asked;
+  {
+    const status_paused question;
+    CHECK(f.file.text().ends_with(erase));  // the status line is gone before the question
+    asked = f.file.text();
+    f.now += 2s;
+    f.printer.tick();
+    f.start("other");  // a line, while the question is open
+    f.now += 2s;
+    f.printer.tick();
+    CHECK(f.file.text() == asked);  // nothing drawn over the question
+  }
+  const auto after = f.file.text().substr(asked.size());
+  CHECK(after.starts_with("  -> other\n"));  // held back, written after the answer
+  CHECK(visible_status(f.file.text()) == "[2/2] 2 running · 0:04 · slow 4s, other 2s");
+}
+
+TEST_CASE("without a registered status line a question pauses nothing") {
+  fixture f(progress_mode::live);
+  f.send(f.recipe_start(1));
+  f.start("slow");
+  const auto before = f.file.text();
+  { const status_paused question; }
+  CHECK(f.file.text() == before);
+}
+
+TEST_CASE("loop_time_left: this run's own rate, never 0:00 while items are left") {
+  CHECK(loop_time_left(100, 50, 0, 10s) == 10s);
+  CHECK(loop_time_left(100, 95, 90, 10s) == 10s);  // 90 taken from the journal: 5 ran in 10 s
+  CHECK(loop_time_left(100, 90, 90, 10s) == std::nullopt);  // none of this run ended yet
+  CHECK(loop_time_left(100, 0, 0, 10s) == std::nullopt);
+  CHECK(loop_time_left(100, 100, 0, 10s) == std::nullopt);  // nothing left
+  CHECK(loop_time_left(2000, 1999, 0, 1s) == 1s);  // at least a second
+}
+
+TEST_CASE("outlived: twice the median and at least 5 s, or 10 s while nothing ended") {
+  CHECK_FALSE(outlived(9s, std::nullopt));
+  CHECK(outlived(10s, std::nullopt));
+  CHECK(outlived(21s, 1s));
+  CHECK_FALSE(outlived(4s, 1s));  // twice as long, but short
+  CHECK_FALSE(outlived(30s, 20s));
+  CHECK(outlived(41s, 20s));
+}
+
+namespace {
+std::string shard(int i) { return "shard[" + std::to_string(i) + "]"; }
+}  // namespace
+
+TEST_CASE("the status line names the oldest running instances with their age when they outlive the rest") {
+  fixture f(progress_mode::live);
+  f.send(f.recipe_start(1));
+  f.send(test::loop_start("shard", 20));
+  for (int i = 0; i < 18; ++i) f.start(shard(i));
+  f.now += 1s;
+  for (int i = 0; i < 18; ++i)
+    if (i != 14 && i != 15) f.end(shard(i));  // 1 s each
+  f.start(shard(18));
+  f.start(shard(19));
+  f.now += 1s;
+  f.end(shard(18));
+  f.now += 3s;
+  f.printer.tick();
+  // 5 s and 4 s: more than twice the others' 1 s, and long enough to say so.
+  CHECK(visible_status(f.file.text()) == "[1/1] shard 17/20 · 3 running · 0:05 · ETA ? · shard[14] 5s, shard[15] 5s");
+  f.now += 16s;
+  f.printer.tick();
+  // The oldest two only; an estimate from the rate (4 s) shorter than their 21 s is none.
+  CHECK(visible_status(f.file.text()) == "[1/1] shard 17/20 · 3 running · 0:21 · ETA ? · shard[14] 21s, shard[15] 21s");
+  f.end(shard(14));
+  f.end(shard(15));
+  f.now += 100ms;
+  f.printer.tick();
+  CHECK(visible_status(f.file.text()) == "[1/1] shard 19/20 · 1 running · 0:21 · ETA ? · shard[19] 20s");
+}
+
+TEST_CASE("the status line names a running instance only once it took more than twice the others' time") {
+  fixture f(progress_mode::live);
+  f.send(f.recipe_start(1));
+  f.send(test::loop_start("shard", 4));
+  f.start(shard(0));
+  f.start(shard(1));
+  f.now += 8s;
+  f.end(shard(0));
+  f.start(shard(2));
+  f.now += 7s;  // shard[1]: 15 s, not twice the 8 s the first took
+  f.printer.tick();
+  CHECK(visible_status(f.file.text()) == "[1/1] shard 1/4 · 2 running · 0:15 · ETA 0:45");
+  f.now += 2s;
+  f.printer.tick();
+  CHECK(visible_status(f.file.text()) == "[1/1] shard 1/4 · 2 running · 0:17 · ETA 0:51 · shard[1] 17s");
+}
+
+TEST_CASE("after a resume the ETA comes from this run's rate: kept iterations took none of its time") {
+  fixture f(progress_mode::live);
+  f.send(f.recipe_start(1));
+  f.send(test::loop_start("fan", 100));
+  for (int i = 0; i < 90; ++i) f.end("fan[" + std::to_string(i) + "]");  // from the journal: no start
+  for (int i = 90; i < 95; ++i) f.start("fan[" + std::to_string(i) + "]");
+  f.now += 10s;
+  for (int i = 90; i < 95; ++i) f.end("fan[" + std::to_string(i) + "]");
+  f.printer.tick();
+  // 5 ran in 10 s, 5 are left: 10 s (counting the 90 kept, 0.5 s).
+  CHECK(visible_status(f.file.text()) == "[1/1] fan 95/100 · 0 running · 0:10 · ETA 0:10");
 }

@@ -77,6 +77,33 @@ loop_progress* loop_tracker::end_iteration(std::string_view id, bool failed, boo
   return loop;
 }
 
+loop_tracker::followed loop_tracker::follow(const event& e) {
+  followed f;
+  switch (e.kind) {
+    case event_kind::step_start:
+      // Iteration first: an iteration holding body steps may be reported with type "loop" too.
+      if (is_iteration(e.step))
+        start_iteration(e.step);
+      else if (e.step_type == "loop" || e.items)
+        start_loop(e.step, e.items);
+      break;
+    case event_kind::step_retry:
+      if (inside_iteration(e.step)) retry(e.step);
+      break;
+    case event_kind::step_end:
+      if (e.result == nullptr) break;
+      if (is_iteration(e.step)) {
+        const bool bad = e.result->status == step_status::failed || e.result->status == step_status::cancelled;
+        f.iteration_of = end_iteration(e.step, bad, e.result->cached);
+      } else {
+        f.loop_ended = end_loop(e.step).has_value();
+      }
+      break;
+    default: break;
+  }
+  return f;
+}
+
 loop_progress* loop_tracker::retry(std::string_view id) {
   const auto loop_id = enclosing_loop(id);
   if (!loop_id) return nullptr;

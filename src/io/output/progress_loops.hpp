@@ -2,6 +2,8 @@
 // Loop bookkeeping for progress: which loops run, how many iterations are done, running and
 // failed, from instance ids alone (SPEC §4.1: `fan[3]`, `fan[3]/child`, `call/fan[3]`).
 
+#include <arun/events.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -55,6 +57,15 @@ public:
   loop_progress* end_iteration(std::string_view id, bool failed, bool cached = false);
   /// An instance inside an iteration is retried; null when its loop is unknown.
   loop_progress* retry(std::string_view id);
+
+  /// What following one event changed.
+  struct followed {
+    const loop_progress* iteration_of = nullptr;  ///< an iteration ended: its loop, as it is now
+    bool loop_ended = false;                      ///< a loop instance ended
+  };
+  /// Follows a run's event (step_start, step_retry, step_end with a result; others are passed
+  /// over) as the start_/end_/retry calls above: progress and `sessions show` count alike.
+  followed follow(const event& e);
 
   /// The running loops, in the order they started.
   std::vector<const loop_progress*> in_start_order() const;

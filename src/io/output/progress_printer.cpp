@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace arun::io {
@@ -18,6 +19,7 @@ constexpr std::size_t echoed_lines = 20;     // per instance, without -v
 constexpr std::size_t echoed_columns = 200;  // a longer line is shortened
 constexpr std::size_t fallback_width = 80;
 constexpr const char* erase_line = "\r\x1b[K";
+constexpr std::size_t held_bytes = 1 << 20;  // lines held while a question is open
 
 double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
@@ -113,7 +115,25 @@ void progress_printer::clear_status() noexcept {
   force_redraw_ = true;  // the next event or tick draws it again
 }
 
+void progress_printer::pause() noexcept {
+  if (paused_++ == 0) clear_status();
+}
+
+void progress_printer::resume() noexcept {
+  if (paused_ == 0 || --paused_ > 0) return;
+  try {
+    std::fputs(std::exchange(held_, {}).c_str(), out_);  // masked when held
+    if (const auto dropped = std::exchange(lines_dropped_, 0); dropped > 0)
+      add_line(fmt::format("  ({} progress lines not shown while a question was open)", dropped));
+    force_redraw_ = true;
+    flush_pending();
+  } catch (...) {
+    pending_.clear();
+  }
+}
+
 void progress_printer::tick() noexcept {
+  if (paused_ > 0) return;  // the question stays the last thing on the screen
   try {
     if (options_.waiting) {
       const auto waiting = options_.waiting();
@@ -175,11 +195,7 @@ void progress_printer::on_limit_changed(const event& e) {
 }
 
 void progress_printer::on_step_start(const event& e) {
-  // Iteration first: an iteration holding body steps may be reported with type "loop" too.
-  if (detail::is_iteration(e.step))
-    loops_.start_iteration(e.step);
-  else if (e.step_type == "loop" || e.items)
-    loops_.start_loop(e.step, e.items);
+  loops_.follow(e);
   if (detail::inside_iteration(e.step) && !options_.verbose) return;
   std::string line = fmt::format("  -> {}", e.step);
   if (e.items) line += fmt::format(" ({} items)", *e.items);
@@ -214,24 +230,16 @@ void progress_printer::on_step_end(const event& e) {
     if (bad && options_.log_files)
       if (const auto files = options_.log_files(e.step); !files.empty()) add_line(fmt::format("     log: {}", files.front()));
   }
-  if (detail::is_iteration(e.step))
-    end_iteration(e, bad);
-  else if (loops_.end_loop(e.step))
-    force_redraw_ = true;
-}
-
-void progress_printer::end_iteration(const event& e, bool failed) {
-  const auto* loop = loops_.end_iteration(e.step, failed, e.result && e.result->cached);
-  if (loop == nullptr) return;
+  const auto followed = loops_.follow(e);
+  if (followed.loop_ended) force_redraw_ = true;
   // Live mode shows the counts in the status line; nested loops are summarised by the outer.
-  if (options_.mode == progress_mode::plain && !loop->nested() && summary_due(*loop)) add_line(summary_line(*loop));
+  const auto* loop = followed.iteration_of;
+  if (loop && options_.mode == progress_mode::plain && !loop->nested() && summary_due(*loop)) add_line(summary_line(*loop));
 }
 
 void progress_printer::on_retry(const event& e) {
-  if (detail::inside_iteration(e.step)) {
-    loops_.retry(e.step);
-    return;
-  }
+  loops_.follow(e);
+  if (detail::inside_iteration(e.step)) return;
   const auto why = first_line(e.message);
   add_line(fmt::format("  .. {} attempt {} failed{}{}{}; retrying in {}", e.step, e.attempt, why.empty() ? "" : " (",
                        why, why.empty() ? "" : ")", short_duration(e.delay)));
@@ -263,6 +271,15 @@ void progress_printer::on_recipe_end(const event& e) {
 }
 
 void progress_printer::flush_pending() {
+  if (paused_ > 0) {  // held back, masked already, for resume()
+    if (options_.filter) pending_ = options_.filter(pending_);
+    if (held_.size() + pending_.size() <= held_bytes)
+      held_ += pending_;
+    else
+      lines_dropped_ += static_cast<std::size_t>(std::count(pending_.begin(), pending_.end(), '\n'));
+    pending_.clear();
+    return;
+  }
   const bool live = options_.mode == progress_mode::live;
   if (!pending_.empty()) {
     if (live) clear_status();

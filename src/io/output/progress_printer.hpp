@@ -5,6 +5,7 @@
 
 #include "output/progress_loops.hpp"
 #include "output/status_board.hpp"
+#include "output/status_pause.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -58,8 +59,9 @@ struct progress_options {
 /// message by the same step (iteration indices ignored) prints once; recipe_end reports how
 /// many were held back. Live mode draws the status line on `tick()` (at most every 100 ms) and
 /// right after printing ordinary lines; it is cleared before every ordinary line, at the end
-/// of the run and on destruction.
-class progress_printer final : public event_listener {
+/// of the run and on destruction. While paused (a question is open on the terminal) nothing is
+/// written: lines are held back (up to 1 MiB, the rest counted) and written on resume.
+class progress_printer final : public event_listener, public redrawn_status {
 public:
   explicit progress_printer(std::FILE* out = stderr, progress_options options = {});
   ~progress_printer() override;
@@ -77,6 +79,10 @@ public:
   /// is printed as a line after 30 s without any line.
   void tick() noexcept;
 
+  /// status_pause.hpp: the status line is erased and nothing is written until resume().
+  void pause() noexcept override;
+  void resume() noexcept override;
+
 private:
   void handle(const event& e);
   void on_step_start(const event& e);
@@ -86,7 +92,6 @@ private:
   void on_warning(const event& e);
   void on_limit_changed(const event& e);
   void on_recipe_end(const event& e);
-  void end_iteration(const event& e, bool failed);
   void add_line(std::string line) { pending_ += std::move(line) + '\n'; }
   void flush_pending();
   void redraw(bool force);
@@ -103,6 +108,9 @@ private:
   std::string session_id_;
   std::unordered_map<std::string, std::size_t> echoed_;  ///< output lines seen per running instance
   std::string pending_;          ///< ordinary lines of the current event
+  int paused_ = 0;               ///< questions open on the terminal
+  std::string held_;             ///< lines written while paused, for resume()
+  std::size_t lines_dropped_ = 0;  ///< lines beyond held_'s bound
   bool force_redraw_ = false;    ///< live: redraw now, whatever the throttle says
   std::string status_shown_;     ///< live: what the terminal shows, empty when nothing
   std::optional<std::chrono::steady_clock::time_point> last_draw_;  ///< live: when the status was drawn

@@ -13,6 +13,7 @@ namespace {
 constexpr std::string_view red = "\x1b[31m", reset = "\x1b[0m";
 constexpr std::size_t names_shown = 3;   // top-level steps named; the rest are counted
 constexpr std::size_t min_name_room = 8; // columns worth giving to names at all
+constexpr std::size_t recent_durations = 200;  // the typical duration is the median of the last ones
 
 bool top_level(std::string_view id) { return id.find_first_of("/[") == std::string_view::npos; }
 bool child_type(std::string_view type) { return type == "bash" || type == "agent"; }
@@ -54,6 +55,22 @@ std::string join(const std::vector<part>& parts, int level, bool color, bool glu
 
 }  // namespace
 
+std::optional<std::chrono::nanoseconds> loop_time_left(std::size_t items, std::size_t done, std::size_t kept,
+                                                       std::chrono::nanoseconds spent) {
+  const std::size_t ran = done - std::min(kept, done);  // ended after running in this run
+  if (done >= items || ran == 0) return std::nullopt;
+  const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(spent * static_cast<double>(items - done) /
+                                                                          static_cast<double>(ran));
+  // `ETA 0:00` would say the work is done: a second is the least that is left.
+  return std::max<std::chrono::nanoseconds>(left, std::chrono::seconds(1));
+}
+
+bool outlived(std::chrono::nanoseconds age, std::optional<std::chrono::nanoseconds> typical) {
+  using namespace std::chrono_literals;
+  if (!typical) return age >= 10s;
+  return age > 2 * *typical && age >= 5s;
+}
+
 std::string clock_duration(std::chrono::nanoseconds d) {
   const auto s = std::max<long long>(0, std::chrono::duration_cast<std::chrono::seconds>(d).count());
   if (s < 3600) return fmt::format("{}:{:02}", s / 60, s % 60);
@@ -74,7 +91,8 @@ void status_board::on_event(const event& e, clock::time_point now) {
       if (depth_ > 0 && --depth_ == 0) started_.reset();
       return;
     case event_kind::step_start:
-      if (child_type(e.step_type)) children_running_.insert(e.step);
+      if (child_type(e.step_type)) children_running_.insert_or_assign(e.step, now);
+      if (detail::is_iteration(e.step)) iterations_running_.insert(e.step);
       if (!e.group.name.empty() && group_of_.emplace(e.step, e.group.name).second) {
         auto& g = groups_[e.group.name];
         ++g.running;
@@ -95,7 +113,14 @@ void status_board::on_event(const event& e, clock::time_point now) {
       return;
     case event_kind::step_end: {
       if (e.step_type == "hook") return;
-      if (const auto it = children_running_.find(e.step); it != children_running_.end()) children_running_.erase(it);
+      if (const auto it = children_running_.find(e.step); it != children_running_.end()) {
+        add_duration(now - it->second);
+        children_running_.erase(it);
+      }
+      // An iteration that ends without starting was taken from the journal (a resume) or never
+      // ran: it took none of this run's time.
+      if (detail::is_iteration(e.step) && iterations_running_.erase(e.step) == 0)
+        if (const auto loop = detail::enclosing_loop(e.step)) ++kept_[std::string(*loop)];
       child_ended(e.step);
       if (const auto it = loop_started_.find(e.step); it != loop_started_.end()) loop_started_.erase(it);
       if (top_level(e.step)) {
@@ -115,6 +140,40 @@ void status_board::on_event(const event& e, clock::time_point now) {
     }
     default: return;
   }
+}
+
+void status_board::add_duration(std::chrono::nanoseconds d) {
+  ++finished_;
+  if (recent_.size() < recent_durations)
+    recent_.push_back(d);
+  else
+    recent_[recent_next_] = d;
+  recent_next_ = (recent_next_ + 1) % recent_durations;
+}
+
+std::optional<std::chrono::nanoseconds> status_board::typical_duration() const {
+  if (recent_.empty()) return std::nullopt;
+  auto sorted = recent_;
+  const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+  std::nth_element(sorted.begin(), middle, sorted.end());
+  return *middle;
+}
+
+std::vector<std::pair<std::string, std::chrono::nanoseconds>> status_board::outliving(clock::time_point now,
+                                                                                      std::size_t most) const {
+  const auto typical = typical_duration();
+  std::vector<std::pair<std::string, std::chrono::nanoseconds>> found;
+  for (const auto& [id, since] : children_running_)
+    if (!top_level(id) && !notes_.contains(id) && outlived(now - since, typical)) found.emplace_back(id, now - since);
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (found.size() > most) found.resize(most);
+  return found;
+}
+
+status_board::counts status_board::instance_counts() const {
+  counts c{children_running_.size(), finished_, failed_, 0};
+  for (const auto& [loop, n] : kept_) c.kept += n;
+  return c;
 }
 
 void status_board::child_ended(const std::string& instance) {
@@ -140,10 +199,9 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
     if (loop->items) {
       parts.push_back({fmt::format("{} {}/{}", loop->id, loop->done, *loop->items), fmt::format("{}/{}", loop->done, *loop->items)});
       const auto since = loop_started_.find(loop->id);
-      if (!remaining && loop->done > 0 && since != loop_started_.end() && *loop->items >= loop->done) {
-        const auto spent = now - since->second;
-        remaining = std::chrono::duration_cast<std::chrono::nanoseconds>(spent * (*loop->items - loop->done) / loop->done);
-      }
+      const auto kept = kept_.find(loop->id);
+      if (!remaining && since != loop_started_.end())
+        remaining = loop_time_left(*loop->items, loop->done, kept == kept_.end() ? 0 : kept->second, now - since->second);
     } else {
       parts.push_back({fmt::format("{} #{}", loop->id, loop->done), fmt::format("#{}", loop->done)});
     }
@@ -169,7 +227,12 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
   }
   const auto elapsed = clock_duration(now - *started_);
   parts.push_back({elapsed, elapsed});
-  if (remaining) parts.push_back({"ETA " + clock_duration(*remaining), "~" + clock_duration(*remaining)});
+  const auto stragglers = outliving(now);
+  // An estimate shorter than what an instance still running has taken already is no estimate.
+  if (remaining && !stragglers.empty() && *remaining < stragglers.front().second)
+    parts.push_back({"ETA ?", "~?"});
+  else if (remaining)
+    parts.push_back({"ETA " + clock_duration(*remaining), "~" + clock_duration(*remaining)});
 
   // The top-level steps running, oldest first, with their age.
   std::vector<std::pair<clock::time_point, std::string_view>> running;
@@ -178,6 +241,8 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
   // Jobs waiting in a cluster's queue first (held, requeued): they need a look.
   std::vector<std::string> shown;
   for (const auto& [id, note] : notes_) shown.push_back(id + " " + note);
+  // Then the instances that outlived the rest: what the run waits for.
+  for (const auto& [id, running_for] : stragglers) shown.push_back(fmt::format("{} {}", id, age(running_for)));
   for (const auto& [since, id] : running)
     if (!notes_.contains(id)) shown.push_back(fmt::format("{} {}", id, age(now - since)));
   std::string names;

@@ -1,9 +1,10 @@
 #pragma once
 // What the live status line says about a running recipe (ninja's `[done/total]`, cargo's
 // progress): where the top-level sequence is, each running foreach's counts, how many
-// children run and failed, the elapsed time, an estimate of the time left, and the names of
-// the top-level steps running with their age. Pure: fed events and a clock, it renders text
-// for a given width; progress_printer draws it.
+// children run and failed, the elapsed time, an estimate of the time left from this run's own
+// rate, the instances that outlived the rest and the top-level steps running, with their age
+// (docs/running.md, "The status line"). Pure: fed events and a clock, it renders text for a
+// given width; progress_printer draws it, `arun sessions show` replays a live run's events.
 
 #include "output/progress_loops.hpp"
 
@@ -16,6 +17,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace arun::io {
 
@@ -40,6 +43,18 @@ public:
   /// A run is going (between the outermost recipe_start and its recipe_end).
   bool active() const noexcept { return started_.has_value(); }
 
+  /// The bash and agent instances running now (inside loops and sub-recipes: top-level steps
+  /// are named anyway) that outlived the rest (`outlived`), oldest first, at most `most`.
+  std::vector<std::pair<std::string, std::chrono::nanoseconds>> outliving(clock::time_point now,
+                                                                         std::size_t most = 2) const;
+
+  /// What runs and ended in this run: bash and agent instances running, of those that ended
+  /// how many failed, and how many instances a resume took from the journal instead of running.
+  struct counts {
+    std::size_t running = 0, finished = 0, failed = 0, kept = 0;
+  };
+  counts instance_counts() const;
+
 private:
   int depth_ = 0;                            // nested recipe_start/recipe_end (sub-recipes)
   std::optional<clock::time_point> started_;
@@ -47,7 +62,14 @@ private:
   std::set<std::string, std::less<>> top_seen_;  // top-level instances started or ended
   std::map<std::string, clock::time_point, std::less<>> top_running_;  // top-level steps (not loops) running
   std::map<std::string, clock::time_point, std::less<>> loop_started_;  // loops, for the ETA
-  std::set<std::string, std::less<>> children_running_;  // bash and agent instances running an attempt
+  std::map<std::string, clock::time_point, std::less<>> children_running_;  // bash and agent instances running an attempt
+  std::set<std::string, std::less<>> iterations_running_;  // loop iterations started in this run
+  std::map<std::string, std::size_t, std::less<>> kept_;  // loop -> iterations a resume took from the journal
+  std::vector<std::chrono::nanoseconds> recent_;  // the last durations of bash and agent instances
+  std::size_t recent_next_ = 0;                   // where the next one goes in recent_
+  std::size_t finished_ = 0;                      // bash and agent instances ended after running here
+  void add_duration(std::chrono::nanoseconds d);
+  std::optional<std::chrono::nanoseconds> typical_duration() const;  // the median of recent_
   std::map<std::string, std::string, std::less<>> notes_;  // instance -> what it waits for
   std::size_t failed_ = 0;                   // bash, agent and gate instances that failed
   /// Per-provider limits: each group's children running and effective limit (0: none).
@@ -66,5 +88,15 @@ private:
 
 /// `0:42`, `12:03`, `1:02:03`: elapsed and remaining times.
 std::string clock_duration(std::chrono::nanoseconds d);
+
+/// The time a loop still needs at this run's own rate: of `items`, `done` ended, `kept` of
+/// them taken from the journal by a resume (they took none of this run's `spent` time). None
+/// when nothing is left or no iteration of this run ended yet; at least a second otherwise.
+std::optional<std::chrono::nanoseconds> loop_time_left(std::size_t items, std::size_t done, std::size_t kept,
+                                                       std::chrono::nanoseconds spent);
+
+/// Whether an instance running for `age` outlived the rest: more than twice the `typical`
+/// (median) duration of those that ended, and at least 5 s; with none ended, 10 s.
+bool outlived(std::chrono::nanoseconds age, std::optional<std::chrono::nanoseconds> typical);
 
 }  // namespace arun::io

@@ -25,13 +25,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::optional<step_status> status_from(std::string_view text) {
-  for (auto s : {step_status::completed, step_status::failed, step_status::skipped, step_status::degraded,
-                 step_status::cancelled, step_status::not_run})
-    if (to_string(s) == text) return s;
-  return std::nullopt;
-}
-
 // A damaged journal may hold any number: one outside the type's range is not a value of it
 // (converting it would be undefined behaviour).
 std::optional<int> optional_int(const json::object& o, std::string_view key) {
@@ -51,6 +44,13 @@ std::size_t count(const json::object& o, std::string_view key) {
 }
 
 }  // namespace
+
+std::optional<step_status> status_from(std::string_view text) {
+  for (auto s : {step_status::completed, step_status::failed, step_status::skipped, step_status::degraded,
+                 step_status::cancelled, step_status::not_run})
+    if (to_string(s) == text) return s;
+  return std::nullopt;
+}
 
 json::object journal_record(const step_result& result, const json::object& context_delta) {
   json::object o;

@@ -14,6 +14,9 @@
 
 namespace arun::io {
 
+/// The status a journal or event line names (`to_string(step_status)`); none for other text.
+std::optional<step_status> status_from(std::string_view text);
+
 /// `{"instance", "status", "fatal", "result": <step_results entry>, "delta": {...}}`, plus
 /// `stored_outputs` when a value holds stored outputs (journal_references.hpp: the values hold
 /// stand-ins, the list says where the references were). A sub-recipe step's `children` are

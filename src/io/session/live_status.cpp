@@ -1,0 +1,90 @@
+#include "session/live_status.hpp"
+
+#include "output/event_json.hpp"
+#include "session/session_record.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <array>
+
+namespace arun::io {
+namespace {
+
+namespace json = boost::json;
+
+// The board's clock is steady; an event's time is the wall clock. Both sides of every
+// difference it takes come through here, so the frames agree.
+status_board::clock::time_point board_time(std::chrono::system_clock::time_point t) {
+  return status_board::clock::time_point(std::chrono::duration_cast<status_board::clock::duration>(t.time_since_epoch()));
+}
+
+std::string_view text_of(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+}
+
+std::optional<std::size_t> count_of(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || !v->is_number()) return std::nullopt;
+  const double d = v->to_number<double>();
+  return d >= 0 && d < 9007199254740992.0 ? std::optional<std::size_t>(static_cast<std::size_t>(d)) : std::nullopt;
+}
+
+std::optional<event_kind> kind_from(std::string_view name) {
+  constexpr std::array kinds{event_kind::recipe_start, event_kind::step_start, event_kind::step_retry,
+                             event_kind::step_end, event_kind::recipe_end};
+  for (const auto k : kinds)
+    if (to_string(k) == name) return k;
+  return std::nullopt;  // output lines, heartbeats, warnings: nothing the counts need
+}
+
+}  // namespace
+
+void live_status::add_events(std::string_view jsonl) {
+  while (!jsonl.empty()) {
+    const auto end = jsonl.find('\n');
+    add_line(jsonl.substr(0, end));
+    if (end == std::string_view::npos) break;
+    jsonl.remove_prefix(end + 1);
+  }
+}
+
+void live_status::add_line(std::string_view line) {
+  // Most lines are output lines: passed over before they are parsed.
+  if (line.find("\"event\":\"step_output\"") != std::string_view::npos) return;
+  boost::system::error_code ec;
+  const auto v = json::parse(line, ec);
+  if (ec || !v.is_object()) return;
+  const auto& o = v.get_object();
+  const auto kind = kind_from(text_of(o, "event"));
+  const auto ts = parse_rfc3339_ms(text_of(o, "ts"));
+  if (!kind || !ts) return;
+  event e;
+  e.kind = *kind;
+  e.ts = *ts;
+  e.step = std::string(text_of(o, "step"));
+  e.step_type = std::string(text_of(o, "type"));
+  e.items = count_of(o, *kind == event_kind::recipe_start ? "steps" : "items");
+  if (const auto attempt = count_of(o, "attempt")) e.attempt = static_cast<int>(*attempt);
+  step_result result;
+  if (*kind == event_kind::step_end) {
+    result.step_id = e.step;
+    result.status = status_from(text_of(o, "status")).value_or(step_status::not_run);
+    const auto* cached = o.if_contains("cached");
+    result.cached = cached && cached->is_bool() && cached->get_bool();
+    e.result = &result;
+  }
+  if (*kind == event_kind::recipe_start) {  // a run of the session begins: the earlier ones are over
+    board_ = status_board{};
+    loops_.clear();
+  }
+  board_.on_event(e, board_time(e.ts));
+  loops_.follow(e);
+  if (*kind == event_kind::recipe_end) loops_.clear();
+}
+
+std::string live_status::line(std::chrono::system_clock::time_point now, std::size_t columns) const {
+  return board_.render(loops_, columns, board_time(now), false);
+}
+
+}  // namespace arun::io

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Questions on a terminal and the live status line (docs/running.md, "The status line").
+
+On a real pseudo-terminal with the default `--progress auto`: an approval gate (tutorial 11's
+shape) asks `approve? [y/N]`; two seconds later (the status line's clock has changed twice)
+the question is still the last thing on the screen, the status line that was shown before it
+was erased (no stale copy above the question), and the typed answer is echoed, also when the
+terminal had echo off (`stty -echo`). After the answer the run goes on and completes. A
+`--secret NAME` typed at the same terminal is never echoed. No child outlives its run.
+"""
+import argparse
+import os
+import pty
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import termios
+import time
+
+from leftovers import processes_with
+
+ERASE = "\r\x1b[K"
+QUESTION = "approve? [y/N] "
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+class on_pty:
+    """arun with stdin, stdout and stderr on a pseudo-terminal."""
+
+    def __init__(self, arun, args, cwd, echo=True):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            # The forked child is this Python until execv: it never unwinds into the caller's
+            # clean-up (which would remove the test's directory), whatever happens.
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                os.chdir(cwd)
+                if not echo:  # `stty -echo` before arun starts
+                    attrs = termios.tcgetattr(0)
+                    attrs[3] &= ~termios.ECHO
+                    termios.tcsetattr(0, termios.TCSANOW, attrs)
+                os.execv(arun, [arun] + args)
+            finally:
+                os._exit(127)
+        self.out = b""
+        self.code = None
+
+    def text(self):
+        return self.out.decode("utf-8", "replace")
+
+    def read_for(self, seconds, until=None):
+        """Reads for `seconds`, or until `until` is in the output; False at the end of output."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if until is not None and until in self.text():
+                return True
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                return False
+            if not data:
+                return False
+            self.out += data
+        return True
+
+    def type(self, keys):
+        os.write(self.fd, keys)
+
+    def finish(self, seconds=60):
+        """Reads to the end and reaps arun; killed (and the check fails) after `seconds`."""
+        deadline = time.monotonic() + seconds
+        self.read_for(seconds)
+        while True:  # the end of output may come a moment before the exit
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done == self.pid or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        if done != self.pid:
+            check(False, f"arun still runs after {seconds} s: killed")
+            os.kill(self.pid, signal.SIGKILL)
+            _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        self.code = os.waitstatus_to_exitcode(status)
+        return self.code
+
+
+def approval_on_terminal(arun, work, recipe, echo):
+    label = "approval" + ("" if echo else " (stty -echo)")
+    run = on_pty(arun, [recipe, "--session-dir", os.path.join(work, "sessions")], work, echo)
+    asked = run.read_for(30, until=QUESTION)
+    check(asked, f"{label}: no question in {run.text()!r}")
+    if not asked:
+        run.finish(5)
+        return
+    run.read_for(2.0)  # the status line's clock changes meanwhile
+    screen = run.text()
+    after = screen[screen.rindex(QUESTION) + len(QUESTION):]
+    check(after == "", f"{label}: drawn after the question within 2 s: {after!r}")
+    # The status line shown before the question was erased: no stale copy in the scrollback.
+    before = screen[:screen.index("arun: approval needed")]
+    check(before.endswith(ERASE + "\r\n"), f"{label}: a status line is left above the question: {before[-120:]!r}")
+    run.type(b"y\r")
+    run.read_for(1.0, until=QUESTION + "y")
+    code = run.finish()
+    text = run.text()
+    check(QUESTION + "y\r\n" in text, f"{label}: the answer was not echoed: {text[text.find(QUESTION):][:80]!r}")
+    check(code == 0, f"{label}: exit {code}")
+    check("released 2.0.1" in text, f"{label}: the run did not go on after the answer")
+    check(text.endswith("\n") or text.endswith(ERASE), f"{label}: a status line is left at the end")
+
+
+def secret_on_terminal(arun, work, recipe):
+    secret = "hunter2-TYPED-5150"
+    run = on_pty(arun, [recipe, "--session-dir", os.path.join(work, "sessions"), "--secret", "TOKEN"], work)
+    asked = run.read_for(30, until="(not shown): ")
+    check(asked, f"secret: no prompt in {run.text()!r}")
+    if asked:
+        run.type(secret.encode() + b"\r")
+    code = run.finish()
+    check(code == 0, f"secret: exit {code}: {run.text()!r}")
+    check(secret not in run.text(), "secret: the typed value was echoed")
+    check("secret checked" in run.text(), "secret: the step did not get the typed value")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--arun", required=True)
+    args = parser.parse_args()
+    args.arun = os.path.abspath(args.arun)
+    work = tempfile.mkdtemp(prefix="arun-question-")
+    marker = f"question-test-{os.getpid()}"
+    try:
+        gate = os.path.join(work, "gate.yaml")
+        with open(gate, "w") as f:  # tutorial 11's shape
+            f.write("name: approvals-and-resume\ncontext:\n  version: '2.0.1'\nsteps:\n"
+                    f"  - id: build\n    command: 'echo built {{{{version}}}}; : {marker}'\n"
+                    "  - id: go-live\n    requires_approval: true\n    approval_prompt: 'Release {{version}}?'\n"
+                    "  - id: release\n    command: 'echo released {{version}}'\n")
+        approval_on_terminal(args.arun, work, gate, echo=True)
+        approval_on_terminal(args.arun, work, gate, echo=False)
+        secret = os.path.join(work, "secret.yaml")
+        with open(secret, "w") as f:
+            f.write("name: typed-secret\nsteps:\n"
+                    f"  - id: use\n    command: '[ \"$TOKEN\" = hunter2-TYPED-5150 ] && echo secret checked; : {marker}'\n")
+        secret_on_terminal(args.arun, work, secret)
+        left = processes_with(marker)
+        check(not left, f"processes left behind: {left}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failure(s)", file=sys.stderr)
+        return 1
+    print("questions on a terminal: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
