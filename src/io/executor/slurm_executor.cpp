@@ -483,6 +483,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   r.out = out.take();
   r.err = err.take();
   r.duration = clock_type::now() - started;
+  // What of that the job waited in the queue: its step's duration is the rest.
+  std::optional<std::chrono::nanoseconds> seen_running_after;
+  if (running_since) seen_running_after = *running_since - started;
+  r.queued = slurm_queue_time(r.duration, status ? status->ran : std::nullopt, seen_running_after,
+                              status.has_value() || running_since.has_value());
   bool lost = false;
   if (!refused.empty()) {
     r.launch_error = std::move(refused);
