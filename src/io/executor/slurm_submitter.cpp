@@ -325,7 +325,8 @@ asio::awaitable<void> slurm_submitter::raise_limits_after_window(std::uint64_t i
     auto& p = fan_outs_.at(id).parts[i];
     const int wanted = fan_outs_.at(id).budget.limit(i);
     // An earlier arun's array gets its limit whatever it had (lowered, or raised).
-    if (p.array_id.empty() || (p.limit_set != limit_unknown && wanted <= p.limit_set)) continue;
+    // (0: its jobs have all ended; Slurm would take it for no limit at all.)
+    if (p.array_id.empty() || wanted <= 0 || (p.limit_set != limit_unknown && wanted <= p.limit_set)) continue;
     ++limit_updates_;
     const auto array_id = p.array_id;
     const bool earlier = p.limit_set == limit_unknown;
