@@ -82,6 +82,20 @@ std::string ledger_fan_out(const fs::path& ledger, int items, int at_once, const
          "\n      sleep " + sleep + "\n      echo end " + log_line + "\n      echo \"item {{item}}\"\n";
 }
 
+// A cluster whose arrays hold at most 5 tasks (MaxArraySize=6).
+slurm_cluster::options small_arrays() {
+  slurm_cluster::options opts;
+  opts.extra_conf = {"MaxArraySize=6"};
+  return opts;
+}
+
+// The outputs of ledger_fan_out's `items` items, in item order.
+void check_item_outputs(const boost::json::object& result, std::size_t items) {
+  const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
+  REQUIRE(outputs.size() == items);
+  for (std::size_t i = 0; i < outputs.size(); ++i) CHECK(outputs.at(i) == boost::json::value("item " + std::to_string(i + 1)));
+}
+
 // The most steps running at once by `ledger`'s start and end times (`steps` of each).
 int most_running(const fs::path& ledger, std::size_t steps) {
   std::vector<std::pair<double, int>> changes;
@@ -405,9 +419,7 @@ TEST_CASE("slurm run: a foreach larger than MaxArraySize goes as a few arrays th
   {
     // Arrays of at most 5 tasks; the loop runs 3 at a time: 12 items are 3 arrays, and their
     // task limits together never let more than 3 tasks run.
-    slurm_cluster::options opts;
-    opts.extra_conf = {"MaxArraySize=6"};
-    slurm_cluster cluster(opts);
+    slurm_cluster cluster(small_arrays());
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
     const auto ledger = dir.root / "ledger";
@@ -418,9 +430,7 @@ TEST_CASE("slurm run: a foreach larger than MaxArraySize goes as a few arrays th
     INFO("stderr: " << r.err << "\n" << cluster.log_tail());
     REQUIRE(r.exit_code == 0);
     const auto result = arun::test::result_json(r);
-    const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
-    REQUIRE(outputs.size() == 12);
-    for (std::size_t i = 0; i < outputs.size(); ++i) CHECK(outputs.at(i) == boost::json::value("item " + std::to_string(i + 1)));
+    check_item_outputs(result, 12);
     const int peak = most_running(ledger, 12);
     CHECK(peak <= 3);
     CHECK(peak >= 2);  // and in parallel, not one by one
@@ -487,9 +497,7 @@ steps:
 TEST_CASE("slurm run: Ctrl-C withdraws the items of a fan-out still waiting for their array") {
   if (slurm_missing()) return;
   {
-    slurm_cluster::options opts;
-    opts.extra_conf = {"MaxArraySize=6"};
-    slurm_cluster cluster(opts);
+    slurm_cluster cluster(small_arrays());
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
     // 12 items, 2 at a time, arrays of 5: only the first array is submitted while its first
@@ -528,9 +536,7 @@ TEST_CASE("slurm run: when sbatch refuses an array the fan-out's jobs go one by 
   {
     // scontrol cannot tell MaxArraySize (a wrapper makes `scontrol show config` fail): arun
     // tries arrays of 1,000, which a cluster with MaxArraySize=6 refuses.
-    slurm_cluster::options opts;
-    opts.extra_conf = {"MaxArraySize=6"};
-    slurm_cluster cluster(opts);
+    slurm_cluster cluster(small_arrays());
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
     const auto ledger = dir.root / "ledger";
@@ -563,9 +569,7 @@ TEST_CASE("slurm run: after kill -9 a resumed fan-out counts the killed run's ar
     // tasks running and 2 waiting; the resume submits the other 10 items. Its new arrays get
     // only the units the first array's tasks leave, and that array's limit follows the loop's:
     // never more than 3 at once, not 3 of the old array's and 3 new ones.
-    slurm_cluster::options opts;
-    opts.extra_conf = {"MaxArraySize=6"};
-    slurm_cluster cluster(opts);
+    slurm_cluster cluster(small_arrays());
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
     const auto ledger = dir.root / "ledger";
@@ -594,9 +598,7 @@ TEST_CASE("slurm run: after kill -9 a resumed fan-out counts the killed run's ar
     INFO("stderr: " << r.err << "\n" << cluster.log_tail());
     REQUIRE(r.exit_code == 0);
     const auto result = arun::test::result_json(r);
-    const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
-    REQUIRE(outputs.size() == 15);
-    for (std::size_t i = 0; i < outputs.size(); ++i) CHECK(outputs.at(i) == boost::json::value("item " + std::to_string(i + 1)));
+    check_item_outputs(result, 15);
     // Every item ran once (most_running requires a start and an end of each), 3 at most at once.
     CHECK(most_running(ledger, 15) <= 3);
     const auto log = slurp(sessions / id / "arun.log");
@@ -634,7 +636,8 @@ steps:
     std::istringstream lines(slurp(events));
     for (std::string line; std::getline(lines, line);) {
       const auto e = boost::json::parse(line).as_object();
-      if (e.at("event") != "step_end" || !e.at("step").as_string().starts_with("each[")) continue;
+      if (std::string(e.at("event").as_string()) != "step_end" || !std::string(e.at("step").as_string()).starts_with("each["))
+        continue;
       ++items;
       INFO(line);
       REQUIRE(e.contains("queued"));

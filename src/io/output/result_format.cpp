@@ -83,11 +83,15 @@ void append_failed_instances(std::string& text, const step_result& s, std::size_
     text += fmt::format("{}… and {} more failed\n", pad, thousands(failed.size() - failed_instances_in_text));
 }
 
+}  // namespace
+
 std::string duration_text(const step_result& s) {
   auto text = fmt::format("{:.2f}s", seconds(s.duration));
   if (s.queued) text += fmt::format(", queued {:.1f}s", seconds(*s.queued));
   return text;
 }
+
+namespace {
 
 void append_step_text(std::string& text, const step_result& s, int depth, const log_locator& logs) {
   const std::string indent(static_cast<std::size_t>(2 + 2 * depth), ' ');
