@@ -84,7 +84,12 @@ struct step_result {
   bool timed_out = false;
   bool truncated = false;  ///< stored output hit the capture bound
   int attempts = 0;
+  /// How long the instance ran; a leaf whose jobs waited in a cluster's queue: without that
+  /// wait (`queued`), so that it says what the step itself took.
   std::chrono::nanoseconds duration{};
+  /// Leaves only: how long its jobs (every attempt's) waited in a cluster's queue before they
+  /// started; unset where nothing queues (the local executor). docs/scale-out.md, queue time.
+  std::optional<std::chrono::nanoseconds> queued;
   /// Wall-clock start and end of the instance (its pre_step hook excluded); the epoch when it
   /// never started (skipped, not run).
   std::chrono::system_clock::time_point started_at{}, ended_at{};

@@ -99,7 +99,10 @@ struct leaf_outcome {
   std::string snippet;      ///< last lines of stderr and stdout, for failure messages
   std::string error;        ///< why it failed, without the step prefix; empty on success
   std::vector<std::string> warnings;  ///< for the step's warning events (e.g. a persona left out)
-  std::chrono::nanoseconds duration{};
+  std::chrono::nanoseconds duration{};  ///< the child's run time, time queued excluded
+  /// How long the child waited in a cluster's queue before it started (a Slurm job); unset
+  /// where it never waits (a local child).
+  std::optional<std::chrono::nanoseconds> queued;
   /// An agent call whose CLI reports usage (claude, codex): what it spent, also when it
   /// failed; none: the CLI reports none.
   std::optional<agent_usage> usage;

@@ -72,14 +72,28 @@ bool overlapping(std::vector<std::pair<double, double>> spans) {
 }
 
 // A foreach of `items` steps, `at_once` at a time, each writing its start and end time to
-// `ledger` and printing "item N".
-std::string ledger_fan_out(const fs::path& ledger, int items, int at_once) {
+// `ledger`, sleeping `sleep` seconds and printing "item N".
+std::string ledger_fan_out(const fs::path& ledger, int items, int at_once, const std::string& sleep = "0.4") {
   const std::string log_line = "\"$(date +%s.%N)\" >> '" + ledger.string() + "'";
   std::string list;
   for (int i = 1; i <= items; ++i) list += (i > 1 ? ", " : "") + std::to_string(i);
   return "name: fan\nsteps:\n  - id: each\n    foreach: [" + list + "]\n    max_concurrent: " +
          std::to_string(at_once) + "\n    command: |\n      echo start " + log_line +
-         "\n      sleep 0.4\n      echo end " + log_line + "\n      echo \"item {{item}}\"\n";
+         "\n      sleep " + sleep + "\n      echo end " + log_line + "\n      echo \"item {{item}}\"\n";
+}
+
+// A cluster whose arrays hold at most 5 tasks (MaxArraySize=6).
+slurm_cluster::options small_arrays() {
+  slurm_cluster::options opts;
+  opts.extra_conf = {"MaxArraySize=6"};
+  return opts;
+}
+
+// The outputs of ledger_fan_out's `items` items, in item order.
+void check_item_outputs(const boost::json::object& result, std::size_t items) {
+  const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
+  REQUIRE(outputs.size() == items);
+  for (std::size_t i = 0; i < outputs.size(); ++i) CHECK(outputs.at(i) == boost::json::value("item " + std::to_string(i + 1)));
 }
 
 // The most steps running at once by `ledger`'s start and end times (`steps` of each).
@@ -240,7 +254,9 @@ steps:
     CHECK(out.at("after") == "after-out");
     // Every effect exactly once: neither job was submitted again.
     CHECK(slurp(dir.root / "effects") == "quick\nslow\nafter\n");
-    CHECK(cluster.queue().empty());
+    // arun has the last job's result once its wrapper wrote the exit file; Slurm lists the job
+    // until the wrapper has exited, a moment later on a loaded machine.
+    CHECK(cluster.wait_queue_empty(std::chrono::seconds(10)));
   }
   CHECK(arun::test::leftover_processes().empty());
 }
@@ -405,9 +421,7 @@ TEST_CASE("slurm run: a foreach larger than MaxArraySize goes as a few arrays th
   {
     // Arrays of at most 5 tasks; the loop runs 3 at a time: 12 items are 3 arrays, and their
     // task limits together never let more than 3 tasks run.
-    slurm_cluster::options opts;
-    opts.extra_conf = {"MaxArraySize=6"};
-    slurm_cluster cluster(opts);
+    slurm_cluster cluster(small_arrays());
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
     const auto ledger = dir.root / "ledger";
@@ -418,9 +432,7 @@ TEST_CASE("slurm run: a foreach larger than MaxArraySize goes as a few arrays th
     INFO("stderr: " << r.err << "\n" << cluster.log_tail());
     REQUIRE(r.exit_code == 0);
     const auto result = arun::test::result_json(r);
-    const auto& outputs = result.at("step_results").as_array().at(0).at("output").as_array();
-    REQUIRE(outputs.size() == 12);
-    for (std::size_t i = 0; i < outputs.size(); ++i) CHECK(outputs.at(i) == boost::json::value("item " + std::to_string(i + 1)));
+    check_item_outputs(result, 12);
     const int peak = most_running(ledger, 12);
     CHECK(peak <= 3);
     CHECK(peak >= 2);  // and in parallel, not one by one
@@ -487,9 +499,7 @@ steps:
 TEST_CASE("slurm run: Ctrl-C withdraws the items of a fan-out still waiting for their array") {
   if (slurm_missing()) return;
   {
-    slurm_cluster::options opts;
-    opts.extra_conf = {"MaxArraySize=6"};
-    slurm_cluster cluster(opts);
+    slurm_cluster cluster(small_arrays());
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
     // 12 items, 2 at a time, arrays of 5: only the first array is submitted while its first
@@ -528,9 +538,7 @@ TEST_CASE("slurm run: when sbatch refuses an array the fan-out's jobs go one by 
   {
     // scontrol cannot tell MaxArraySize (a wrapper makes `scontrol show config` fail): arun
     // tries arrays of 1,000, which a cluster with MaxArraySize=6 refuses.
-    slurm_cluster::options opts;
-    opts.extra_conf = {"MaxArraySize=6"};
-    slurm_cluster cluster(opts);
+    slurm_cluster cluster(small_arrays());
     arun::test::temp_dir dir;
     const auto sessions = dir.root / "sessions";
     const auto ledger = dir.root / "ledger";
@@ -551,6 +559,105 @@ TEST_CASE("slurm run: when sbatch refuses an array the fan-out's jobs go one by 
     CHECK(most_running(ledger, 8) <= 2);
     const std::string id(arun::test::result_json(r).at("session_id").as_string());
     CHECK_THAT(slurp(sessions / id / "arun.log"), Catch::Contains("submitting them one by one"));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm run: after kill -9 a resumed fan-out counts the killed run's array tasks against its limit") {
+  if (slurm_missing()) return;
+  {
+    // Arrays of at most 5 tasks; the loop runs 3 at a time. The killed run's first array has 3
+    // tasks running and 2 waiting; the resume submits the other 10 items. Its new arrays get
+    // only the units the first array's tasks leave, and that array's limit follows the loop's:
+    // never more than 3 at once, not 3 of the old array's and 3 new ones.
+    slurm_cluster cluster(small_arrays());
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    const auto ledger = dir.root / "ledger";
+    std::ofstream(dir.root / "fan.yaml") << ledger_fan_out(ledger, 15, 3, "3");
+    const auto starts = [&] {
+      const auto text = slurp(ledger);
+      std::size_t n = 0;
+      for (auto at = text.find("start"); at != std::string::npos; at = text.find("start", at + 1)) ++n;
+      return n;
+    };
+    std::string id;
+    {
+      arun::test::background_arun first({"-q", "--session-dir", sessions.string(), "-j", "8", "--executor", "slurm",
+                                         (dir.root / "fan.yaml").string()},
+                                        dir.root, cluster.env());
+      REQUIRE(wait_for([&] { return starts() >= 3; }, std::chrono::seconds(60)));
+      ::kill(first.pid, SIGKILL);
+      CHECK(first.wait_exit(std::chrono::seconds(10)) == 128 + SIGKILL + 1000);
+      for (const auto& e : fs::directory_iterator(sessions)) id = e.path().filename().string();
+    }
+    REQUIRE_FALSE(id.empty());
+    REQUIRE(starts() < 6);  // the resume finds the first array's tasks still running
+    const auto r = arun::test::run_arun({"resume", id, "--session-dir", sessions.string(), "-j", "8", "-q",
+                                         "--output-format", "json"},
+                                        dir.root.string(), std::chrono::seconds(180), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    const auto result = arun::test::result_json(r);
+    check_item_outputs(result, 15);
+    // Every item ran once (most_running requires a start and an end of each), 3 at most at once.
+    CHECK(most_running(ledger, 15) <= 3);
+    const auto log = slurp(sessions / id / "arun.log");
+    CHECK_THAT(log, Catch::Contains("taking up Slurm job"));
+    CHECK(cluster.queue().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("slurm run: a step's duration is its run time and its wait in the queue is said apart") {
+  if (slurm_missing()) return;
+  {
+    // Two at a time: the later `sleep 1` items wait in the queue for the ones before them.
+    slurm_cluster cluster;
+    arun::test::temp_dir dir;
+    const auto sessions = dir.root / "sessions";
+    const auto events = dir.root / "events.jsonl";
+    std::ofstream(dir.root / "fan.yaml") << R"(name: queued
+steps:
+  - id: each
+    foreach: [1, 2, 3, 4, 5, 6]
+    max_concurrent: 2
+    command: sleep 1
+  - id: alone
+    command: sleep 1
+)";
+    const auto r = arun::test::run_arun({"-q", "--output-format", "json", "--session-dir", sessions.string(), "-j", "8",
+                                         "--executor", "slurm", "--events", events.string(), "fan.yaml"},
+                                        dir.root.string(), std::chrono::seconds(120), cluster.env());
+    INFO("stderr: " << r.err << "\n" << cluster.log_tail());
+    REQUIRE(r.exit_code == 0);
+    // Each item's step_end: a duration of about the sleep, the rest of its time queued.
+    double most_queued = 0;
+    int items = 0;
+    std::istringstream lines(slurp(events));
+    for (std::string line; std::getline(lines, line);) {
+      const auto e = boost::json::parse(line).as_object();
+      if (std::string(e.at("event").as_string()) != "step_end" || !std::string(e.at("step").as_string()).starts_with("each["))
+        continue;
+      ++items;
+      INFO(line);
+      REQUIRE(e.contains("queued"));
+      const double duration = e.at("duration").to_number<double>(), queued = e.at("queued").to_number<double>();
+      CHECK(duration >= 0.9);
+      CHECK(duration < 5.0);
+      CHECK(queued >= 0.0);
+      most_queued = std::max(most_queued, queued);
+    }
+    CHECK(items == 6);
+    // The last two waited for two seconds of sleep before them: more than they ran.
+    CHECK(most_queued >= 1.5);
+    // A job of its own too, in the result.
+    const auto result = arun::test::result_json(r);
+    const auto& alone = result.at("step_results").as_array().at(1).as_object();
+    INFO(boost::json::serialize(alone));
+    REQUIRE(alone.contains("queued"));
+    CHECK(alone.at("duration").to_number<double>() >= 0.9);
     CHECK(cluster.queue().empty());
   }
   CHECK(arun::test::leftover_processes().empty());

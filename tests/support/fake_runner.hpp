@@ -7,7 +7,7 @@
 //                    that the runner did not see stopped (the race a Ctrl-C can win)
 //   "out:TEXT"       prints TEXT (after `${RECIPE_VAR_x}` expansions are substituted)
 //   "queued:MS rest" waits MS milliseconds as in a cluster's queue, says it runs (on_running),
-//                    then runs "rest"
+//                    then runs "rest"; the outcome says it was queued MS milliseconds
 //   anything else    prints the command itself
 // It counts children in flight, so tests can check the concurrency limit. Agent steps play
 // the first line of their prompt the same way; `rate_limited_left[line]` makes that many
@@ -118,6 +118,7 @@ private:
       boost::asio::steady_timer t(ex, std::chrono::milliseconds(std::stoi(script.substr(7, space - 7))));
       co_await t.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
       if (inv.on_running) inv.on_running();
+      o.queued = std::chrono::milliseconds(std::stoi(script.substr(7, space - 7)));
       script = script.substr(space + 1);
     }
     if (script.rfind("dies-on-stop:", 0) == 0) {

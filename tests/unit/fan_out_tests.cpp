@@ -214,6 +214,34 @@ TEST_CASE("fan-out: a leaf waiting in the runner's queue starts when the runner 
   CHECK(order == expected);
 }
 
+TEST_CASE("a leaf placed on a cluster starts when its job runs and its duration leaves out its time queued") {
+  // Two steps of a parallel group, each a job of its own: `slow` waits 150 ms in the queue,
+  // `quick` runs at once. Progress shows quick started and done before slow starts; slow's
+  // duration is its run, the 150 ms said apart as queued; quick queued nothing.
+  fake_runner runner;
+  runner.fan_outs = true;
+  recorder events;
+  auto slow = bash("slow", "queued:150 out:s");
+  slow.parallel_group = "g";
+  auto quick = bash("quick", "out:q");
+  quick.parallel_group = "g";
+  const auto r = run(runner, make({slow, quick}, boost::json::array{}), 4, &events);
+  CHECK(r.status == run_status::completed);
+  std::vector<std::string> order;
+  for (const auto& e : events.events)
+    if (e.kind == event_kind::step_start || e.kind == event_kind::step_end)
+      order.push_back(std::string(e.kind == event_kind::step_start ? "start " : "end ") + e.step);
+  const std::vector<std::string> expected = {"start quick", "end quick", "start slow", "end slow"};
+  CHECK(order == expected);
+  REQUIRE(r.step_results.size() == 2);
+  const auto& s = r.step_results[0];
+  REQUIRE(s.queued);
+  CHECK(*s.queued == std::chrono::milliseconds(150));
+  CHECK(s.duration < std::chrono::milliseconds(150));
+  CHECK(s.ended_at - s.started_at >= std::chrono::milliseconds(150));  // the wall clock's, wait included
+  CHECK_FALSE(r.step_results[1].queued);
+}
+
 TEST_CASE("a failed foreach iteration is named with its item, shortened and with control characters escaped") {
   fake_runner runner;
   runner.failures_left["check tests/test_x.py"] = 1;

@@ -327,3 +327,23 @@ TEST_CASE("the JSON result written in pieces is the result document's text, mask
   CHECK_FALSE(write_result_json(run, logs, nullptr, [&](std::string_view) { return ++calls, false; }));
   CHECK(calls == 1);
 }
+
+TEST_CASE("a cluster job's wait in the queue is said apart from its run time in JSON, events and text") {
+  auto run = sample_run();
+  run.step_results.resize(1);
+  auto& job = run.step_results[0];
+  job.duration = 1s;
+  job.queued = 36s;
+  const auto entry = step_to_json(job);
+  CHECK(entry.at("duration") == boost::json::value(1.0));
+  CHECK(entry.at("queued") == boost::json::value(36.0));
+  const auto event = event_to_json(test::step_end(job));
+  CHECK(event.at("duration") == boost::json::value(1.0));
+  CHECK(event.at("queued") == boost::json::value(36.0));
+  CHECK(result_to_text(run).find("  completed plain (1.00s, queued 36.0s)\n") != std::string::npos);
+  // Nothing queues locally: no key, no words.
+  job.queued.reset();
+  CHECK_FALSE(step_to_json(job).contains("queued"));
+  CHECK_FALSE(event_to_json(test::step_end(job)).contains("queued"));
+  CHECK(result_to_text(run).find("  completed plain (1.00s)\n") != std::string::npos);
+}

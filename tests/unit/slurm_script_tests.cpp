@@ -4,6 +4,7 @@
 
 #include "agents/agent_cli.hpp"
 #include "executor/slurm_lookups.hpp"
+#include "executor/slurm_pending.hpp"
 #include "executor/slurm_script.hpp"
 
 #include <algorithm>
@@ -84,9 +85,17 @@ TEST_CASE("the cluster's license names are read from scontrol show licenses") {
 }
 
 TEST_CASE("an earlier run's jobs are found by their comment and the newest job of an instance wins") {
-  const auto jobs = parse_jobs_by_comment("17 each[1]\n9 loop[2]/step a\n21 each[1]\n103 each[1]\n\nbad\n");
+  const auto jobs = parse_jobs_by_comment(
+      "17 RUNNING each[1]\n9 PENDING loop[2]/step a\n21 RUNNING each[1]\n103 PENDING each[1]\n\nbad\n5 RUNNING\n");
   CHECK(jobs == std::map<std::string, std::string, std::less<>>{{"each[1]", "103"}, {"loop[2]/step a", "9"}});
   CHECK(parse_jobs_by_comment("").empty());
+}
+
+TEST_CASE("an earlier run's jobs are listed with their states, each array task on its own") {
+  const auto states = parse_job_states("40_0 RUNNING arun-array-x-1\n40_3 PENDING arun-array-x-1\n41 COMPLETING each[2]\n\nbad\n");
+  CHECK(states == std::map<std::string, std::string, std::less<>>{
+                      {"40_0", "RUNNING"}, {"40_3", "PENDING"}, {"41", "COMPLETING"}});
+  CHECK(parse_job_states("").empty());
 }
 
 TEST_CASE("an array job's script runs the wrapper of the job directory its task is given") {
@@ -195,6 +204,45 @@ TEST_CASE("the wrapper's exit file gives its job, and an exit code, a signal or 
   CHECK_FALSE(parse_slurm_exit("job 7\nexit"));
   CHECK_FALSE(parse_slurm_exit("job 7\nexit 3x"));
   CHECK_FALSE(parse_slurm_exit("job 7\nexit 300"));
+}
+
+TEST_CASE("the wrapper's exit file gives how long the job ran by the node's clock, in any locale, when bash could tell") {
+  const auto timed = parse_slurm_exit("job 41\nexit 0\ntimes 1732874400.250000 1732874401.500001\n");
+  REQUIRE(timed);
+  CHECK(timed->exit_code == 0);
+  REQUIRE(timed->ran);
+  CHECK(*timed->ran == 1250001us);
+  // A locale that writes a decimal comma; a wrapper that could not start the command.
+  CHECK(parse_slurm_exit("job 41\nexit 3\ntimes 100,5 102,0")->ran == 1500ms);
+  const auto refused = parse_slurm_exit("job 7\nerror cannot enter the working directory\ntimes 100.0 100.25\n");
+  REQUIRE(refused);
+  CHECK(refused->error == "cannot enter the working directory");
+  CHECK(refused->ran == 250ms);
+  // bash 4 has no $EPOCHREALTIME: no run time, the status as before; nonsense is no time.
+  const auto old_bash = parse_slurm_exit("job 7\nexit 0\ntimes  \n");
+  REQUIRE(old_bash);
+  CHECK(old_bash->exit_code == 0);
+  CHECK_FALSE(old_bash->ran);
+  CHECK_FALSE(parse_slurm_exit("job 7\nexit 0\ntimes 5.0 4.0")->ran);
+  CHECK_FALSE(parse_slurm_exit("job 7\nexit 0\ntimes x.1 5.0")->ran);
+  CHECK_FALSE(parse_slurm_exit("job 7\nexit 0")->ran);
+  // The wrapper writes them.
+  const auto script = slurm_wrapper_script(slurm_job_files{"/shared/j"}, "/work", false);
+  CHECK(script.find("started=${EPOCHREALTIME:-}") != std::string::npos);
+  CHECK(script.find("times %s %s") != std::string::npos);
+}
+
+TEST_CASE("a job's time in the queue is its total less its run, or until it was seen running, or all of it") {
+  // The wrapper measured 1 s of a 37 s total: 36 s queued.
+  CHECK(slurm_queue_time(37s, 1s, 30s, true) == 36s);
+  // Clocks that drift: never below zero.
+  CHECK(slurm_queue_time(2s, 3s, std::nullopt, true) == 0s);
+  // No run time from the wrapper: until a poll saw it running.
+  CHECK(slurm_queue_time(10s, std::nullopt, 4s, true) == 4s);
+  // Cancelled or refused while pending: all of it.
+  CHECK(slurm_queue_time(10s, std::nullopt, std::nullopt, false) == 10s);
+  // It ran (an exit file) but nothing says when it started: unknown.
+  CHECK_FALSE(slurm_queue_time(10s, std::nullopt, std::nullopt, true));
 }
 
 TEST_CASE("the wrapper quotes its paths and writes the exit file atomically") {

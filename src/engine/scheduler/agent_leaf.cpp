@@ -84,7 +84,9 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   const auto group = rs_.group_of(s);
   group_lease lease;
   std::optional<agent_usage> spent;  // every call of this attempt
+  std::optional<std::chrono::nanoseconds> queued;  // every call's wait in a cluster's queue
   auto account = [&](leaf_outcome& call) {
+    if (call.queued) queued = queued.value_or(std::chrono::nanoseconds::zero()) + *call.queued;
     if (!call.usage) return;
     call.usage->calls = std::max<std::uint64_t>(call.usage->calls, 1);
     if (!call.usage->cost_usd) call.usage->calls_without_cost = call.usage->calls;
@@ -137,6 +139,7 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   const bool cli_said_rate_limited = out.rate_limited;
   const auto reply = cache.key.empty() ? std::string() : out.stdout_text;
   const auto took = out.duration;
+  out.queued = queued;
   auto o = to_outcome(s, instance, std::move(out), rs_.options, calls);
   // A reply of the rate-limit fallback model is not the requested model's: not kept.
   if (model.empty()) remember_output(s, sc, instance, cache, o, reply, took);

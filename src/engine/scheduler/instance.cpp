@@ -8,6 +8,7 @@
 #include <arun/run_services.hpp>
 #include <arun/value_format.hpp>
 
+#include <algorithm>
 #include <functional>
 
 namespace arun::engine {
@@ -229,9 +230,13 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
   o.result.step_id = instance;
   o.result.content_key = key;
   o.result.duration = steady::now() - started;
+  // A leaf's jobs that waited in a cluster's queue: its duration is what it ran
+  // (docs/scale-out.md, queue time); started_at and ended_at stay the wall clock's.
+  const auto wall = o.result.duration;
+  if (o.result.queued) o.result.duration -= std::min(o.result.duration, *o.result.queued);
   if (o.result.status != step_status::not_run) {  // a gate left waiting has not run yet
     o.result.started_at = started_at;
-    o.result.ended_at = started_at + std::chrono::duration_cast<std::chrono::system_clock::duration>(o.result.duration);
+    o.result.ended_at = started_at + std::chrono::duration_cast<std::chrono::system_clock::duration>(wall);
   }
   // Past the step budget no on_error may turn a failure into "go on": the run must stop.
   if (rs_.budget_exhausted && o.result.status == step_status::failed && o.next != flow::suspend) o.next = flow::fatal;

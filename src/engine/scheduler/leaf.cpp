@@ -42,6 +42,7 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
   r.timed_out = o.timed_out;
   r.truncated = o.truncated;
   r.duration = o.duration;
+  r.queued = o.queued;
   r.attempts = o.started ? 1 : 0;
   if (s.output_exit_code && o.exit_code) out.updates[*s.output_exit_code] = *o.exit_code;
   if (!o.succeeded()) {
@@ -119,11 +120,15 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
   const bool own_rate_limits = retries_rate_limits(s.retry);
   int judged = 0, rate_limited = 0;
   std::optional<agent_usage> spent;
+  std::optional<std::chrono::nanoseconds> queued;
   std::string model;  // the rate-limit fallback model, for the last rate-limit retry only
   for (int attempt = 1;; ++attempt) {
     instance_outcome o = co_await run_attempt(s, sc, instance, attempt, stop, std::exchange(model, {}));
     // Attempts that never started a child (a missing working directory) do not count.
     o.result.attempts += attempt - 1;
+    // Every attempt's wait in a cluster's queue is left out of the instance's duration.
+    if (o.result.queued) queued = queued.value_or(std::chrono::nanoseconds::zero()) + *o.result.queued;
+    o.result.queued = queued;
     add_usage(spent, o.result.usage);  // every attempt's calls count
     o.result.usage = spent;
     if (o.result.status != step_status::failed || stop.stop_requested()) co_return o;
@@ -285,9 +290,10 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   if (rs_.options.on_slot_wait)
     if (const auto waited = steady::now() - asked; waited >= std::chrono::milliseconds(1))
       rs_.options.on_slot_wait(instance, waited);
-  // step_start and heartbeats when the child runs. A leaf of a handed-off fan-out (weight 0)
-  // may wait in the cluster's queue first: it starts when the runner says it runs, prints
-  // a line, or ends, so progress counts running jobs, not queued ones.
+  // step_start and heartbeats when the child runs. A leaf of a handed-off fan-out (weight 0),
+  // or any leaf placed on a cluster (a Slurm job), may wait in the cluster's queue first: it
+  // starts when the runner says it runs, prints a line, or ends, so progress counts running
+  // jobs, not queued ones, and a running instance's age is its run time.
   std::optional<run_state::running_leaf> tracked;
   std::function<void()> started = [this, &tracked, &instance, type, attempt, group, lease] {
     if (tracked) return;
@@ -301,7 +307,8 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
     }
     rs_.emit(start);
   };
-  if (weight > 0) started();
+  const auto& placement = agent ? agent->placement : std::get<bash_invocation>(inv).placement;
+  if (weight > 0 && !rs_.runner.takes_fan_outs(placement)) started();
   output_line_handler on_line = [&rs = rs_, &started, instance, type = std::string(type)](
                                     output_stream stream, std::string_view line, bool cut) {
     started();

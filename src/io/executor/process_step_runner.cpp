@@ -77,7 +77,9 @@ std::string describe_failure(const process_result& r, const std::optional<std::c
 
 leaf_outcome to_leaf_outcome(process_result&& r, const std::optional<std::chrono::nanoseconds>& timeout) {
   leaf_outcome o;
-  o.duration = r.duration;
+  // A cluster's job: the step's duration is its run, the wait in the queue said apart.
+  o.queued = r.queued;
+  o.duration = r.duration - std::min(r.duration, r.queued.value_or(std::chrono::nanoseconds::zero()));
   if (!r.launched()) {
     o.error = r.launch_error;
     o.cancelled = r.cancelled;  // withdrawn before a cluster queued it

@@ -318,8 +318,13 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     slurm_submitter& submitter;
     std::uint64_t fan_out = 0;
     std::size_t part = 0;
+    std::string adopted;  ///< an earlier arun's job: its array's part is the submitter's to find
     ~fan_out_unit() {
-      if (fan_out != 0) submitter.job_ended(fan_out, part);
+      if (fan_out == 0) return;
+      if (adopted.empty())
+        submitter.job_ended(fan_out, part);
+      else
+        submitter.adopted_ended(fan_out, adopted);
     }
   } ended_in{c.memory->submitter};
   if (!job.adopt)
@@ -333,6 +338,20 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
     // Found by a comment or an exit file: the record names the job from now on.
     if (!write_slurm_job_record(files, me->id))
       arun_log().warn("{}: cannot record job {} in {} ({})", job.key, me->id, files.job(), std::strerror(errno));
+    // A leaf of a fan-out: the job counts against the loop's limit with the new items
+    // (docs/scale-out.md, resume). Said before anything is awaited.
+    if (job.fan_out) {
+      const auto ex = co_await asio::this_coro::executor;  // g++ 12: not inside another call's arguments
+      c.memory->submitter.adopting(*job.fan_out, ex);
+      const auto state = co_await c.memory->earlier.state(me->id);
+      // squeue could not tell: in the queue, and running, as far as the limit goes.
+      const bool queued = !state || (!state->empty() && !terminal_state(*state));
+      const bool running = !state || (queued && *state != "PENDING");
+      if (c.memory->submitter.adopted(job.fan_out->id, me->id, queued, running)) {
+        ended_in.fan_out = job.fan_out->id;
+        ended_in.adopted = me->id;
+      }
+    }
   } else {
     if (auto problem = prepare_job_files(files, job.process.launch, working_dir); !problem.empty()) {
       r.launch_error = problem;
@@ -483,6 +502,11 @@ asio::awaitable<process_result> follow(follow_context c, job_spec job, std::shar
   r.out = out.take();
   r.err = err.take();
   r.duration = clock_type::now() - started;
+  // What of that the job waited in the queue: its step's duration is the rest.
+  std::optional<std::chrono::nanoseconds> seen_running_after;
+  if (running_since) seen_running_after = *running_since - started;
+  r.queued = slurm_queue_time(r.duration, status ? status->ran : std::nullopt, seen_running_after,
+                              status.has_value() || running_since.has_value());
   bool lost = false;
   if (!refused.empty()) {
     r.launch_error = std::move(refused);

@@ -28,7 +28,7 @@ std::string_view take_line(std::string_view& text) {
 std::vector<std::string> show_licenses() { return {"scontrol", "show", "licenses", "--oneliner"}; }
 std::vector<std::string> show_config() { return {"scontrol", "show", "config"}; }
 std::vector<std::string> jobs_with_comments(const std::string& session_id) {
-  return {"squeue", "--all", "--array", "--noheader", "--name=arun-" + session_id, "--format=%i %k"};
+  return {"squeue", "--all", "--array", "--noheader", "--name=arun-" + session_id, "--format=%i %T %k"};
 }
 
 }  // namespace
@@ -82,6 +82,7 @@ asio::awaitable<void> slurm_earlier_jobs::parse() {
     listed_ = true;
     by_key_ = parse_jobs_by_comment(r->out.text);
     ids_ = parse_job_ids(r->out.text);
+    states_ = parse_job_states(r->out.text);
   } else {
     arun_log().warn("squeue could not list the earlier run's jobs ({}): an instance whose submission was cut "
                     "short is submitted again",
@@ -98,6 +99,26 @@ asio::awaitable<std::string> slurm_earlier_jobs::find(std::string key) {
 asio::awaitable<bool> slurm_earlier_jobs::queued(std::string id) {
   co_await parse();
   co_return !listed_ || ids_.contains(id);
+}
+
+asio::awaitable<std::optional<std::string>> slurm_earlier_jobs::state(std::string id) {
+  co_await parse();
+  if (!listed_) co_return std::nullopt;
+  const auto it = states_.find(id);
+  co_return it == states_.end() ? std::string() : it->second;
+}
+
+std::map<std::string, std::string, std::less<>> parse_job_states(std::string_view text) {
+  std::map<std::string, std::string, std::less<>> states;
+  while (!text.empty()) {
+    const auto line = take_line(text);
+    const auto space = line.find(' ');
+    if (space == 0 || space == std::string_view::npos) continue;
+    auto state = line.substr(space + 1);
+    state = state.substr(0, state.find(' '));
+    if (!state.empty()) states.emplace(line.substr(0, space), state);
+  }
+  return states;
 }
 
 std::set<std::string, std::less<>> parse_job_ids(std::string_view text) {
@@ -161,9 +182,11 @@ std::map<std::string, std::string, std::less<>> parse_jobs_by_comment(std::strin
     const auto line = take_line(text);
     const auto space = line.find(' ');
     if (space == 0 || space == std::string_view::npos) continue;
+    const auto comment_at = line.find(' ', space + 1);  // after the state
+    if (comment_at == std::string_view::npos) continue;
     // The newest job of an instance wins: ids grow (squeue lists by priority, not by id).
     const std::string id(line.substr(0, space));
-    auto [it, added] = jobs.try_emplace(std::string(line.substr(space + 1)), id);
+    auto [it, added] = jobs.try_emplace(std::string(line.substr(comment_at + 1)), id);
     if (!added && (it->second.size() < id.size() || (it->second.size() == id.size() && it->second < id))) it->second = id;
   }
   return jobs;

@@ -60,6 +60,9 @@ public:
   boost::asio::awaitable<std::string> find(std::string key);
   /// Whether job `id` ("123", "123_4") is in the queue; true when squeue could not tell.
   boost::asio::awaitable<bool> queued(std::string id);
+  /// Job `id`'s state in that listing ("PENDING", "RUNNING"...): empty when it is not in the
+  /// queue, nothing when squeue could not tell.
+  boost::asio::awaitable<std::optional<std::string>> state(std::string id);
 
 private:
   boost::asio::awaitable<void> parse();
@@ -68,6 +71,7 @@ private:
   bool listed_ = false;
   std::map<std::string, std::string, std::less<>> by_key_;
   std::set<std::string, std::less<>> ids_;
+  std::map<std::string, std::string, std::less<>> states_;
 };
 
 class slurm_array_limit {
@@ -93,7 +97,10 @@ std::set<std::string, std::less<>> parse_license_names(std::string_view scontrol
 /// The job ids of `squeue --format='%i ...'` lines.
 std::set<std::string, std::less<>> parse_job_ids(std::string_view squeue_output);
 
-/// `squeue --format='%i %k'` lines as {comment: job id} (the comment is the rest of the line).
+/// `squeue --format='%i %T'` lines (more fields may follow) as {job id: state}.
+std::map<std::string, std::string, std::less<>> parse_job_states(std::string_view squeue_output);
+
+/// `squeue --format='%i %T %k'` lines as {comment: job id} (the comment is the rest of the line).
 std::map<std::string, std::string, std::less<>> parse_jobs_by_comment(std::string_view squeue_output);
 
 }  // namespace arun::io

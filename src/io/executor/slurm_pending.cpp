@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace arun::io {
 
 std::string waited_text(std::chrono::steady_clock::duration d) {
@@ -47,6 +49,19 @@ std::string pending_watch::look(const slurm_wait& wait, const std::string& id, b
     return fmt::format("Slurm job {} waited in the queue for {}, {}: cancelled at --pending-timeout {}", id,
                        waited_text(waited), wait.note, waited_text(*options_.pending_timeout));
   return {};
+}
+
+std::optional<std::chrono::nanoseconds> slurm_queue_time(std::chrono::nanoseconds total,
+                                                         std::optional<std::chrono::nanoseconds> ran,
+                                                         std::optional<std::chrono::nanoseconds> seen_running_after,
+                                                         bool ran_at_all) {
+  using std::chrono::nanoseconds;
+  // The node's clock measures the run, arun's the whole: a run longer than the whole (clocks
+  // that drift) leaves no queue time, never a negative one.
+  if (ran) return std::max(nanoseconds::zero(), total - std::min(total, *ran));
+  if (seen_running_after) return std::clamp(*seen_running_after, nanoseconds::zero(), total);
+  if (!ran_at_all) return total;
+  return std::nullopt;
 }
 
 }  // namespace arun::io

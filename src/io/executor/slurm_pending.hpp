@@ -34,6 +34,16 @@ private:
   bool warned_ = false;
 };
 
+/// How much of a job's `total` time (from arun's submission to its result) it spent waiting
+/// in the queue (docs/scale-out.md, queue time): the total less the run time the wrapper
+/// measured (`ran`), else up to when arun saw it running (`seen_running_after`), else all of it
+/// when it never ran (`ran_at_all` false: cancelled or refused while pending); unknown (a
+/// wrapper of bash 4 whose short job no poll saw running) otherwise.
+std::optional<std::chrono::nanoseconds> slurm_queue_time(std::chrono::nanoseconds total,
+                                                         std::optional<std::chrono::nanoseconds> ran,
+                                                         std::optional<std::chrono::nanoseconds> seen_running_after,
+                                                         bool ran_at_all);
+
 /// "5 s", "3 min", "2 h 5 min": a wait for messages.
 std::string waited_text(std::chrono::steady_clock::duration d);
 

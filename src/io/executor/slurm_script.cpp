@@ -28,6 +28,39 @@ std::optional<int> number(std::string_view text) {
   return value;
 }
 
+// $EPOCHREALTIME ("1732874400.123456"; a comma in locales that write one) in nanoseconds.
+std::optional<std::int64_t> epoch_nanoseconds(std::string_view text) {
+  const auto point = text.find_first_of(".,");
+  const auto seconds = text.substr(0, point);
+  std::int64_t whole = 0;
+  const auto [end, ec] = std::from_chars(seconds.data(), seconds.data() + seconds.size(), whole);
+  if (ec != std::errc{} || end != seconds.data() + seconds.size() || whole < 0 || whole > 4'000'000'000) return std::nullopt;
+  std::int64_t ns = whole * 1'000'000'000;
+  if (point == std::string_view::npos) return ns;
+  auto fraction = text.substr(point + 1, 9);
+  if (fraction.empty() || fraction.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  std::int64_t scale = 100'000'000;
+  for (const char digit : fraction) {
+    ns += (digit - '0') * scale;
+    scale /= 10;
+  }
+  return ns;
+}
+
+// The run time in the exit file's `times START END` line; nothing when it is missing or
+// one of its times is (a wrapper of bash 4, where $EPOCHREALTIME is empty).
+std::optional<std::chrono::nanoseconds> run_time(std::string_view lines) {
+  constexpr std::string_view key = "times ";
+  if (!lines.starts_with(key)) return std::nullopt;
+  lines.remove_prefix(key.size());
+  lines = lines.substr(0, lines.find('\n'));
+  const auto space = lines.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const auto start = epoch_nanoseconds(lines.substr(0, space)), end = epoch_nanoseconds(lines.substr(space + 1));
+  if (!start || !end || *end < *start) return std::nullopt;
+  return std::chrono::nanoseconds(*end - *start);
+}
+
 }  // namespace
 
 slurm_job_files slurm_job_files_for(const std::string& jobs_dir, std::string_view key) {
@@ -45,7 +78,10 @@ dir={dir}
 # A task of an array job is known as ARRAY_TASK, as squeue lists it: the array's script says
 # so ($1). Not from SLURM_ARRAY_*: sbatch passes a caller's own (arun inside an array job) on.
 job=${{1:-$SLURM_JOB_ID}}
-finish() {{ printf 'job %s\n%s\n' "$job" "$1" > "$dir/exit.tmp" && command mv -f -- "$dir/exit.tmp" "$dir/exit"; exit 0; }}
+# When the job started and ended, by the node's clock (bash 5; empty before): arun tells the
+# step's run time from its time in the queue with them (docs/scale-out.md, queue time).
+started=${{EPOCHREALTIME:-}}
+finish() {{ printf 'job %s\n%s\ntimes %s %s\n' "$job" "$1" "$started" "${{EPOCHREALTIME:-}}" > "$dir/exit.tmp" && command mv -f -- "$dir/exit.tmp" "$dir/exit"; exit 0; }}
 cd -- {work} 2>> "$dir/err" || finish "error cannot enter the working directory (see its stderr)"
 mapfile -d '' -t argv < "$dir/argv" && mapfile -d '' -t envv < "$dir/env" || finish "error cannot read the job's files in $dir"
 for name in ${{!SLURM_@}}; do envv+=("$name=${{!name}}"); done
@@ -207,6 +243,12 @@ std::optional<slurm_exit_status> parse_slurm_exit(std::string_view text) {
   if (line_end == std::string_view::npos) return std::nullopt;
   s.job_id = std::string(text.substr(4, line_end - 4));
   text.remove_prefix(line_end + 1);
+  // The status line, then (a wrapper of bash 5) when the job started and ended.
+  const auto status_end = text.find('\n');
+  if (status_end != std::string_view::npos) {
+    s.ran = run_time(text.substr(status_end + 1));
+    text = text.substr(0, status_end);
+  }
   if (text.starts_with("error ")) {
     s.error = std::string(text.substr(6));
     return s;

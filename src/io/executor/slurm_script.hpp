@@ -5,6 +5,7 @@
 
 #include "executor/executor.hpp"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,7 +43,8 @@ std::string slurm_emergency_stop_marker(const std::string& jobs_dir);
 /// foreground with exactly the environment of `env` (plus the job's SLURM_* variables), its
 /// stdout and stderr to `out` and `err`, and writes `job ID` and then `exit N` (N from 129 to
 /// 192: killed by signal N - 128) to `exit` atomically once the command has ended; `error
-/// TEXT` instead of `exit N` when it could not start it. `with_input`: the command reads
+/// TEXT` instead of `exit N` when it could not start it; then `times START END`, the
+/// wrapper's start and end ($EPOCHREALTIME, empty before bash 5). `with_input`: the command reads
 /// `input` (an agent's prompt), else /dev/null.
 std::string slurm_wrapper_script(const slurm_job_files& files, const std::string& working_dir, bool with_input);
 
@@ -126,6 +128,9 @@ struct slurm_exit_status {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string error;  ///< the wrapper could not start the command
+  /// How long the job ran, from the wrapper's start to its end by the node's clock; unset
+  /// when the wrapper could not tell (bash before 5).
+  std::optional<std::chrono::nanoseconds> ran;
 };
 /// Parses the `exit` file; nullopt when the text is not one the wrapper writes.
 std::optional<slurm_exit_status> parse_slurm_exit(std::string_view text);

@@ -259,6 +259,7 @@ asio::awaitable<void> slurm_submitter::cut_when_quiet(std::uint64_t id) {
 
 void slurm_submitter::share_out(std::uint64_t id) {
   auto& f = fan_outs_.at(id);
+  if (f.adoptions_pending > 0) return;  // the earlier arun's jobs are counted first
   bool raised = false;
   for (const auto& g : f.budget.share_out()) {
     if (g.first) {
@@ -269,11 +270,15 @@ void slurm_submitter::share_out(std::uint64_t id) {
     }
   }
   // Raises wait a moment: the jobs a poll saw end together free their units one by one.
-  if (raised && !f.limits_pending) {
-    f.limits_pending = true;
-    ++f.busy;
-    asio::co_spawn(ex_, raise_limits_after_window(id), asio::detached);
-  }
+  if (raised) set_limits_soon(id);
+}
+
+void slurm_submitter::set_limits_soon(std::uint64_t id) {
+  auto& f = fan_outs_.at(id);
+  if (f.limits_pending) return;
+  f.limits_pending = true;
+  ++f.busy;
+  asio::co_spawn(ex_, raise_limits_after_window(id), asio::detached);
 }
 
 asio::awaitable<void> slurm_submitter::submit_part(std::uint64_t id, std::size_t number, int limit) {
@@ -307,11 +312,7 @@ asio::awaitable<void> slurm_submitter::submit_part(std::uint64_t id, std::size_t
   p.limit_set = limit;
   --f.busy;
   // Units given to the part while sbatch ran are its limit's raise.
-  if (!p.array_id.empty() && f.budget.held(number) > limit && !f.limits_pending) {
-    f.limits_pending = true;
-    ++f.busy;
-    asio::co_spawn(ex_, raise_limits_after_window(id), asio::detached);
-  }
+  if (!p.array_id.empty() && f.budget.limit(number) > limit) set_limits_soon(id);
   forget_if_done(id);
 }
 
@@ -322,10 +323,13 @@ asio::awaitable<void> slurm_submitter::raise_limits_after_window(std::uint64_t i
   fan_outs_.at(id).limits_pending = false;
   for (std::size_t i = 0; i < fan_outs_.at(id).parts.size(); ++i) {
     auto& p = fan_outs_.at(id).parts[i];
-    const int wanted = fan_outs_.at(id).budget.held(i);
-    if (p.array_id.empty() || wanted <= p.limit_set) continue;
+    const int wanted = fan_outs_.at(id).budget.limit(i);
+    // An earlier arun's array gets its limit whatever it had (lowered, or raised).
+    // (0: its jobs have all ended; Slurm would take it for no limit at all.)
+    if (p.array_id.empty() || wanted <= 0 || (p.limit_set != limit_unknown && wanted <= p.limit_set)) continue;
     ++limit_updates_;
     const auto array_id = p.array_id;
+    const bool earlier = p.limit_set == limit_unknown;
     const auto r = co_await slurm_client(array_task_limit(array_id, wanted), options_.client_env);
     // Tasks that have ended make scontrol exit 1 ("Job has already finished") while the
     // limit is still set for the others.
@@ -335,6 +339,15 @@ asio::awaitable<void> slurm_submitter::raise_limits_after_window(std::uint64_t i
     if (set) {
       again.limit_set = std::max(again.limit_set, wanted);
       arun_log().debug("slurm array job {}: {} tasks at a time", array_id, wanted);
+    } else if (earlier) {
+      // Its tasks may start as the earlier arun let them: each one left holds a unit, and
+      // the new items wait for them (docs/scale-out.md, resume).
+      auto& f = fan_outs_.at(id);
+      f.budget.uncontrolled(i);
+      again.limit_set = limit_out_of_reach;
+      arun_log().warn("cannot set the task limit of Slurm array job {}, which the earlier arun submitted, to {}: {}; "
+                      "counting each of its {} tasks left against the loop's limit of {}",
+                      array_id, wanted, client_failure(r), f.budget.held(i), f.share.throttle);
     } else {
       arun_log().warn("cannot raise the task limit of Slurm array job {} to {}: {}; it goes on with {}", array_id,
                       wanted, client_failure(r), again.limit_set);
@@ -349,6 +362,68 @@ void slurm_submitter::job_ended(std::uint64_t id, std::size_t part) {
   if (it == fan_outs_.end()) return;
   it->second.budget.finished(part);
   share_out(id);
+  forget_if_done(id);
+}
+
+// ---- an earlier arun's jobs, taken up ----
+
+void slurm_submitter::adopting(const fan_out_share& share, asio::any_io_executor ex) {
+  if (!ex_) ex_ = ex;
+  auto& f = fan_outs_.try_emplace(share.id, share).first->second;
+  ++f.arrived;  // one of the items started at once: the new ones need not wait for it
+  f.last_arrival = clock_type::now();
+  ++f.adoptions_pending;
+  ++f.busy;
+}
+
+bool slurm_submitter::adopted(std::uint64_t id, const std::string& job, bool queued, bool running) {
+  auto& f = fan_outs_.at(id);
+  --f.adoptions_pending;
+  --f.busy;
+  if (queued) {
+    auto& tally = f.adopting[job.substr(0, job.find('_'))];
+    tally.array = job.find('_') != std::string::npos;
+    ++tally.jobs;
+    // A job of its own has no task limit to hold it back: it counts as running.
+    if (running || !tally.array) ++tally.running;
+  }
+  if (f.adoptions_pending == 0) take_in_adopted(id);
+  forget_if_done(id);
+  return queued;
+}
+
+void slurm_submitter::take_in_adopted(std::uint64_t id) {
+  auto& f = fan_outs_.at(id);
+  bool arrays = false;
+  for (const auto& [key, tally] : f.adopting) {
+    const auto number = f.budget.add_adopted(tally.jobs, tally.running);
+    fan_out_part p;
+    if (tally.array) {  // a job of its own has no task limit
+      p.array_id = key;
+      p.limit_set = limit_unknown;
+      arrays = true;
+    }
+    f.parts.push_back(std::move(p));
+    f.adopted_parts[key] = number;
+  }
+  f.adopting.clear();
+  if (arrays) set_limits_soon(id);
+  share_out(id);
+}
+
+void slurm_submitter::adopted_ended(std::uint64_t id, const std::string& job) {
+  const auto it = fan_outs_.find(id);
+  if (it == fan_outs_.end()) return;
+  auto& f = it->second;
+  const auto array_id = job.substr(0, job.find('_'));
+  if (const auto part = f.adopted_parts.find(array_id); part != f.adopted_parts.end()) {
+    f.budget.finished(part->second);
+    share_out(id);
+  } else if (auto tally = f.adopting.find(array_id); tally != f.adopting.end() && tally->second.jobs > 0) {
+    // Ended before the last of them was adopted.
+    --tally->second.jobs;
+    if (tally->second.running > 0) --tally->second.running;
+  }
   forget_if_done(id);
 }
 

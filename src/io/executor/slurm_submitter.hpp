@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,6 +60,18 @@ public:
   /// A job that submit() gave a fan-out part ended (or its submission failed).
   void job_ended(std::uint64_t fan_out, std::size_t part);
 
+  /// A job of fan-out `share` that an earlier arun submitted is taken up (after a crash).
+  /// Called before the job's follower awaits anything: until every such job is adopted(), the
+  /// fan-out's units wait, so that its new items never take the units the earlier jobs use.
+  void adopting(const fan_out_share& share, boost::asio::any_io_executor ex);
+  /// Job `id` ("123_4": a task of array 123) of that fan-out: `queued` (in the queue), and
+  /// `running` (not pending). Once the last is in, the earlier arun's arrays become parts of
+  /// the fan-out's throttle (fan_out_budget::add_adopted), their task limits set to their units
+  /// (`scontrol update ArrayTaskThrottle`), and the new items get what is left. True: the
+  /// job holds units, and adopted_ended() is to be called when it ends.
+  bool adopted(std::uint64_t fan_out, const std::string& id, bool queued, bool running);
+  void adopted_ended(std::uint64_t fan_out, const std::string& id);
+
   std::uint64_t sbatch_calls() const noexcept { return sbatch_calls_; }
   /// In the names of this process's array files (slurm_array_files::name: TAG-N).
   const std::string& process_tag() const noexcept { return process_tag_; }
@@ -82,8 +95,15 @@ private:
     std::vector<waiting*> tasks;  ///< until submitted
     std::vector<std::string> options;
     std::string array_id;  ///< once submitted as an array
-    int limit_set = 0;     ///< the array's task limit Slurm has
+    int limit_set = 0;     ///< the array's task limit Slurm has; an earlier arun's: unknown (-1) until set
   };
+  /// The jobs of one of an earlier arun's arrays (or one job of its own), counted as they
+  /// are adopted.
+  struct adopted_jobs {
+    std::size_t jobs = 0, running = 0;
+    bool array = false;
+  };
+  static constexpr int limit_unknown = -1, limit_out_of_reach = std::numeric_limits<int>::max();
   struct fan_out_state {
     explicit fan_out_state(const fan_out_share& s) : share(s), budget(s.throttle) {}
     fan_out_share share;
@@ -94,6 +114,9 @@ private:
     std::chrono::steady_clock::time_point last_arrival;
     int busy = 0;  ///< its coroutines still running (it stays while any does)
     bool quiet_wait = false, limits_pending = false;
+    int adoptions_pending = 0;  ///< adopting() without adopted(): no unit is shared out meanwhile
+    std::map<std::string, adopted_jobs> adopting;  ///< by array id, until none is pending
+    std::map<std::string, std::size_t> adopted_parts;  ///< array id (a job's own id) → part
   };
 
   boost::asio::awaitable<void> flush_after_window(std::size_t max_tasks);
@@ -117,6 +140,9 @@ private:
   boost::asio::awaitable<void> submit_part(std::uint64_t id, std::size_t part, int limit);
   boost::asio::awaitable<void> raise_limits_after_window(std::uint64_t id);
   void forget_if_done(std::uint64_t id);
+  /// The earlier arun's jobs adopted so far become parts; their task limits are set.
+  void take_in_adopted(std::uint64_t id);
+  void set_limits_soon(std::uint64_t id);
 
   const slurm_options& options_;
   slurm_array_limit& array_limit_;

@@ -46,6 +46,7 @@ boost::json::value optional_value(const std::optional<T>& v) {
 void add_step_end(boost::json::object& o, const step_result& r) {
   o["status"] = to_string(r.status);
   o["duration"] = seconds(r.duration);
+  if (r.queued) o["queued"] = seconds(*r.queued);
   o["attempt"] = r.attempts;
   o["exit_code"] = optional_value(r.exit_code);
   o["signal"] = optional_value(r.signal);

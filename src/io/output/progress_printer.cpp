@@ -1,5 +1,6 @@
 #include "output/progress_printer.hpp"
 
+#include "output/result_format.hpp"
 #include "output/value_summary.hpp"
 
 #include <fmt/format.h>
@@ -47,8 +48,8 @@ std::string status_mark(step_status s, bool color) {
 }
 
 std::string step_end_line(const event& e, const step_result& r, bool color) {
-  std::string line = fmt::format("  {} {} {} ({:.2f}s)", status_mark(r.status, color), e.step,
-                                 r.cached ? "cached" : to_string(r.status), seconds(r.duration));
+  std::string line = fmt::format("  {} {} {} ({})", status_mark(r.status, color), e.step,
+                                 r.cached ? "cached" : to_string(r.status), duration_text(r));
   if (r.iterations) {
     line += fmt::format(" {}/{} iterations completed", r.iterations->completed, r.iterations->total);
     if (r.iterations->cached > 0) line += fmt::format(" ({} cached)", r.iterations->cached);

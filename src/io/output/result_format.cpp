@@ -83,11 +83,21 @@ void append_failed_instances(std::string& text, const step_result& s, std::size_
     text += fmt::format("{}… and {} more failed\n", pad, thousands(failed.size() - failed_instances_in_text));
 }
 
+}  // namespace
+
+std::string duration_text(const step_result& s) {
+  auto text = fmt::format("{:.2f}s", seconds(s.duration));
+  if (s.queued) text += fmt::format(", queued {:.1f}s", seconds(*s.queued));
+  return text;
+}
+
+namespace {
+
 void append_step_text(std::string& text, const step_result& s, int depth, const log_locator& logs) {
   const std::string indent(static_cast<std::size_t>(2 + 2 * depth), ' ');
   // A cached leaf says so where its status goes: it completed without running.
-  text += fmt::format("{}{:<9} {} ({:.2f}s)", indent, s.cached ? "cached" : to_string(s.status), s.step_id,
-                      seconds(s.duration));
+  text += fmt::format("{}{:<9} {} ({})", indent, s.cached ? "cached" : to_string(s.status), s.step_id,
+                      duration_text(s));
   if (s.iterations) text += iterations_text(*s.iterations);
   if (!s.error.empty()) text += fmt::format(" {}", first_line(s.error));
   text += "\n";
@@ -241,6 +251,7 @@ boost::json::object step_to_json(const step_result& s) {
   o["output"] = s.output;
   o["error"] = text_or_null(s.error);
   o["duration"] = seconds(s.duration);
+  if (s.queued) o["queued"] = seconds(*s.queued);
   o["started_at"] = time_or_null(s.started_at);
   o["ended_at"] = time_or_null(s.ended_at);
   o["attempts"] = s.attempts;

@@ -33,6 +33,11 @@ std::optional<agent_usage> usage_from_json(const boost::json::value& v);
 /// it ran a sub-recipe (`s.children` not empty); neither key appears on other steps.
 boost::json::object step_to_json(const step_result& s);
 
+/// An instance's duration as the text result and the progress lines say it: "1.00s", and
+/// for a leaf whose jobs waited in a cluster's queue "1.00s, queued 36.2s" (docs/scale-out.md,
+/// queue time).
+std::string duration_text(const step_result& s);
+
 /// The log file that holds a failed instance's stderr (else its stdout); empty when none.
 using log_locator = std::function<std::string(std::string_view instance)>;
 

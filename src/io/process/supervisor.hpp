@@ -36,7 +36,10 @@ struct process_result {
   bool timed_out = false;
   bool cancelled = false;
   captured_output out, err;
-  std::chrono::nanoseconds duration{};
+  std::chrono::nanoseconds duration{};  ///< from the call to the result, time queued included
+  /// The part of `duration` the job waited in a cluster's queue before its step started
+  /// (docs/scale-out.md, queue time); unset for a local child, which never waits.
+  std::optional<std::chrono::nanoseconds> queued;
   // Escalation timing, measured for the soak tool.
   std::optional<std::chrono::nanoseconds> term_latency;  ///< deadline -> SIGTERM sent
   std::optional<std::chrono::nanoseconds> kill_latency;  ///< SIGTERM + grace -> SIGKILL sent

@@ -79,6 +79,8 @@ step_result step_from_json(const json::object& o) {
   if (const auto* e = o.if_contains("error"); e && e->is_string()) r.error = e->get_string();
   if (const auto* d = o.if_contains("duration"); d && d->is_number())
     r.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(d->to_number<double>() * 1e9)));
+  if (const auto* q = o.if_contains("queued"); q && q->is_number())
+    r.queued = std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(q->to_number<double>() * 1e9)));
   for (auto [key, field] : {std::pair{"started_at", &r.started_at}, std::pair{"ended_at", &r.ended_at}})
     if (const auto* t = o.if_contains(key); t && t->is_string())
       *field = parse_rfc3339_ms(t->get_string()).value_or(std::chrono::system_clock::time_point{});
