@@ -66,13 +66,14 @@ loop_progress* loop_tracker::start_iteration(std::string_view id) {
   return loop;
 }
 
-loop_progress* loop_tracker::end_iteration(std::string_view id, bool failed, bool cached) {
+loop_progress* loop_tracker::end_iteration(std::string_view id, step_status status, bool cached) {
   if (!is_iteration(id)) return nullptr;
   auto* loop = find(*enclosing_loop(id));
   if (loop == nullptr) return nullptr;
   if (const auto it = loop->running.find(id); it != loop->running.end()) loop->running.erase(it);
   ++loop->done;
-  if (failed) ++loop->failed;
+  if (status == step_status::failed) ++loop->failed;
+  if (status == step_status::cancelled) ++loop->cancelled;
   if (cached) ++loop->cached;
   return loop;
 }

@@ -45,8 +45,8 @@ std::string status_mark(step_status s, bool color) {
 }
 
 std::string step_end_line(const event& e, const step_result& r, bool color) {
-  std::string line = fmt::format("  {} {} {} ({:.2f}s)", status_mark(r.status, color), e.step,
-                                 r.cached ? "cached" : to_string(r.status), seconds(r.duration));
+  std::string line = fmt::format("  {} {} {}", status_mark(r.status, color), e.step, r.cached ? "cached" : to_string(r.status));
+  if (r.ran()) line += fmt::format(" ({:.2f}s)", seconds(r.duration));
   if (r.iterations) {
     line += fmt::format(" {}/{} iterations completed", r.iterations->completed, r.iterations->total);
     if (r.iterations->cached > 0) line += fmt::format(" ({} cached)", r.iterations->cached);
@@ -83,6 +83,7 @@ bool summary_due(const detail::loop_progress& l) {
 std::string summary_line(const detail::loop_progress& l) {
   std::string line = l.items ? fmt::format("  .. {} {}/{} iterations done, {} failed", l.id, l.done, *l.items, l.failed)
                              : fmt::format("  .. {} {} iterations done, {} failed", l.id, l.done, l.failed);
+  if (l.cancelled > 0) line += fmt::format(", {} cancelled", l.cancelled);
   if (l.cached > 0) line += fmt::format(", {} cached", l.cached);
   if (l.retries > 0) line += fmt::format(", {} retries", l.retries);
   return line;
@@ -211,17 +212,18 @@ void progress_printer::on_step_end(const event& e) {
   // The instance's own line first, then the loop summary it may complete.
   if (!detail::inside_iteration(e.step) || bad || options_.verbose) {
     add_line(step_end_line(e, *e.result, options_.color));
+    if (!e.result->error.empty()) errors_shown_.emplace(first_line(e.result->error));
     if (bad && options_.log_files)
       if (const auto files = options_.log_files(e.step); !files.empty()) add_line(fmt::format("     log: {}", files.front()));
   }
   if (detail::is_iteration(e.step))
-    end_iteration(e, bad);
+    end_iteration(e);
   else if (loops_.end_loop(e.step))
     force_redraw_ = true;
 }
 
-void progress_printer::end_iteration(const event& e, bool failed) {
-  const auto* loop = loops_.end_iteration(e.step, failed, e.result && e.result->cached);
+void progress_printer::end_iteration(const event& e) {
+  const auto* loop = loops_.end_iteration(e.step, e.result->status, e.result->cached);
   if (loop == nullptr) return;
   // Live mode shows the counts in the status line; nested loops are summarised by the outer.
   if (options_.mode == progress_mode::plain && !loop->nested() && summary_due(*loop)) add_line(summary_line(*loop));
@@ -258,7 +260,9 @@ void progress_printer::on_recipe_end(const event& e) {
   }
   std::string line = fmt::format("arun: '{}' {} in {:.2f}s", e.recipe_name, to_string(e.run->status),
                                  seconds(e.run->duration));
-  if (!e.run->error.empty()) line += fmt::format(": {}", first_line(e.run->error));
+  // The failure that ended the run was said where it happened: said once (its step's line).
+  if (!e.run->error.empty() && !errors_shown_.contains(first_line(e.run->error)))
+    line += fmt::format(": {}", first_line(e.run->error));
   add_line(std::move(line));
 }
 
