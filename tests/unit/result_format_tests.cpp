@@ -162,6 +162,7 @@ TEST_CASE("a failure in the text result shows its relevant lines and its log, JS
   step_result failed;
   failed.step_id = "fan";
   failed.status = step_status::failed;
+  failed.attempts = 1;
   failed.error = "step 'fan[3]': exit code 2\nwarning: slow disk\nError: item 3 is broken\nat a\nat b\nat c\n\n"
                  "--- stdout ---\nprocessing 3\n";
   run.step_results.push_back(failed);
@@ -182,7 +183,6 @@ TEST_CASE("a failure in the text result shows its relevant lines and its log, JS
         "output:\n"
         "  two\n"
         "  lines\n"
-        "error: step 'fan[3]': exit code 2\n"
         "2 steps: 1 completed, 1 failed\n"
         "resume with: arun resume S1\n");
   const auto o = result_to_json(run, logs);
