@@ -115,6 +115,12 @@ struct step_result {
   /// An isolated leaf (`isolation:`): its worktree or copy (removed after a success unless
   /// kept, kept after a failure), and its branch (worktrees). Empty otherwise.
   std::string worktree, branch;
+
+  /// It started (an attempt, a start time, or time spent): an instance that never started has
+  /// no duration to show, and a `(0.00s)` beside it would say that it ran.
+  bool ran() const noexcept {
+    return attempts > 0 || started_at != std::chrono::system_clock::time_point{} || duration.count() > 0;
+  }
 };
 
 /// The gate a run stopped at (SPEC §8): status `waiting_approval`.
@@ -139,6 +145,12 @@ struct run_result {
   /// A `resume --reload`: the recorded instances taken as they were (their content key
   /// unchanged), and those run again because their step or inputs changed.
   std::vector<std::string> reused, changed;
+  /// A `resume --reload`: recorded failures run again although their key is unchanged (the fix
+  /// may be outside the recipe: a script, a source file, the machine).
+  std::vector<std::string> failed_again;
+  /// Gates whose denial failed the run (`on_approval_denied: fail`, a stage's gate): a resume
+  /// meets the same denial, so the result suggests none.
+  std::vector<std::string> denied;
   /// Every gate the run stopped at, in instance order (status waiting_approval): a fan-out
   /// can leave several, each decided on its own (`arun approve ID --step INSTANCE`).
   std::vector<pending_approval> waiting;

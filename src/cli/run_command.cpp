@@ -535,15 +535,20 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     };
   }
   // An agent CLI that is not there is said before the first step, not only at the first agent
-  // step after an hour of work. A warning: the agent steps may all be skipped (tags, conditions)
-  // or already done (resume), and then the run succeeds without one.
+  // step after an hour of work. A warning when the agent steps may all be skipped (tags,
+  // conditions) or already done (resume), as the run may then succeed without one.
   {
     std::vector<const recipe*> recipes = {&loaded};
     for (const auto& child : input.sub_recipes) recipes.push_back(&child);
     warn_unknown_tags(s, recipes);
-    if (auto missing = io::check_agent_cli(recipes, ro.agent, ro.inherited_env, severity::warning)) {
+    // A step that must run needs it: the run cannot succeed, so it does not start (said once,
+    // here). A resume may have done that step already: a warning, as ever.
+    const bool resumed = store && store->resumed();
+    const step* must_run = resumed ? nullptr : io::agent_step_that_must_run(loaded, !options.include_tags.empty());
+    if (auto missing = io::check_agent_cli(recipes, ro.agent, ro.inherited_env, severity::warning, must_run)) {
       io::source_files files(s.recipe.sources);
       std::fputs(io::render_diagnostics({*missing}, files, stderr_color(s.recipe.color)).c_str(), stderr);
+      if (missing->level == severity::error) return finish_unstarted(store, missing->message, exit_usage);
     }
   }
 

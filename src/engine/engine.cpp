@@ -105,10 +105,14 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   result.usage = rs.spend.totals();
   result.reused = std::move(rs.reused);
   result.changed = std::move(rs.changed);
-  if (r.output) {  // SPEC §2: the named variable is the recipe's final output
+  result.failed_again = std::move(rs.failed_again);
+  if (result.status == run_status::failed) result.denied = std::move(rs.denied);
+  if (r.output) {  // docs/reference/recipe.md, output: the named variable is the recipe's final output
     const auto* named = result.context.if_contains(*r.output);
     result.output = named ? *named : boost::json::value(nullptr);
-  } else {
+  } else if (result.status == run_status::completed) {
+    // The last step's output is the run's only when the run got to its end: a failed or
+    // stopped run's "last output" is some earlier step's, which would read as the answer.
     result.output = std::move(seq.last_output);
   }
   result.duration = steady::now() - started;

@@ -5,11 +5,15 @@
 #include "policy/tag_filter.hpp"
 #include "scheduler/step_executor.hpp"
 #include "step_preparation.hpp"
+#include "template/render.hpp"
 #include "template/reference.hpp"
 
 #include <arun/validation.hpp>
 
+#include <boost/json/parse.hpp>
+
 #include <cctype>
+#include <optional>
 
 namespace arun {
 namespace {
@@ -63,12 +67,32 @@ struct planner {
   std::vector<planned_step> out;
   std::string stage;
 
+  // A foreach's item count when the plan can know it: a literal list, or a template that
+  // reads only values the run starts with (`{{files}}` of the context or --set).
+  std::optional<std::size_t> known_items(const step& s) const {
+    if (!s.foreach) return std::nullopt;
+    const auto& items = s.foreach->items;
+    if (items.is_array()) return std::nullopt;  // describe() counts it already
+    if (!items.is_string() || !unset_name(std::string(items.get_string()), scope).empty()) return std::nullopt;
+    auto rendered = engine::render_value(items, scope);
+    if (!rendered.ok()) return std::nullopt;
+    if (const auto* text = rendered.value.if_string()) {  // a list written as JSON text
+      boost::system::error_code ec;
+      rendered.value = boost::json::parse(*text, ec);
+      if (ec) return std::nullopt;
+    }
+    if (const auto* list = rendered.value.if_array()) return list->size();
+    return std::nullopt;
+  }
+  static std::string fmt_items(std::size_t n) { return " (" + std::to_string(n) + (n == 1 ? " item)" : " items)"); }
+
   void add(const step& s, const std::string& path, int depth, bool inside_loop) {
     planned_step p;
     p.step = path;
     p.depth = depth;
     p.type = std::string(engine::type_name(s));
     p.what = describe(s);
+    if (const auto n = known_items(s); n) p.what += fmt_items(*n);
     p.stage = stage;
     if (!engine::tags_allow(s.when_tags, options.include_tags, options.exclude_tags)) {
       p.verdict = plan_verdict::skipped;

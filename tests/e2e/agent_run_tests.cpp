@@ -677,8 +677,24 @@ steps:
 
 TEST_CASE("agent errors: a missing CLI and a missing agent are clear") {
   agent_project p;
-  SECTION("no such CLI on PATH: said before the first step runs, and the step fails with the same words") {
+  SECTION("no such CLI on PATH for a step that must run: an error, once, and nothing runs") {
     auto r = p.run("name: x\nsteps:\n  - id: first\n    command: /bin/touch first-ran\n  - id: ask\n    prompt: hi\n",
+                   {"--agent-cli", "codex"}, {"PATH=/nonexistent"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(":6:13: error: the agent CLI 'codex' (codex) is not installed or not on PATH, and step 'ask' "
+                     "needs it, so nothing was run (looked in PATH=/nonexistent)") != std::string::npos);
+    CHECK(r.err.find("help: install it, or choose another with --agent-cli or --agent-command") != std::string::npos);
+    CHECK(r.out.empty());                       // no result that suggests a resume
+    CHECK_FALSE(fs::exists(p.dir.root / "first-ran"));
+    std::size_t said = 0;
+    for (auto at = r.err.find("is not installed"); at != std::string::npos; at = r.err.find("is not installed", at + 1))
+      ++said;
+    CHECK(said == 1);
+  }
+  SECTION("no such CLI on PATH for a step a condition may skip: said before the first step runs, and the step fails "
+          "with the same words") {
+    auto r = p.run("name: x\nsteps:\n  - id: first\n    command: /bin/touch first-ran\n  - id: ask\n    prompt: hi\n"
+                   "    condition: \"true\"\n",
                    {"--agent-cli", "codex"}, {"PATH=/nonexistent"});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find(":6:13: warning: the agent CLI 'codex' (codex) is not installed or not on PATH, and step 'ask' "

@@ -121,3 +121,26 @@ TEST_CASE("reload: a failed run resumed without --reload warns about the edit an
   CHECK(p.runs() == "one\ntwo\ntwo\ntwo\nthree\n");
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("reload: a recorded failure runs again when the fix is outside the recipe (a script it runs)") {
+  reload_project p;
+  // The shards run a script; the recipe never changes, so no content key can see the fix.
+  const auto script = p.dir.write("check.sh", "if [ \"$1\" = b ]; then echo broken >&2; exit 1; fi\necho ok \"$1\"\n");
+  const auto recipe = p.dir.write("shards.yaml", "name: shards\nsteps:\n"
+                                                 "  - id: shard\n    foreach: '[\"a\",\"b\",\"c\"]'\n    as: x\n"
+                                                 "    on_error: continue\n"
+                                                 "    command: echo '{{x}}' >> " + p.ran.string() + "; bash " +
+                                                     script + " '{{x}}'\n");
+  REQUIRE(p.arun({recipe, "-q"}).exit_code == 0);
+  const auto id = p.session();
+  CHECK(p.runs() == "a\nb\nc\n");
+  p.dir.write("check.sh", "echo ok \"$1\"\n");  // the fix
+  const auto r = p.arun({"resume", id, "--reload", "--output-format", "json"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(p.runs() == "a\nb\nc\nb\n");  // only the failure ran again; a and c were kept
+  const auto result = arun::test::result_json(r);
+  CHECK(strings(result.at("reload").at("failed")) == std::vector<std::string>{"shard[1]"});
+  CHECK(strings(result.at("reload").at("reused")) == std::vector<std::string>{"shard[0]", "shard[2]"});
+  CHECK(result.at("output") == boost::json::parse(R"(["ok a","ok b","ok c"])"));
+}

@@ -949,3 +949,30 @@ TEST_CASE("durations: recipe fields and command-line options take seconds or uni
   CHECK(v.at("step_results").at(0).at("timed_out") == true);
   CHECK(arun::test::leftover_processes().empty());
 }
+
+TEST_CASE("explain shows limits, budget, pacing and output schemas; a dry run counts the items it can know") {
+  temp_recipe rec("name: fleet\nlimits: {claude: 2}\nbudget: {cost_usd: 0.5, tokens: 100000}\n"
+                  "rate_limiting: {max_concurrent_llm: 3, min_delay_ms: 250}\n"
+                  "context:\n  files: [a.py, b.py, c.py, d.py]\n  lines: '[\"x\",\"y\"]'\n"
+                  "steps:\n"
+                  "  - id: review\n    foreach: \"{{files}}\"\n    prompt: review {{item}}\n"
+                  "    output_schema: {type: object, required: [verdict]}\n"
+                  "  - id: literal\n    foreach: '[\"a\",\"b\",\"c\"]'\n    command: echo {{item}}\n"
+                  "  - id: texts\n    foreach: \"{{lines}}\"\n    command: echo {{item}}\n"
+                  "  - id: later\n    foreach: \"{{review}}\"\n    command: echo {{item}}\n");
+  auto r = run_arun({"explain", rec.file.string()});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("  limits (children at once): claude 2\n"));
+  CHECK_THAT(r.out, Catch::Contains("  budget: $0.5, 100000 tokens (no new agent call once spent)\n"));
+  CHECK_THAT(r.out, Catch::Contains("  agents at once: 3\n  between agent starts: at least 250 ms\n"));
+  CHECK_THAT(r.out, Catch::Contains("       output schema (inline): {\"type\":\"object\",\"required\":[\"verdict\"]}; "
+                                    "asked again up to 2 times\n"));
+  r = run_arun({rec.file.string(), "--dry-run", "--agent-cli", "fake"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("foreach {{files}} (4 items)"));
+  CHECK_THAT(r.out, Catch::Contains("foreach [\"a\",\"b\",\"c\"] (3 items)"));
+  CHECK_THAT(r.out, Catch::Contains("foreach {{lines}} (2 items)"));
+  CHECK_THAT(r.out, Catch::Contains("foreach {{review}}") && !Catch::Contains("{{review}} ("));  // known when it ran
+  CHECK(arun::test::leftover_processes().empty());
+}

@@ -698,8 +698,13 @@ TEST_CASE("approvals: a denial applies on_approval_denied and is final") {
     CHECK(r.exit_code == 1);
     CHECK(status_of(result_of(r), "gate") == "failed");
     CHECK(result_of(r).at("step_results").at(0).at("error").as_string().find("approval denied: not today") != std::string::npos);
-    // Final: resuming again fails the same way, and the denial cannot be turned round.
-    CHECK(p.run({"resume", id}).exit_code == 1);
+    CHECK(result_of(r).at("denied") == boost::json::parse(R"(["gate"])"));
+    // Final: resuming again fails the same way, and the denial cannot be turned round; so the
+    // text result suggests no resume that would fail there again.
+    const auto again = run_arun({"resume", id, "--session-dir", p.sessions.string(), "-q"}, p.root.string());
+    CHECK(again.exit_code == 1);
+    CHECK(again.out.find("resume with") == std::string::npos);
+    CHECK(again.out.find("denied: gate (a denial is final") != std::string::npos);
     CHECK(run_arun({"approve", id, "--session-dir", p.sessions.string()}).exit_code == 2);
     CHECK_FALSE(fs::exists(p.log));
   }

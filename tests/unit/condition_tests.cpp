@@ -238,6 +238,17 @@ TEST_CASE("truthiness follows the SPEC table") {
   });
 }
 
+TEST_CASE("boolean literals are read in any case, as the Python dialect reads them") {
+  check_values({
+      {"TRUE", true},
+      {"FALSE", false},
+      {"tRuE == true", true},
+      {"{{yes}} == TRUE", true},
+      {"yes == True and no == FALSE", true},
+      {"'yes' == FALSE", false},
+  });
+}
+
 TEST_CASE("and/or short-circuit: the side not evaluated cannot fail or warn") {
   check_values({
       {"false and 1 / 0", false},

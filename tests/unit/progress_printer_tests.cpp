@@ -524,3 +524,37 @@ TEST_CASE("after a resume the ETA comes from this run's rate: kept iterations to
   // 5 ran in 10 s, 5 are left: 10 s (counting the 90 kept, 0.5 s).
   CHECK(visible_status(f.file.text()) == "[1/1] fan 95/100 · 0 running · 0:10 · ETA 0:10");
 }
+
+TEST_CASE("loop progress counts cancelled iterations apart from failed ones, as the result does") {
+  fixture f(progress_mode::plain);
+  f.send(test::make_event(event_kind::recipe_start));
+  f.send(test::loop_start("fan", 10));
+  f.iteration("fan[0]", step_status::failed);
+  for (int i = 1; i < 10; ++i) f.iteration("fan[" + std::to_string(i) + "]", step_status::cancelled);
+  // Every 10% is a summary line: the last one before the end says 9 done, 1 failed, 8 cancelled.
+  const auto text = f.file.text();
+  CHECK(text.find("  .. fan 9/10 iterations done, 1 failed, 8 cancelled") != std::string::npos);
+  CHECK(text.find("2 failed") == std::string::npos);
+}
+
+TEST_CASE("the run's last progress line does not repeat the failure its step line said") {
+  fixture f(progress_mode::plain);
+  f.send(test::make_event(event_kind::recipe_start));
+  f.start("bad");
+  f.end("bad", step_status::failed, "step 'bad': exit code 3");
+  run_result run;
+  run.status = run_status::failed;
+  run.error = "step 'bad': exit code 3";
+  auto end = test::make_event(event_kind::recipe_end);
+  end.run = &run;
+  f.send(end);
+  const auto text = f.file.text();
+  CHECK(count_of(text, "exit code 3") == 1);
+  CHECK(f.lines().back() == "arun: 'demo' failed in 0.00s");
+  // A reason no step line gave is said on the last line.
+  fixture g(progress_mode::plain);
+  g.send(test::make_event(event_kind::recipe_start));
+  run.error = "the budget is reached";
+  g.send(end);
+  CHECK(g.lines().back() == "arun: 'demo' failed in 0.00s: the budget is reached");
+}

@@ -162,6 +162,7 @@ TEST_CASE("a failure in the text result shows its relevant lines and its log, JS
   step_result failed;
   failed.step_id = "fan";
   failed.status = step_status::failed;
+  failed.attempts = 1;
   failed.error = "step 'fan[3]': exit code 2\nwarning: slow disk\nError: item 3 is broken\nat a\nat b\nat c\n\n"
                  "--- stdout ---\nprocessing 3\n";
   run.step_results.push_back(failed);
@@ -182,7 +183,6 @@ TEST_CASE("a failure in the text result shows its relevant lines and its log, JS
         "output:\n"
         "  two\n"
         "  lines\n"
-        "error: step 'fan[3]': exit code 2\n"
         "2 steps: 1 completed, 1 failed\n"
         "resume with: arun resume S1\n");
   const auto o = result_to_json(run, logs);
@@ -346,4 +346,59 @@ TEST_CASE("a cluster job's wait in the queue is said apart from its run time in 
   CHECK_FALSE(step_to_json(job).contains("queued"));
   CHECK_FALSE(event_to_json(test::step_end(job)).contains("queued"));
   CHECK(result_to_text(run).find("  completed plain (1.00s)\n") != std::string::npos);
+}
+
+TEST_CASE("the text result says a failure once: no error line when a step line says it already") {
+  auto run = sample_run();
+  run.step_results.push_back(test::finished("bad", step_status::failed, "step 'bad': exit code 3\noops"));
+  run.error = "step 'bad': exit code 3";
+  auto text = result_to_text(run);
+  CHECK(text.find("  failed    bad (0.00s) step 'bad': exit code 3\n") != std::string::npos);
+  CHECK(text.find("error:") == std::string::npos);
+  // A failed iteration named under its loop is a step line too.
+  run = sample_run();
+  run.step_results[1].failed_instances.push_back({"fan[3]", "step 'fan[3]' (item: x): exit code 1"});
+  run.error = "step 'fan[3]' (item: x): exit code 1";
+  CHECK(result_to_text(run).find("error:") == std::string::npos);
+  // The run's own reason, which no step line gives, is said.
+  run.error = "the budget is reached ($0.01 of $0.01)";
+  CHECK(result_to_text(run).find("error: the budget is reached ($0.01 of $0.01)\n") != std::string::npos);
+}
+
+TEST_CASE("an instance that never started shows no duration in the text result") {
+  auto run = sample_run();
+  auto never = test::finished("after", step_status::not_run);
+  never.attempts = 0;
+  run.step_results.push_back(never);
+  auto cancelled = test::finished("waited", step_status::cancelled, "step 'waited': cancelled before it started");
+  cancelled.attempts = 0;
+  run.step_results.push_back(cancelled);
+  const auto text = result_to_text(run);
+  CHECK(text.find("  not_run   after\n") != std::string::npos);
+  CHECK(text.find("  cancelled waited step 'waited': cancelled before it started\n") != std::string::npos);
+  CHECK(text.find("  completed plain (0.00s)\n") != std::string::npos);  // it ran, however briefly
+}
+
+TEST_CASE("a run a denial failed suggests no resume: the denial is final") {
+  auto run = sample_run();
+  run.denied = {"go-live"};
+  auto text = result_to_text(run);
+  CHECK(text.find("resume with") == std::string::npos);
+  CHECK(text.find("denied: go-live (a denial is final") != std::string::npos);
+  CHECK(result_to_json(run).at("denied") == boost::json::parse(R"(["go-live"])"));
+  run.denied.clear();
+  text = result_to_text(run);
+  CHECK(text.find("resume with: arun resume S1\n") != std::string::npos);
+  CHECK_FALSE(result_to_json(run).contains("denied"));
+}
+
+TEST_CASE("a reload's failures run again are listed apart from changed instances") {
+  auto run = sample_run();
+  run.reused = {"plain"};
+  run.failed_again = {"fan[4]"};
+  const auto text = result_to_text(run);
+  CHECK(text.find("reload: 1 kept as recorded (unchanged): plain; 1 failed before, run again: fan[4]\n") !=
+        std::string::npos);
+  CHECK(result_to_json(run).at("reload") ==
+        boost::json::parse(R"({"reused":["plain"],"changed":[],"failed":["fan[4]"]})"));
 }

@@ -7,6 +7,7 @@
 #include "condition/ast.hpp"
 #include "condition/builtins.hpp"
 #include "condition/lexer.hpp"
+#include "condition/values.hpp"
 
 #include <algorithm>
 #include <array>
@@ -340,8 +341,9 @@ class parser {
 
   parsed name_atom() {
     const auto& t = take();
-    if (t.text == "true" || t.text == "True") return node{node_kind::literal, t.column, true};
-    if (t.text == "false" || t.text == "False") return node{node_kind::literal, t.column, false};
+    // Booleans in any case (`TRUE`, `False`), as the Python dialect reads them: an unknown
+    // name `TRUE` would be null, and `flag == TRUE` silently false.
+    if (const auto b = detail::bool_string(t.text)) return node{node_kind::literal, t.column, *b};
     if (t.text == "null" || t.text == "None") return node{node_kind::literal, t.column, nullptr};
     if (is_keyword(t.text)) return fail("expected a value, found '" + t.text + "'", t.column);
     if (!check_name(t)) return std::nullopt;

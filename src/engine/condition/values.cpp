@@ -53,19 +53,6 @@ int compare_numbers(const number& a, const number& b) {
   return x < y ? -1 : (x > y ? 1 : 0);
 }
 
-// "true"/"false" in any case (surrounding whitespace ignored), for bool-vs-string equality.
-std::optional<bool> bool_string(std::string_view s) {
-  s = trim(s);
-  const auto equals_folded = [s](std::string_view word) {
-    if (s.size() != word.size()) return false;
-    for (std::size_t i = 0; i < s.size(); ++i)
-      if ((s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]) != word[i]) return false;
-    return true;
-  };
-  if (equals_folded("true")) return true;
-  if (equals_folded("false")) return false;
-  return std::nullopt;
-}
 
 value_or_error<json::value> checked(double d) {
   if (!std::isfinite(d)) return std::string("numeric overflow");
@@ -123,6 +110,20 @@ value_or_error<json::value> concatenate(const json::value& a, const json::value&
 }
 
 }  // namespace
+
+// "true"/"false" in any case (surrounding whitespace ignored), for bool-vs-string equality.
+std::optional<bool> bool_string(std::string_view s) {
+  s = trim(s);
+  const auto equals_folded = [s](std::string_view word) {
+    if (s.size() != word.size()) return false;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if ((s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]) != word[i]) return false;
+    return true;
+  };
+  if (equals_folded("true")) return true;
+  if (equals_folded("false")) return false;
+  return std::nullopt;
+}
 
 std::optional<number> as_number(const json::value& v) {
   if (const auto* i = v.if_int64()) return number{true, *i, 0};

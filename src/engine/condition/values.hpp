@@ -40,6 +40,10 @@ const char* type_name(const boost::json::value& v);
 /// The type with a short excerpt of the value, for messages: `string 'abc'`, `number 5`, `list`.
 std::string describe_value(const boost::json::value& v);
 
+/// "true"/"false" in any case (surrounding whitespace ignored): bool-vs-string equality, and
+/// the boolean literals of a condition (`TRUE`, as the Python dialect reads it).
+std::optional<bool> bool_string(std::string_view s);
+
 /// SPEC §5.5 truthiness.
 bool truthy(const boost::json::value& v);
 

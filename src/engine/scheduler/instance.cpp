@@ -162,11 +162,14 @@ std::optional<instance_outcome> step_executor::settle_before_start(const step& s
       if (!rs_.options.reload) return replay(s, instance, iteration, *done);
       // --reload: a leaf is taken only as the same work on the same inputs; a container is
       // entered, so that each instance inside it is judged on its own.
-      if (!key.empty() && done->result.content_key == key) {
+      // A recorded failure is never kept: the fix `--reload` follows may be outside the recipe
+      // (a script the step runs, a source file), which no key sees (docs/sessions.md).
+      const bool failed = done->result.status == step_status::failed;
+      if (!key.empty() && done->result.content_key == key && !failed) {
         rs_.reused.push_back(instance);
         return replay(s, instance, iteration, *done);
       }
-      if (!key.empty()) rs_.changed.push_back(instance);
+      if (!key.empty()) (done->result.content_key == key ? rs_.failed_again : rs_.changed).push_back(instance);
     }
   }
   if (stop.stop_requested()) {
@@ -229,12 +232,16 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
   auto o = co_await run_body(s, sc, instance, stop, iteration);
   o.result.step_id = instance;
   o.result.content_key = key;
-  o.result.duration = steady::now() - started;
+  // A leaf stopped before its child started (waiting for a slot when the budget was reached,
+  // or the run was interrupted) never ran: no duration, no start time (docs/reference/formats.md).
+  const bool never_started = !container && o.result.attempts == 0 &&
+                             (o.result.status == step_status::cancelled || o.result.status == step_status::not_run);
+  o.result.duration = never_started ? std::chrono::nanoseconds{} : steady::now() - started;
   // A leaf's jobs that waited in a cluster's queue: its duration is what it ran
   // (docs/scale-out.md, queue time); started_at and ended_at stay the wall clock's.
   const auto wall = o.result.duration;
   if (o.result.queued) o.result.duration -= std::min(o.result.duration, *o.result.queued);
-  if (o.result.status != step_status::not_run) {  // a gate left waiting has not run yet
+  if (!never_started && o.result.status != step_status::not_run) {  // a gate left waiting has not run yet
     o.result.started_at = started_at;
     o.result.ended_at = started_at + std::chrono::duration_cast<std::chrono::system_clock::duration>(wall);
   }

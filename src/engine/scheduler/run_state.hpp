@@ -54,6 +54,10 @@ public:
   bool budget_exhausted = false;  ///< max_total_steps was reached: every failure is fatal now
   /// options.reload: recorded instances taken (key unchanged) and run again (key changed).
   std::vector<std::string> reused, changed;
+  /// options.reload: recorded failures run again with their key unchanged (run_result::failed_again).
+  std::vector<std::string> failed_again;
+  /// Gates whose denial failed the run (run_result::denied).
+  std::vector<std::string> denied;
 
   event make_event(event_kind kind, std::string_view instance = {}, std::string_view type = {}) const;
   void emit(const event& e) noexcept { listener_.on_event(e); }

@@ -45,7 +45,8 @@ std::vector<diagnostic> check_agent_references(const recipe& r, const agent_sear
 }
 
 std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& recipes, const agent_cli& cli,
-                                          const std::vector<std::string>& env, severity level) {
+                                          const std::vector<std::string>& env, severity level,
+                                          const step* must_run) {
   const step* first = nullptr;
   bool own_path = false;  // a PATH of the recipe's or a step's env is the one the agent gets
   auto sets_path = [](const std::vector<std::pair<std::string, std::string>>& e) {
@@ -59,12 +60,14 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
     });
   }
   if (!first || own_path) return std::nullopt;
+  if (must_run) first = must_run;
+  const std::string needs = must_run ? "' needs it, so nothing was run" : "' needs it";
   const std::string program = cli.kind == agent_cli_kind::custom ? cli.command_template.front() : cli.program;
   // `{working_dir}/bin/agent`: known only when the step runs.
   if (program.find('{') != std::string::npos || find_program(program, env)) return std::nullopt;
   const auto path = env_value(env, "PATH");
   diagnostic d;
-  d.level = level;
+  d.level = must_run ? severity::error : level;
   d.where = first->at(first->type == step_type::agent ? "prompt" : "recovery_on_failure");
   const std::string where =
       program.find('/') != std::string::npos ? program : "PATH=" + path.value_or("<unset>");
@@ -73,11 +76,11 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
     std::string looked;
     for (const auto& place : cli.fake_looked_in) looked += (looked.empty() ? "" : ", ") + place;
     if (program.find('/') == std::string::npos) looked += (looked.empty() ? "" : ", ") + where;
-    d.message = "the fake agent (--agent-cli fake) was not found, and step '" + first->id + "' needs it (looked in " +
+    d.message = "the fake agent (--agent-cli fake) was not found, and step '" + first->id + needs + " (looked in " +
                 looked + ")";
   } else {
     d.message = "the agent CLI '" + program + "' (" + describe(cli) + ") is not installed or not on PATH, and step '" +
-                first->id + "' needs it (looked in " + where + ")";
+                first->id + needs + " (looked in " + where + ")";
   }
   d.key = "agent";
   d.code = "agent-cli-not-found";
@@ -87,6 +90,15 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
                : "install it, or choose another with --agent-cli or --agent-command (--agent-cli fake rehearses the "
                  "recipe without one)";
   return d;
+}
+
+const step* agent_step_that_must_run(const recipe& r, bool tag_filter) {
+  if (tag_filter) return nullptr;  // an untagged step may be left out by --include-tags
+  for (const auto& s : r.steps)
+    if (s.type == step_type::agent && s.condition.empty() && s.when_tags.empty() && !s.foreach && !s.loop_while &&
+        s.on_error == on_error_policy::fail)
+      return &s;
+  return nullptr;
 }
 
 }  // namespace arun::io

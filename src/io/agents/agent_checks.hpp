@@ -22,8 +22,16 @@ std::vector<diagnostic> check_agent_references(const recipe& r, const agent_sear
 /// When `recipes` have an agent step (or a recovery_on_failure agent) and `cli`'s program is
 /// not on the PATH of `env`: a diagnostic at the first such step naming the CLI, the program
 /// and where it was looked for. Nothing when no step needs an agent CLI, when an `env` sets
-/// PATH (the agent gets that one), or when the program is a template placeholder.
+/// PATH (the agent gets that one), or when the program is a template placeholder. With
+/// `must_run` (agent_step_that_must_run): an error at that step, as the run cannot succeed.
 std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& recipes, const agent_cli& cli,
-                                          const std::vector<std::string>& env, severity level);
+                                          const std::vector<std::string>& env, severity level,
+                                          const step* must_run = nullptr);
+
+/// An agent step of `r` that runs whenever the run does not fail before it: a top-level step
+/// with no condition, no tags and no `--include-tags` filter, no loop, and no
+/// on_error that accepts its failure. Without its agent CLI such a run cannot succeed, so the
+/// CLI's absence is an error before anything runs (docs/agents.md), not a warning. Null: none.
+const step* agent_step_that_must_run(const recipe& r, bool tag_filter);
 
 }  // namespace arun::io

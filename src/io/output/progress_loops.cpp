@@ -66,13 +66,14 @@ loop_progress* loop_tracker::start_iteration(std::string_view id) {
   return loop;
 }
 
-loop_progress* loop_tracker::end_iteration(std::string_view id, bool failed, bool cached) {
+loop_progress* loop_tracker::end_iteration(std::string_view id, step_status status, bool cached) {
   if (!is_iteration(id)) return nullptr;
   auto* loop = find(*enclosing_loop(id));
   if (loop == nullptr) return nullptr;
   if (const auto it = loop->running.find(id); it != loop->running.end()) loop->running.erase(it);
   ++loop->done;
-  if (failed) ++loop->failed;
+  if (status == step_status::failed) ++loop->failed;
+  if (status == step_status::cancelled) ++loop->cancelled;
   if (cached) ++loop->cached;
   return loop;
 }
@@ -93,8 +94,7 @@ loop_tracker::followed loop_tracker::follow(const event& e) {
     case event_kind::step_end:
       if (e.result == nullptr) break;
       if (is_iteration(e.step)) {
-        const bool bad = e.result->status == step_status::failed || e.result->status == step_status::cancelled;
-        f.iteration_of = end_iteration(e.step, bad, e.result->cached);
+        f.iteration_of = end_iteration(e.step, e.result->status, e.result->cached);
       } else {
         f.loop_ended = end_loop(e.step).has_value();
       }

@@ -3,6 +3,7 @@
 // failed, from instance ids alone (SPEC §4.1: `fan[3]`, `fan[3]/child`, `call/fan[3]`).
 
 #include <arun/events.hpp>
+#include <arun/results.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -35,7 +36,8 @@ struct loop_progress {
   std::string id;
   std::optional<std::size_t> items;  ///< foreach: the number of items; while: unknown
   std::size_t done = 0;              ///< iterations that ended, whatever their status
-  std::size_t failed = 0;            ///< of which failed or cancelled
+  std::size_t failed = 0;            ///< of which failed
+  std::size_t cancelled = 0;         ///< of which stopped (an interrupt, a budget, a sibling's fatal failure)
   std::size_t cached = 0;            ///< of which reused from the cache (`cache:`)
   std::size_t retries = 0;           ///< retries of instances inside its iterations
   std::set<std::string, std::less<>> running;     ///< iteration ids started and not ended (<= concurrency)
@@ -53,8 +55,9 @@ public:
   std::optional<loop_progress> end_loop(std::string_view id);
   /// Iteration `id` (`L[i]`) starts; registers `L` (items unknown) when its start was not seen.
   loop_progress* start_iteration(std::string_view id);
-  /// Iteration `id` ended; null when its loop is unknown.
-  loop_progress* end_iteration(std::string_view id, bool failed, bool cached = false);
+  /// Iteration `id` ended as `status`; null when its loop is unknown. Failed and cancelled are
+  /// counted apart, as the result counts them (docs/reference/formats.md, statuses).
+  loop_progress* end_iteration(std::string_view id, step_status status, bool cached = false);
   /// An instance inside an iteration is retried; null when its loop is unknown.
   loop_progress* retry(std::string_view id);
 

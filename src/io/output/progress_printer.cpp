@@ -48,8 +48,8 @@ std::string status_mark(step_status s, bool color) {
 }
 
 std::string step_end_line(const event& e, const step_result& r, bool color) {
-  std::string line = fmt::format("  {} {} {} ({})", status_mark(r.status, color), e.step,
-                                 r.cached ? "cached" : to_string(r.status), duration_text(r));
+  std::string line = fmt::format("  {} {} {}", status_mark(r.status, color), e.step, r.cached ? "cached" : to_string(r.status));
+  if (r.ran() || r.queued) line += fmt::format(" ({})", duration_text(r));
   if (r.iterations) {
     line += fmt::format(" {}/{} iterations completed", r.iterations->completed, r.iterations->total);
     if (r.iterations->cached > 0) line += fmt::format(" ({} cached)", r.iterations->cached);
@@ -86,6 +86,7 @@ bool summary_due(const detail::loop_progress& l) {
 std::string summary_line(const detail::loop_progress& l) {
   std::string line = l.items ? fmt::format("  .. {} {}/{} iterations done, {} failed", l.id, l.done, *l.items, l.failed)
                              : fmt::format("  .. {} {} iterations done, {} failed", l.id, l.done, l.failed);
+  if (l.cancelled > 0) line += fmt::format(", {} cancelled", l.cancelled);
   if (l.cached > 0) line += fmt::format(", {} cached", l.cached);
   if (l.retries > 0) line += fmt::format(", {} retries", l.retries);
   return line;
@@ -228,6 +229,7 @@ void progress_printer::on_step_end(const event& e) {
   // The instance's own line first, then the loop summary it may complete.
   if (!detail::inside_iteration(e.step) || bad || options_.verbose) {
     add_line(step_end_line(e, *e.result, options_.color));
+    if (!e.result->error.empty()) errors_shown_.emplace(first_line(e.result->error));
     if (bad && options_.log_files)
       if (const auto files = options_.log_files(e.step); !files.empty()) add_line(fmt::format("     log: {}", files.front()));
   }
@@ -267,7 +269,9 @@ void progress_printer::on_recipe_end(const event& e) {
   }
   std::string line = fmt::format("arun: '{}' {} in {:.2f}s", e.recipe_name, to_string(e.run->status),
                                  seconds(e.run->duration));
-  if (!e.run->error.empty()) line += fmt::format(": {}", first_line(e.run->error));
+  // The failure that ended the run was said where it happened: said once (its step's line).
+  if (!e.run->error.empty() && !errors_shown_.contains(first_line(e.run->error)))
+    line += fmt::format(": {}", first_line(e.run->error));
   add_line(std::move(line));
 }
 

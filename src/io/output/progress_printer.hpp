@@ -103,6 +103,8 @@ private:
   detail::loop_tracker loops_;
   status_board board_;
   std::set<std::pair<std::string, std::string>, std::less<>> warnings_seen_;
+  /// First lines of the errors the step lines showed: the run's last line does not repeat one.
+  std::set<std::string, std::less<>> errors_shown_;
   std::size_t warnings_repeated_ = 0;
   int recipe_depth_ = 0;
   std::string session_id_;

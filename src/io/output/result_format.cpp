@@ -9,6 +9,7 @@
 
 #include <boost/json/array.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -96,8 +97,9 @@ namespace {
 void append_step_text(std::string& text, const step_result& s, int depth, const log_locator& logs) {
   const std::string indent(static_cast<std::size_t>(2 + 2 * depth), ' ');
   // A cached leaf says so where its status goes: it completed without running.
-  text += fmt::format("{}{:<9} {} ({})", indent, s.cached ? "cached" : to_string(s.status), s.step_id,
-                      duration_text(s));
+  text += fmt::format("{}{:<9} {}", indent, s.cached ? "cached" : to_string(s.status), s.step_id);
+  // An instance that never started has no duration to show (and a `(0.00s)` would say it ran).
+  if (s.ran() || s.queued) text += fmt::format(" ({})", duration_text(s));
   if (s.iterations) text += iterations_text(*s.iterations);
   if (!s.error.empty()) text += fmt::format(" {}", first_line(s.error));
   text += "\n";
@@ -110,6 +112,18 @@ void append_step_text(std::string& text, const step_result& s, int depth, const 
   }
   append_failed_instances(text, s, indent.size() + 10);
   for (const auto& child : s.children) append_step_text(text, child, depth + 1, logs);
+}
+
+// Whether the run's error is a line the step listing already shows (a failed step's, a
+// child's or a failed iteration's): said once, where the reader looks first.
+bool shown_in_steps(const std::vector<step_result>& steps, std::string_view error) {
+  for (const auto& s : steps) {
+    if (!s.error.empty() && first_line(s.error) == error) return true;
+    for (const auto& f : s.failed_instances)
+      if (first_line(f.error) == error) return true;
+    if (shown_in_steps(s.children, error)) return true;
+  }
+  return false;
 }
 
 // `2 steps: 1 completed, 1 failed · 3 iterations: 1 completed, 1 failed, 1 not run`.
@@ -381,9 +395,11 @@ boost::json::object result_fields(const run_result& r) {
   o["step_results"] = boost::json::array();
   o["error"] = text_or_null(r.error);
   if (!r.usage.empty()) o["usage"] = usage_totals_to_json(r.usage);
-  if (!r.reused.empty() || !r.changed.empty())
+  if (!r.reused.empty() || !r.changed.empty() || !r.failed_again.empty())
     o["reload"] = {{"reused", boost::json::array(r.reused.begin(), r.reused.end())},
-                   {"changed", boost::json::array(r.changed.begin(), r.changed.end())}};
+                   {"changed", boost::json::array(r.changed.begin(), r.changed.end())},
+                   {"failed", boost::json::array(r.failed_again.begin(), r.failed_again.end())}};
+  if (!r.denied.empty()) o["denied"] = boost::json::array(r.denied.begin(), r.denied.end());
   if (!r.waiting.empty()) {
     // `waiting_approval` is the first gate (one gate is the common case, and what scripts
     // read); `waiting_approvals` lists every gate a fan-out left waiting.
@@ -468,10 +484,11 @@ std::string result_to_text(const run_result& r, const log_locator& logs) {
                                  seconds(r.duration), r.session_id);
   for (const auto& s : r.step_results) append_step_text(text, s, 0, logs);
   if (!r.output.is_null()) text += output_text(r.output);
-  if (!r.error.empty()) text += fmt::format("error: {}\n", first_line(r.error));
+  if (!r.error.empty() && !shown_in_steps(r.step_results, first_line(r.error)))
+    text += fmt::format("error: {}\n", first_line(r.error));
   if (!r.step_results.empty()) text += summary_text(r) + "\n";
   text += usage_text(r.usage);
-  if (!r.reused.empty() || !r.changed.empty()) {
+  if (!r.reused.empty() || !r.changed.empty() || !r.failed_again.empty()) {
     auto listed = [](const std::vector<std::string>& ids) {
       std::string out;
       for (std::size_t i = 0; i < ids.size() && i < 10; ++i) out += (i ? ", " : "") + ids[i];
@@ -482,6 +499,8 @@ std::string result_to_text(const run_result& r, const log_locator& logs) {
                         r.reused.empty() ? "" : ": ", listed(r.reused));
     if (!r.changed.empty())
       text += fmt::format("; {} run again (step or inputs changed): {}", thousands(r.changed.size()), listed(r.changed));
+    if (!r.failed_again.empty())
+      text += fmt::format("; {} failed before, run again: {}", thousands(r.failed_again.size()), listed(r.failed_again));
     text += "\n";
   }
   for (const auto& w : r.waiting) {
@@ -495,7 +514,13 @@ std::string result_to_text(const run_result& r, const log_locator& logs) {
     }
   }
   // What was recorded stays; a resume runs what failed fatally, was cancelled or never ran.
-  if ((r.status == run_status::failed || r.status == run_status::cancelled) && !r.session_id.empty())
+  // Not after a denial that failed the run: a resume meets the same denial (docs/sessions.md,
+  // Approvals), so suggesting one would send the reader round in a circle.
+  if (!r.denied.empty())
+    text += fmt::format("denied: {} (a denial is final: a resume fails there again; run the recipe anew to be asked "
+                        "again)\n",
+                        fmt::join(r.denied, ", "));
+  else if ((r.status == run_status::failed || r.status == run_status::cancelled) && !r.session_id.empty())
     text += fmt::format("resume with: arun resume {}\n", r.session_id);
   if (r.status == run_status::budget_exhausted && !r.session_id.empty())
     text += fmt::format("resume with a larger budget: arun resume {} --max-cost USD (or --max-tokens N)\n", r.session_id);

@@ -62,6 +62,13 @@ void explain_steps(const std::vector<step>& steps, int depth, std::string& out) 
     if (s.output) out += more + "output -> " + *s.output + "\n";
     if (s.timeout) out += more + "timeout: " + seconds_text(s.timeout->count()) + "\n";
     if (s.retry) out += more + "retry: " + retry_text(*s.retry) + "\n";
+    if (s.output_schema) {
+      // The schema's required fields and types are what a reader checks a reply against.
+      out += more + "output schema (" + s.output_schema->origin() + "): " +
+             one_line(to_compact_json(s.output_schema->document()), 96) +
+             (s.type == step_type::agent ? fmt::format("; asked again up to {} times", s.schema_retries) : "") + "\n";
+    }
+    if (!s.limit_group.empty()) out += more + "limit group: " + s.limit_group + "\n";
     if (s.on_error != on_error_policy::fail)
       out += more + "on error: " + (s.on_error == on_error_policy::continue_run ? "continue" : "skip remaining") + "\n";
     if (!s.when_tags.empty()) {
@@ -82,6 +89,20 @@ std::string explain_recipe(const recipe& r) {
   if (!r.author.empty()) out += "  author: " + r.author + "\n";
   out += std::string("  execution: ") + (r.execution == execution_mode::dag ? "dag" : "sequential") + "\n";
   if (r.default_step_timeout) out += "  default step timeout: " + seconds_text(r.default_step_timeout->count()) + "\n";
+  if (!r.limits.empty()) {
+    std::string limits;
+    for (const auto& [group, n] : r.limits) limits += fmt::format("{}{} {}", limits.empty() ? "" : ", ", group, n);
+    out += "  limits (children at once): " + limits + "\n";
+  }
+  if (!r.budget.empty()) {
+    std::string budget;
+    if (r.budget.cost_usd) budget = fmt::format("${:g}", *r.budget.cost_usd);
+    if (r.budget.tokens) budget += fmt::format("{}{} tokens", budget.empty() ? "" : ", ", *r.budget.tokens);
+    out += "  budget: " + budget + " (no new agent call once spent)\n";
+  }
+  if (r.rate_limiting.max_concurrent_llm)
+    out += fmt::format("  agents at once: {}\n", *r.rate_limiting.max_concurrent_llm);
+  if (r.rate_limiting.min_delay_ms) out += fmt::format("  between agent starts: at least {} ms\n", *r.rate_limiting.min_delay_ms);
   if (!r.context.empty()) {
     out += "context defaults:\n";
     for (const auto& kv : r.context) out += fmt::format("  {} = {}\n", std::string(kv.key()), one_line(to_compact_json(kv.value())));

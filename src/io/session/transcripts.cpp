@@ -173,7 +173,9 @@ std::string transcript_to_text(const instance_transcript& t) {
   for (std::size_t i = 0; i < t.calls.size(); ++i) {
     const auto& c = t.calls[i];
     std::string how = c.error.empty() ? "ok" : "failed: " + c.error;
-    if (c.exit_code) how += fmt::format(", exit {}", *c.exit_code);
+    // The exit code once: an error that says it already ("exit code 1") is not followed by "exit 1".
+    if (c.exit_code && c.error.find(fmt::format("exit code {}", *c.exit_code)) == std::string::npos)
+      how += fmt::format(", exit {}", *c.exit_code);
     const auto seconds = std::chrono::duration<double>(c.ended - c.started).count();
     text += fmt::format("== {} · call {} of {} · {} · {:.1f}s · {}\n", t.instance, i + 1, t.calls.size(),
                         format_rfc3339_ms(c.started), seconds, how);
