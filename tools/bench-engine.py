@@ -393,8 +393,8 @@ def foreach_recipe(name, count, extra_context=()):
 
 def inline_foreach_recipe(name, count):
     """foreach_recipe with the list written in the step instead of the context: no context
-    key to export to every iteration (SPEC 5.4 exports every key, a 10,000-item list is
-    50 KB in each child's environment)."""
+    key to export to every iteration (docs/reference/templates.md, "The context in the environment":
+    every key is exported, a 10,000-item list is 50 KB in each child's environment)."""
     yield f"name: {name}\nsteps:\n  - id: each\n    command: 'true'\n    parallel: true\n    foreach: "
     yield from yaml_list(count)
     yield "\n"

@@ -1,5 +1,5 @@
 #pragma once
-/// `--set KEY=VALUE` (SPEC §5.1).
+/// `--set KEY=VALUE` (docs/running.md, "Options").
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>

@@ -23,16 +23,20 @@
 
 namespace arun {
 
-/// How references without a value behave (SPEC §5.2): `--lenient`, default, `--strict`.
+/// How references without a value behave (docs/reference/templates.md, "Undefined references"):
+/// `--lenient`, default, `--strict`.
 enum class template_mode { lenient, normal, strict };
 
-/// How agent steps are retried and finished (SPEC §3.4, §7). Unset rate-limit values come from
-/// the top-level recipe's `rate_limiting.backoff`, else SPEC's defaults (5, 60 s, 600 s).
+/// How agent steps are retried and finished (docs/reference/recipe.md, "Agent steps";
+/// docs/agents.md, "Output, JSON and flaky agents"). Unset rate-limit values come from the
+/// top-level recipe's `rate_limiting.backoff`, else the defaults of docs/agents.md,
+/// "Output, JSON and flaky agents" (5, 60 s, 600 s).
 struct agent_options {
   std::optional<int> rate_limit_retries;        ///< --rate-limit-retries
   std::optional<double> rate_limit_delay;       ///< --rate-limit-delay (seconds)
   std::optional<double> rate_limit_max_delay;   ///< --rate-limit-max-delay (seconds)
-  /// Extra rate-limit markers (case-insensitive substrings), besides SPEC's.
+  /// Extra rate-limit markers (case-insensitive substrings), besides the built-in ones
+  /// (docs/agents.md, "Output, JSON and flaky agents").
   std::vector<std::string> rate_limit_patterns;
   bool auto_stage = false;  ///< --auto-stage: `git add -A` after every agent step
   /// The model of an agent step's last rate-limit retry (amplihack's `auto`); empty: its own.
@@ -43,13 +47,14 @@ struct run_options {
   std::string session_id;  ///< reported in events and the result
   template_mode templates = template_mode::normal;  ///< a recipe's lenient_templates also applies
   std::string working_dir;  ///< shown as {{session.working_dir}} (the runner resolves paths itself)
-  /// Child processes (steps and hooks) running at once in the whole run (SPEC §6.5).
+  /// Child processes (steps and hooks) running at once in the whole run (docs/running.md,
+  /// "Concurrency").
   int max_concurrent = 8;
   /// The run's leaves run on this machine (the local executor): a leaf's `resources.cpus`
   /// takes that many of max_concurrent's slots. False when they go to a cluster, where the
   /// scheduler places them: then only `executor: local` leaves are weighted.
   bool leaves_run_here = true;
-  std::vector<std::string> include_tags, exclude_tags;  ///< SPEC §9
+  std::vector<std::string> include_tags, exclude_tags;  ///< docs/reference/recipe.md, "Tags"
   /// A step_heartbeat event for every instance running this long, repeated; 0: none.
   std::chrono::nanoseconds heartbeat = std::chrono::seconds(60);
   std::chrono::nanoseconds hook_timeout = std::chrono::seconds(30);
@@ -125,7 +130,8 @@ private:
   event_listener& listener_;
 };
 
-/// A session id as SPEC §12 shows it: `20261121-134501-3f9a2c` (UTC time + 24 random bits).
+/// A session id as docs/sessions.md, "Where sessions live", shows it: `20261121-134501-3f9a2c` (UTC
+/// time + 24 random bits).
 std::string make_session_id(std::chrono::system_clock::time_point now, unsigned random_bits);
 
 }  // namespace arun

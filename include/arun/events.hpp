@@ -1,6 +1,6 @@
 #pragma once
-/// Run events (SPEC §9). The engine never logs: it emits events, and listeners (progress on
-/// stderr, JSONL files, an embedding host) decide what to show.
+/// Run events (docs/reference/formats.md, "Events"). The engine never logs: it emits events, and
+/// listeners (progress on stderr, JSONL files, an embedding host) decide what to show.
 
 #include <arun/results.hpp>
 
@@ -21,7 +21,9 @@ enum class event_kind {
   step_end,
   approval_requested,
   recipe_end,
-  warning,  ///< e.g. a reference without a value rendered empty (SPEC §5.2); see `message`
+  /// e.g. a reference without a value rendered empty (docs/reference/templates.md,
+  /// "Undefined references"); see `message`
+  warning,
   /// A limit group's effective limit adapted (halved after a rate limit, grown back by a
   /// clean completion); see `group` and `message` (why).
   limit_changed,
@@ -38,7 +40,7 @@ struct event {
   std::chrono::system_clock::time_point ts = std::chrono::system_clock::now();
   std::string session_id;
   std::string recipe_name;  ///< recipe_start / recipe_end
-  std::string step;         ///< instance id (SPEC §4.1), for step events
+  std::string step;         ///< instance id (docs/reference/formats.md, "Conventions"), for step events
   std::string step_type;    ///< "bash", "agent", "recipe", "loop", "gate", "hook"
   const step_result* result = nullptr;  ///< step_end: the finished instance
   const run_result* run = nullptr;      ///< recipe_end: the finished run

@@ -1,7 +1,7 @@
 #pragma once
-/// `--dry-run` (SPEC §13): what a run would do, without running anything. Conditions are
-/// evaluated where they can be: against the initial context (with --set), not against
-/// outputs that only running steps would produce.
+/// `--dry-run` (docs/reference/formats.md, "Dry-run plan"): what a run would do, without running
+/// anything. Conditions are evaluated where they can be: against the initial context (with --set),
+/// not against outputs that only running steps would produce.
 
 #include <arun/engine.hpp>
 #include <arun/recipe.hpp>
@@ -33,8 +33,9 @@ struct planned_step {
 /// The plan of `r` under `options` (tags, template mode); pure.
 std::vector<planned_step> plan_run(const recipe& r, const run_options& options);
 
-/// `execution: dag` (SPEC §6.4): for each of `steps`, the indices (into `steps`) of the steps
-/// it waits for — its depends_on and the steps whose outputs it reads — sorted.
+/// `execution: dag` (docs/reference/recipe.md, "depends_on and execution: dag"): for each of
+/// `steps`, the indices (into `steps`) of the steps it waits for — its depends_on and the steps
+/// whose outputs it reads — sorted.
 std::vector<std::vector<std::size_t>> dag_waits_for(const std::vector<step>& steps);
 
 /// Whether stage `st`'s approval gate is asked after its steps rather than before: `when`

@@ -1,7 +1,7 @@
 #pragma once
-/// The recipe model (SPEC §2, §3): what the loader produces, the validator checks and the
-/// engine runs. Both dialects load into it: aliases are resolved by the loader (`cwd` is
-/// `working_dir`, `nonfatal: true` is `on_error: continue`, ...).
+/// The recipe model (docs/reference/recipe.md, "Top-level fields", "Steps"): what the loader
+/// produces, the validator checks and the engine runs. Both dialects load into it: aliases are
+/// resolved by the loader (`cwd` is `working_dir`, `nonfatal: true` is `on_error: continue`, ...).
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -30,7 +30,7 @@ struct source_location {
 using seconds_d = std::chrono::duration<double>;
 
 /// bash / agent / recipe steps run a body; `loop` is a compound step whose body is `steps`;
-/// `gate` is a pure approval gate (SPEC §3.5a).
+/// `gate` is a pure approval gate (docs/reference/recipe.md, "Approval gates").
 enum class step_type { bash, agent, recipe, loop, gate };
 
 enum class on_error_policy { fail, continue_run, skip_remaining };
@@ -188,7 +188,7 @@ struct step {
   /// values its templates read it makes the content key a `resume --reload` compares.
   std::string definition_hash;
 
-  // Common fields (SPEC §3.1)
+  // Common fields (docs/reference/recipe.md, "Fields of every step")
   std::string condition;                       ///< empty: always
   std::optional<std::string> output;           ///< context variable receiving the output
   std::optional<seconds_d> timeout;            ///< 0 = no limit
@@ -223,16 +223,18 @@ struct step {
   /// `isolation:` (bash and agent steps).
   isolation_kind isolation = isolation_kind::none;
 
-  // bash (SPEC §3.3)
+  // bash (docs/reference/recipe.md, "Bash steps")
   std::string command;
   std::optional<std::string> output_exit_code;
   std::optional<std::size_t> max_env_value_bytes;
 
-  // agent (SPEC §3.4) and recipe (SPEC §3.5)
+  // agent (docs/reference/recipe.md, "Agent steps") and recipe (docs/reference/recipe.md,
+  // "Sub-recipe steps")
   agent_call agent;
   recipe_call call;
 
-  // loops (SPEC §6.3): a loop step repeats its own body, or `steps` when type is loop
+  // loops (docs/reference/recipe.md, "Loops"): a loop step repeats its own body, or `steps` when
+  // type is loop
   std::optional<foreach_spec> foreach;
   std::optional<while_spec> loop_while;
   std::vector<step> steps;
@@ -245,7 +247,7 @@ struct stage_approval {
   std::string prompt;
   std::optional<double> timeout;
   approval_decision default_decision = approval_decision::deny;
-  gate_timing when = gate_timing::automatic;  ///< automatic: SPEC §8's rule
+  gate_timing when = gate_timing::automatic;  ///< automatic: the rule of docs/reference/recipe.md, "Stages"
 };
 
 struct stage {
@@ -267,8 +269,9 @@ struct recipe_hooks {
   std::string pre_step, post_step, on_error;  ///< shell commands; empty: none
 };
 
-/// `rate_limiting.backoff`: how agent rate limits are retried (SPEC §7); unset fields keep
-/// the command line's values (defaults 5 retries, 60 s, ×2, 600 s cap).
+/// `rate_limiting.backoff`: how agent rate limits are retried (docs/agents.md,
+/// "Output, JSON and flaky agents"); unset fields keep the command line's values (defaults 5
+/// retries, 60 s, ×2, 600 s cap).
 struct rate_limit_backoff {
   std::optional<int> max_retries;
   std::optional<double> initial_delay, max_delay, multiplier;

@@ -1,6 +1,6 @@
 #pragma once
-/// Step and run outcomes (SPEC §4, §13). Outcomes are values: an expected failure is a
-/// result with a status, never an exception.
+/// Step and run outcomes (docs/reference/formats.md, "Statuses", "Run result"). Outcomes are
+/// values: an expected failure is a result with a status, never an exception.
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -46,10 +46,10 @@ struct usage_total {
   std::uint64_t calls_without_cost = 0;  ///< calls whose cost is unknown (not in cost_usd)
 };
 
-/// What happened to one step instance (SPEC §4).
+/// What happened to one step instance (docs/reference/formats.md, "Statuses").
 enum class step_status { completed, failed, skipped, degraded, cancelled, not_run };
 
-/// How a whole run ended (SPEC §13 `status`).
+/// How a whole run ended (`status`, docs/reference/formats.md, "Run result").
 /// budget_exhausted: the run's budget (--max-cost, --max-tokens, `budget:`) was spent; the
 /// steps it did not start run on `arun resume` with a larger one.
 enum class run_status { completed, failed, waiting_approval, cancelled, budget_exhausted };
@@ -57,7 +57,7 @@ enum class run_status { completed, failed, waiting_approval, cancelled, budget_e
 std::string_view to_string(step_status s) noexcept;
 std::string_view to_string(run_status s) noexcept;
 
-/// How the iterations of a loop step ended (SPEC §13 `iterations`).
+/// How the iterations of a loop step ended (`iterations`, docs/reference/formats.md, "Run result").
 struct iteration_counts {
   std::size_t total = 0;  ///< iterations the loop had (foreach: items; while: iterations run)
   std::size_t completed = 0;
@@ -77,7 +77,7 @@ struct failed_instance {
 
 /// The outcome of one step instance.
 struct step_result {
-  std::string step_id;  ///< instance id (SPEC §4.1)
+  std::string step_id;  ///< instance id (docs/reference/formats.md, "Conventions")
   step_status status = step_status::not_run;
   std::optional<int> exit_code;  ///< set when a child exited normally
   std::optional<int> signal;     ///< set when a child was ended by a signal
@@ -123,7 +123,7 @@ struct step_result {
   }
 };
 
-/// The gate a run stopped at (SPEC §8): status `waiting_approval`.
+/// The gate a run stopped at (docs/sessions.md, "Approvals"): status `waiting_approval`.
 struct pending_approval {
   std::string step;    ///< the gate's instance id
   std::string prompt;  ///< rendered
@@ -136,7 +136,7 @@ struct run_result {
   std::string session_id;
   std::chrono::nanoseconds duration{};
   std::chrono::system_clock::time_point started_at{}, ended_at{};  ///< this invocation's (a resume's own)
-  boost::json::value output;  ///< the recipe's final output (SPEC §2 `output`)
+  boost::json::value output;  ///< the recipe's final output (`output`, docs/reference/recipe.md, "Top-level fields")
   boost::json::object context;
   std::vector<step_result> step_results;  ///< one per declared top-level step, in order
   /// Why the run failed: its own reason, or the first line of the error of the step whose

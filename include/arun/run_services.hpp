@@ -25,7 +25,8 @@ struct loaded_recipe {
   std::string error;                    ///< "recipe 'x' not found in ...", a load or validation error
 };
 
-/// Finds and loads the recipes that `recipe:` steps name (SPEC §3.5, §10).
+/// Finds and loads the recipes that `recipe:` steps name (docs/reference/recipe.md,
+/// "Sub-recipe steps", "extends").
 class recipe_source {
 public:
   virtual ~recipe_source() = default;
@@ -34,7 +35,8 @@ public:
   virtual loaded_recipe load(std::string_view reference, const recipe& caller) = 0;
 };
 
-/// A step instance that finished, as a session records it (SPEC §12).
+/// A step instance that finished, as a session records it (docs/sessions.md,
+/// "Where sessions live").
 struct finished_instance {
   step_result result;
   /// What the instance wrote into its scope's context (outputs, output_exit_code, collect,
@@ -115,8 +117,8 @@ struct approval_reply {
   std::string message;  ///< the approver's message or the denial's reason
 };
 
-/// Decides approval gates (SPEC §8). `suspend` ends the run with status waiting_approval, to
-/// be resumed later; without a handler every gate suspends.
+/// Decides approval gates (docs/sessions.md, "Approvals"). `suspend` ends the run with status
+/// waiting_approval, to be resumed later; without a handler every gate suspends.
 class approval_handler {
 public:
   virtual ~approval_handler() = default;

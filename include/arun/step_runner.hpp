@@ -25,8 +25,9 @@ namespace arun {
 using output_line_handler =
     std::function<void(output_stream, std::string_view line, bool truncated)>;
 
-/// A variable the rendered script expands (SPEC §5.3, §5.4): in the environment, or, when too
-/// large for it, through a private file the script reads back byte-exact.
+/// A variable the rendered script expands (docs/reference/templates.md,
+/// "Templates in bash commands", "The context in the environment"): in the environment, or, when
+/// too large for it, through a private file the script reads back byte-exact.
 struct shell_variable_export {
   std::string name;
   std::string value;
@@ -69,9 +70,10 @@ struct bash_invocation {
   running_handler on_running;  ///< may be empty; a runner that cannot tell never calls it
 };
 
-/// An agent step, ready to run (SPEC §3.4): the prompt rendered, `MODE:` line and the
-/// non-interactive footer included. The runner resolves the agent's persona (SPEC §11.2) and
-/// builds the agent CLI's command line (SPEC §11.1).
+/// An agent step, ready to run (docs/reference/recipe.md, "Agent steps"): the prompt rendered,
+/// `MODE:` line and the non-interactive footer included. The runner resolves the agent's persona
+/// (docs/agents.md, "Resolution order") and builds the agent CLI's command line (docs/agents.md,
+/// "Choosing the CLI").
 struct agent_invocation {
   std::string instance_id;
   std::string agent;        ///< `ns:name` / `ns:cat:name`; empty: the CLI's own default agent

@@ -1,6 +1,7 @@
 #pragma once
-/// Recipe-wide checks that need more than one field (SPEC §1-§3, §5, §6.4) and what this
-/// version of the engine can run. Pure: no files are read.
+/// Recipe-wide checks that need more than one field (docs/reference/recipe.md;
+/// docs/reference/templates.md, "Undefined references") and what this version of the engine can
+/// run. Pure: no files are read.
 
 #include <arun/diagnostics.hpp>
 #include <arun/recipe.hpp>
@@ -14,10 +15,12 @@
 namespace arun {
 
 struct validation_options {
-  std::set<std::string, std::less<>> set_keys;  ///< `--set` keys count as declared (SPEC §5.1)
+  /// `--set` keys count as declared (docs/reference/templates.md, "Undefined references")
+  std::set<std::string, std::less<>> set_keys;
   bool strict = false;   ///< unknown keys are errors (the loader's warnings are upgraded by the caller)
   bool lenient = false;  ///< undeclared references are warnings
-  /// Names declared by the sub-recipes the recipe calls (SPEC §5.1), found by the caller.
+  /// Names declared by the sub-recipes the recipe calls (docs/reference/templates.md,
+  /// "Undefined references"), found by the caller.
   std::set<std::string, std::less<>> sub_recipe_names;
   /// Some `recipe:` is a template, so its outputs are unknown: undeclared names only warn.
   bool dynamic_sub_recipes = false;
@@ -28,7 +31,8 @@ struct validation_options {
 std::vector<diagnostic> validate_recipe(const recipe& r, const validation_options& options = {});
 
 /// The names a recipe declares anywhere: context keys, outputs, collect and
-/// output_exit_code names, loop variables, and the built-ins (SPEC §5.1).
+/// output_exit_code names, loop variables, and the built-ins (docs/reference/recipe.md,
+/// "Built-in variables").
 std::set<std::string, std::less<>> declared_names(const recipe& r, const validation_options& options = {});
 
 /// The script a bash step with `command` runs, each {{reference}} rewritten to its variable

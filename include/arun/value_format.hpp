@@ -1,5 +1,6 @@
 #pragma once
-/// How values are written as text: in templates (SPEC §5.2) and in every JSON arun prints.
+/// How values are written as text: in templates (docs/reference/templates.md, "How values render")
+/// and in every JSON arun prints.
 /// Numbers never come out as `1.5E0` (Boost.JSON's own serializer does that).
 
 #include <boost/json/parse_options.hpp>

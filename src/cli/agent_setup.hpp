@@ -1,5 +1,6 @@
 #pragma once
-// The run options of agent steps (SPEC §11.1, §7, §3.4): which agent CLI, where agent files
+// The run options of agent steps (docs/agents.md, "Choosing the CLI",
+// "Output, JSON and flaky agents", "Running agent steps"): which agent CLI, where agent files
 // resolve, rate-limit retries, auto_stage.
 
 #include "commands.hpp"

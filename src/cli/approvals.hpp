@@ -1,7 +1,7 @@
 #pragma once
-// How `arun` decides approval gates (SPEC §8): a decision recorded in the session (by `arun
-// approve|deny`, or earlier in this session) wins; then --yes; then a question on the terminal
-// when stdin and stderr are terminals (unless --no-input); otherwise the run suspends
+// How `arun` decides approval gates (docs/sessions.md, "Approvals"): a decision recorded in the
+// session (by `arun approve|deny`, or earlier in this session) wins; then --yes; then a question on
+// the terminal when stdin and stderr are terminals (unless --no-input); otherwise the run suspends
 // (exit 5). A gate's timeout applies its default: while asking, or at a resume once the gate
 // has waited that long.
 

@@ -24,7 +24,8 @@ class session_store;
 
 namespace arun::cli {
 
-/// How agent steps run (SPEC §11.1, §7): the run options of agent_setup.cpp.
+/// How agent steps run (docs/agents.md, "Choosing the CLI", "Output, JSON and flaky agents"): the
+/// run options of agent_setup.cpp.
 struct agent_settings {
   std::string cli;      ///< --agent-cli; empty: $ARUN_AGENT_CLI, else claude
   std::string command;  ///< --agent-command TEMPLATE
@@ -77,7 +78,8 @@ struct run_settings {
 
 int run_command(const run_settings& s);
 /// Runs a loaded recipe on one io_context with the real runner, recording into `store` (null:
-/// no session, only for --dry-run); prints the result; returns SPEC §13's exit code.
+/// no session, only for --dry-run); prints the result; returns the exit code of
+/// docs/reference/exit-codes.md.
 /// `input.value` is the recipe; its `sub_recipes` serve the checks before the first step.
 int execute_run(const run_settings& s, const recipe_input& input, const std::string& base_dir,
                 const std::string& session_id, io::session_store* store);

@@ -2,7 +2,7 @@
 
 namespace arun::cli {
 
-// Exit codes (SPEC §13).
+// Exit codes (docs/reference/exit-codes.md).
 inline constexpr int exit_success = 0;
 inline constexpr int exit_recipe_failed = 1;
 inline constexpr int exit_usage = 2;

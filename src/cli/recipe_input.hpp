@@ -32,11 +32,12 @@ struct recipe_options {
   bool resolve_secrets = false;
   bool strict = false;
   bool lenient = false;
-  std::size_t max_recipe_bytes = 1u << 20;  ///< SPEC §1: larger recipe files are refused
+  std::size_t max_recipe_bytes = 1u << 20;  ///< docs/reference/recipe.md, "The file": larger recipe files are refused
   bool check_agents = false;               ///< set by add_agent_options (validate, run)
   std::vector<std::string> agent_dirs;     ///< --agent-dir, in order
   bool allow_missing_agents = false;       ///< unresolvable agents are warnings, not errors
-  io::recipe_sources* sources = nullptr;   ///< a session's copies of recipe files (SPEC §12)
+  /// a session's copies of recipe files (docs/sessions.md, "Where sessions live")
+  io::recipe_sources* sources = nullptr;
   std::string color = "auto";              ///< --color: auto, always or never
   bool check_shell = false;                ///< `bash -n` every bash script (validate)
   bool check_schema = false;               ///< the JSON Schema check of every file (validate)
@@ -60,7 +61,7 @@ struct secret_value {
 struct recipe_input {
   std::optional<recipe> value;  ///< set when loading and validation found no error
   std::vector<recipe> sub_recipes;  ///< every sub-recipe it names by a fixed reference, loaded once each
-  int exit_code = 0;            ///< 2, 3 or 4 when `value` is empty (SPEC §13)
+  int exit_code = 0;            ///< 2, 3 or 4 when `value` is empty (docs/reference/exit-codes.md)
   std::string path;                ///< the recipe file RECIPE named; empty when none was found
   std::size_t errors = 0, warnings = 0;
   boost::json::array diagnostics;  ///< with recipe_options::diagnostics_json: every diagnostic

@@ -1,5 +1,6 @@
-// `arun [run] RECIPE` (SPEC §13): load and check the recipe, run it on one io_context with
-// the real step runner, report on stderr, print the result on stdout, exit with SPEC's codes.
+// `arun [run] RECIPE` (docs/cli.md, "arun run"): load and check the recipe, run it on one
+// io_context with the real step runner, report on stderr, print the result on stdout, exit with the
+// codes of docs/reference/exit-codes.md.
 #include "agent_setup.hpp"
 #include "approvals.hpp"
 #include "commands.hpp"
@@ -166,7 +167,7 @@ std::optional<std::string> open_sinks(const run_settings& s, const recipe& r, co
   };
   if (!s.events_file.empty())
     if (auto e = add_file(io::jsonl_event_sink::open(s.events_file, true, {}, sinks.writer))) return e;
-  // The session's own events, appended across resumes (SPEC §12).
+  // The session's own events, appended across resumes (docs/sessions.md, "Where sessions live").
   if (store)
     if (auto e = add_file(io::jsonl_event_sink::open(store->dir() + "/events.jsonl", false, {}, sinks.writer))) return e;
   if (!s.audit_dir.empty())
@@ -299,7 +300,8 @@ int run_command(const run_settings& s) {
                    report.spared.size(), report.spared.size() == 1 ? "" : "s", report.spared.front().c_str(),
                    report.spared.size() > 1 ? ", ..." : "");
   }
-  // SPEC §12: every run has a session; it exists before any step runs.
+  // docs/sessions.md, "Where sessions live": every run has a session; it exists before any step
+  // runs.
   auto created = io::session_store::create(sessions.path, session_id);
   if (auto* error = std::get_if<std::string>(&created)) {
     std::fprintf(stderr, "arun: %s\n", error->c_str());
@@ -473,7 +475,8 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
       if (store) store->mask_with(nullptr);
     }
   } const forget_masker_at_end{store};
-  // SPEC §2 context_validation: a pre-flight, before anything runs.
+  // context_validation (docs/reference/recipe.md, "context_validation"): a pre-flight, before
+  // anything runs.
   if (const auto problems = io::check_context(loaded, base_dir); !problems.empty()) {
     for (const auto& p : problems)
       std::fprintf(stderr, "%s: error: %s\n", loaded.source_path.c_str(), masker.mask(p).c_str());
@@ -731,7 +734,8 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
       store->on_failure(nullptr);
     }
   } const forget{store};
-  // SPEC §12: the journal is fsync'd at least once a second, also while steps run long.
+  // docs/sessions.md, "Where sessions live": the journal is fsync'd at least once a second, also
+  // while steps run long.
   asio::steady_timer syncer(ctx);
   std::function<void(const boost::system::error_code&)> on_tick = [&](const boost::system::error_code& ec) {
     if (ec) return;

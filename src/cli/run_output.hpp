@@ -1,6 +1,7 @@
 #pragma once
-// What commands print on stdout (SPEC §13): only the final result, a plan, a document. A
-// write that fails (a full disk, a closed pipe) is an error, never a silent success.
+// What commands print on stdout (docs/reference/formats.md, "Conventions"): only the final result,
+// a plan, a document. A write that fails (a full disk, a closed pipe) is an error, never a silent
+// success.
 
 #include "output/result_format.hpp"
 

@@ -1,5 +1,6 @@
-// `arun resume ID` and `arun sessions list|show|clean` (SPEC §12): continuing a session from
-// its recipe copy and journal, and looking after the session directories.
+// `arun resume ID` and `arun sessions list|show|clean` (docs/sessions.md, "Resume",
+// "Managing sessions"): continuing a session from its recipe copy and journal, and looking after
+// the session directories.
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "agent_setup.hpp"

@@ -1,5 +1,5 @@
 // Commands that read recipes or agents without running them: explain, graph, list,
-// agents list (SPEC §13).
+// agents list (docs/cli.md).
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "run_output.hpp"

@@ -1,5 +1,6 @@
 // `arun validate RECIPE`: every diagnostic on stderr (or as one JSON document on stdout); exit
-// 0 when clean or warnings only, 2 on any error, 3/4 when there is no recipe (SPEC §13).
+// 0 when clean or warnings only, 2 on any error, 3/4 when there is no recipe
+// (docs/reference/exit-codes.md).
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "agent_setup.hpp"

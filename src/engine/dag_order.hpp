@@ -1,7 +1,7 @@
 #pragma once
-// `execution: dag` ordering (SPEC §6.4): which steps a step waits for — its depends_on and the
-// steps whose outputs it reads — and the cycles such waiting would deadlock on. Pure; shared
-// by the validator and the DAG scheduler.
+// `execution: dag` ordering (docs/reference/recipe.md, "depends_on and execution: dag"): which
+// steps a step waits for — its depends_on and the steps whose outputs it reads — and the cycles
+// such waiting would deadlock on. Pure; shared by the validator and the DAG scheduler.
 
 #include <arun/recipe.hpp>
 

@@ -31,7 +31,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::string did_you_mean(std::string_view key, const std::vector<std::string_view>& known) {
   std::string_view best;
-  std::size_t best_distance = 3;  // SPEC §1: suggestions within edit distance 2
+  std::size_t best_distance = 3;  // docs/reference/recipe.md, "The file": suggestions within edit distance 2
   for (auto k : known) {
     const auto d = edit_distance(key, k);
     if (d < best_distance) best_distance = d, best = k;

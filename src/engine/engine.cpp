@@ -21,7 +21,8 @@ namespace {
 namespace asio = boost::asio;
 using engine::steady;
 
-// SPEC §5.1's read-only names; `step` and `stage` are filled in per step.
+// The read-only names of docs/reference/recipe.md, "Built-in variables"; `step` and `stage` are
+// filled in per step.
 boost::json::object make_builtins(const recipe& r, const run_options& options) {
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};

@@ -1,5 +1,5 @@
 #pragma once
-// SPEC §3.6: how a step's printed output becomes a context value.
+// docs/reference/recipe.md, "Outputs": how a step's printed output becomes a context value.
 
 #include <boost/json/value.hpp>
 

@@ -33,7 +33,8 @@ condition_verdict check_expression(const std::string& text, std::string_view wha
 
 namespace {
 
-// Environment strings and paths end at a NUL byte: refuse rather than cut (SPEC §5.3).
+// Environment strings and paths end at a NUL byte: refuse rather than cut
+// (docs/reference/templates.md, "Size limits").
 bool has_nul(const std::string& text) { return text.find('\0') != std::string::npos; }
 
 // The step's `env` values and `working_dir`, rendered into `env` and `working_dir`; warnings
@@ -115,7 +116,8 @@ prepared_agent prepare_agent(const agent_call& call, const step& s, const render
   };
   p.error = render_placement(s, scope, recipe_env, p.warnings, inv.env, inv.working_dir);
   if (!p.error.empty()) return p;
-  // SPEC §3.4: the agent's context gets working_directory and NONINTERACTIVE when absent.
+  // docs/agents.md, "Running agent steps": the agent's context gets working_directory and
+  // NONINTERACTIVE when absent.
   boost::json::object extra = scope.locals ? *scope.locals : boost::json::object{};
   if (!find_root(scope, "working_directory")) extra["working_directory"] = below(run_dir, inv.working_dir);
   if (!find_root(scope, "NONINTERACTIVE")) extra["NONINTERACTIVE"] = "1";

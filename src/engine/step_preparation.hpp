@@ -1,7 +1,9 @@
 #pragma once
 // Turning a declared bash step into what the runner executes, against the current context:
-// the condition (SPEC §5.5), the shell rendering of `command` (§5.3), the context export
-// (§5.4), rendered `env` values and `working_dir` (§3.3). Pure: nothing runs here.
+// the condition (docs/reference/conditions.md), the shell rendering of `command`
+// (docs/reference/templates.md, "Templates in bash commands"), the context export
+// (docs/reference/templates.md, "The context in the environment"), rendered `env` values and
+// `working_dir` (docs/reference/recipe.md, "Fields of every step"). Pure: nothing runs here.
 
 #include "shell/context_export.hpp"
 #include "template/render.hpp"
@@ -41,9 +43,11 @@ using env_list = std::vector<std::pair<std::string, std::string>>;
 prepared_bash prepare_bash(const step& s, const render_scope& scope, const env_list& recipe_env = {},
                            const context_export_table* context_table = nullptr);
 
-/// Ends every agent prompt so a nested agent never waits for an answer (SPEC §3.4).
+/// Ends every agent prompt so a nested agent never waits for an answer (docs/agents.md,
+/// "Running agent steps").
 inline constexpr std::string_view non_interactive_footer = "Proceed autonomously. Do not ask questions.";
-/// Appended to the prompt when a `parse_json` step's reply held no JSON (SPEC §3.6).
+/// Appended to the prompt when a `parse_json` step's reply held no JSON (docs/agents.md,
+/// "Output, JSON and flaky agents").
 inline constexpr std::string_view json_only_reminder =
     "IMPORTANT: your previous reply to this prompt contained no valid JSON. Reply with only the "
     "JSON value that was asked for: no prose before or after it, no Markdown code fence.";

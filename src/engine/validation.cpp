@@ -205,8 +205,8 @@ void check_dependencies(const recipe& r, std::vector<diagnostic>& out) {
     if (state[id] == mark::unseen) visit(*s);
 }
 
-// SPEC §6.4: under execution: dag a step also waits for the steps whose outputs it reads;
-// such waiting must not go round in a circle.
+// docs/reference/recipe.md, "depends_on and execution: dag": under execution: dag a step also waits
+// for the steps whose outputs it reads; such waiting must not go round in a circle.
 void check_dag_order(const recipe& r, std::vector<diagnostic>& out) {
   if (r.execution != execution_mode::dag) return;
   const bool reported = std::any_of(out.begin(), out.end(), [](const diagnostic& d) {
@@ -255,8 +255,8 @@ void check_gates(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
-// SPEC §11.2: `name`, `ns:name` or `ns:cat:name`, each segment [A-Za-z0-9_-]+. Whether the
-// agent file exists is checked with agent steps (issue 5), not here.
+// docs/agents.md, "Reference forms": `name`, `ns:name` or `ns:cat:name`, each segment
+// [A-Za-z0-9_-]+. Whether the agent file exists is checked with agent steps (issue 5), not here.
 void check_agent_references(const recipe& r, std::vector<diagnostic>& out) {
   static const std::regex agent_ref("[A-Za-z0-9_-]+(:[A-Za-z0-9_-]+){0,2}");
   for_each_step(r, [&](const step& s, int) {
@@ -270,7 +270,8 @@ void check_agent_references(const recipe& r, std::vector<diagnostic>& out) {
   });
 }
 
-// SPEC §5.5: condition syntax is checked at load time; the column is the condition's own.
+// docs/reference/conditions.md, "Errors": condition syntax is checked at load time; the column is
+// the condition's own.
 void check_condition(const std::string& text, const source_location& where, std::string_view key,
                      std::vector<diagnostic>& out) {
   if (text.empty()) return;
@@ -292,7 +293,8 @@ void check_conditions(const recipe& r, std::vector<diagnostic>& out) {
   for (const auto& st : r.stages) check_condition(st.condition, st.where, "condition", out);
 }
 
-// SPEC §11.1: provider_preferences entries use `provider` and `model`; `class` is ignored.
+// docs/reference/recipe.md, "Agent steps": provider_preferences entries use `provider` and `model`;
+// `class` is ignored.
 void check_provider_preferences(const step& s, std::vector<diagnostic>& out) {
   const auto& prefs = s.agent.provider_preferences;
   if (prefs.is_null()) return;
@@ -323,8 +325,9 @@ void check_provider_preferences(const step& s, std::vector<diagnostic>& out) {
   }
 }
 
-// SPEC §3.5 recovery_on_failure (`true`, `false`, or a mapping describing the agent call) and
-// §11.1 provider_preferences.
+// recovery_on_failure (docs/agents.md, "auto_stage and recovery_on_failure"; `true`, `false`, or a
+// mapping describing the agent call) and provider_preferences (docs/reference/recipe.md,
+// "Agent steps").
 void check_agent_options(const recipe& r, std::vector<diagnostic>& out) {
   for_each_step(r, [&](const step& s, int) {
     check_provider_preferences(s, out);
@@ -490,7 +493,8 @@ std::set<std::string, std::less<>> declared_names(const recipe& r, const validat
     }
     if (s.loop_while)
       for (const auto& kv : s.loop_while->update_context) names.emplace(kv.key());
-    // SPEC §3.4: an agent's context has these when the recipe does not set them.
+    // docs/reference/recipe.md, "Agent steps": an agent's context has these when the recipe does
+    // not set them.
     if (s.type == step_type::agent || !s.call.recovery_on_failure.is_null()) names.insert({"working_directory", "NONINTERACTIVE"});
   });
   return names;

@@ -14,6 +14,7 @@ import sys
 import unicodedata
 
 LINK = re.compile(r"(?<!\!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+SPEC_CITE = re.compile(r"\bSPEC\s*§")
 OUTSIDE = re.compile(r"\.\./shared|\bSPEC(?:\.md|\s*§)|\bDESIGN\.md\b|\bTOOLCHAIN\.md\b|\bSLURM\.md\b")
 
 
@@ -98,9 +99,22 @@ def main():
             m = OUTSIDE.search(line)
             if m:
                 problems.append(f"{rel}:{n}: names {m.group(0)!r}, which is not in the repository: {line.strip()[:120]}")
+    # Source comments cite the manual's pages, not the old spec a clone does not have.
+    sources = 0
+    for top in ("src", "include", "tests", "tools", "cmake"):
+        for root, _, files in os.walk(os.path.join(repo, top)):
+            for f in files:
+                path = os.path.join(root, f)
+                if path == os.path.realpath(__file__) or not f.endswith((".cpp", ".hpp", ".h", ".py", ".cmake", ".txt", ".sh")):
+                    continue
+                sources += 1
+                for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+                    if SPEC_CITE.search(line):
+                        problems.append(f"{os.path.relpath(path, repo)}:{n}: cites the old spec; cite a docs/ page: {line.strip()[:120]}")
     for problem in problems:
         print(problem)
-    print(f"{len(md)} Markdown files, {links} links, {len(everything)} files read for references outside the repo")
+    print(f"{len(md)} Markdown files, {links} links, {len(everything)} files read for references outside the repo, "
+          f"{sources} source files for citations of the old spec")
     print(f"{len(problems)} problems" if problems else "no dead link and no reference outside the repository")
     return 1 if problems else 0
 

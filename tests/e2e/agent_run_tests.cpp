@@ -1,7 +1,8 @@
-// Agent steps end to end (SPEC §3.4, §3.6, §6.5, §7, §11) with tools/fake-agent standing in
-// for the agent CLIs: the argv, stdin, environment and working directory of every preset,
-// personas, huge prompts, timeouts, rate limits, the JSON reminder, rate_limiting, auto_stage
-// and recovery_on_failure. The fake records each call in $FAKE_AGENT_STATE/calls.jsonl.
+// Agent steps end to end (docs/reference/recipe.md, "Agent steps", "Outputs"; docs/running.md,
+// "Concurrency"; docs/agents.md) with tools/fake-agent standing in for the agent CLIs: the argv,
+// stdin, environment and working directory of every preset, personas, huge prompts, timeouts, rate
+// limits, the JSON reminder, rate_limiting, auto_stage and recovery_on_failure. The fake records
+// each call in $FAKE_AGENT_STATE/calls.jsonl.
 #include <catch2/catch.hpp>
 
 #include "agents/amplihack_preset.hpp"

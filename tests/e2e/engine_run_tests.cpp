@@ -1,7 +1,8 @@
 // The built `arun` running the recipe files in tests/e2e/recipes/ (both dialects): the JSON
-// result on stdout (SPEC §13), exit codes, the events and audit files (SPEC §9), dry runs,
-// tags, working directories, retries, timeouts, parallel groups and interrupts. Every test
-// that starts children checks that none is left. Timing bounds are generous on purpose.
+// result on stdout (docs/reference/formats.md, "Run result"), exit codes, the events and audit
+// files (docs/reference/formats.md, "Events"), dry runs, tags, working directories, retries,
+// timeouts, parallel groups and interrupts. Every test that starts children checks that none is
+// left. Timing bounds are generous on purpose.
 #include <catch2/catch.hpp>
 
 #include "process/process_table.hpp"
@@ -86,7 +87,8 @@ void check_step_shape(const json::object& s) {
     for (const auto& c : children->as_array()) check_step_shape(c.as_object());
 }
 
-// stdout must be exactly one JSON object (one line) with SPEC §13's keys.
+// stdout must be exactly one JSON object (one line) with the keys of docs/reference/formats.md,
+// "Run result".
 json::object parse_result(const std::string& out) {
   INFO("stdout: " << out);
   REQUIRE_FALSE(out.empty());
@@ -122,7 +124,7 @@ const json::object& step_of(const json::object& result, const std::string& id) {
 std::string str(const json::value& v) { return v.is_string() ? std::string(v.get_string()) : json::serialize(v); }
 
 // Every line of an events file: one JSON object with ts/event/session_id, step events with
-// step/type; recipe_start first, recipe_end last (SPEC §9).
+// step/type; recipe_start first, recipe_end last (docs/reference/formats.md, "Events").
 std::vector<json::object> read_events(const fs::path& file, const std::string& session_id) {
   std::vector<json::object> events;
   std::ifstream in(file);
@@ -356,7 +358,7 @@ TEST_CASE("amplifier recipe: retry, foreach, nested bodies, while loops, output_
   CHECK(seconds(r.elapsed) < 40.0);
 
   const auto events = read_events(dir.path / "events.jsonl", std::string(v.at("session_id").as_string()));
-  // Instance ids (SPEC §4.1): loop iterations and their body steps.
+  // Instance ids (docs/reference/formats.md, "Conventions"): loop iterations and their body steps.
   for (const char* id : {"fan[0]", "fan[3]", "squares[1]", "squares[1]/square", "squares[2]/show", "loop[0]/inner",
                          "loop[1]/inner", "loop[2]/inner", "until[1]/tick"}) {
     INFO(id);

@@ -1,4 +1,4 @@
-// Sessions end to end (SPEC §12): the session directory of a run, resume after a SIGKILL,
+// Sessions end to end (docs/sessions.md): the session directory of a run, resume after a SIGKILL,
 // a failure or an interrupt for every control-flow form, --retry-failed, refusals (lock,
 // format, missing copy), recipe copies, torn journals, and `sessions list|show|clean`.
 // Every test that starts children checks that none is left.

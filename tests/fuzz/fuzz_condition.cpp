@@ -1,4 +1,5 @@
-// libFuzzer target: the condition language (SPEC §5.5): parse, then evaluate in every mode.
+// libFuzzer target: the condition language (docs/reference/conditions.md): parse, then evaluate in
+// every mode.
 #include "condition/condition.hpp"
 
 #include <boost/json/parse.hpp>

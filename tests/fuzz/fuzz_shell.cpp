@@ -1,4 +1,6 @@
-// libFuzzer target: the shell lexer and rewriter (SPEC §5.3) plus the context export (§5.4).
+// libFuzzer target: the shell lexer and rewriter (docs/reference/templates.md,
+// "Templates in bash commands") plus the context export (docs/reference/templates.md,
+// "The context in the environment").
 #include "shell/context_export.hpp"
 #include "shell/shell_render.hpp"
 

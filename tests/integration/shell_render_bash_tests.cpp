@@ -1,5 +1,6 @@
-// Shell rendering through real bash (SPEC §5.3, §5.4): whatever a value holds and wherever its
-// reference sits, bash receives the exact bytes and never runs any part of them.
+// Shell rendering through real bash (docs/reference/templates.md, "Templates in bash commands",
+// "The context in the environment"): whatever a value holds and wherever its reference sits, bash
+// receives the exact bytes and never runs any part of them.
 #include <catch2/catch.hpp>
 
 #include "process/supervisor.hpp"
@@ -83,7 +84,8 @@ bash_run run_rendered(const std::string& command, const boost::json::object& con
   return run;
 }
 
-// Every position of the SPEC §5.3 table, each writing what bash received to its own file.
+// Every position of the table in docs/reference/templates.md, "Templates in bash commands", each
+// writing what bash received to its own file.
 const std::string positions_script = R"~(set -u
 printf '%s' {{v}} > "$D/unquoted"
 printf '%s' "{{v}}" > "$D/double"

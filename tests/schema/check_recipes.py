@@ -24,9 +24,9 @@ import yaml
 
 class Yaml12Loader(yaml.SafeLoader):
     """PyYAML resolves scalars by YAML 1.1 (yes/no/on/off are booleans, 010 is octal,
-    2025-01-01 is a date). arun follows the YAML 1.2 core schema (SPEC §1), and the schema
-    must see the types arun sees: only true/false (any case) are booleans, numbers are
-    decimal (or 0x/0o), dates stay strings."""
+    2025-01-01 is a date). arun follows the YAML 1.2 core schema (docs/reference/recipe.md,
+    "The file"), and the schema must see the types arun sees: only true/false (any case) are
+    booleans, numbers are decimal (or 0x/0o), dates stay strings."""
 
 
 _DROPPED = {
@@ -98,8 +98,8 @@ def schema_errors(validator, document):
 
 def validate_flags(arun):
     """The corpus names agents (ns:name) whose persona files are not part of it: when arun
-    checks agents at validation time (SPEC §11.2), allow missing ones. The agent CLI is the
-    fake one, which the build always has."""
+    checks agents at validation time (docs/agents.md, "Resolution order"), allow missing ones. The
+    agent CLI is the fake one, which the build always has."""
     proc = subprocess.run([arun, "validate", "--help"], stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=60)
     help_text = proc.stdout + proc.stderr

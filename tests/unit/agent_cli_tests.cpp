@@ -1,5 +1,6 @@
-// The agent CLI presets and --agent-command templates (SPEC §11.1): where the persona goes and
-// the argv of each shape. The e2e tests run the same shapes against tools/fake-agent.
+// The agent CLI presets and --agent-command templates (docs/agents.md, "Choosing the CLI"): where
+// the persona goes and the argv of each shape. The e2e tests run the same shapes against
+// tools/fake-agent.
 #include <catch2/catch.hpp>
 
 #include "agents/agent_cli.hpp"

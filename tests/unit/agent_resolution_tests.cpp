@@ -1,5 +1,5 @@
-// Agent resolution (SPEC §11.2) on small trees in a temp directory, with an injected
-// environment so no test reads the real ARUN_AGENT_* variables.
+// Agent resolution (docs/agents.md, "Resolution order") on small trees in a temp directory, with an
+// injected environment so no test reads the real ARUN_AGENT_* variables.
 #include <catch2/catch.hpp>
 
 #include "agents/agent_checks.hpp"

@@ -1,5 +1,6 @@
-// Conditions (SPEC §5.5): grammar, coercions, truthiness, short-circuit, functions and
-// methods, `{{ref}}` typing and literal interpolation, the undefined rules, errors and limits.
+// Conditions (docs/reference/conditions.md): grammar, coercions, truthiness, short-circuit,
+// functions and methods, `{{ref}}` typing and literal interpolation, the undefined rules, errors
+// and limits.
 #include <catch2/catch.hpp>
 
 #include "condition/condition.hpp"
@@ -225,7 +226,7 @@ TEST_CASE("is compares without coercion") {
   });
 }
 
-TEST_CASE("truthiness follows the SPEC table") {
+TEST_CASE("truthiness follows the table of docs/reference/conditions.md") {
   check_values({
       {"null", false},       {"false", false},      {"0", false},          {"0.0", false},
       {"''", false},         {"[]", false},         {"{{empty_obj}}", false}, {"'false'", false},
@@ -271,7 +272,7 @@ TEST_CASE("and/or return the deciding operand, as Python does") {
   });
 }
 
-TEST_CASE("not and the precedence levels nest as the SPEC lists them") {
+TEST_CASE("not and the precedence levels nest as docs/reference/conditions.md lists them") {
   check_values({
       {"not false", true},
       {"not not true", true},

@@ -1,5 +1,6 @@
-// Context export to shell steps (SPEC §5.4) and the plan joining it with a script's own
-// variables (SPEC §5.3): names, aliases, protected names, collisions and size limits.
+// Context export to shell steps (docs/reference/templates.md, "The context in the environment") and
+// the plan joining it with a script's own variables (docs/reference/templates.md,
+// "Templates in bash commands"): names, aliases, protected names, collisions and size limits.
 #include <catch2/catch.hpp>
 
 #include "shell/context_export.hpp"

@@ -1,4 +1,4 @@
-// Discovery, recipe paths and extends (SPEC §10) on small trees in a temp directory.
+// Discovery, recipe paths and extends (docs/running.md) on small trees in a temp directory.
 #include <catch2/catch.hpp>
 
 #include "recipe/discovery.hpp"

@@ -1,5 +1,5 @@
-// Events as JSON lines (SPEC §9): the shape of each kind, the JSONL file sink, audit paths and
-// the listener fanout.
+// Events as JSON lines (docs/reference/formats.md, "Events"): the shape of each kind, the JSONL
+// file sink, audit paths and the listener fanout.
 #include <catch2/catch.hpp>
 
 #include "output/event_json.hpp"

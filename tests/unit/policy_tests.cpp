@@ -84,7 +84,7 @@ TEST_CASE("retry_delay keeps fractions of a second and caps below the initial de
   CHECK(arun::engine::retry_delay(make_policy(backoff_kind::constant, 0.1, 300), 1, 0) == 100ms);
   CHECK(arun::engine::retry_delay(make_policy(backoff_kind::exponential, 10, 3), 1, 0) == 3s);
   CHECK(arun::engine::retry_delay(make_policy(backoff_kind::exponential, 5, 0), 4, 0) == 0s);
-  CHECK(arun::engine::retry_delay(retry_policy{}, 1, 0) == 5s);  // SPEC §7 defaults
+  CHECK(arun::engine::retry_delay(retry_policy{}, 1, 0) == 5s);  // the defaults of docs/reference/recipe.md, "retry"
 }
 
 TEST_CASE("retry_delay jitter stays within its band", "[policy]") {

@@ -159,7 +159,7 @@ steps:
   CHECK(rec.steps[1].parse_json);
 }
 
-TEST_CASE("types are inferred as SPEC 3.2 says") {
+TEST_CASE("types are inferred as docs/reference/recipe.md says") {
   const auto r = load_recipe_text(R"(name: types
 steps:
   - id: a

@@ -1,5 +1,5 @@
-// The final result (SPEC §13): loop iterations and sub-recipe children only where they apply,
-// the run's error and pending gate, and the text layout.
+// The final result (docs/reference/formats.md, "Run result"): loop iterations and sub-recipe
+// children only where they apply, the run's error and pending gate, and the text layout.
 #include <catch2/catch.hpp>
 
 #include "event_samples.hpp"

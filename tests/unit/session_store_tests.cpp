@@ -1,5 +1,6 @@
-// The session store (SPEC §12): journal records and their round trip, which recorded
-// instances a resume keeps, torn lines, the lock, atomic state writes and recipe copies.
+// The session store (docs/sessions.md, "Where sessions live"): journal records and their round
+// trip, which recorded instances a resume keeps, torn lines, the lock, atomic state writes and
+// recipe copies.
 #include <catch2/catch.hpp>
 
 #include "session/session_record.hpp"

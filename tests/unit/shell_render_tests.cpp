@@ -1,5 +1,6 @@
-// Templates in shell commands (SPEC §5.3): the rewrite for every lexical position, nesting,
-// heredocs, comments, arithmetic and the errors that stop a step before it runs.
+// Templates in shell commands (docs/reference/templates.md, "Templates in bash commands"): the
+// rewrite for every lexical position, nesting, heredocs, comments, arithmetic and the errors that
+// stop a step before it runs.
 #include <catch2/catch.hpp>
 
 #include "shell/shell_lexer.hpp"

@@ -1,4 +1,5 @@
-// Templates (SPEC §5.2): paths, value text, the undefined rules, type-preserving rendering.
+// Templates (docs/reference/templates.md): paths, value text, the undefined rules, type-preserving
+// rendering.
 #include <catch2/catch.hpp>
 
 #include "template/render.hpp"
@@ -66,7 +67,7 @@ TEST_CASE("paths parse with dots, indexes and quoted keys") {
   }
 }
 
-TEST_CASE("values render as SPEC 5.2 says") {
+TEST_CASE("values render as docs/reference/templates.md says") {
   const std::vector<std::pair<std::string, std::string>> rows = {
       {"hello {{name}}", "hello world"},
       {"{{ name }}", "world"},

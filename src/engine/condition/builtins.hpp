@@ -1,5 +1,6 @@
 #pragma once
-// The whitelisted functions and string methods (SPEC §5.5), private to the condition module.
+// The whitelisted functions and string methods (docs/reference/conditions.md, "Functions",
+// "String methods"), private to the condition module.
 
 #include "condition/ast.hpp"
 

@@ -1,8 +1,8 @@
 #pragma once
-// Conditions (SPEC §5.5): a sandboxed expression language over the context. Parsing and
-// evaluation are pure functions: no I/O, no logging, no exceptions for bad input.
+// Conditions (docs/reference/conditions.md): a sandboxed expression language over the context.
+// Parsing and evaluation are pure functions: no I/O, no logging, no exceptions for bad input.
 //
-// Where the SPEC is silent, these rules hold (decisions):
+// These rules hold (decisions; docs/reference/conditions.md documents them for users):
 // - Lexing: identifiers are `[A-Za-z_][A-Za-z0-9_]*` (a dashed name needs `{{dash-name}}`);
 //   numbers start with a digit (`1`, `1.5`, `2e3`); an integer literal too large for int64
 //   becomes a double. Strings take `\\ \' \" \n \t \r \0`; any other backslash is kept, as
@@ -65,7 +65,7 @@ namespace detail {
 struct node;
 }
 
-/// The longest condition text accepted (SPEC §14).
+/// The longest condition text accepted (docs/reference/recipe.md, "Limits").
 inline constexpr std::size_t max_condition_bytes = 8 * 1024;
 /// The most brackets that may be open at once.
 inline constexpr std::size_t max_condition_nesting = 64;
@@ -116,8 +116,9 @@ struct condition_outcome {
   std::optional<condition_error> error;   ///< the step fails when set
 };
 
-/// Evaluates against `scope.context` with the undefined rules of SPEC §5.2/§5.5. Never
-/// throws; `and`/`or` short-circuit, so the side not evaluated cannot warn or fail.
+/// Evaluates against `scope.context` with the undefined rules of docs/reference/templates.md,
+/// "Undefined references"; docs/reference/conditions.md, "Undefined names". Never throws;
+/// `and`/`or` short-circuit, so the side not evaluated cannot warn or fail.
 condition_outcome evaluate_condition(const condition& c, const render_scope& scope);
 
 }  // namespace arun::engine

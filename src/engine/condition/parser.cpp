@@ -1,5 +1,5 @@
-// Recursive descent over the SPEC §5.5 grammar. Recursion happens only at brackets and is
-// bounded by max_condition_nesting, so no input can exhaust the stack.
+// Recursive descent over the grammar of docs/reference/conditions.md, "Grammar". Recursion happens
+// only at brackets and is bounded by max_condition_nesting, so no input can exhaust the stack.
 #include "condition/condition.hpp"
 
 #include <algorithm>

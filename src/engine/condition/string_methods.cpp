@@ -1,5 +1,5 @@
-// The whitelisted string methods (SPEC §5.5), byte-based and ASCII-cased, following Python's
-// str methods where they exist.
+// The whitelisted string methods (docs/reference/conditions.md, "String methods"), byte-based and
+// ASCII-cased, following Python's str methods where they exist.
 #include "condition/builtins.hpp"
 
 #include "condition/values.hpp"

@@ -1,6 +1,7 @@
 #pragma once
-// Value rules of conditions (SPEC §5.5): truthiness, the coercions of `==`, ordering, `in`
-// and arithmetic. Private to the condition module.
+// Value rules of conditions (docs/reference/conditions.md, "Comparisons", "Truthiness"):
+// truthiness, the coercions of `==`, ordering, `in` and arithmetic. Private to the condition
+// module.
 
 #include "condition/ast.hpp"
 
@@ -44,21 +45,23 @@ std::string describe_value(const boost::json::value& v);
 /// the boolean literals of a condition (`TRUE`, as the Python dialect reads it).
 std::optional<bool> bool_string(std::string_view s);
 
-/// SPEC §5.5 truthiness.
+/// Truthiness (docs/reference/conditions.md, "Truthiness").
 bool truthy(const boost::json::value& v);
 
 /// `is`: the same type (numbers compared numerically) and structurally equal.
 bool strict_equal(const boost::json::value& a, const boost::json::value& b);
-/// `==` with the SPEC's coercions at the top level.
+/// `==` with the coercions of docs/reference/conditions.md, "Comparisons", at the top level.
 bool loose_equal(const boost::json::value& a, const boost::json::value& b);
-/// Ordering: <0, 0 or >0; nullopt when the SPEC calls the pair a type error.
+/// Ordering: <0, 0 or >0; nullopt when docs/reference/conditions.md, "Comparisons", calls the pair
+/// a type error.
 std::optional<int> order(const boost::json::value& a, const boost::json::value& b);
 
 /// A result, or an error message (the caller adds the column).
 template <typename T>
 using value_or_error = std::variant<T, std::string>;
 
-/// `needle in haystack` (SPEC §5.5 plus the `in` decisions of condition.hpp).
+/// `needle in haystack` (docs/reference/conditions.md, "Comparisons", plus the `in` decisions of
+/// condition.hpp).
 value_or_error<bool> contains(const boost::json::value& needle, const boost::json::value& haystack);
 /// `a op b` for `+ - * / %`.
 value_or_error<boost::json::value> arithmetic(binary_op op, const boost::json::value& a, const boost::json::value& b);

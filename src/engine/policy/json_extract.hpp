@@ -1,6 +1,6 @@
 #pragma once
-// SPEC §3.6 `parse_json`: finding the JSON value in a reply that may wrap it in prose or a
-// Markdown fence.
+// `parse_json` (docs/reference/recipe.md, "parse_json"): finding the JSON value in a reply that may
+// wrap it in prose or a Markdown fence.
 
 #include <boost/json/value.hpp>
 

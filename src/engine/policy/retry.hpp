@@ -1,6 +1,6 @@
 #pragma once
-// SPEC §7: whether a failed attempt is tried again, and how long to wait before it. Pure
-// functions: the coroutine that runs a step owns the timer and the random source.
+// docs/reference/recipe.md, "retry": whether a failed attempt is tried again, and how long to wait
+// before it. Pure functions: the coroutine that runs a step owns the timer and the random source.
 
 #include <arun/recipe.hpp>
 
@@ -38,15 +38,16 @@ std::chrono::nanoseconds retry_delay(const retry_policy& p, int attempt, double 
 /// a `duration_cast` from a huge `duration<double>`.
 std::chrono::nanoseconds to_nanoseconds(double seconds) noexcept;
 
-/// SPEC §7: whether a failed agent reply reads as a rate limit. Case-insensitive:
-/// `rate limit` starting a word (also `rate-limit`, `rate_limit`; this covers `hit your
-/// rate limit`),
+/// docs/agents.md, "Output, JSON and flaky agents": whether a failed agent reply reads as a rate
+/// limit. Case-insensitive: `rate limit` starting a word (also `rate-limit`, `rate_limit`; this
+/// covers `hit your rate limit`),
 /// `too many requests`, or `429` not inside a longer number.
 bool looks_rate_limited(std::string_view output);
 
-/// SPEC §7: the retries of an agent's rate limit when the step has no `retry` block:
-/// `retries` more attempts, exponential from `initial_delay` seconds, capped at `max_delay`,
-/// on `rate_limit` only. The defaults are SPEC's (`--rate-limit-retries` etc. override).
+/// docs/agents.md, "Output, JSON and flaky agents": the retries of an agent's rate limit when the
+/// step has no `retry` block: `retries` more attempts, exponential from `initial_delay` seconds,
+/// capped at `max_delay`, on `rate_limit` only. The defaults are the manual's (docs/agents.md,
+/// "Output, JSON and flaky agents"; `--rate-limit-retries` etc. override).
 retry_policy rate_limit_retry_policy(int retries = 5, double initial_delay = 60.0, double max_delay = 600.0,
                                      double multiplier = 2.0);
 

@@ -1,5 +1,5 @@
 #pragma once
-// SPEC §9: which steps `--include-tags` / `--exclude-tags` let run.
+// docs/reference/recipe.md, "Tags": which steps `--include-tags` / `--exclude-tags` let run.
 
 #include <optional>
 #include <string>

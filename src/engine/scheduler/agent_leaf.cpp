@@ -1,6 +1,8 @@
-// Agent steps (SPEC §3.4): one agent child per attempt through the step runner, under the
-// global limit and the recipe's rate_limiting (SPEC §6.5); the "return only JSON" call of
-// parse_json (SPEC §3.6); auto_stage; and recovery_on_failure of recipe steps (SPEC §3.5).
+// Agent steps (docs/reference/recipe.md, "Agent steps"): one agent child per attempt through the
+// step runner, under the global limit and the recipe's rate_limiting (docs/reference/recipe.md,
+// "rate_limiting"); the "return only JSON" call of parse_json (docs/reference/recipe.md,
+// "parse_json"); auto_stage; and recovery_on_failure of recipe steps (docs/agents.md,
+// "auto_stage and recovery_on_failure").
 #include "scheduler/step_executor.hpp"
 
 #include "output_value.hpp"
@@ -17,7 +19,8 @@ namespace {
 
 namespace asio = boost::asio;
 
-/// The marker a recovery agent ends its reply with when the work is done (SPEC §3.5).
+/// The marker a recovery agent ends its reply with when the work is done (docs/agents.md,
+/// "auto_stage and recovery_on_failure").
 constexpr std::string_view recovered_marker = "STATUS: COMPLETE";
 
 bool ends_with_marker(const std::string& reply) {

@@ -44,7 +44,8 @@ std::string step_executor::content_key(const step& s, scope sc) const {
   // is other work, whether or not the command names the variable.
   if (sc.locals) text += "\nlocals " + to_compact_json(*sc.locals);
   // A bash script may read a variable through arun's context export without a template:
-  // `$RECIPE_VAR_NAME`, or the name's upper-case alias (SPEC §5.4).
+  // `$RECIPE_VAR_NAME`, or the name's upper-case alias (docs/reference/templates.md,
+  // "The context in the environment").
   if (s.type == step_type::bash && sc.context) {
     for (const auto& kv : *sc.context) {
       // A name found inside a longer word counts too: a step run again needlessly is cheaper

@@ -1,5 +1,5 @@
-// `execution: dag` (SPEC §6.4): a step starts as soon as the steps it depends on — by
-// depends_on, or by referencing their outputs — have finished.
+// `execution: dag` (docs/reference/recipe.md, "depends_on and execution: dag"): a step starts as
+// soon as the steps it depends on — by depends_on, or by referencing their outputs — have finished.
 #include "scheduler/step_executor.hpp"
 
 #include "scheduler/task_group.hpp"

@@ -1,5 +1,5 @@
-// `timeout` on steps that contain other steps (SPEC §3.1: every step kind): a sub-recipe call
-// (per attempt) and a loop with a `steps:` body. A leaf's timeout is the runner's business
+// `timeout` on steps that contain other steps (docs/reference/recipe.md, "Timeouts"): a sub-recipe
+// call (per attempt) and a loop with a `steps:` body. A leaf's timeout is the runner's business
 // (SIGTERM, grace, SIGKILL on its process group); here the deadline stops the container's
 // scope, which stops its children the same way. `default_step_timeout` applies to leaves
 // only: a recipe-wide limit meant for one command must not cut a whole sub-recipe short.

@@ -1,6 +1,7 @@
-// Approval gates (SPEC §3.5a, §8): the points where a run can suspend — pure gate steps, steps
-// with `requires_approval` before their body, and stage approvals. Deciding (asking on a
-// terminal, --yes, decisions recorded by `arun approve`) is the host's approval_handler.
+// Approval gates (docs/reference/recipe.md, "Approval gates"; docs/sessions.md, "Approvals"): the
+// points where a run can suspend — pure gate steps, steps with `requires_approval` before their
+// body, and stage approvals. Deciding (asking on a terminal, --yes, decisions recorded by
+// `arun approve`) is the host's approval_handler.
 #include "scheduler/step_executor.hpp"
 
 #include "template/reference.hpp"
@@ -89,7 +90,8 @@ asio::awaitable<instance_outcome> step_executor::run_approved(const step& s, sco
 
 bool stage_gate_after(const stage& st, const recipe& r) {
   if (st.approval.when != gate_timing::automatic) return st.approval.when == gate_timing::after;
-  // SPEC §8: after the stage when the prompt needs outputs only the stage's own steps produce.
+  // docs/reference/recipe.md, "Stages": after the stage when the prompt needs outputs only the
+  // stage's own steps produce.
   std::set<std::string, std::less<>> own, elsewhere;
   for (const auto& kv : r.context) elsewhere.emplace(kv.key());
   auto collect = [](const std::vector<step>& steps, std::set<std::string, std::less<>>& into) {

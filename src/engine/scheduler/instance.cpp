@@ -1,5 +1,6 @@
-// One step instance from start to end (SPEC §6.1): resume lookup, tag filter, condition,
-// pre_step hook, the body, post_step or on_error hook, the journal record, step_end.
+// One step instance from start to end (docs/running.md, "What a recipe does when it runs"): resume
+// lookup, tag filter, condition, pre_step hook, the body, post_step or on_error hook, the journal
+// record, step_end.
 #include "scheduler/step_executor.hpp"
 
 #include "policy/tag_filter.hpp"

@@ -1,5 +1,6 @@
 // Leaf work: bash and agent steps as child processes through the step runner, under the
-// run's concurrency limit, with retry and backoff (SPEC §3.3, §3.6, §7); hooks (SPEC §9).
+// run's concurrency limit, with retry and backoff (docs/reference/recipe.md, "Bash steps",
+// "Outputs", "Failures, retries and timeouts"); hooks (docs/reference/recipe.md, "Hooks").
 #include "scheduler/step_executor.hpp"
 
 #include "output_value.hpp"
@@ -25,7 +26,8 @@ namespace asio = boost::asio;
 
 std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r) {
   const auto t = s.timeout ? s.timeout : r.default_step_timeout;
-  // 0 means no limit (SPEC §3.1); so does anything beyond ~31 years, which would overflow.
+  // 0 means no limit (docs/reference/recipe.md, "Timeouts"); so does anything beyond ~31 years,
+  // which would overflow.
   constexpr double longest_seconds = 1e9;
   if (!t || t->count() <= 0 || !(t->count() < longest_seconds)) return std::nullopt;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(*t);
@@ -115,8 +117,9 @@ leaf_outcome interrupted_is_cancelled(leaf_outcome o, const std::stop_token& sto
 
 asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, scope sc, const std::string& instance,
                                                                 std::stop_token stop) {
-  // An agent's rate limit has its own policy and count (SPEC §7), unless the step's `retry`
-  // names rate_limit itself; other failures count against the step's `retry`.
+  // An agent's rate limit has its own policy and count (docs/agents.md,
+  // "Output, JSON and flaky agents"), unless the step's `retry` names rate_limit itself; other
+  // failures count against the step's `retry`.
   const bool own_rate_limits = retries_rate_limits(s.retry);
   int judged = 0, rate_limited = 0;
   std::optional<agent_usage> spent;

@@ -1,9 +1,9 @@
 #pragma once
-// The run's one concurrency limit (SPEC §6.5): a counting semaphore with weights. Only leaf
-// work (a child process: a step attempt or a hook) holds slots, so nested fan-out cannot
-// deadlock even with one slot. A leaf that runs on this machine and asks for `cpus: N`
-// holds N slots; waiters are served first come first served, so a heavy leaf is not starved
-// by a stream of light ones overtaking it.
+// The run's one concurrency limit (docs/running.md, "Concurrency"): a counting semaphore with
+// weights. Only leaf work (a child process: a step attempt or a hook) holds slots, so nested
+// fan-out cannot deadlock even with one slot. A leaf that runs on this machine and asks for
+// `cpus: N` holds N slots; waiters are served first come first served, so a heavy leaf is not
+// starved by a stream of light ones overtaking it.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>

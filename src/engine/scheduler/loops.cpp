@@ -1,6 +1,6 @@
-// Loops (SPEC §6.3): foreach fans out over a frozen item list with N workers pulling indices
-// from a cursor, so memory follows the concurrency, not the item count; while repeats its
-// body until its condition, break_when or max_while_iterations ends it.
+// Loops (docs/reference/recipe.md, "Loops"): foreach fans out over a frozen item list with N
+// workers pulling indices from a cursor, so memory follows the concurrency, not the item count;
+// while repeats its body until its condition, break_when or max_while_iterations ends it.
 #include "scheduler/step_executor.hpp"
 
 #include "scheduler/task_group.hpp"
@@ -47,7 +47,7 @@ instance_outcome loop_outcome(const step& s, iteration_counts counts, boost::jso
 }
 
 
-// The foreach items (SPEC §6.3): a list, or a string holding a JSON list.
+// The foreach items (docs/reference/recipe.md, "foreach"): a list, or a string holding a JSON list.
 std::variant<boost::json::array, std::string> as_items(const boost::json::value& v) {
   if (const auto* a = v.if_array()) return *a;
   if (const auto* s = v.if_string()) {
@@ -64,7 +64,7 @@ bool finished_well(step_status s) { return s == step_status::completed || s == s
 }  // namespace
 
 struct step_executor::foreach_run {
-  boost::json::array items;  // frozen when the loop starts (SPEC §4.1)
+  boost::json::array items;  // frozen when the loop starts (docs/reference/recipe.md, "foreach")
   boost::json::array collected;
   iteration_counts counts;
   std::size_t cursor = 0;

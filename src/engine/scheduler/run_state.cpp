@@ -14,7 +14,8 @@ namespace asio = boost::asio;
 
 namespace {
 
-// The command line wins over the recipe's rate_limiting.backoff, which wins over SPEC §7.
+// The command line wins over the recipe's rate_limiting.backoff, which wins over the defaults of
+// docs/agents.md, "Output, JSON and flaky agents".
 retry_policy rate_limits_for(const agent_options& cli, const rate_limit_backoff& recipe) {
   return rate_limit_retry_policy(cli.rate_limit_retries.value_or(recipe.max_retries.value_or(5)),
                                  cli.rate_limit_delay.value_or(recipe.initial_delay.value_or(60.0)),

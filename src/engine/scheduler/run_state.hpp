@@ -37,8 +37,8 @@ public:
   const run_options options;
   const boost::asio::any_io_executor executor;
   concurrency_limiter limiter;
-  /// SPEC §6.5 rate_limiting of the top-level recipe: agent children at once (none: only the
-  /// global limit), and the least time between two agent starts.
+  /// rate_limiting of the top-level recipe (docs/reference/recipe.md, "rate_limiting"): agent
+  /// children at once (none: only the global limit), and the least time between two agent starts.
   std::optional<concurrency_limiter> agent_limiter;
   /// Per-provider limits (--limit, the recipe's `limits:`), adapting to rate limits.
   limit_groups groups;
@@ -46,10 +46,11 @@ public:
   spend_meter spend;
   const std::chrono::nanoseconds agent_spacing;
   std::optional<steady::time_point> last_agent_start;
-  /// SPEC §7: how an agent's rate limit is retried when the step's `retry` does not say.
+  /// docs/agents.md, "Output, JSON and flaky agents": how an agent's rate limit is retried when the
+  /// step's `retry` does not say.
   const retry_policy rate_limit_policy;
   std::stop_source interrupt;  ///< the whole run stops: no new work, running children end
-  const recursion_limits limits;  ///< the top-level recipe's, for the whole run (SPEC §2)
+  const recursion_limits limits;  ///< the top-level recipe's, for the whole run (docs/reference/recipe.md, "recursion")
   int instances_started = 0;      ///< counted against limits.max_total_steps
   bool budget_exhausted = false;  ///< max_total_steps was reached: every failure is fatal now
   /// options.reload: recorded instances taken (key unchanged) and run again (key changed).
@@ -76,8 +77,8 @@ public:
   /// Why an instance was not started because the budget was reached (counted).
   std::string refuse_for_budget();
 
-  /// Whether a failed agent's output reads as a rate limit (SPEC §7 markers and the
-  /// options' extra patterns).
+  /// Whether a failed agent's output reads as a rate limit (the markers of docs/agents.md,
+  /// "Output, JSON and flaky agents", and the options' extra patterns).
   bool rate_limited(std::string_view output) const;
 
   /// A number in [0, 1) for retry jitter.

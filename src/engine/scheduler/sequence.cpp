@@ -1,4 +1,5 @@
-// Sequential execution with parallel groups (SPEC §6.1, §6.2), and stages (SPEC §8).
+// Sequential execution with parallel groups (docs/running.md, "What a recipe does when it runs";
+// docs/reference/recipe.md, "parallel_group"), and stages (docs/reference/recipe.md, "Stages").
 #include "scheduler/step_executor.hpp"
 
 #include "scheduler/task_group.hpp"

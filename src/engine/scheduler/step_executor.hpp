@@ -28,12 +28,14 @@ namespace arun::engine {
 /// One recipe invocation: what its steps render against besides the context.
 struct recipe_frame {
   const recipe& r;
-  name_set declared;         ///< SPEC §5.2 declared names, for the undefined-reference rule
+  /// declared names (docs/reference/templates.md, "Undefined references"), for the
+  /// undefined-reference rule
+  name_set declared;
   undefined_mode mode = undefined_mode::normal;
   boost::json::object builtins;  ///< recipe.*, session.* (step.* and stage.* are added per step)
   std::string prefix;        ///< instance id prefix: "" at the top, "call/" inside sub-recipe step `call`
   int depth = 0;             ///< 0 at the top
-  int max_depth = 6;         ///< for this subtree (SPEC §3.5 recursion)
+  int max_depth = 6;         ///< for this subtree (recursion: docs/reference/recipe.md, "Sub-recipe steps")
   std::vector<std::string> chain;  ///< recipe names from the top, for recursion errors
   /// {{step.index}}: each step's position in the list that declares it (filled on first use).
   std::unordered_map<const step*, std::size_t> step_index = {};
@@ -44,9 +46,10 @@ struct recipe_frame {
   std::unordered_map<const step*, std::shared_ptr<const step_resources>> resources = {};
 };
 
-/// The context export (SPEC §5.4) of one context object, built when a bash step first needs it
-/// and dropped whenever the context may change: steps that run against the same context (the
-/// iterations of a foreach, the members of a parallel group) share one.
+/// The context export (docs/reference/templates.md, "The context in the environment") of one
+/// context object, built when a bash step first needs it and dropped whenever the context may
+/// change: steps that run against the same context (the iterations of a foreach, the members of a
+/// parallel group) share one.
 class context_export_cache {
 public:
   void invalidate() noexcept { table_.reset(); }
@@ -89,10 +92,11 @@ enum class flow { next, fatal, skip_remaining, cancelled, suspend, kept_going };
 
 struct instance_outcome {
   step_result result;
-  boost::json::object updates;  ///< variables to set in the caller's scope (SPEC §3.6)
+  boost::json::object updates;  ///< variables to set in the caller's scope (docs/reference/recipe.md, "Outputs")
   flow next = flow::next;
   std::vector<pending_approval> waiting;  ///< flow::suspend: every gate waiting below this instance
-  bool rate_limited = false;  ///< an agent failed with a rate-limit message (SPEC §7)
+  /// an agent failed with a rate-limit message (docs/agents.md, "Output, JSON and flaky agents")
+  bool rate_limited = false;
   /// It failed, or something inside it did, under --keep-going: the rest goes on, what
   /// depends on it does not run, and its caller (and so the run) ends failed.
   bool kept_going = false;
@@ -131,7 +135,8 @@ public:
   boost::asio::awaitable<instance_outcome> run_instance(const step& s, scope sc, std::string instance,
                                                         std::stop_token stop, bool iteration = false);
 
-  /// The recipe's steps, or its stages in order (SPEC §8), as run_steps does.
+  /// The recipe's steps, or its stages in order (docs/reference/recipe.md, "Stages"), as run_steps
+  /// does.
   boost::asio::awaitable<sequence_outcome> run_recipe(scope sc, std::string prefix, std::stop_token stop);
 
 private:
@@ -200,9 +205,11 @@ private:
   /// Waits until min_delay_ms has passed since the last agent start and claims the start;
   /// false when stopped first.
   boost::asio::awaitable<bool> await_agent_spacing(std::stop_token stop);
-  /// `git add -A` in the agent step's directory (SPEC §3.4 auto_stage); failures are warnings.
+  /// `git add -A` in the agent step's directory (auto_stage: docs/agents.md,
+  /// "auto_stage and recovery_on_failure"); failures are warnings.
   boost::asio::awaitable<void> stage_changes(const step& s, const std::string& instance, const std::string& dir);
-  /// SPEC §3.5 recovery_on_failure: one agent call after a sub-recipe step failed for good.
+  /// recovery_on_failure (docs/agents.md, "auto_stage and recovery_on_failure"): one agent call
+  /// after a sub-recipe step failed for good.
   boost::asio::awaitable<instance_outcome> recover(const step& s, scope sc, const std::string& instance,
                                                    instance_outcome failed, std::stop_token stop);
   // deadline.cpp
@@ -236,7 +243,8 @@ private:
   /// A step with `requires_approval` and a body: the gate, then (approved) the body.
   boost::asio::awaitable<instance_outcome> run_approved(const step& s, scope sc, const std::string& instance,
                                                         std::stop_token stop);
-  /// A stage's approval (SPEC §8): nothing when approved, else how the stages end.
+  /// A stage's approval (docs/reference/recipe.md, "Stages"): nothing when approved, else how the
+  /// stages end.
   boost::asio::awaitable<std::optional<sequence_outcome>> run_stage_gate(const stage& st, scope sc,
                                                                          const std::string& prefix, std::stop_token stop);
   /// approval_requested, then the host's decision; none when the run was stopped meanwhile.
@@ -310,18 +318,19 @@ private:
   recipe_frame& frame_;
 };
 
-/// SPEC §3.6: what a finished child leaves in the result and the context.
+/// docs/reference/recipe.md, "Outputs": what a finished child leaves in the result and the context.
 /// A leaf's outcome as the instance's result; an output longer than the threshold of the
 /// run's `outputs` store is stored there and referenced (spilled_output.hpp); a failure flows
 /// as failure_flow() says under the run's --keep-going.
 /// `calls`: the replies an agent step got in this attempt (its output is the last one's).
 instance_outcome to_outcome(const step& s, const std::string& instance, leaf_outcome&& o, const run_options& run,
                             int calls = 1);
-/// The step's `timeout`, else the recipe's default_step_timeout; none for 0 (SPEC §3.1).
+/// The step's `timeout`, else the recipe's default_step_timeout; none for 0
+/// (docs/reference/recipe.md, "Timeouts").
 std::optional<std::chrono::nanoseconds> effective_timeout(const step& s, const recipe& r);
 
-/// SPEC §8: whether a stage's gate comes after its steps (`when: after`, or a prompt that
-/// needs outputs only the stage's own steps produce) instead of before them.
+/// docs/reference/recipe.md, "Stages": whether a stage's gate comes after its steps (`when: after`,
+/// or a prompt that needs outputs only the stage's own steps produce) instead of before them.
 bool stage_gate_after(const stage& st, const recipe& r);
 
 /// "bash", "agent", "recipe", "loop", "gate": the `type` of events.

@@ -1,6 +1,6 @@
-// Recipe steps (SPEC §3.5): the child runs in a frame of its own (its hooks, its declared
-// names, its instance prefix), on a copy of the parent's context; on success what it created
-// or changed comes back as the step's updates.
+// Recipe steps (docs/reference/recipe.md, "Sub-recipe steps"): the child runs in a frame of its own
+// (its hooks, its declared names, its instance prefix), on a copy of the parent's context; on
+// success what it created or changed comes back as the step's updates.
 #include "scheduler/step_executor.hpp"
 
 #include "dag_order.hpp"
@@ -93,11 +93,12 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
   recipe_frame child_frame{child, declared_names(child), frame_.mode, frame_.builtins, instance + "/",
                            frame_.depth + 1, frame_.max_depth, frame_.chain};
   if (child.lenient_templates && child_frame.mode == undefined_mode::normal) child_frame.mode = undefined_mode::lenient;
-  // What the caller hands over counts as declared in the child (SPEC §3.5: the child starts
-  // from the caller's context and the step's overrides).
+  // What the caller hands over counts as declared in the child (docs/reference/recipe.md,
+  // "Sub-recipe steps": the child starts from the caller's context and the step's overrides).
   for (const auto& kv : context) child_frame.declared.emplace(kv.key());
   // So does what the caller's tree declares but left unset (a skipped step's output): the
-  // child renders it empty with a warning, as the caller itself would (SPEC §5.2).
+  // child renders it empty with a warning, as the caller itself would (docs/reference/templates.md,
+  // "Undefined references").
   for (const auto& declared : frame_.declared) child_frame.declared.insert(declared);
   if (s.call.max_depth) child_frame.max_depth = std::min(frame_.max_depth, frame_.depth + *s.call.max_depth);
   child_frame.chain.push_back(child.name);
@@ -156,7 +157,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_recipe_call(const st
     case flow::skip_remaining:
     case flow::kept_going: break;
   }
-  // Success: every key the child created or changed comes back (SPEC §3.5).
+  // Success: every key the child created or changed comes back (docs/reference/recipe.md,
+  // "Sub-recipe steps").
   boost::json::object delta;
   for (const auto& kv : context) {
     const auto* old = initial.if_contains(kv.key());

@@ -1,6 +1,7 @@
 #pragma once
-// The context as environment variables of a bash step (SPEC §5.4), and the plan that joins
-// it with the variables a rendered script needs (SPEC §5.3).
+// The context as environment variables of a bash step (docs/reference/templates.md,
+// "The context in the environment"), and the plan that joins it with the variables a rendered
+// script needs (docs/reference/templates.md, "Templates in bash commands").
 
 #include "shell/shell_render.hpp"
 
@@ -14,7 +15,7 @@
 
 namespace arun::engine {
 
-/// Size limits of what travels in the environment (SPEC §5.3).
+/// Size limits of what travels in the environment (docs/reference/templates.md, "Size limits").
 struct export_limits {
   /// Per value; a step's `max_env_value_bytes`. A "NAME=VALUE" of 128 KiB or more (what
   /// Linux accepts in one environment string) always goes by file.
@@ -69,17 +70,19 @@ private:
   std::unique_ptr<std::vector<entry>> entries_;
 };
 
-/// SPEC §5.4: every key as `RECIPE_VAR_<key>`, nested objects flattened with `__`, upper-case
-/// aliases of top-level scalar keys; for a name reached from several keys the
-/// lexicographically first key wins. Sorted by name. Values over the limits (checked in name
-/// order) are marked `by_file`; values holding a NUL byte are left out with a warning.
+/// docs/reference/templates.md, "The context in the environment": every key as `RECIPE_VAR_<key>`,
+/// nested objects flattened with `__`, upper-case aliases of top-level scalar keys; for a name
+/// reached from several keys the lexicographically first key wins. Sorted by name. Values over the
+/// limits (checked in name order) are marked `by_file`; values holding a NUL byte are left out with
+/// a warning.
 context_export export_context(const boost::json::object& context, const export_limits& limits = {});
 
 /// The variables of one bash step: first `script_variables` (from render_shell), which always
 /// arrive — by file when larger than the per-value limit or past the total; then the context
 /// export, where a name the script already has is dropped and values over the limits are left
-/// out of the environment with a warning (SPEC §5.4). `locals` (loop variables, a loop body's
-/// outputs) are exported too and hide context keys of the same name.
+/// out of the environment with a warning (docs/reference/templates.md,
+/// "The context in the environment"). `locals` (loop variables, a loop body's outputs) are exported
+/// too and hide context keys of the same name.
 /// `context_table`, when given, is `context`'s table (a cached one); else it is built here.
 context_export plan_shell_exports(const boost::json::object& context,
                                   const std::vector<shell_variable>& script_variables,

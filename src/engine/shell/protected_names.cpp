@@ -1,8 +1,8 @@
-// Names an upper-case alias of a context key must never take (SPEC §5.4): variables that
-// configure a program — what it loads, runs, trusts, connects to or where it keeps its
-// settings — and bash's own variables. A `--set git_config_parameters=…` must not become
-// GIT_CONFIG_PARAMETERS (and with it a command for `git status` to run). A recipe that means
-// to set such a variable says so in a step's `env:`.
+// Names an upper-case alias of a context key must never take (docs/running.md,
+// "Templates and the shell"): variables that configure a program — what it loads, runs, trusts,
+// connects to or where it keeps its settings — and bash's own variables. A
+// `--set git_config_parameters=…` must not become GIT_CONFIG_PARAMETERS (and with it a command for
+// `git status` to run). A recipe that means to set such a variable says so in a step's `env:`.
 #include "shell/context_export.hpp"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 #pragma once
-// A small bash lexer (SPEC §5.3): how bash reads a command text at the places where `{{ }}`
-// references sit — quoting, heredocs, comments, command substitution and arithmetic.
+// A small bash lexer (docs/reference/templates.md, "Templates in bash commands"): how bash reads a
+// command text at the places where `{{ }}` references sit — quoting, heredocs, comments, command
+// substitution and arithmetic.
 
 #include <cstddef>
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
-// Templates in bash commands (SPEC §5.3): each `{{ reference }}` becomes the expansion of an
-// environment variable, quoted for its lexical position, so values never become shell syntax.
+// Templates in bash commands (docs/reference/templates.md, "Templates in bash commands"): each
+// `{{ reference }}` becomes the expansion of an environment variable, quoted for its lexical
+// position, so values never become shell syntax.
 
 #include "template/reference.hpp"
 #include "template/render.hpp"
@@ -14,7 +15,7 @@ namespace arun::engine {
 /// A variable a rendered script expands.
 struct shell_variable {
   std::string name;   ///< `RECIPE_VAR_…`, a valid shell name
-  std::string value;  ///< the value's text (SPEC §5.2); never holds a NUL byte
+  std::string value;  ///< the value's text (docs/reference/templates.md, "How values render"); never holds a NUL byte
 
   bool operator==(const shell_variable&) const = default;
 };
@@ -37,8 +38,9 @@ std::string shell_variable_name(const reference& ref);
 std::string code_position_error(std::string_view runner, const reference& ref);
 std::string code_position_hint(const reference& ref);
 
-/// Rewrites every reference in `command` for its position (SPEC §5.3), resolving it under the
-/// undefined rules of SPEC §5.2 (`scope`):
+/// Rewrites every reference in `command` for its position (docs/reference/templates.md,
+/// "Templates in bash commands"), resolving it under the undefined rules of
+/// docs/reference/templates.md, "Undefined references" (`scope`):
 ///   unquoted → `"${V}"`; in "…" and unquoted heredoc bodies → `${V}`; in '…' → `'"${V}"'`;
 ///   in $'…' → `'"${V}"$'`; in backticks and `$( )` → by their own quoting; in a quoted
 ///   heredoc body → the value itself; in a comment → left as written, not resolved.

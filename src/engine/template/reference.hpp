@@ -1,6 +1,7 @@
 #pragma once
-// References `{{ path }}` (SPEC §5.2): parsing a path, finding references in a text, and
-// looking a path up in the context. Shared by templates, conditions and shell rendering.
+// References `{{ path }}` (docs/reference/templates.md, "Syntax"): parsing a path, finding
+// references in a text, and looking a path up in the context. Shared by templates, conditions and
+// shell rendering.
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>

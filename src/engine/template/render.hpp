@@ -1,5 +1,5 @@
 #pragma once
-// Rendering `{{ path }}` templates (SPEC §5.2) against the context.
+// Rendering `{{ path }}` templates (docs/reference/templates.md) against the context.
 
 #include "template/reference.hpp"
 
@@ -21,17 +21,19 @@ namespace arun::engine {
 /// shortest round-trip form, lists and objects as compact JSON.
 std::string value_text(const boost::json::value& v);
 
-/// `--lenient` / `--strict` (SPEC §5.2).
+/// `--lenient` / `--strict` (docs/reference/templates.md, "Undefined references").
 enum class undefined_mode { normal, lenient, strict };
 
 using name_set = std::set<std::string, std::less<>>;
 
 struct render_scope {
   const boost::json::object& context;
-  /// Root names the recipe declares anywhere (SPEC §5.2); null: every root counts as declared.
+  /// Root names the recipe declares anywhere (docs/reference/templates.md, "Undefined references");
+  /// null: every root counts as declared.
   const name_set* declared = nullptr;
   undefined_mode mode = undefined_mode::normal;
-  /// Read-only built-ins (SPEC §5.1: recipe, session, step, …); they win over the context.
+  /// Read-only built-ins (docs/reference/recipe.md, "Built-in variables": recipe, session, step,
+  /// …); they win over the context.
   /// A loop variable of the same name wins over them inside its loop (the Python runner's
   /// `as: recipe`).
   const boost::json::object* builtins = nullptr;

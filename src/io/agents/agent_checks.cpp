@@ -35,7 +35,8 @@ std::vector<diagnostic> check_agent_references(const recipe& r, const agent_sear
   };
   for_each_step(r, [&](const step& s, int) {
     if (s.type == step_type::agent) check(s, s.agent.agent, "agent", "step '" + s.id + "'");
-    // SPEC §3.5: the agent of a recipe step's recovery_on_failure.
+    // docs/agents.md, "auto_stage and recovery_on_failure": the agent of a recipe step's
+    // recovery_on_failure.
     if (const auto* recovery = s.call.recovery_on_failure.if_object())
       if (const auto* agent = recovery->if_contains("agent"); agent && agent->is_string())
         check(s, std::string(agent->get_string()), "recovery_on_failure",

@@ -1,5 +1,6 @@
 #pragma once
-// Validation-time check that every agent a recipe names can be found (SPEC §11.2).
+// Validation-time check that every agent a recipe names can be found (docs/agents.md,
+// "Resolution order").
 
 #include "agents/agent_cli.hpp"
 #include "agents/agent_resolution.hpp"

@@ -1,7 +1,7 @@
 #pragma once
-// The agent CLI an agent step runs (SPEC §11.1): the presets claude, copilot, codex,
-// amplihack and fake, or a user's --agent-command template; where the persona goes for each,
-// and the argv. Pure: the runner writes the files and starts the child. docs/agents.md
+// The agent CLI an agent step runs (docs/agents.md, "Choosing the CLI"): the presets claude,
+// copilot, codex, amplihack and fake, or a user's --agent-command template; where the persona goes
+// for each, and the argv. Pure: the runner writes the files and starts the child. docs/agents.md
 // describes every shape for users.
 
 #include <boost/json/value.hpp>
@@ -97,12 +97,12 @@ std::string with_instructions(const std::string& persona, const std::string& pro
 /// The copilot -p text when the prompt is too large for argv: where to read it.
 std::string prompt_pointer(const std::string& prompt_file);
 
-/// SPEC §11.1: where the persona goes. claude and fake: --append-system-prompt (in front of
-/// the prompt when over max_system_prompt_arg_bytes); copilot and codex: in front of the
-/// prompt under `# Instructions`; a template: {system_prompt_file} if it names one, else in
-/// front of the prompt. The persona is never dropped. Nothing that `holds_secret` finds a
-/// secret in is put where argv would carry it: such a persona goes in front of the prompt, and
-/// copilot's prompt is pointed to by file.
+/// docs/agents.md, "Choosing the CLI": where the persona goes. claude and fake:
+/// --append-system-prompt (in front of the prompt when over max_system_prompt_arg_bytes); copilot
+/// and codex: in front of the prompt under `# Instructions`; a template: {system_prompt_file} if it
+/// names one, else in front of the prompt. The persona is never dropped. Nothing that
+/// `holds_secret` finds a secret in is put where argv would carry it: such a persona goes in front
+/// of the prompt, and copilot's prompt is pointed to by file.
 agent_payload compose_payload(const agent_cli& cli, const agent_request& request, const secret_check& holds_secret = {});
 
 /// The child's argv: claude `-p --output-format json --add-dir WD [--model M]
@@ -122,11 +122,11 @@ struct model_choice {
   std::vector<std::string> warnings;
 };
 
-/// The model of one call (SPEC §3.4, §11.1): the step's `model`; else the first
-/// `provider_preferences` entry whose provider the CLI serves — its model when literal; when a
-/// glob (`claude-haiku-*`), the agent file's model if it matches, else the CLI's default (a
-/// warning says so); else the agent file's `model`. A step `provider` the CLI does not serve
-/// is a warning (the CLI runs anyway).
+/// The model of one call (docs/reference/recipe.md, "Agent steps"; docs/agents.md,
+/// "Choosing the CLI"): the step's `model`; else the first `provider_preferences` entry whose
+/// provider the CLI serves — its model when literal; when a glob (`claude-haiku-*`), the agent
+/// file's model if it matches, else the CLI's default (a warning says so); else the agent file's
+/// `model`. A step `provider` the CLI does not serve is a warning (the CLI runs anyway).
 model_choice choose_model(const agent_cli& cli, const std::string& step_model, const std::string& provider,
                           const boost::json::value& preferences, const std::string& agent_model);
 

@@ -1,6 +1,6 @@
 #pragma once
 // Finding an agent's markdown file from a reference like `ns:cat:name`, and reading its YAML
-// front matter and body (SPEC §11.2). docs/agents.md describes the rules for users.
+// front matter and body (docs/agents.md, "Resolution order", "Front matter and body").
 
 #include <boost/json/object.hpp>
 
@@ -35,8 +35,9 @@ struct agent_dir {
   std::string source;
 };
 
-/// SPEC §11.2 directory order: --agent-dir dirs, then .amplifier/agents, .claude/agents,
-/// amplifier-bundle/agents (below working_dir), ~/.amplifier/agents, ~/.amplihack/.claude/agents.
+/// The directory order of docs/agents.md, "Resolution order": --agent-dir dirs, then
+/// .amplifier/agents, .claude/agents, amplifier-bundle/agents (below working_dir),
+/// ~/.amplifier/agents, ~/.amplihack/.claude/agents.
 std::vector<agent_dir> agent_search_dirs(const agent_search& s);
 
 /// The suffix of the override variables for `reference`: upper case, `-` and `:` become `_`
@@ -56,10 +57,10 @@ struct resolved_agent {
   std::string system_prompt;         ///< the body: everything after the front matter
 };
 
-/// The first match of SPEC §11.2, read and parsed; or an error message: bad reference (names
-/// the segment), an override variable naming no regular file, unreadable file, invalid front
-/// matter (file:line), or not found (lists the variables and directories searched, and any
-/// candidate refused because its symlinks lead outside its directory).
+/// The first match (docs/agents.md, "Resolution order"), read and parsed; or an error message: bad
+/// reference (names the segment), an override variable naming no regular file, unreadable file,
+/// invalid front matter (file:line), or not found (lists the variables and directories searched,
+/// and any candidate refused because its symlinks lead outside its directory).
 std::variant<resolved_agent, std::string> resolve_agent(std::string_view reference, const agent_search& s);
 
 /// Splits an agent file into front matter and body. A first line `---` opens YAML front

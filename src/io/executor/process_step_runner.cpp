@@ -266,7 +266,8 @@ boost::asio::awaitable<leaf_outcome> process_step_runner::run_bash(bash_invocati
     spec.launch.argv = {"/bin/bash", body_file->path()};
   else
     spec.launch.argv = {"/bin/bash", "-c", std::move(body)};
-  // SPEC §3.3 order: inherited, hardening, the context export, then the step's own env.
+  // The order of docs/reference/recipe.md, "The environment of a step": inherited, hardening, the
+  // context export, then the step's own env.
   env_overrides overrides = exports->take_environment();
   overrides.insert(overrides.end(), std::make_move_iterator(inv.env.begin()), std::make_move_iterator(inv.env.end()));
   spec.launch.env = environment_.with(overrides);

@@ -27,8 +27,8 @@ struct runner_options {
   std::chrono::nanoseconds kill_grace = std::chrono::seconds(5);
   capture_limits limits;
   std::vector<std::string> inherited_env;  ///< "K=V"; usually current_environment()
-  agent_cli agent;                         ///< the CLI agent steps run (SPEC §11.1)
-  agent_search agents;                     ///< where agent references resolve (SPEC §11.2)
+  agent_cli agent;                         ///< the CLI agent steps run (docs/agents.md, "Choosing the CLI")
+  agent_search agents;                     ///< where agent references resolve (docs/agents.md, "Resolution order")
   bool allow_missing_agents = false;       ///< run without the persona (a warning) instead of failing
   executor* jobs = nullptr;                ///< where steps run; null: on this machine (local_executor)
   std::string temp_dir;                    ///< the steps' temp files (bodies, prompts, large values); empty: $TMPDIR
@@ -39,7 +39,8 @@ struct runner_options {
   std::function<void(const agent_call_record&)> on_agent_call;
 };
 
-/// Bodies larger than this go through a private temp file instead of argv (SPEC §3.3).
+/// Bodies larger than this go through a private temp file instead of argv
+/// (docs/reference/recipe.md, "Bash steps").
 inline constexpr std::size_t max_inline_body_bytes = 64 * 1024;
 
 class process_step_runner final : public step_runner {
@@ -55,8 +56,9 @@ public:
 private:
   /// The agent file of `reference`, resolved once per run; an error text when it cannot be.
   const std::variant<resolved_agent, std::string>& persona(const std::string& reference);
-  /// The agent child's environment (SPEC §11.1): CLAUDECODE removed, AMPLIHACK_SESSION_DEPTH
-  /// one deeper, AMPLIHACK_TREE_ID kept or started, the preset's variables, then the step's env.
+  /// The agent child's environment (docs/agents.md, "Running agent steps"): CLAUDECODE removed,
+  /// AMPLIHACK_SESSION_DEPTH one deeper, AMPLIHACK_TREE_ID kept or started, the preset's variables,
+  /// then the step's env.
   std::vector<std::string> agent_environment(const env_overrides& step_env) const;
 
   /// The job of a step, to its end, on the run's executor (on this machine for `executor:

@@ -1,6 +1,7 @@
 #pragma once
-// The variables of a bash step made real (SPEC §5.3, §5.4): environment additions, and private
-// temp files for values too large for the environment, read back by a bash preamble.
+// The variables of a bash step made real (docs/reference/templates.md,
+// "Templates in bash commands", "The context in the environment"): environment additions, and
+// private temp files for values too large for the environment, read back by a bash preamble.
 
 #include "executor/step_environment.hpp"
 #include "files/temp_file.hpp"

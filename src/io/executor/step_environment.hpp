@@ -1,5 +1,6 @@
 #pragma once
-// The environment of a step's child (SPEC §3.3): inherited, then hardened, then overrides.
+// The environment of a step's child (docs/reference/recipe.md, "The environment of a step"):
+// inherited, then hardened, then overrides.
 
 #include <string>
 #include <string_view>

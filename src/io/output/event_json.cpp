@@ -189,7 +189,8 @@ boost::json::object event_to_json(const event& e) {
   o["event"] = to_string(e.kind);
   o["session_id"] = e.session_id;
   if (is_step_event(e)) {
-    // `step` is SPEC §9's name; `step_id` is the one every other output of arun uses.
+    // `step` is the name of docs/reference/formats.md, "Events"; `step_id` is the one every other
+    // output of arun uses.
     o["step"] = e.step;
     o["step_id"] = e.step;
     o["type"] = e.step_type;

@@ -1,5 +1,6 @@
 #pragma once
-// Run events as JSON objects (SPEC §9): the shape of every line of `--events` and audit files.
+// Run events as JSON objects (docs/reference/formats.md, "Events"): the shape of every line of
+// `--events` and audit files.
 
 #include <arun/events.hpp>
 
@@ -22,8 +23,8 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339_ms(std::strin
 /// valid UTF-8 (Python, jq) accept lines of binary child output. Valid text is returned as is.
 std::string sanitize_utf8(std::string_view text);
 
-/// The SPEC §9 object for one event. Always `ts`, `event` (the kind's name) and `session_id`;
-/// the other keys depend on the kind:
+/// The object of one event (docs/reference/formats.md, "Events"). Always `ts`, `event` (the kind's
+/// name) and `session_id`; the other keys depend on the kind:
 /// - recipe_start: `recipe`; recipe_end: `recipe`, `status`, `success`, `duration` (seconds),
 ///   `error` (null when empty), taken from `e.run` when it is set.
 /// - every step event (and a warning that names a step): `step` and `step_id` (both the

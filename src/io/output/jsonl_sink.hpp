@@ -1,5 +1,6 @@
 #pragma once
-// Events as JSON lines (SPEC §9): `--events FILE` and `--audit-dir DIR`.
+// Events as JSON lines (docs/reference/formats.md, "Events"): `--events FILE` and
+// `--audit-dir DIR`.
 
 #include "files/background_writer.hpp"
 #include "output/secret_masker.hpp"
@@ -98,9 +99,9 @@ private:
   std::unordered_map<std::string, output_usage> output_;  ///< per running instance
 };
 
-/// `DIR/<recipe-name>-<session-id>.jsonl` (SPEC §9). Characters of the name and the id outside
-/// [A-Za-z0-9_.-] (e.g. `/`, spaces) and a leading `.` become `_`, so the file always lands
-/// directly in DIR; an empty name becomes `recipe`. Pure: touches no file.
+/// `DIR/<recipe-name>-<session-id>.jsonl` (docs/reference/formats.md, "Events"). Characters of the
+/// name and the id outside [A-Za-z0-9_.-] (e.g. `/`, spaces) and a leading `.` become `_`, so the
+/// file always lands directly in DIR; an empty name becomes `recipe`. Pure: touches no file.
 std::string audit_file_path(const std::string& dir, const std::string& recipe_name, const std::string& session_id);
 
 }  // namespace arun::io

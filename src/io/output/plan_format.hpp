@@ -1,5 +1,6 @@
 #pragma once
-// `--dry-run` output (SPEC §13): the plan as text for people or as JSON.
+// `--dry-run` output (docs/reference/formats.md, "Dry-run plan"): the plan as text for people or as
+// JSON.
 
 #include <arun/plan.hpp>
 

@@ -1,6 +1,7 @@
 #pragma once
 // Loop bookkeeping for progress: which loops run, how many iterations are done, running and
-// failed, from instance ids alone (SPEC §4.1: `fan[3]`, `fan[3]/child`, `call/fan[3]`).
+// failed, from instance ids alone (docs/reference/formats.md, "Conventions": `fan[3]`,
+// `fan[3]/child`, `call/fan[3]`).
 
 #include <arun/events.hpp>
 #include <arun/results.hpp>
@@ -17,7 +18,7 @@
 namespace arun::io::detail {
 
 /// True when `id` names an instance inside some loop iteration (it contains `[`; step ids
-/// cannot, SPEC §3.1).
+/// cannot, docs/reference/recipe.md, "Fields of every step").
 bool inside_iteration(std::string_view id) noexcept;
 
 /// The innermost loop instance `id` runs in: "fan" for `fan[3]` and `fan[3]/a/b`,

@@ -53,14 +53,14 @@ struct progress_options {
 };
 
 /// Progress lines for people. Steps outside loops get a start line and an end line. Inside
-/// loop iterations (ids with `[`, SPEC §4.1) only failed or cancelled instances are printed,
-/// plus, for each outermost loop, a summary every 10% of its items (every 10 iterations of a
-/// while loop); their output lines and retries are not echoed. A warning repeated with the same
-/// message by the same step (iteration indices ignored) prints once; recipe_end reports how
-/// many were held back. Live mode draws the status line on `tick()` (at most every 100 ms) and
-/// right after printing ordinary lines; it is cleared before every ordinary line, at the end
-/// of the run and on destruction. While paused (a question is open on the terminal) nothing is
-/// written: lines are held back (up to 1 MiB, the rest counted) and written on resume.
+/// loop iterations (ids with `[`, docs/reference/formats.md, "Conventions") only failed or
+/// cancelled instances are printed, plus, for each outermost loop, a summary every 10% of its items
+/// (every 10 iterations of a while loop); their output lines and retries are not echoed. A warning
+/// repeated with the same message by the same step (iteration indices ignored) prints once;
+/// recipe_end reports how many were held back. Live mode draws the status line on `tick()` (at most
+/// every 100 ms) and right after printing ordinary lines; it is cleared before every ordinary line,
+/// at the end of the run and on destruction. While paused (a question is open on the terminal)
+/// nothing is written: lines are held back (up to 1 MiB, the rest counted) and written on resume.
 class progress_printer final : public event_listener, public redrawn_status {
 public:
   explicit progress_printer(std::FILE* out = stderr, progress_options options = {});

@@ -1,5 +1,6 @@
 #pragma once
-// The final result on stdout (SPEC §13): a JSON object, or text lines for people.
+// The final result on stdout (docs/reference/formats.md, "Run result"): a JSON object, or text
+// lines for people.
 
 #include <arun/results.hpp>
 
@@ -50,9 +51,9 @@ std::string failure_origin(std::string_view error);
 /// last three, in order, with `…` for lines left out between them.
 std::vector<std::string> failure_excerpt(std::string_view error);
 
-/// The SPEC §13 result object: the document header, `recipe_name`, `success`, `status`,
-/// `session_id`, `duration`, `started_at`, `ended_at`, `output`, `context`, `step_results`,
-/// `error` (null when empty) and, only when the run stopped at a gate,
+/// The result object (docs/reference/formats.md, "Run result"): the document header, `recipe_name`,
+/// `success`, `status`, `session_id`, `duration`, `started_at`, `ended_at`, `output`, `context`,
+/// `step_results`, `error` (null when empty) and, only when the run stopped at a gate,
 /// `waiting_approval: {step_id, step, prompt}` and `waiting_approvals` (every gate). Serialize it with
 /// arun::to_compact_json so doubles never print as `1E0`. With `logs`, each failed step's
 /// entry names the log of the instance its failure came from (`log`).

@@ -13,10 +13,10 @@ namespace arun::io {
 class secret_masker;
 
 struct capture_limits {
-  std::size_t max_bytes = 10u << 20;      ///< stored bytes per stream (SPEC §3.3)
+  std::size_t max_bytes = 10u << 20;      ///< stored bytes per stream (docs/reference/recipe.md, "Limits")
   std::size_t tail_lines = 20;            ///< failure snippet lines
   std::size_t tail_bytes = 8u << 10;      ///< failure snippet bytes
-  std::size_t max_line_bytes = 64u << 10; ///< longer lines reach listeners cut (SPEC §9)
+  std::size_t max_line_bytes = 64u << 10; ///< longer lines reach listeners cut (docs/running.md, "Events")
   /// With secrets, no cut (of the text, of a line, at the tail's start) keeps part of one: the
   /// capture sees the longest secret's length past each cut and moves the cut off a secret
   /// that straddles it (docs/watching.md#secrets). Must outlive the capture.

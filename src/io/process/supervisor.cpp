@@ -241,7 +241,8 @@ void reap_group_orphans(pid_t pgid) {
   while (::waitid(P_PGID, static_cast<id_t>(pgid), &si, WEXITED | WNOHANG) == 0 && si.si_pid != 0) si = {};
 }
 
-// The step's processes end with the step (SPEC §3.3). After the leader is reaped:
+// The step's processes end with the step (docs/supervisor.md,
+// "Containment: no process outlives its step"). After the leader is reaped:
 // - cgroup mode: cgroup.kill until the cgroup is empty; nothing can have left it.
 // - otherwise: the group, re-sending SIGKILL against late forks. The common case (no other
 //   member) costs one kill() returning ESRCH; members that are only zombies waiting for

@@ -1,6 +1,6 @@
 #pragma once
-// The `context_validation` pre-flight (SPEC §2): checked before a run starts, against the
-// context with --set applied.
+// The `context_validation` pre-flight (docs/reference/recipe.md, "context_validation"): checked
+// before a run starts, against the context with --set applied.
 
 #include <arun/recipe.hpp>
 

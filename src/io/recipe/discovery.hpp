@@ -1,5 +1,6 @@
 #pragma once
-// Finding recipes by name and checking relative recipe paths (SPEC §10, §3.5).
+// Finding recipes by name and checking relative recipe paths (docs/running.md;
+// docs/reference/recipe.md, "Sub-recipe steps").
 
 #include <optional>
 #include <string>
@@ -25,9 +26,9 @@ discovery_options discovery_from_environment(std::vector<std::string> recipe_dir
 /// missing sub-recipe must not quietly become one of arun's examples).
 discovery_options command_line_discovery(std::vector<std::string> recipe_dirs, std::string working_dir);
 
-/// SPEC §10 search order: -R dirs, $ARUN_RECIPE_PATH, the calling recipe's directory (when
-/// given), ./recipes, ./.claude/recipes, ./amplifier-bundle/recipes, then (as amplihack looks)
-/// amplifier-bundle/recipes in each directory above `.` up to its git work tree's root,
+/// The search order of docs/running.md: -R dirs, $ARUN_RECIPE_PATH, the calling recipe's directory
+/// (when given), ./recipes, ./.claude/recipes, ./amplifier-bundle/recipes, then (as amplihack
+/// looks) amplifier-bundle/recipes in each directory above `.` up to its git work tree's root,
 /// $AMPLIHACK_PACKAGE_RECIPE_DIR, ~/.amplihack/.claude/recipes, and arun's shipped examples.
 std::vector<std::string> search_dirs(const discovery_options& o, const std::string& caller_dir = {});
 
@@ -47,7 +48,7 @@ found_recipe find_recipe(const std::string& name, const discovery_options& o, co
 bool is_path_reference(const std::string& ref);
 
 /// Whether a RECIPE argument is a path (contains '/', ends in .yaml/.yml, or names an
-/// existing file) rather than a name to discover (SPEC §13).
+/// existing file) rather than a name to discover (docs/running.md).
 bool looks_like_path(const std::string& arg);
 
 /// Resolves `relative` against `caller_dir`, symlinks included, and checks the result stays
@@ -56,8 +57,8 @@ std::optional<std::string> resolve_inside(const std::string& relative, const std
                                           const std::vector<std::string>& roots, std::string& error);
 
 /// The roots a relative recipe path (sub-recipe or extends parent) must stay inside, for the
-/// top-level recipe at `top_path` (SPEC §3.5): its directory, its git work tree, the working
-/// directory and the -R directories.
+/// top-level recipe at `top_path` (docs/reference/recipe.md, "Sub-recipe steps"): its directory,
+/// its git work tree, the working directory and the -R directories.
 std::vector<std::string> recipe_roots(const std::string& top_path, const discovery_options& discovery);
 
 /// The git work tree containing `dir` (searching upward for `.git`), or empty.

@@ -89,7 +89,8 @@ private:
       close_cluster();
       if (skip) in.push_back(*skip);
     }
-    // Sequential depends_on orders nothing (SPEC §6.4): shown as a dashed edge.
+    // Sequential depends_on orders nothing (docs/reference/recipe.md,
+    // "depends_on and execution: dag"): shown as a dashed edge.
     if (r.execution == execution_mode::sequential)
       for_each_step(r, [&](const step& s, int) {
         for (const auto& dep : s.depends_on) {
@@ -112,7 +113,8 @@ private:
                    std::vector<const recipe*>& calling, bool dag) {
     if (dag) return dag_flow(r, steps, std::move(in), scope, calling);
     for (std::size_t i = 0; i < steps.size();) {
-      // SPEC §6.2: a maximal run of consecutive steps with the same group runs together.
+      // docs/reference/recipe.md, "parallel_group": a maximal run of consecutive steps with the
+      // same group runs together.
       std::size_t end = i + 1;
       if (steps[i].parallel_group)
         while (end < steps.size() && steps[end].parallel_group == steps[i].parallel_group) ++end;
@@ -135,8 +137,9 @@ private:
     return in;
   }
 
-  // SPEC §6.4: each step after what it waits for; steps that wait for nothing start at once,
-  // and what follows the DAG waits for the steps nothing waits for.
+  // docs/reference/recipe.md, "depends_on and execution: dag": each step after what it waits for;
+  // steps that wait for nothing start at once, and what follows the DAG waits for the steps nothing
+  // waits for.
   exits dag_flow(const recipe& r, const std::vector<step>& steps, const exits& in, const std::string& scope,
                  std::vector<const recipe*>& calling) {
     const auto waits = dag_waits_for(steps);

@@ -31,7 +31,7 @@ namespace {
 
 bool names_patterns(const json::value& v);  // below, with the long-text handling
 
-constexpr std::size_t max_nesting = 64;        // as a recipe (SPEC §1)
+constexpr std::size_t max_nesting = 64;        // as a recipe (docs/reference/recipe.md, "The file")
 constexpr std::size_t max_reference_depth = 256;  // nesting with the $refs followed
 // std::regex compiles (and matches) by recursion, a level per character or so: a longer
 // pattern could overflow the stack of `validate` itself.

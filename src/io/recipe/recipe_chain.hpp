@@ -1,5 +1,6 @@
 #pragma once
-// `extends` (SPEC §10): loading a recipe together with its chain of parents, merged.
+// `extends` (docs/reference/recipe.md, "extends"): loading a recipe together with its chain of
+// parents, merged.
 
 #include "recipe/discovery.hpp"
 #include "recipe/recipe_loader.hpp"

@@ -1,7 +1,8 @@
 #pragma once
 // The engine's recipe_source for a run: sub-recipes found by discovery or by path relative
-// to the caller (SPEC §3.5, §10), loaded with their extends chain, validated, and kept for
-// the rest of the run (a foreach calling one sub-recipe 1,000 times reads it once).
+// to the caller (docs/reference/recipe.md, "Sub-recipe steps", "extends"), loaded with their
+// extends chain, validated, and kept for the rest of the run (a foreach calling one sub-recipe
+// 1,000 times reads it once).
 
 #include "recipe/discovery.hpp"
 #include "recipe/recipe_loader.hpp"

@@ -26,7 +26,7 @@ const std::vector<std::string_view> top_level_keys = {
     "output", "inputs", "parameters", "metadata", "lenient_templates", "env", "orchestrator",
     "secrets", "resources", "limits", "budget"};
 
-constexpr std::size_t max_nesting = 64;  // SPEC §1
+constexpr std::size_t max_nesting = 64;  // docs/reference/recipe.md, "The file"
 
 // The line and column (0-based, as yaml-cpp's marks) of byte `pos` of `text`.
 YAML::Mark mark_at(std::string_view text, std::size_t pos) {
@@ -149,8 +149,8 @@ bool free_of_nul(const yaml::node& n, std::string_view text, diagnostic_sink& si
   return false;
 }
 
-// Nesting depth and node count (SPEC §1: 64 levels, 1,000,000 nodes, aliases expanded), and
-// quoted strings that never close.
+// Nesting depth and node count (docs/reference/recipe.md, "The file": 64 levels, 1,000,000 nodes,
+// aliases expanded), and quoted strings that never close.
 bool within_limits(const yaml::node& n, int depth, std::size_t& budget, diagnostic_sink& sink,
                    std::string_view text) {
   if (depth > static_cast<int>(max_nesting)) {
@@ -401,7 +401,7 @@ private:
   void read_output() {
     const auto out = f_.node("output");
     if (!out) return;
-    if (out.IsMap()) return;  // documentation only (SPEC §2)
+    if (out.IsMap()) return;  // documentation only (docs/reference/recipe.md, "Top-level fields")
     r_.output = f_.text("output");
   }
 

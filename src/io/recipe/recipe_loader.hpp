@@ -17,9 +17,9 @@
 
 namespace arun::io {
 
-/// Recipe files as a session sees them (SPEC §12): a new run hands each file it reads to
-/// `read` so the session keeps a copy; a resumed run gets the copies from `saved` instead of
-/// files that may have changed since.
+/// Recipe files as a session sees them (docs/sessions.md, "Where sessions live"): a new run hands
+/// each file it reads to `read` so the session keeps a copy; a resumed run gets the copies from
+/// `saved` instead of files that may have changed since.
 class recipe_sources {
 public:
   virtual ~recipe_sources() = default;
@@ -30,7 +30,8 @@ public:
 };
 
 struct load_limits {
-  std::size_t max_bytes = 1u << 20;      ///< SPEC §1: larger files are refused before parsing
+  /// docs/reference/recipe.md, "The file": larger files are refused before parsing
+  std::size_t max_bytes = 1u << 20;
   std::size_t max_nodes = 1'000'000;     ///< nodes visited, aliases expanded
   recipe_sources* sources = nullptr;     ///< a session's copies of the files (none: disk only)
   /// When set, each file the loader parses is also kept here as JSON (YAML 1.2 typing), by

@@ -1,6 +1,6 @@
 #pragma once
-// Static views of a recipe (SPEC §13): `explain` (the plan as text) and `graph` (DOT or
-// Mermaid). Pure formatting of the model.
+// Static views of a recipe (docs/cli.md, "arun explain"): `explain` (the plan as text) and `graph`
+// (DOT or Mermaid). Pure formatting of the model.
 
 #include <arun/recipe.hpp>
 

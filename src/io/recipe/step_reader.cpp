@@ -38,7 +38,8 @@ key_list all_step_keys() {
   return all;
 }
 
-// SPEC §3.2: explicit type wins, then recipe, agent, prompt-without-command, command, loops.
+// docs/reference/recipe.md, "Step kinds": explicit type wins, then recipe, agent,
+// prompt-without-command, command, loops.
 std::optional<step_type> infer_type(const field_reader& f) {
   if (f.has("type")) {
     const auto t = f.text("type");
@@ -57,13 +58,14 @@ std::optional<step_type> infer_type(const field_reader& f) {
   if (f.has("prompt") && !f.has("command")) return step_type::agent;
   if (f.has("command")) return step_type::bash;
   if (f.has("steps")) return step_type::loop;
-  // A pure gate (SPEC §3.5a): `requires_approval: false` alone is no body at all.
+  // A pure gate (docs/reference/recipe.md, "Approval gates"): `requires_approval: false` alone is
+  // no body at all.
   if (const auto gate = f.node("requires_approval"); gate && gate.IsScalar() && scalar_to_json(gate) == true)
     return step_type::gate;
   return std::nullopt;
 }
 
-// A field of another step type is a validation error (SPEC §3.2).
+// A field of another step type is a validation error (docs/reference/recipe.md, "Step kinds").
 void refuse_foreign_fields(const field_reader& f, step_type type) {
   auto refuse = [&](const key_list& keys, std::string_view kind) {
     for (auto k : keys) {

@@ -70,7 +70,8 @@ struct call_tree {
   std::vector<bool> dynamic;  // has a `recipe:` chosen at run time
 };
 
-// What a recipe's callees declare (SPEC §5.1: their outputs come back to it), transitively.
+// What a recipe's callees declare (docs/reference/templates.md, "Undefined references": their
+// outputs come back to it), transitively.
 const name_set& declared_below(const call_tree& tree, std::size_t at, std::vector<std::optional<name_set>>& memo,
                                std::vector<bool>& visiting) {
   if (memo[at]) return *memo[at];

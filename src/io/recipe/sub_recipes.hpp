@@ -1,7 +1,8 @@
 #pragma once
-// Static look at the sub-recipes a recipe calls (SPEC §3.5, §5.1): every `recipe:` step is
-// resolved and loaded, so that `validate` reports missing ones and the names the children
-// declare count as declared in the parent.
+// Static look at the sub-recipes a recipe calls (docs/reference/recipe.md, "Sub-recipe steps";
+// docs/reference/templates.md, "Undefined references"): every `recipe:` step is resolved and
+// loaded, so that `validate` reports missing ones and the names the children declare count as
+// declared in the parent.
 
 #include "recipe/discovery.hpp"
 #include "recipe/recipe_loader.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // Reading typed fields out of YAML mappings, with a diagnostic (file, line, column, key,
-// what was expected) for everything that is not what the SPEC allows.
+// what was expected) for everything that is not what docs/reference/recipe.md allows.
 
 #include <arun/diagnostics.hpp>
 

@@ -1,6 +1,6 @@
 #pragma once
-// YAML nodes to JSON values with YAML 1.2 core scalar typing (SPEC §1), bounded in the
-// number of nodes visited so alias bombs cannot expand.
+// YAML nodes to JSON values with YAML 1.2 core scalar typing (docs/reference/recipe.md,
+// "The file"), bounded in the number of nodes visited so alias bombs cannot expand.
 
 #include <boost/json/value.hpp>
 #include "recipe/yaml_tree.hpp"

@@ -1,6 +1,6 @@
 #pragma once
-// One line of a session's journal (SPEC §12): a finished step instance — its result and the
-// context delta it wrote — as JSON, and back.
+// One line of a session's journal (docs/sessions.md, "Where sessions live"): a finished step
+// instance — its result and the context delta it wrote — as JSON, and back.
 
 #include "output/secret_masker.hpp"
 

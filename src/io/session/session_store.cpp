@@ -388,8 +388,9 @@ void session_store::load_journal(bool retry_failed) {
     }
     ++records_;
     const auto status = record->result.status;
-    // SPEC §12: completed, skipped and degraded instances are never re-run; non-fatal failures
-    // stay failed unless --retry-failed; fatal failures and everything else runs again.
+    // docs/sessions.md, "Resume": completed, skipped and degraded instances are never re-run;
+    // non-fatal failures stay failed unless --retry-failed; fatal failures and everything else runs
+    // again.
     const bool keep = status == step_status::completed || status == step_status::skipped ||
                       status == step_status::degraded ||
                       (status == step_status::failed && !record->result.fatal && !retry_failed);
@@ -605,7 +606,8 @@ void session_store::record(const step_result& result, const json::object& contex
     } else {
       append_record(line);
     }
-    // Durable at least once a second without an fsync per step (SPEC §12).
+    // Durable at least once a second without an fsync per step (docs/sessions.md,
+    // "Where sessions live").
     if (std::chrono::steady_clock::now() - last_sync_ >= std::chrono::seconds(1)) sync();
     // A fresh snapshot every few hundred records keeps `sessions list` progress current.
     if (queued_records_ % 500 == 0) save_state_soon();

@@ -1,7 +1,7 @@
 #pragma once
-// A session on disk (SPEC §12): ROOT/ID with `lock` (flock while a run is alive),
-// `recipe.yaml` (the recipe's copy), `sources/` (copies of every recipe file the run read:
-// sub-recipes, extends parents), `journal.jsonl` (one checksummed line per finished step
+// A session on disk (docs/sessions.md, "Where sessions live"): ROOT/ID with `lock` (flock while a
+// run is alive), `recipe.yaml` (the recipe's copy), `sources/` (copies of every recipe file the run
+// read: sub-recipes, extends parents), `journal.jsonl` (one checksummed line per finished step
 // instance, one write(2) each, fsync'd at least once a second and at pauses), `state.json`
 // (a snapshot replaced atomically: temp, fsync, rename, fsync dir), `origin.json` (what never
 // changes, to rebuild a damaged state.json) and `events.jsonl`.
@@ -40,8 +40,9 @@ inline constexpr int session_format = 1;
 /// Whether `id` can name a session directory (letters, digits, `-`, `_`; no path).
 bool valid_session_id(std::string_view id);
 
-/// Whether a running arun holds the session in `dir` (its `lock`, SPEC §12). Probes the lock,
-/// so a resume starting at that very instant may be refused once.
+/// Whether a running arun holds the session in `dir` (its `lock`, docs/sessions.md,
+/// "Where sessions live"). Probes the lock, so a resume starting at that very instant may be
+/// refused once.
 bool session_is_live(const std::string& dir);
 
 /// Where sessions live: `flag` (--session-dir), else $ARUN_SESSION_DIR, else
