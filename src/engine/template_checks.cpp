@@ -57,7 +57,8 @@ public:
     std::string why = "which is not a list";
     std::string hint = "write a list, a reference to one (\"{{files}}\"), or foreach: {lines: \"{{text}}\"} for the lines of a text";
     if (!flaws.empty()) {
-      why += ": `" + flaws.front().text + "` is not a reference (" + flaws.front().problem + ")";
+      const bool whole = flaws.front().begin == text.find_first_not_of(" \t\r\n") && flaws.front().end == text.find_last_not_of(" \t\r\n") + 1;
+      why += ": " + (whole ? std::string("it") : "`" + flaws.front().text + "`") + " is not a reference (" + flaws.front().problem + ")";
       hint = flaws.front().hint;
     }
     auto d = make(where, "foreach", "foreach of " + owner + " would get the text `" + engine::display_text(text) + "`, " + why, hint);

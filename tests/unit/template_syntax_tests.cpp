@@ -118,7 +118,7 @@ TEST_CASE("validate refuses a foreach whose text can only render to itself and i
   CHECK(levels == std::vector{arun::severity::error});
   CHECK(ds[0] ==
         "r.yaml:7:15: error: foreach of step 'each' would get the text `{{files.split('\\n')}}`, which is not a list: "
-        "`{{files.split('\\n')}}` is not a reference (method calls are not supported)\n"
+        "it is not a reference (method calls are not supported)\n"
         "  |\n"
         "7 |     foreach: \"{{files.split('\\n')}}\"\n"
         "  |               ^^^^^^^^^^^^^^\n"
