@@ -3,11 +3,17 @@
 // the lines of a text (docs/reference/recipe.md, "The lines of a text").
 #include <catch2/catch.hpp>
 
+#include "event_recorder.hpp"
+#include "fake_runner.hpp"
+#include "recipe_builders.hpp"
+#include "run_sync.hpp"
+
 #include "output/diagnostic_render.hpp"
 #include "recipe/recipe_loader.hpp"
 #include "scheduler/foreach_lines.hpp"
 #include "template/template_syntax.hpp"
 
+#include <arun/engine.hpp>
 #include <arun/validation.hpp>
 
 #include <boost/json/parse.hpp>
@@ -158,4 +164,37 @@ TEST_CASE("the lines of a text: CRLF, blank lines and a trailing newline give no
   CHECK(std::get<boost::json::array>(foreach_lines(boost::json::value(nullptr))).empty());
   CHECK(std::get<boost::json::array>(foreach_lines(boost::json::value(42))) == boost::json::parse(R"(["42"])"));
   CHECK(std::get<std::string>(foreach_lines(boost::json::parse("[1]"))).find("got a list") != std::string::npos);
+}
+
+TEST_CASE("a lines loop runs one iteration per non-blank line of the rendered text, none for an empty one", "[template-syntax]") {
+  auto loop = [](const boost::json::value& text) {
+    arun::test::fake_runner runner;
+    arun::test::recorder events;
+    arun::step s;
+    s.id = "fan";
+    s.command = "out:{{item}}";
+    arun::foreach_spec f;
+    f.items = boost::json::object{{"lines", "{{files}}"}};
+    f.collect = "all";
+    s.foreach = f;
+    auto r = arun::test::make({s});
+    r.context["files"] = text;
+    arun::run_options o;
+    o.session_id = "sid";
+    arun::recipe_engine eng(runner, events);
+    auto result = arun::test::run_sync(eng.run(r, std::move(o)));
+    return std::pair{result, runner.calls.size()};
+  };
+  const auto [two, calls] = loop("x\r\n\n  \ny\n");
+  REQUIRE(two.status == arun::run_status::completed);
+  CHECK(calls == 2);
+  CHECK(two.context.at("all") == boost::json::parse(R"(["x","y"])"));
+  const auto [none, no_calls] = loop("");
+  CHECK(none.status == arun::run_status::completed);
+  CHECK(none.step_results.at(0).status == arun::step_status::skipped);
+  CHECK(no_calls == 0);
+  const auto [refused, never] = loop(boost::json::array{"a"});
+  CHECK(refused.status == arun::run_status::failed);
+  CHECK(refused.step_results.at(0).error.find("needs a text, got a list") != std::string::npos);
+  CHECK(never == 0);
 }
