@@ -57,9 +57,10 @@ public:
     std::string why = "which is not a list";
     std::string hint = "write a list, a reference to one (\"{{files}}\"), or foreach: {lines: \"{{text}}\"} for the lines of a text";
     if (!flaws.empty()) {
-      const bool whole = flaws.front().begin == text.find_first_not_of(" \t\r\n") && flaws.front().end == text.find_last_not_of(" \t\r\n") + 1;
-      why += ": " + (whole ? std::string("it") : "`" + flaws.front().text + "`") + " is not a reference (" + flaws.front().problem + ")";
-      hint = flaws.front().hint;
+      const auto& f = flaws.front();
+      const bool whole = f.begin == text.find_first_not_of(" \t\r\n") && f.end == text.find_last_not_of(" \t\r\n") + 1;
+      why += ": " + (whole ? std::string("it") : "`" + f.text + "`") + " is not a reference (" + f.problem + ")";
+      hint = f.hint;
     }
     auto d = make(where, "foreach", "foreach of " + owner + " would get the text `" + engine::display_text(text) + "`, " + why, hint);
     d.code = "foreach-items";
