@@ -57,7 +57,7 @@ TEST_CASE("template text e2e: a foreach over literal text is refused by validate
                                               "    foreach: \"{{files.split('\\n')}}\"\n    command: echo {{item}}\n");
   const auto v = run_arun({"validate", recipe}, dir.root.string());
   CHECK(v.exit_code == 2);
-  CHECK(v.err.find("split.yaml:8:15: error: foreach of step 'each' would get the text `{{files.split('\\n')}}`, which is "
+  CHECK(v.err.find("split.yaml:7:15: error: foreach of step 'each' would get the text `{{files.split('\\n')}}`, which is "
                    "not a list") != std::string::npos);
   CHECK(v.err.find("help: to loop over the lines of a text, write foreach: {lines: \"{{files}}\"}") != std::string::npos);
   const auto r = run_arun({recipe, "--session-dir", (dir.root / "sessions").string()}, dir.root.string());
@@ -72,13 +72,17 @@ TEST_CASE("template text e2e: docs/caching.md's first example fans out over the 
   dir.write("docs/two words.md", "# Two\n");
   const auto state = dir.root / "agent-state";
   fs::create_directories(state);
+  const std::vector<std::string> agents = {"--agent-cli", "fake", "--allow-missing-agents"};
+  const std::vector<std::string> env = {"FAKE_AGENT_STATE=" + state.string(), "ARUN_FAKE_AGENT=" ARUN_SOURCE_DIR "/tools/fake-agent"};
   auto arun = [&](std::vector<std::string> args) {
-    args.insert(args.end(), {"--agent-cli", "fake", "--allow-missing-agents", "--session-dir", (dir.root / "sessions").string(),
-                             "--cache-dir", (dir.root / "cache").string(), "--output-format", "json"});
-    return run_arun(args, dir.root.string(), std::chrono::seconds(90),
-                    {"FAKE_AGENT_STATE=" + state.string(), "ARUN_FAKE_AGENT=" ARUN_SOURCE_DIR "/tools/fake-agent"});
+    args.insert(args.end(), agents.begin(), agents.end());
+    args.insert(args.end(), {"--session-dir", (dir.root / "sessions").string(), "--cache-dir", (dir.root / "cache").string(),
+                             "--output-format", "json"});
+    return run_arun(args, dir.root.string(), std::chrono::seconds(90), env);
   };
-  CHECK(arun({"validate", recipe}).exit_code == 0);
+  std::vector<std::string> validate = {"validate", recipe};
+  validate.insert(validate.end(), agents.begin(), agents.end());
+  CHECK(run_arun(validate, dir.root.string(), std::chrono::seconds(90), env).exit_code == 0);
   const auto first = arun({recipe});
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
