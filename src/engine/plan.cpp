@@ -3,6 +3,7 @@
 #include "dag_order.hpp"
 #include "output_value.hpp"
 #include "policy/tag_filter.hpp"
+#include "scheduler/foreach_lines.hpp"
 #include "scheduler/step_executor.hpp"
 #include "step_preparation.hpp"
 #include "template/render.hpp"
@@ -48,6 +49,7 @@ std::string describe(const step& s) {
   if (s.foreach) {
     const auto& items = s.foreach->items;
     if (items.is_string()) return "foreach " + std::string(items.get_string());
+    if (const auto* text = engine::lines_text(items)) return "foreach line of " + std::string(*text);
     return "foreach " + std::to_string(items.is_array() ? items.as_array().size() : 0) + " items";
   }
   if (s.loop_while) return "while " + s.loop_while->condition;

@@ -1,6 +1,8 @@
 #include <arun/validation.hpp>
 
 #include "dag_order.hpp"
+#include "scheduler/foreach_lines.hpp"
+#include "template_checks.hpp"
 
 #include "condition/condition.hpp"
 #include "shell/shell_lexer.hpp"
@@ -51,6 +53,7 @@ std::vector<std::pair<std::string_view, std::string>> template_fields(const step
       {"agent", s.agent.agent}, {"model", s.agent.model}, {"mode", s.agent.mode}};
   for (const auto& [name, value] : s.env) fields.emplace_back("env", value);
   if (s.foreach && s.foreach->items.is_string()) fields.emplace_back("foreach", std::string(s.foreach->items.get_string()));
+  if (const auto* lines = s.foreach ? engine::lines_text(s.foreach->items) : nullptr) fields.emplace_back("foreach", std::string(*lines));
   if (s.loop_while) {
     fields.emplace_back("while_condition", s.loop_while->condition);
     fields.emplace_back("break_when", s.loop_while->break_when);
@@ -520,6 +523,7 @@ std::vector<diagnostic> validate_recipe(const recipe& r, const validation_option
   run("agent-reference", [&] { check_agent_references(r, out); });
   run("agent-options", [&] { check_agent_options(r, out); });
   run("undefined-name", [&] { check_references(r, options, out); });
+  run("template-syntax", [&] { check_template_syntax(r, template_fields, out); });
   return out;
 }
 

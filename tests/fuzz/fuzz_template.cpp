@@ -1,5 +1,8 @@
-// libFuzzer target: template rendering (text and type-preserving) against a fixed context.
+// libFuzzer target: template rendering (text and type-preserving) against a fixed context,
+// finding text that is not a reference, and splitting a text into lines.
+#include "scheduler/foreach_lines.hpp"
 #include "template/render.hpp"
+#include "template/template_syntax.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -19,5 +22,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)arun::engine::render_value(boost::json::value(boost::json::string(text)), scope);
   }
   (void)arun::engine::find_references(text);
+  // Each flaw lies inside the text, in order, and starts with what a diagnostic points at.
+  std::size_t after = 0;
+  for (const auto& f : arun::engine::find_template_flaws(text)) {
+    if (f.begin < after || f.end > size || f.begin + 2 > f.end || text.compare(f.begin, 2, "{{") != 0 ||
+        text.substr(f.begin, f.source_text.size()) != f.source_text)
+      __builtin_trap();
+    after = f.end;
+  }
+  for (const auto& line : arun::engine::text_lines(text))
+    if (line.as_string().empty() || line.as_string().find('\n') != boost::json::string::npos) __builtin_trap();
   return 0;
 }

@@ -397,7 +397,7 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {head + "  - id: a\n    steps:\n      - id: b\n        command: x\n",
        "r.yaml:5:7: error: nested 'steps' need 'foreach' or 'while_condition' on the same step"},
       {head + "  - id: a\n    foreach: 5\n    command: x\n",
-       "r.yaml:4:14: error: 'foreach' must be a list or a template such as \"{{files}}\""},
+       "r.yaml:4:14: error: 'foreach' must be a list, a template such as \"{{files}}\", or {lines: TEXT} for the lines of a text"},
       {head + "  - id: a\n    foreach: [1]\n    while_condition: 'true'\n    command: x\n",
        "r.yaml:5:22: error: a step loops with 'foreach' or 'while_condition', not both"},
       {head + "  - id: a\n    command: x\n    working_dir: a\n    cwd: b\n",

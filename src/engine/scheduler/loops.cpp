@@ -3,6 +3,7 @@
 // while repeats its body until its condition, break_when or max_while_iterations ends it.
 #include "scheduler/step_executor.hpp"
 
+#include "scheduler/foreach_lines.hpp"
 #include "scheduler/task_group.hpp"
 #include "step_preparation.hpp"
 
@@ -54,7 +55,8 @@ std::variant<boost::json::array, std::string> as_items(const boost::json::value&
     boost::system::error_code ec;
     auto parsed = boost::json::parse(*s, ec);
     if (!ec && parsed.is_array()) return std::move(parsed.as_array());
-    return std::string("foreach needs a list, got a string that is not a JSON list");
+    return "foreach needs a list, got a string that is not a JSON list" +
+           std::string(s->find('\n') != boost::json::string::npos ? " (for its lines, write foreach: {lines: \"{{text}}\"})" : "");
   }
   return "foreach needs a list, got " + std::string(v.is_null() ? "null (no value)" : to_string(v.kind()));
 }
@@ -181,7 +183,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   auto rendered = render_value(spec.items, view(sc, builtins));
   warn(s, instance, rendered.warnings);
   if (!rendered.ok()) co_return failed_before_start(s, instance, "foreach: " + rendered.error, rs_.options.keep_going);
-  auto items = as_items(rendered.value);
+  auto items = lines_text(spec.items) ? foreach_lines(rendered.value.as_object().at("lines")) : as_items(rendered.value);
   if (auto* why = std::get_if<std::string>(&items)) co_return failed_before_start(s, instance, *why, rs_.options.keep_going);
   foreach_run loop;
   loop.items = std::move(std::get<boost::json::array>(items));

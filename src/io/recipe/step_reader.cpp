@@ -204,8 +204,15 @@ void read_loops(const field_reader& f, step& s, recipe_sources* sources) {
   if (has_foreach) {
     foreach_spec fe;
     fe.items = f.json("foreach");
-    if (!fe.items.is_string() && !fe.items.is_array())
-      f.error("foreach", "'foreach' must be a list or a template such as \"{{files}}\"");
+    // `foreach: {lines: TEXT}`: the lines of a text (docs/reference/recipe.md, foreach), kept
+    // in that form.
+    const auto* o = fe.items.if_object();
+    const bool lines = o && o->size() == 1 && o->contains("lines") && o->at("lines").is_string();
+    if (!lines && !fe.items.is_string() && !fe.items.is_array()) {
+      f.error("foreach", "'foreach' must be a list, a template such as \"{{files}}\", or {lines: TEXT} for the lines of a text",
+              fe.items.is_object() ? "the mapping form has one key, lines, whose value is a text: {lines: \"{{files}}\"}"
+                                   : std::string());
+    }
     if (f.has("as") && f.has("foreach_var")) f.error("foreach_var", "give 'as' or its alias 'foreach_var', not both");
     if (auto as = f.text(f.has("foreach_var") ? "foreach_var" : "as")) fe.as = *as;
     if (f.has("max_concurrent") && f.has("parallel"))

@@ -1,0 +1,34 @@
+#include "scheduler/foreach_lines.hpp"
+
+#include "template/render.hpp"
+
+namespace arun::engine {
+
+boost::json::array text_lines(std::string_view text) {
+  boost::json::array out;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    auto line = text.substr(0, end);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (line.find_first_not_of(" \t\r\f\v") != std::string_view::npos) out.emplace_back(line);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+const boost::json::string* lines_text(const boost::json::value& items) {
+  const auto* o = items.if_object();
+  const auto* text = o ? o->if_contains("lines") : nullptr;
+  return text ? text->if_string() : nullptr;
+}
+
+std::variant<boost::json::array, std::string> foreach_lines(const boost::json::value& rendered) {
+  if (rendered.is_array() || rendered.is_object())
+    return "foreach {lines: …} needs a text, got " + std::string(rendered.is_array() ? "a list" : "an object") +
+           ": to loop over a list, write foreach: \"{{name}}\"";
+  if (rendered.is_null()) return boost::json::array();
+  return text_lines(value_text(rendered));
+}
+
+}  // namespace arun::engine
