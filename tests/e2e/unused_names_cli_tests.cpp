@@ -101,7 +101,7 @@ TEST_CASE("a depends_on typo is refused with the nearest id, at the name") {
                                Catch::Contains("help: did you mean 'build-server'?"));
 }
 
-TEST_CASE("a condition naming what only a caller declares runs with it null; a likely typo is refused") {
+TEST_CASE("a condition naming what only a caller declares runs with it null, and a likely typo is refused") {
   arun::test::temp_dir dir("arun-unused");
   const auto fragment = dir.write("fragment.yaml", "name: fragment\nsteps:\n  - id: maybe\n    command: echo ran\n"
                                                    "    condition: caller_flag\n  - id: always\n    command: echo always\n"
