@@ -25,7 +25,7 @@ const std::string hello = "name: hello\ncontext:\n  who: world\nsteps:\n  - id: 
 
 }  // namespace
 
-TEST_CASE("--set of a name the recipe never reads warns once, runs, and fails under --strict") {
+TEST_CASE("a --set of a name the recipe never reads warns once, runs, and fails under --strict") {
   arun::test::temp_dir dir("arun-unused");
   const auto file = dir.write("hello.yaml", hello);
   const std::string warning = "--set: warning: --set whom: the recipe reads no 'whom'";
@@ -48,7 +48,7 @@ TEST_CASE("--set of a name the recipe never reads warns once, runs, and fails un
   CHECK(fine.err.empty());
 }
 
-TEST_CASE("--limit and limits: naming no provider and no limit_group warn with the nearest name") {
+TEST_CASE("a --limit or limits: key naming no provider and no limit_group warns with the nearest name") {
   arun::test::temp_dir dir("arun-unused");
   const auto file = dir.write("fleet.yaml", "name: fleet\nlimits:\n  fakee: 3\nsteps:\n  - id: a\n    command: echo hi\n");
   const auto run = run_arun({file, "--limit", "fak=1", "--quiet"});

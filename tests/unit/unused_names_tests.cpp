@@ -77,7 +77,7 @@ TEST_CASE("a limits key that is no provider and no limit_group warns with the ne
   CHECK(arun::unused_name_diagnostics(u).empty());
 }
 
-TEST_CASE("--limit NAME that is no provider and no limit_group warns, naming the option") {
+TEST_CASE("a --limit NAME that is no provider and no limit_group warns, naming the option") {
   const auto c = check("name: x\nsteps:\n  - id: a\n    command: echo\n", {}, {"fak", "claude", "fak"});
   REQUIRE(c.text.size() == 1);  // once, however often it was given
   CHECK(c.text[0] == "--limit: warning: --limit fak: no agent provider and no step's limit_group is named 'fak': it "
@@ -94,7 +94,7 @@ TEST_CASE("--limit NAME that is no provider and no limit_group warns, naming the
   CHECK(arun::unused_name_diagnostics(u).empty());
 }
 
-TEST_CASE("--set KEY the recipe never reads warns with a name it reads") {
+TEST_CASE("a --set KEY the recipe never reads warns with a name it reads") {
   const std::string hello = "name: x\ncontext:\n  who: world\nsteps:\n  - id: a\n    command: echo hello {{who}}\n";
   const auto c = check(hello, {"whom"});
   REQUIRE(c.text.size() == 1);
