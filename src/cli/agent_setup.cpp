@@ -56,6 +56,15 @@ std::optional<std::pair<std::string, int>> parse_limit(std::string_view text) {
   return std::pair{std::string(name), n};
 }
 
+void add_limit_checks(const agent_settings& a, recipe_options& o) {
+  o.limit_names.clear();
+  for (const auto& given : a.limits)
+    if (const auto limit = parse_limit(given)) o.limit_names.push_back(limit->first);
+  o.limit_providers.clear();
+  if (const auto chosen = choose_agent_cli(a); std::holds_alternative<io::agent_cli>(chosen))
+    o.limit_providers.push_back(io::provider_name(std::get<io::agent_cli>(chosen)));
+}
+
 std::optional<std::string> configure_agents(const run_settings& s, const std::string& base_dir,
                                             const std::string& recipe_path, io::runner_options& runner,
                                             run_options& engine) {

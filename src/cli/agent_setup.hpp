@@ -25,6 +25,10 @@ std::variant<io::agent_cli, std::string> choose_agent_cli(const agent_settings& 
 /// limit from 1 to 4096; none when it is not one.
 std::optional<std::pair<std::string, int>> parse_limit(std::string_view text);
 
+/// Gives `o` the --limit NAMEs of `a` and the provider of the agent CLI `a` chooses (a custom
+/// command's program), which a limit may name beside the presets' providers.
+void add_limit_checks(const agent_settings& a, recipe_options& o);
+
 /// Fills the runner's agent CLI and search, and the engine's agent options, from the settings
 /// and $ARUN_AGENT_CLI. An error message (a usage error) when the CLI choice is invalid.
 /// `recipe_path`: the recipe run, whose agents/ folder is searched last.

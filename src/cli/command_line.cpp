@@ -42,7 +42,7 @@ void add_recipe_options(CLI::App& app, recipe_options& o) {
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false)  // `--set k=v recipe.yaml`: the recipe is not a second value
       ->group("Recipe");
-  app.add_flag("--strict", o.strict, "Unknown keys are errors; references without a value at run time fail the step")
+  app.add_flag("--strict", o.strict, "Warnings are errors (unknown keys, names nothing uses); references without a value at run time fail the step")
       ->group("Recipe");
   app.add_flag("--lenient", o.lenient, "Undefined references render empty with a warning")
       ->group("Recipe");

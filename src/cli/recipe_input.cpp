@@ -13,6 +13,7 @@
 #include "recipe/sub_recipes.hpp"
 
 #include <arun/context_set.hpp>
+#include <arun/unused_names.hpp>
 #include <arun/validation.hpp>
 
 #include <sys/stat.h>
@@ -26,6 +27,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <variant>
 
 namespace arun::cli {
 
@@ -244,6 +246,9 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   in.secrets = gather_secrets(o, loaded.value ? &*loaded.value : nullptr, diagnostics);
   for (const auto& s : in.secrets) vo.set_keys.insert(s.name);
   if (loaded.value) {
+    // The context's keys as written: a --set key the recipe declares there is one it reads.
+    boost::json::object written_context;
+    for (const auto& kv : loaded.value->context) written_context.emplace(kv.key(), nullptr);
     for (const auto& a : sets) apply_set(loaded.value->context, a);
     for (const auto& s : in.secrets) loaded.value->context[s.name] = s.value;  // after --set: a secret wins
     auto children = io::scan_sub_recipes(*loaded.value, discovery, limits, &vo);
@@ -251,6 +256,22 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
     vo.sub_recipe_names = std::move(children.declared);
     vo.dynamic_sub_recipes = children.dynamic_calls;
     auto more = validate_recipe(*loaded.value, vo);
+    diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+    // limits, --limit, --set and output: names nothing uses (docs/running.md).
+    name_use use;
+    use.top = &*loaded.value;
+    for (const auto& child : children.children) use.called.push_back(&child);
+    use.dynamic_calls = vo.dynamic_sub_recipes;
+    use.declared = declared_names(*loaded.value, vo);
+    use.declared.insert(vo.sub_recipe_names.begin(), vo.sub_recipe_names.end());
+    for (const auto& a : sets) use.set_keys.push_back(a.path.front());
+    use.context_before_set = &written_context;
+    use.limit_options = o.limit_names;
+    use.providers = o.limit_providers;
+    for (const auto name : io::agent_cli_names)
+      if (const auto cli = io::parse_agent_cli(name, "fake-agent"); std::holds_alternative<io::agent_cli>(cli))
+        use.providers.push_back(io::provider_name(std::get<io::agent_cli>(cli)));
+    more = unused_name_diagnostics(use);
     diagnostics.insert(diagnostics.end(), more.begin(), more.end());
     if (o.check_agents) {
       auto search = io::agent_search_from_environment(o.agent_dirs, o.working_dir);

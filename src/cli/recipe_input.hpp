@@ -43,6 +43,12 @@ struct recipe_options {
   bool check_schema = false;               ///< the JSON Schema check of every file (validate)
   /// validate: a warning when the recipe has agent steps and this CLI is not installed.
   const io::agent_cli* check_agent_cli = nullptr;
+  /// --limit NAME=N of run and resume: the NAMEs, each checked against the agent providers
+  /// and the recipe's limit groups (a name that is neither limits nothing).
+  std::vector<std::string> limit_names;
+  /// The run's own agent provider, which a limit can name beside the presets' (claude,
+  /// codex, copilot, fake); add_limit_checks fills both.
+  std::vector<std::string> limit_providers;
   /// Diagnostics go to recipe_input::diagnostics as JSON instead of stderr as text
   /// (`--output-format json`).
   bool diagnostics_json = false;

@@ -264,6 +264,7 @@ int run_command(const run_settings& s) {
   run_settings settings = s;
   settings.recipe.sources = &sources;
   settings.recipe.resolve_secrets = !s.dry_run;
+  add_limit_checks(s.agents, settings.recipe);
   auto input = load_recipe_input(settings.recipe, true);
   if (!input.value) return input.exit_code;
   const recipe& loaded = *input.value;

@@ -279,6 +279,7 @@ int resume_command(const resume_settings& asked) {
     sources.read(s.recipe.recipe, text);
   }
   s.recipe.sources = &sources;
+  add_limit_checks(s.agents, s.recipe);
   auto input = load_recipe_input(s.recipe, true);
   if (!input.value) return input.exit_code;
   hold_stop_signals();  // until the resumed run handles them (stop_signals.hpp)

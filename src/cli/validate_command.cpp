@@ -28,6 +28,7 @@ int validate_command(const recipe_options& given, const std::string& format, con
   } else {
     o.check_agent_cli = &std::get<io::agent_cli>(cli);
   }
+  add_limit_checks(agents, o);  // validate takes no --limit: the recipe's limits are checked
   o.diagnostics_json = format == "json";
   auto in = load_recipe_input(o, false);
   const int code = in.value ? exit_success : in.exit_code;

@@ -177,11 +177,17 @@ void check_empty_and_names(const recipe& r, std::vector<diagnostic>& out) {
 void check_dependencies(const recipe& r, std::vector<diagnostic>& out) {
   std::map<std::string, const step*, std::less<>> by_id;
   for_each_step(r, [&](const step& s, int) { by_id.emplace(s.id, &s); });
+  std::vector<std::string_view> ids;
+  for (const auto& [id, s] : by_id) ids.push_back(id);
   for_each_step(r, [&](const step& s, int) {
     for (const auto& dep : s.depends_on)
-      if (!by_id.contains(dep))
-        out.push_back(make(severity::error, s.at("depends_on"),
-                           "step '" + s.id + "' depends on '" + dep + "', which no step has as id", "depends_on"));
+      if (!by_id.contains(dep)) {
+        auto d = make(severity::error, s.at("depends_on"),
+                      "step '" + s.id + "' depends on '" + dep + "', which no step has as id", "depends_on",
+                      did_you_mean(dep, ids));
+        d.snippet = dep;  // the caret under the name, in a list of several
+        out.push_back(std::move(d));
+      }
   });
   // Cycles: depth-first search, reporting each cycle once with its path.
   enum class mark { unseen, active, done };
@@ -438,13 +444,17 @@ void check_references(const recipe& r, const validation_options& options, std::v
     for (const auto& bare : engine::condition_names(*c)) {
       // `x is none` reads as the Python runner reads it: an unset name, null.
       if (declared.contains(bare.name) || bare.name == "none") continue;
+      // A name within two edits of a declared one is a likely typo: an error. One nothing
+      // resembles is a warning: sub-recipe fragments of the older runners name what only
+      // their callers declare, and those runners ran them with it null (docs/reference/conditions.md).
       auto hint = did_you_mean(bare.name, candidates);
-      if (hint.empty())
+      const bool typo = !hint.empty();
+      if (!typo)
         hint = bare.compared ? "to compare with the text " + bare.name + ", quote it: '" + bare.name + "'"
                              : "declare it in context, or pass --set " + bare.name + "=...";
-      auto d = make(soft ? severity::warning : severity::error, where,
+      auto d = make(soft || !typo ? severity::warning : severity::error, where,
                     "undefined name '" + bare.name + "' in the " + std::string(key) + " of " + owner +
-                        ": it is null at run time",
+                        (typo ? ": it is null at run time" : ": null unless a caller or --set provides it"),
                     std::string(key), std::move(hint));
       d.snippet = bare.name;
       // The n-th time the name's text appears in the condition (inside longer words too, as

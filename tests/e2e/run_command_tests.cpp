@@ -394,10 +394,10 @@ TEST_CASE("validate prints every diagnostic and exits 0 for warnings only, 2 for
   r = run_arun({"validate", bad.file.string()});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(":5:17: error: step 'a' depends on 'nope', which no step has as id"));
+  CHECK_THAT(r.err, Catch::Contains(":5:18: error: step 'a' depends on 'nope', which no step has as id"));
   CHECK_THAT(r.err, Catch::Contains(":4:19: error: undefined variable 'ghost' in {{ghost}} of step 'a'"));
   // Sorted by position (line 4 before line 5), then counted.
-  CHECK(r.err.find(":4:19: error") < r.err.find(":5:17: error"));
+  CHECK(r.err.find(":4:19: error") < r.err.find(":5:18: error"));
   CHECK_THAT(r.err, Catch::EndsWith("\n2 errors\n"));
   // No colour into a pipe unless asked; --color never wins over a terminal.
   CHECK(r.err.find('\x1b') == std::string::npos);

@@ -363,15 +363,6 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
       {"name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: modee == 'q'\n",
        "r.yaml:7:16: error: undefined name 'modee' in the condition of step 'a': it is null at run time (did you mean "
        "'mode'?)"},
-      {"name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: mode == q or mode == 'r'\n",
-       "r.yaml:7:16: error: undefined name 'q' in the condition of step 'a': it is null at run time (to compare with "
-       "the text q, quote it: 'q')"},
-      {"name: x\ncontext:\n  mode: q\nsteps:\n  - id: a\n    command: x\n    condition: mode in allowed\n",
-       "r.yaml:7:16: error: undefined name 'allowed' in the condition of step 'a': it is null at run time (declare it "
-       "in context, or pass --set allowed=...)"},
-      {head + "  - id: a\n    command: x\n    while_condition: not finished\n",
-       "r.yaml:5:22: error: undefined name 'finished' in the while_condition of step 'a': it is null at run time "
-       "(declare it in context, or pass --set finished=...)"},
       // YAML traps get a help line in recipe words.
       {head + "  - id: a\n    command: {{x}}\n",
        "r.yaml:4:14: error: 'command' must be a string (YAML reads an unquoted {{...}} as a mapping: quote the whole "
@@ -457,10 +448,6 @@ TEST_CASE("invalid recipes give the exact diagnostic") {
        "r.yaml:4:19: error: the file holds a NUL byte: a recipe is text (is this a binary file?)"},
       {"name: x\n\tsteps: []\n", "r.yaml:2:1: error: invalid YAML: illegal tab when looking for indentation (YAML does not allow tabs in "
        "indentation: indent with spaces)"},
-      // Compared with quoted text, an unknown word is a name to declare, not text to quote.
-      {"name: x\nsteps:\n  - id: a\n    command: x\n    condition: zzzz == 'q'\n",
-       "r.yaml:5:16: error: undefined name 'zzzz' in the condition of step 'a': it is null at run time (declare it in "
-       "context, or pass --set zzzz=...)"},
       // A wrong `parallel` says what it takes.
       {head + "  - id: a\n    foreach: [1]\n    parallel: yes\n    command: x\n",
        "r.yaml:5:15: error: 'parallel' must be true (the global limit), false (one at a time) or a whole number from 1 "

@@ -1,0 +1,139 @@
+// The built `arun` on names nothing uses (docs/running.md, "Names nothing uses"): a warning
+// with its did-you-mean from both `validate` and a run, said once, and an error (exit 2,
+// nothing run) under --strict. Conditions naming what only a caller declares run with it null.
+#include <catch2/catch.hpp>
+
+#include "arun_cli.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <string>
+
+namespace {
+
+using arun::test::run_arun;
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+const std::string hello = "name: hello\ncontext:\n  who: world\nsteps:\n  - id: greet\n    command: echo hello {{who}}\n"
+                          "    output: greeting\n";
+
+}  // namespace
+
+TEST_CASE("a --set of a name the recipe never reads warns once, runs, and fails under --strict") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto file = dir.write("hello.yaml", hello);
+  const std::string warning = "--set: warning: --set whom: the recipe reads no 'whom'";
+  const auto run = run_arun({file, "--set", "whom=Ada", "--quiet"});
+  CHECK(run.exit_code == 0);
+  CHECK(count(run.err, warning) == 1);
+  CHECK_THAT(run.err, Catch::Contains("help: did you mean 'who'?"));
+  const auto validate = run_arun({"validate", file, "--set", "whom=Ada"});
+  CHECK(validate.exit_code == 0);
+  CHECK(count(validate.err, warning) == 1);
+  CHECK_THAT(validate.out, Catch::Contains("valid (with warnings)"));
+  const auto strict = run_arun({file, "--set", "whom=Ada", "--strict", "--output-format", "json"});
+  CHECK(strict.exit_code == 2);
+  CHECK_THAT(strict.err, Catch::Contains("--set: error: --set whom: the recipe reads no 'whom'"));
+  CHECK_THAT(strict.out, !Catch::Contains("hello world"));
+  CHECK(run_arun({"validate", file, "--set", "whom=Ada", "--strict"}).exit_code == 2);
+  // A name it reads: nothing to say.
+  const auto fine = run_arun({file, "--set", "who=Ada", "--quiet"});
+  CHECK(fine.exit_code == 0);
+  CHECK(fine.err.empty());
+}
+
+TEST_CASE("a --limit or limits: key naming no provider and no limit_group warns with the nearest name") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto file = dir.write("fleet.yaml", "name: fleet\nlimits:\n  fakee: 3\nsteps:\n  - id: a\n    command: echo hi\n");
+  const auto run = run_arun({file, "--limit", "fak=1", "--quiet"});
+  CHECK(run.exit_code == 0);
+  CHECK(count(run.err, "fleet.yaml:3:3: warning: 'limits' names 'fakee', which is no agent provider and no step's "
+                       "limit_group: it limits nothing") == 1);
+  CHECK(count(run.err, "--limit: warning: --limit fak: no agent provider and no step's limit_group is named 'fak': it "
+                       "limits nothing") == 1);
+  CHECK(count(run.err, "help: did you mean 'fake'?") == 2);
+  // validate takes no --limit; it reports the recipe's limits key.
+  const auto validate = run_arun({"validate", file, "--output-format", "json"});
+  CHECK(validate.exit_code == 0);
+  const auto doc = boost::json::parse(validate.out).as_object();
+  REQUIRE(doc.at("diagnostics").as_array().size() == 1);
+  const auto& d = doc.at("diagnostics").as_array()[0].as_object();
+  CHECK(d.at("code") == "unused-name");
+  CHECK(d.at("line") == 3);
+  CHECK(d.at("column") == 3);
+  CHECK(d.at("severity") == "warning");
+  CHECK(run_arun({file, "--limit", "fak=1", "--strict", "--quiet"}).exit_code == 2);
+  // A custom --agent-command's program is a provider; so is a step's limit_group.
+  const auto own = dir.write("own.yaml", "name: own\nlimits: {my-agent: 2, api: 1}\nsteps:\n  - id: a\n    command: echo\n"
+                                         "    limit_group: api\n");
+  const auto custom = run_arun({own, "--agent-command", "my-agent {prompt_file}", "--strict", "--quiet"});
+  CHECK(custom.exit_code == 0);
+  CHECK(custom.err.empty());
+}
+
+TEST_CASE("a top-level output naming nothing warns, and the run's output is null") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto file = dir.write("out.yaml", "name: out\noutput: reslt\nsteps:\n  - id: a\n    command: echo 42\n"
+                                          "    output: result\n");
+  const auto run = run_arun({file, "--output-format", "json", "--quiet"});
+  CHECK(run.exit_code == 0);
+  CHECK(count(run.err, "out.yaml:2:1: warning: the recipe's output 'reslt' names no step output or context variable") == 1);
+  CHECK_THAT(run.err, Catch::Contains("did you mean 'result'?"));
+  CHECK(arun::test::result_json(run).at("output").is_null());
+  CHECK(run_arun({"validate", file, "--strict"}).exit_code == 2);
+}
+
+TEST_CASE("a depends_on typo is refused with the nearest id, at the name") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto file = dir.write("dag.yaml", "name: dag\nsteps:\n  - id: build-server\n    command: echo b\n  - id: test\n"
+                                          "    command: echo t\n    depends_on: [lint, build-sever]\n  - id: lint\n"
+                                          "    command: echo l\n");
+  const auto validate = run_arun({"validate", file});
+  CHECK(validate.exit_code == 2);
+  CHECK_THAT(validate.err, Catch::Contains("dag.yaml:7:24: error: step 'test' depends on 'build-sever', which no step "
+                                           "has as id") &&
+                               Catch::Contains("help: did you mean 'build-server'?"));
+}
+
+TEST_CASE("a condition naming what only a caller declares runs with it null, and a likely typo is refused") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto fragment = dir.write("fragment.yaml", "name: fragment\nsteps:\n  - id: maybe\n    command: echo ran\n"
+                                                   "    condition: caller_flag\n  - id: always\n    command: echo always\n"
+                                                   "    output: last\n");
+  const auto run = run_arun({fragment, "--output-format", "json", "--quiet"});
+  CHECK(run.exit_code == 0);
+  CHECK(count(run.err, "fragment.yaml:5:16: warning: undefined name 'caller_flag' in the condition of step 'maybe': "
+                       "null unless a caller or --set provides it") == 1);
+  const auto result = arun::test::result_json(run);
+  const auto& steps = result.at("step_results").as_array();
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].at("status") == "skipped");  // null is false
+  CHECK(steps[1].at("status") == "completed");
+  // --set provides it: no warning, and the step runs.
+  const auto given = run_arun({fragment, "--set", "caller_flag=true", "--output-format", "json", "--quiet"});
+  CHECK(given.exit_code == 0);
+  CHECK(given.err.empty());
+  CHECK(arun::test::result_json(given).at("step_results").as_array()[0].at("status") == "completed");
+  // A caller that declares it: the fragment runs under it, quietly.
+  const auto caller = dir.write("caller.yaml", "name: caller\ncontext:\n  caller_flag: true\nsteps:\n  - id: call\n"
+                                               "    recipe: fragment.yaml\n");
+  const auto called = run_arun({caller, "--quiet"});
+  CHECK(called.exit_code == 0);
+  CHECK(called.err.empty());
+  const auto typo = dir.write("typo.yaml", "name: typo\ncontext:\n  round: 1\nsteps:\n  - id: again\n    command: echo\n"
+                                           "    condition: rounds < 3\n");
+  const auto refused = run_arun({typo, "--quiet"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("typo.yaml:7:16: error: undefined name 'rounds' in the condition of step "
+                                          "'again': it is null at run time") &&
+                              Catch::Contains("help: did you mean 'round'?"));
+  // --strict refuses both.
+  CHECK(run_arun({fragment, "--strict", "--quiet"}).exit_code == 2);
+  CHECK(run_arun({typo, "--strict", "--quiet"}).exit_code == 2);
+}
