@@ -293,7 +293,7 @@ TEST_CASE("fleet e2e: a budget is a ceiling across resumes when the budget stop 
   // Each attempt fails after spending $0.01; `retry` would try again.
   const std::string recipe = "name: t\nsteps:\n  - id: a\n    agent: \"\"\n    prompt: |\n      go\n"
                              "      FAKE: cost 0.01\n      FAKE: exit 1 broken\n"
-                             "    retry: {max_attempts: 3, initial_delay: 0}\n";
+                             "    retry: {max_attempts: 3, initial_delay: 0.1}\n";
   auto r = p.run(recipe, {"--agent-cli", "claude", "--max-cost", "0.01"});
   INFO(r.err);
   CHECK(r.exit_code == 6);

@@ -446,7 +446,7 @@ TEST_CASE("spend texts: dollars with the precision their size needs") {
   CHECK(format_usd(0.000031) == "$0.000031");
   CHECK(format_usd(0.0000004) == "$0.00000040");
   CHECK(format_usd(1) == "$1.0000");
-  CHECK(format_usd(12.345) == "$12.35");
+  CHECK(format_usd(12.5) == "$12.50");
   CHECK(io::spend_texts({0, false, 0, std::nullopt, std::nullopt}).empty());
   CHECK(io::spend_texts({0, false, 0, 0.5, std::nullopt}) == std::vector<std::string>{"$0.00/$0.5000"});
   CHECK(io::spend_texts({0, false, 500, std::nullopt, std::nullopt}) == std::vector<std::string>{"500 tok"});

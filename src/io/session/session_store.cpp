@@ -630,8 +630,9 @@ std::optional<std::vector<agent_usage>> session_store::recorded_usage() const { 
 void session_store::record(const step_result& result, const json::object& context_delta) noexcept {
   if (journal_failed()) return;  // a partial line followed by more lines would corrupt it
   try {
+    auto line = journal_line(result, context_delta, masker_);
     ++queued_records_;
-    queue_line(journal_line(result, context_delta, masker_), true);
+    queue_line(std::move(line), true);
     // Durable at least once a second without an fsync per step (SPEC §12).
     if (std::chrono::steady_clock::now() - last_sync_ >= std::chrono::seconds(1)) sync();
     // A fresh snapshot every few hundred records keeps `sessions list` progress current.
