@@ -302,15 +302,21 @@ agent_usage call_usage(std::optional<double> cost, std::string model = "m1") {
   return u;
 }
 
+// An agent step `a` whose reply must have a `name`, and whose first `wrong` replies have none.
+step misreplying_agent(fake_runner& runner, int wrong) {
+  auto a = agent_step("a", R"(out:{"name": "ok"})");
+  a.output_schema = std::make_shared<needs_name>();
+  runner.wrong_json_left[R"(out:{"name": "ok"})"] = wrong;
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("usage: a step's usage sums its calls and the run totals go per provider and model") {
   fake_runner runner;
   recorder events;
   runner.usage_per_call = call_usage(0.25);
-  auto a = agent_step("a", R"(out:{"name": "ok"})");
-  a.output_schema = std::make_shared<needs_name>();
-  runner.wrong_json_left[R"(out:{"name": "ok"})"] = 1;  // one correction round
+  auto a = misreplying_agent(runner, 1);  // one correction round
   auto b = agent_step("b", "out:plain");
   runner.rate_limited_left["out:plain"] = 1;  // a retried attempt still spent
   auto c = bash_step("c", "out:no agent");
@@ -410,22 +416,7 @@ TEST_CASE("budget: calls of unknown cost are not counted against a cost budget a
   CHECK(warnings == 1);
 }
 
-TEST_CASE("budget: a rate-limit retry does not start once the budget is reached") {
-  fake_runner runner;
-  recorder events;
-  runner.usage_per_call = call_usage(1.0);
-  runner.rate_limited_left["out:x"] = 3;
-  auto o = opts();
-  o.budget.cost_usd = 1.0;
-  const auto result = run(runner, events, make({agent_step("a", "out:x")}), o);
-  CHECK(result.status == run_status::budget_exhausted);
-  CHECK(runner.agent_calls.size() == 1);
-  CHECK(result.step_results[0].status == step_status::cancelled);
-  CHECK(result.step_results[0].error.find("not started: the budget is reached ($1.0000 spent of the $1.0000 budget) for a retry") !=
-        std::string::npos);
-}
-
-TEST_CASE("budget: a retry is neither announced nor waited for once the budget is reached") {
+TEST_CASE("budget: a rate-limit retry does not start once the budget is reached, nor is it announced or waited for") {
   fake_runner runner;
   recorder events;
   runner.usage_per_call = call_usage(1.0);
@@ -436,21 +427,20 @@ TEST_CASE("budget: a retry is neither announced nor waited for once the budget i
   const auto started = std::chrono::steady_clock::now();
   const auto result = run(runner, events, make({agent_step("a", "out:x")}), o);
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+  CHECK(events.of(event_kind::step_retry).empty());
   CHECK(result.status == run_status::budget_exhausted);
   CHECK(runner.agent_calls.size() == 1);
-  CHECK(events.of(event_kind::step_retry).empty());
   CHECK(result.step_results[0].status == step_status::cancelled);
-  CHECK(result.step_results[0].error.find("for a retry") != std::string::npos);
+  CHECK(result.step_results[0].error.find("not started: the budget is reached ($1.0000 spent of the $1.0000 budget) for a retry") !=
+        std::string::npos);
 }
 
 TEST_CASE("budget: no output_schema correction or parse_json reminder starts once the budget is reached") {
   fake_runner runner;
   recorder events;
   runner.usage_per_call = call_usage(0.5);
-  auto a = agent_step("a", R"(out:{"name": "ok"})");
-  a.output_schema = std::make_shared<needs_name>();
+  auto a = misreplying_agent(runner, 3);
   a.schema_retries = 3;
-  runner.wrong_json_left[R"(out:{"name": "ok"})"] = 3;
   auto o = opts();
   o.budget.cost_usd = 0.5;
   const auto result = run(runner, events, make({a}), o);
@@ -506,9 +496,7 @@ TEST_CASE("budget: every call's usage is journaled at once, also of an instance 
   fake_runner runner;
   recorder events;
   runner.usage_per_call = call_usage(0.5);
-  auto a = agent_step("a", R"(out:{"name": "ok"})");
-  a.output_schema = std::make_shared<needs_name>();
-  runner.wrong_json_left[R"(out:{"name": "ok"})"] = 1;
+  auto a = misreplying_agent(runner, 1);
   usage_journal journal;
   auto o = opts();
   o.journal = &journal;
