@@ -63,6 +63,17 @@ struct event {
     int limit = 0;
     std::optional<int> configured;  ///< limit_changed: the limit it grows back to
   } group;
+  /// What the run's agent calls have spent so far (on a resume, the session's earlier runs
+  /// included) and the run's budget: on every event once a budget is set or a call has spent
+  /// (the status line shows it against the budget, docs/agents.md).
+  struct spend_state {
+    double cost_usd = 0;         ///< of the calls whose cost is known
+    bool cost_known = false;     ///< some call's cost is known
+    std::uint64_t tokens = 0;    ///< input, output and cache tokens
+    std::optional<double> budget_usd;
+    std::optional<std::uint64_t> budget_tokens;
+  };
+  std::optional<spend_state> spend;
 };
 
 /// Receives events synchronously on the engine's thread. Must not throw.

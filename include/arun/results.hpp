@@ -37,6 +37,10 @@ struct agent_usage {
 /// `into` plus `more`, where either may be absent (no usage reported).
 void add_usage(std::optional<agent_usage>& into, const std::optional<agent_usage>& more);
 
+/// US dollars for people: `$12.34` from $10, `$0.0041` below, and below $0.0001 two
+/// significant digits (`$0.000031`): a nonzero amount never reads as zero.
+std::string format_usd(double usd);
+
 /// The agent calls of a run for one provider and model (run_result::usage).
 struct usage_total {
   std::string provider, model;

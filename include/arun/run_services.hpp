@@ -56,6 +56,14 @@ public:
   /// journal may keep a sub-recipe step's `children` without their own children; the engine
   /// then finds each child's record to restore them.
   virtual const finished_instance* find(std::string_view instance_id) const noexcept = 0;
+  /// One agent call's usage, the moment it is known, whatever then becomes of its instance
+  /// (cancelled, failed, stopped by the budget): a budget holds across resumes
+  /// (docs/sessions.md). Must not throw.
+  virtual void record_usage(std::string_view /*instance_id*/, const agent_usage& /*call*/) noexcept {}
+  /// What the session's earlier runs spent, summed per provider and model from every call
+  /// record_usage kept; none when the journal keeps no calls (one written by an older arun):
+  /// the replayed instances' usage is counted instead.
+  virtual std::optional<std::vector<agent_usage>> recorded_usage() const { return std::nullopt; }
 };
 
 /// Keeps large step outputs out of memory: a finished instance's output longer than

@@ -142,7 +142,8 @@ void add_agent_run_options(CLI::App& app, agent_settings& a) {
       ->group("Agents and rate limits");
   app.add_option("--max-cost", a.max_cost,
                  "Budget of the run's agent calls in US dollars (as the CLIs report, or priced by --prices): "
-                 "reached, no new step starts and the run ends budget_exhausted (exit 6); wins over the "
+                 "reached, no new step or agent call (a retry, a correction) starts and the run ends budget_exhausted "
+                 "(exit 6); wins over the "
                  "recipe's budget.cost_usd")
       ->check(quiet(CLI::Range(0.000001, 1e9)))
       ->type_name("USD")

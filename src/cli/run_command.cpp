@@ -400,6 +400,10 @@ public:
     cluster_.release(result.step_id);  // queued behind the record's write
   }
   const finished_instance* find(std::string_view instance_id) const noexcept override { return store_.find(instance_id); }
+  void record_usage(std::string_view instance_id, const agent_usage& call) noexcept override {
+    store_.record_usage(instance_id, call);
+  }
+  std::optional<std::vector<agent_usage>> recorded_usage() const override { return store_.recorded_usage(); }
 
 private:
   io::session_store& store_;

@@ -1,5 +1,9 @@
 #include <arun/results.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
 namespace arun {
 
 void agent_usage::add(const agent_usage& other) {
@@ -22,6 +26,20 @@ void add_usage(std::optional<agent_usage>& into, const std::optional<agent_usage
     into = more;
   else
     into->add(*more);
+}
+
+std::string format_usd(double usd) {
+  char text[64];
+  if (usd >= 10 || usd <= 0 || !std::isfinite(usd)) {
+    std::snprintf(text, sizeof text, "$%.2f", usd);
+  } else if (usd >= 0.0001) {
+    std::snprintf(text, sizeof text, "$%.4f", usd);
+  } else {
+    // Two significant digits: 0.000031 -> 6 decimals. Below a billionth, a billionth's digits.
+    const int decimals = std::min(10, 1 - static_cast<int>(std::floor(std::log10(usd))));
+    std::snprintf(text, sizeof text, "$%.*f", decimals, usd);
+  }
+  return text;
 }
 
 }  // namespace arun

@@ -257,6 +257,57 @@ TEST_CASE("fleet e2e: a budget stops the fan-out with exit 6 and a resume with a
   CHECK(result.at("usage").at("totals").at("cost_usd").to_number<double>() == Approx(0.6));
 }
 
+TEST_CASE("fleet e2e: past the budget no schema correction starts, and a resume counts the stopped instance's calls") {
+  fleet_project p;
+  // Every call costs $0.01; each item's first reply fails its schema.
+  auto recipe = fan_out(3, "      FAKE: cost 0.01\n      FAKE: schema-fail 1\n      FAKE: reply-json {\"n\": 1}\n",
+                        "    output_schema: {type: object, required: [n]}\n");
+  recipe.replace(recipe.find("parallel: true"), 14, "max_concurrent: 1");
+  auto r = p.run(recipe, {"--agent-cli", "claude", "--max-cost", "0.01"});
+  INFO(r.err);
+  CHECK(r.exit_code == 6);
+  CHECK(p.calls().size() == 1);  // the first reply spent the budget: its correction did not start
+  auto result = arun::test::result_json(r);
+  const auto id = str(result.at("session_id"));
+  const auto& ask = result.at("step_results").at(0).as_object();
+  CHECK(ask.at("iterations").at("cancelled") == 1);
+  // The same budget again: it is spent, so nothing starts, and arun says so.
+  r = p.arun({"resume", id, "--output-format", "json"});
+  CHECK(r.exit_code == 6);
+  CHECK(p.calls().size() == 1);
+  result = arun::test::result_json(r);
+  CHECK(str(result.at("error")).find("$0.0100 spent of the $0.0100 budget") != std::string::npos);
+  CHECK(result.at("usage").at("totals").at("cost_usd").to_number<double>() == Approx(0.01));
+  // A larger one finishes it; the totals are every call the session made.
+  r = p.arun({"resume", id, "--output-format", "json", "--max-cost", "1"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(p.calls().size() == 6);  // k0's second reply conforms; k1 and k2 need a correction each
+  result = arun::test::result_json(r);
+  CHECK(result.at("usage").at("totals").at("calls") == 6);
+  CHECK(result.at("usage").at("totals").at("cost_usd").to_number<double>() == Approx(0.06));
+}
+
+TEST_CASE("fleet e2e: a budget is a ceiling across resumes when the budget stop cancels a failed call's retry") {
+  fleet_project p;
+  // Each attempt fails after spending $0.01; `retry` would try again.
+  const std::string recipe = "name: t\nsteps:\n  - id: a\n    agent: \"\"\n    prompt: |\n      go\n"
+                             "      FAKE: cost 0.01\n      FAKE: exit 1 broken\n"
+                             "    retry: {max_attempts: 3, initial_delay: 0.1}\n";
+  auto r = p.run(recipe, {"--agent-cli", "claude", "--max-cost", "0.01"});
+  INFO(r.err);
+  CHECK(r.exit_code == 6);
+  CHECK(p.calls().size() == 1);
+  const auto id = str(arun::test::result_json(r).at("session_id"));
+  // Before: the cancelled instance's $0.01 was dropped, and each plain resume paid another call.
+  for (int i = 0; i < 2; ++i) {
+    r = p.arun({"resume", id, "--output-format", "json"});
+    CHECK(r.exit_code == 6);
+  }
+  CHECK(p.calls().size() == 1);
+  CHECK(arun::test::result_json(r).at("usage").at("totals").at("cost_usd").to_number<double>() == Approx(0.01));
+}
+
 TEST_CASE("fleet e2e: transcripts keep every call's prompt and reply with secrets masked") {
   fleet_project p;
   const auto recipe = "name: t\nsecrets: [token]\nsteps:\n  - id: a\n    agent: \"\"\n    prompt: |\n"

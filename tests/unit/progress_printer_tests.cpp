@@ -400,6 +400,7 @@ TEST_CASE("the live status line shows each limited provider and what the agents 
   u.cost_usd = 0.42;
   auto end = test::step_end(done);
   end.step_type = "agent";
+  end.spend = event::spend_state{0.42, true, 42000, std::nullopt, std::nullopt};  // the run's, as the engine says
   f.send(end);
   auto changed = test::make_event(event_kind::limit_changed);
   changed.group = {"claude", 1, 2, 4};
@@ -409,7 +410,7 @@ TEST_CASE("the live status line shows each limited provider and what the agents 
   f.printer.tick();
   const auto status = visible_status(f.file.text());
   CHECK(status.find("claude 1/2") != std::string::npos);
-  CHECK(status.find("$0.42") != std::string::npos);
+  CHECK(status.find("$0.4200") != std::string::npos);
   CHECK(status.find("42k tok") != std::string::npos);
   CHECK(f.file.text().find("!! claude: rate limited; at most 2 at once now (1 running)") != std::string::npos);
 }
@@ -557,4 +558,43 @@ TEST_CASE("the run's last progress line does not repeat the failure its step lin
   run.error = "the budget is reached";
   g.send(end);
   CHECK(g.lines().back() == "arun: 'demo' failed in 0.00s: the budget is reached");
+}
+
+TEST_CASE("the live status line shows spend against the budget, and a small spend never as $0.00") {
+  fixture f(progress_mode::live, 200);
+  f.send(f.recipe_start(1));
+  auto start = test::step_start("ask[0]");
+  start.step_type = "agent";
+  f.send(start);
+  // A correction round's call spent: the status line knows before the instance ends.
+  auto retry = test::make_event(event_kind::step_retry, "ask[0]");
+  retry.step_type = "agent";
+  retry.spend = event::spend_state{0.0041, true, 1200, 0.01, std::nullopt};
+  f.send(retry);
+  f.now += 2s;
+  f.printer.tick();
+  auto status = visible_status(f.file.text());
+  CHECK(status.find("$0.0041/$0.0100") != std::string::npos);
+  CHECK(status.find("1200 tok") != std::string::npos);
+
+  retry.spend = event::spend_state{0.000031, true, 12, std::nullopt, 100000};
+  f.send(retry);
+  f.now += 2s;
+  f.printer.tick();
+  status = visible_status(f.file.text());
+  CHECK(status.find("$0.000031") != std::string::npos);
+  CHECK(status.find("$0.00 ") == std::string::npos);
+  CHECK(status.find("12/100k tok") != std::string::npos);
+}
+
+TEST_CASE("spend texts: dollars with the precision their size needs") {
+  CHECK(format_usd(0) == "$0.00");
+  CHECK(format_usd(0.0041) == "$0.0041");
+  CHECK(format_usd(0.000031) == "$0.000031");
+  CHECK(format_usd(0.0000004) == "$0.00000040");
+  CHECK(format_usd(1) == "$1.0000");
+  CHECK(format_usd(12.5) == "$12.50");
+  CHECK(io::spend_texts({0, false, 0, std::nullopt, std::nullopt}).empty());
+  CHECK(io::spend_texts({0, false, 0, 0.5, std::nullopt}) == std::vector<std::string>{"$0.00/$0.5000"});
+  CHECK(io::spend_texts({0, false, 500, std::nullopt, std::nullopt}) == std::vector<std::string>{"500 tok"});
 }

@@ -302,15 +302,21 @@ agent_usage call_usage(std::optional<double> cost, std::string model = "m1") {
   return u;
 }
 
+// An agent step `a` whose reply must have a `name`, and whose first `wrong` replies have none.
+step misreplying_agent(fake_runner& runner, int wrong) {
+  auto a = agent_step("a", R"(out:{"name": "ok"})");
+  a.output_schema = std::make_shared<needs_name>();
+  runner.wrong_json_left[R"(out:{"name": "ok"})"] = wrong;
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("usage: a step's usage sums its calls and the run totals go per provider and model") {
   fake_runner runner;
   recorder events;
   runner.usage_per_call = call_usage(0.25);
-  auto a = agent_step("a", R"(out:{"name": "ok"})");
-  a.output_schema = std::make_shared<needs_name>();
-  runner.wrong_json_left[R"(out:{"name": "ok"})"] = 1;  // one correction round
+  auto a = misreplying_agent(runner, 1);  // one correction round
   auto b = agent_step("b", "out:plain");
   runner.rate_limited_left["out:plain"] = 1;  // a retried attempt still spent
   auto c = bash_step("c", "out:no agent");
@@ -410,19 +416,117 @@ TEST_CASE("budget: calls of unknown cost are not counted against a cost budget a
   CHECK(warnings == 1);
 }
 
-TEST_CASE("budget: a rate-limit retry does not start once the budget is reached") {
+TEST_CASE("budget: a rate-limit retry does not start once the budget is reached, nor is it announced or waited for") {
   fake_runner runner;
   recorder events;
   runner.usage_per_call = call_usage(1.0);
   runner.rate_limited_left["out:x"] = 3;
   auto o = opts();
   o.budget.cost_usd = 1.0;
+  o.agents.rate_limit_delay = 30;  // a wait for a retry that cannot start would show
+  const auto started = std::chrono::steady_clock::now();
   const auto result = run(runner, events, make({agent_step("a", "out:x")}), o);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+  CHECK(events.of(event_kind::step_retry).empty());
   CHECK(result.status == run_status::budget_exhausted);
   CHECK(runner.agent_calls.size() == 1);
   CHECK(result.step_results[0].status == step_status::cancelled);
   CHECK(result.step_results[0].error.find("not started: the budget is reached ($1.0000 spent of the $1.0000 budget) for a retry") !=
         std::string::npos);
+}
+
+TEST_CASE("budget: no output_schema correction or parse_json reminder starts once the budget is reached") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(0.5);
+  auto a = misreplying_agent(runner, 3);
+  a.schema_retries = 3;
+  auto o = opts();
+  o.budget.cost_usd = 0.5;
+  const auto result = run(runner, events, make({a}), o);
+  CHECK(result.status == run_status::budget_exhausted);
+  CHECK(runner.agent_calls.size() == 1);  // before: every correction round went on
+  const auto& r = result.step_results[0];
+  CHECK(r.status == step_status::cancelled);
+  CHECK(r.error.find("not started: the budget is reached ($0.5000 spent of the $0.5000 budget) for an output_schema "
+                     "correction; the reply does not conform (") != std::string::npos);
+  REQUIRE(r.usage);
+  CHECK(r.usage->calls == 1);  // what it spent stays its own
+  CHECK(r.attempts == 1);
+  CHECK(events.of(event_kind::step_retry).empty());  // "asking again" is not said
+
+  SECTION("parse_json's reminder") {
+    fake_runner prose;
+    prose.usage_per_call = call_usage(0.5);
+    auto p = agent_step("p", "out:no json here");
+    p.parse_json = true;
+    const auto stopped = run(prose, events, make({p}), o);
+    CHECK(stopped.status == run_status::budget_exhausted);
+    CHECK(prose.agent_calls.size() == 1);
+    CHECK(stopped.step_results[0].error.find("for parse_json's reminder; the reply held no JSON") != std::string::npos);
+  }
+}
+
+namespace {
+
+// A journal that keeps every call's usage, as a session does, and gives the earlier runs' back.
+struct usage_journal final : run_journal {
+  std::vector<std::pair<std::string, agent_usage>> calls;
+  std::optional<std::vector<agent_usage>> earlier;
+  std::vector<step_result> records;
+  void record(const step_result& r, const boost::json::object&) noexcept override { records.push_back(r); }
+  const finished_instance* find(std::string_view) const noexcept override { return nullptr; }
+  void record_usage(std::string_view instance, const agent_usage& call) noexcept override {
+    calls.emplace_back(std::string(instance), call);
+  }
+  std::optional<std::vector<agent_usage>> recorded_usage() const override { return earlier; }
+};
+
+// The spend the last step_end carried (what the status line shows).
+struct spend_listener final : event_listener {
+  std::optional<event::spend_state> last_end;
+  void on_event(const event& e) noexcept override {
+    if (e.kind == event_kind::step_end && e.spend) last_end = e.spend;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("budget: every call's usage is journaled at once, also of an instance the budget stop cancels") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(0.5);
+  auto a = misreplying_agent(runner, 1);
+  usage_journal journal;
+  auto o = opts();
+  o.journal = &journal;
+  o.budget.cost_usd = 0.5;
+  spend_listener seen;
+  recipe_engine eng(runner, seen);
+  const auto result = test::run_sync(eng.run(make({a}), o));
+  CHECK(result.step_results[0].status == step_status::cancelled);
+  REQUIRE(journal.calls.size() == 1);
+  CHECK(journal.calls[0].first == "a");
+  CHECK(journal.calls[0].second.cost_usd == Approx(0.5));
+  // The status line's figures come with the events, against the budget.
+  REQUIRE(seen.last_end);
+  CHECK(seen.last_end->cost_usd == Approx(0.5));
+  CHECK(seen.last_end->budget_usd == Approx(0.5));
+
+  SECTION("a resume counts them: with the same budget it starts no call and says what was spent") {
+    fake_runner again;
+    usage_journal resumed;
+    resumed.earlier = std::vector<agent_usage>{call_usage(0.5)};
+    o.journal = &resumed;
+    const auto r2 = run(again, events, make({a}), o);
+    CHECK(r2.status == run_status::budget_exhausted);
+    CHECK(again.agent_calls.empty());
+    CHECK(r2.error.find("$0.5000 spent of the $0.5000 budget") != std::string::npos);
+    REQUIRE(r2.usage.size() == 1);
+    CHECK(r2.usage.front().cost_usd == Approx(0.5));  // the session's, reported
+    CHECK(r2.usage.front().calls == 1);
+    CHECK(resumed.calls.empty());  // nothing journaled twice
+  }
 }
 
 TEST_CASE("usage: a sum keeps the known cost and counts the calls of unknown cost beside it") {

@@ -295,3 +295,51 @@ TEST_CASE("session store: a damaged or missing state.json is rebuilt from origin
   REQUIRE(std::holds_alternative<std::string>(other));
   CHECK_THAT(std::get<std::string>(other), Catch::Contains("has state format 99"));
 }
+
+TEST_CASE("session store: every agent call's usage is journaled and a resume sums it, whatever became of the instance") {
+  temp_dir d("arun-store");
+  auto call = [](std::string model, std::optional<double> cost) {
+    agent_usage u;
+    u.provider = "claude";
+    u.model = std::move(model);
+    u.calls = 1;
+    u.input = 100;
+    u.output = 10;
+    u.cost_usd = cost;
+    u.calls_without_cost = cost ? 0 : 1;
+    return u;
+  };
+  {
+    auto s = created(d, "u1");
+    s->record_usage("ask[0]", call("m1", 0.01));
+    s->record(result("ask[0]", step_status::completed), {});
+    s->record_usage("ask[1]", call("m1", 0.02));  // its instance then cancelled: no kept record
+    s->record(result("ask[1]", step_status::cancelled), {});
+    s->record_usage("ask[2]", call("m2", std::nullopt));  // arun died before its record
+    CHECK(s->records() == 2);  // usage lines are not records of instances
+    s->state()["records"] = static_cast<std::int64_t>(s->records());
+    CHECK(s->save_state().empty());
+    CHECK_FALSE(s->recorded_usage());  // a fresh session's earlier runs spent nothing
+  }
+  std::ofstream(d.root / "u1" / "recipe.yaml") << "name: x\n";
+  auto opened = session_store::open(d.root.string(), "u1", false);
+  REQUIRE(std::holds_alternative<std::unique_ptr<session_store>>(opened));
+  auto& s = *std::get<std::unique_ptr<session_store>>(opened);
+  CHECK(s.notices().empty());  // neither damage nor missing records
+  CHECK(s.find("ask[0]"));
+  CHECK_FALSE(s.find("ask[1]"));
+  const auto earlier = s.recorded_usage();
+  REQUIRE(earlier);
+  REQUIRE(earlier->size() == 2);
+  CHECK((*earlier)[0].model == "m1");
+  CHECK((*earlier)[0].calls == 2);
+  CHECK((*earlier)[0].input == 200);
+  CHECK((*earlier)[0].cost_usd == Approx(0.03));
+  CHECK((*earlier)[1].model == "m2");
+  CHECK((*earlier)[1].calls_without_cost == 1);
+  CHECK_FALSE((*earlier)[1].cost_usd);
+  // A usage line is no instance's record for the readers of failed instances either.
+  CHECK(parse_usage_line(usage_line("x", call("m1", 0.5))));
+  CHECK_FALSE(parse_journal_line(usage_line("x", call("m1", 0.5))));
+  CHECK_FALSE(parse_usage_line(journal_line(result("x", step_status::completed), {})));
+}

@@ -114,10 +114,24 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
     call.prompt.append(addition);
     return call;
   };
-  if (again && !s.output_schema && out.succeeded() && !extract_json(out.stdout_text) && !stop.stop_requested()) {
+  // A reached budget starts no further call (docs/agents.md, "Usage, cost and budgets"): the
+  // instance stops as a refused retry does, and a resume with a larger budget runs it again.
+  auto budget_stopped = [&](std::string_view call, const std::string& why) {
+    if (!rs_.draining() || stop.stop_requested()) return false;
+    leaf_outcome refused;
+    refused.started = true;  // this attempt's earlier calls ran (they count as its attempts)
+    refused.cancelled = true;
+    refused.error = rs_.refuse_for_budget() + " for " + std::string(call) + "; " + why;
+    refused.duration = out.duration;
+    lease.finish(false);  // the call before completed cleanly
+    out = std::move(refused);
+    return true;
+  };
+  if (again && !s.output_schema && out.succeeded() && !extract_json(out.stdout_text) && !stop.stop_requested() &&
+      !budget_stopped("parse_json's reminder", "the reply held no JSON")) {
     auto reminder = ask_again("parse_json: the reply held no JSON; asking once more for JSON only",
                               "\n\n" + std::string(json_only_reminder));
-    out = co_await run_child(std::move(reminder), instance, "agent", call_attempt() + 1, stop, weight, group, &lease, true);
+    out = co_await run_child(std::move(reminder), instance, "agent", call_attempt() + 1, stop, weight, group, &lease);
     warn(s, instance, out.warnings);
     account(out);
     ++calls;
@@ -125,11 +139,13 @@ asio::awaitable<instance_outcome> step_executor::run_agent(const step& s, scope 
   for (int round = 1; s.output_schema && round <= s.schema_retries && out.succeeded() && !stop.stop_requested(); ++round) {
     const auto verdict = check_output(*s.output_schema, out.stdout_text);
     if (verdict.conforms()) break;
-    auto correction = ask_again("output_schema: the reply does not conform (" + verdict.problems.front() +
-                                    (verdict.problems.size() > 1 ? ", …" : "") + "); asking again (" +
-                                    std::to_string(round) + " of " + std::to_string(s.schema_retries) + ")",
+    const auto problem = "the reply does not conform (" + verdict.problems.front() +
+                         (verdict.problems.size() > 1 ? ", …" : "") + ")";
+    if (budget_stopped("an output_schema correction", problem)) break;
+    auto correction = ask_again("output_schema: " + problem + "; asking again (" + std::to_string(round) + " of " +
+                                    std::to_string(s.schema_retries) + ")",
                                 schema_correction(*s.output_schema, verdict.problems, out.stdout_text));
-    out = co_await run_child(std::move(correction), instance, "agent", call_attempt() + 1, stop, weight, group, &lease, true);
+    out = co_await run_child(std::move(correction), instance, "agent", call_attempt() + 1, stop, weight, group, &lease);
     warn(s, instance, out.warnings);
     account(out);
     ++calls;

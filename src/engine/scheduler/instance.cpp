@@ -145,7 +145,9 @@ instance_outcome step_executor::replay(const step& s, const std::string& instanc
   o.result = done.result;
   if (o.result.skipped_rest) o.next = flow::skip_remaining;  // as it ended the first time
   // What it spent counts against this run's budget too: a resume continues the session's.
-  if (o.result.usage) rs_.record_spend(*o.result.usage, instance);
+  // A journal that keeps every call counted them all at the start, the calls of instances
+  // that run again included; an older one only has the replayed instances' (recorded now).
+  if (o.result.usage && rs_.counts_replayed_spend()) rs_.record_spend(*o.result.usage, instance);
   restore_children(*rs_.options.journal, o.result.children);
   o.updates = done.context_delta;
   auto e = rs_.make_event(event_kind::step_end, instance, instance_type(s, iteration));

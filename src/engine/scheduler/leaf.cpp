@@ -146,11 +146,23 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
       policy = &*s.retry;
       n = ++judged;
     }
+    // The attempt ended: stopped by a stop or a reached budget, a retry is not started (nor
+    // announced and waited for: docs/agents.md, "Usage, cost and budgets").
+    auto no_retry = [&] {
+      o.result.status = step_status::cancelled;
+      o.result.error = (stop.stop_requested() ? "step '" + instance + "': cancelled while waiting to retry; "
+                                              : "step '" + instance + "': " + rs_.refuse_for_budget() + " for a retry; ") +
+                       o.result.error;
+      o.next = flow::cancelled;
+      o.updates = {};
+      return std::move(o);
+    };
     if (!policy || !should_retry(*policy, failure, n)) {
       if (s.type == step_type::recipe && !s.call.recovery_on_failure.is_null() && o.next != flow::cancelled)
         co_return co_await recover(s, sc, instance, std::move(o), stop);
       co_return o;
     }
+    if (rs_.draining()) co_return no_retry();
     const auto delay = retry_delay(*policy, n, rs_.unit_random());
     auto e = rs_.make_event(event_kind::step_retry, instance, instance_type(s, is_loop(s)));
     e.attempt = attempt;
@@ -167,15 +179,7 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
     asio::steady_timer wait(rs_.executor, delay);
     std::stop_callback on_stop(stop, [&wait] { wait.cancel(); });
     co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (stop.stop_requested() || rs_.draining()) {
-      o.result.status = step_status::cancelled;
-      o.result.error = (stop.stop_requested() ? "step '" + instance + "': cancelled while waiting to retry; "
-                                              : "step '" + instance + "': " + rs_.refuse_for_budget() + " for a retry; ") +
-                       o.result.error;
-      o.next = flow::cancelled;
-      o.updates = {};
-      co_return o;
-    }
+    if (stop.stop_requested() || rs_.draining()) co_return no_retry();
   }
 }
 
@@ -255,8 +259,7 @@ asio::awaitable<instance_outcome> step_executor::run_bash(const step& s, scope s
 
 asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, const std::string& instance,
                                                        std::string_view type, int attempt, std::stop_token stop,
-                                                       int weight, std::string_view group, group_lease* lease,
-                                                       bool follow_up) {
+                                                       int weight, std::string_view group, group_lease* lease) {
   auto* agent = std::get_if<agent_invocation>(&inv);
   // The limit group's slot first, then an agent's max_concurrent_llm slot, so neither wait
   // holds a global slot; the min_delay_ms spacing is awaited last (holding every slot). A
@@ -280,8 +283,8 @@ asio::awaitable<leaf_outcome> step_executor::run_child(leaf_invocation inv, cons
   }
   // A slot can be handed over just before a sibling fails fast or the run is interrupted:
   // check again, or the child would start after its scope was stopped.
-  // A budget reached while this waited for its slots: a new step does not start.
-  const bool refused = !follow_up && type != "hook" && rs_.draining();
+  // A budget reached while this waited for its slots: no new call starts.
+  const bool refused = type != "hook" && rs_.draining();
   if (!got_slot || !may_start || stop.stop_requested() || refused) {
     if (got_slot && weight > 0) rs_.limiter.release(weight);
     leaf_outcome o;

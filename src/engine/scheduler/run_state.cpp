@@ -61,9 +61,18 @@ run_state::run_state(step_runner& r, event_listener& listener, run_options opts,
       random_(options.random_seed ? options.random_seed : std::random_device{}()),
       ticker_(ex) {
   if (top.rate_limiting.max_concurrent_llm) agent_limiter.emplace(ex, *top.rate_limiting.max_concurrent_llm);
+  // A resume: every call the session's earlier runs made counts against its budget, those of
+  // instances that were cancelled or failed included (docs/sessions.md).
+  if (options.journal)
+    if (auto earlier = options.journal->recorded_usage()) {
+      counts_replayed_spend_ = false;
+      for (const auto& u : *earlier) spend.add(u);
+    }
 }
 
 void run_state::record_spend(const agent_usage& u, std::string_view instance) {
+  // Journaled before anything else: whatever becomes of the instance, the call was paid for.
+  if (options.journal) options.journal->record_usage(instance, u);
   const auto unknown_before = spend.uncosted_calls();
   if (spend.add(u)) {
     auto e = make_event(event_kind::warning);
@@ -110,6 +119,10 @@ event run_state::make_event(event_kind kind, std::string_view instance, std::str
   e.session_id = options.session_id;
   e.step = instance;
   e.step_type = type;
+  const auto& b = spend.budget();
+  if (b.cost_usd || b.tokens || !spend.totals().empty())
+    e.spend = event::spend_state{spend.cost_usd(), spend.cost_usd() > 0 || spend.uncosted_calls() < spend.calls(),
+                                 spend.tokens(), b.cost_usd, b.tokens};
   return e;
 }
 

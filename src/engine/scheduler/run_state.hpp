@@ -69,9 +69,13 @@ public:
   /// step's provider; empty: none.
   std::string_view group_of(const step& s) const noexcept;
 
-  /// Adds what a call of `instance` spent (or a recorded instance, on resume); warns when it
-  /// makes the run reach its budget, and once when a cost budget meets a call of unknown cost.
+  /// Adds what a call of `instance` spent (or a replayed instance of a journal that keeps no
+  /// calls, on resume) and journals it at once; warns when it makes the run reach its budget,
+  /// and once when a cost budget meets a call of unknown cost.
   void record_spend(const agent_usage& u, std::string_view instance);
+  /// The journal keeps no calls of the session's earlier runs (an older arun's): what a
+  /// replayed instance spent is counted instead (docs/sessions.md).
+  bool counts_replayed_spend() const noexcept { return counts_replayed_spend_; }
   /// The budget was reached: no new step starts (running ones finish).
   bool draining() const noexcept { return spend.exhausted(); }
   /// Why an instance was not started because the budget was reached (counted).
@@ -99,6 +103,7 @@ private:
     steady::time_point started, last_beat;
   };
 
+  bool counts_replayed_spend_ = true;
   event_listener& listener_;
   std::mt19937_64 random_;
   std::set<std::pair<std::string, std::string>, std::less<>> warned_;

@@ -1,18 +1,8 @@
 #include "scheduler/spend.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace arun::engine {
-namespace {
-
-std::string dollars(double d) {
-  char text[64];
-  std::snprintf(text, sizeof text, d < 10 ? "$%.4f" : "$%.2f", d);
-  return text;
-}
-
-}  // namespace
 
 bool spend_meter::add(const agent_usage& u) {
   auto it = std::find_if(totals_.begin(), totals_.end(),
@@ -20,6 +10,7 @@ bool spend_meter::add(const agent_usage& u) {
   if (it == totals_.end()) it = totals_.insert(totals_.end(), usage_total{u.provider, u.model});
   const std::uint64_t calls = std::max<std::uint64_t>(u.calls, 1);
   it->calls += calls;
+  calls_ += calls;
   it->input += u.input;
   it->output += u.output;
   it->cache_read += u.cache_read;
@@ -40,7 +31,7 @@ bool spend_meter::add(const agent_usage& u) {
 
 std::string spend_meter::describe() const {
   std::string text;
-  if (budget_.cost_usd) text = dollars(cost_) + " spent of the " + dollars(*budget_.cost_usd) + " budget";
+  if (budget_.cost_usd) text = format_usd(cost_) + " spent of the " + format_usd(*budget_.cost_usd) + " budget";
   if (budget_.tokens) {
     if (!text.empty()) text += ", ";
     text += std::to_string(tokens_) + " tokens of the " + std::to_string(*budget_.tokens) + " budget";

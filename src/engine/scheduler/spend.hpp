@@ -1,7 +1,8 @@
 #pragma once
 // What a run's agent calls spent, per provider and model, against its budget (--max-cost,
 // --max-tokens, the recipe's `budget:`). Once the budget is reached the run drains: no new
-// step starts, running ones finish, and the run ends budget_exhausted.
+// step and no new agent call starts (a retry, a schema correction), running calls finish,
+// and the run ends budget_exhausted (docs/agents.md, "Usage, cost and budgets").
 
 #include <arun/recipe.hpp>
 #include <arun/results.hpp>
@@ -25,6 +26,8 @@ public:
   /// Calls whose cost is unknown, though a cost budget is set: not counted against it.
   std::uint64_t uncosted_calls() const noexcept { return uncosted_; }
   double cost_usd() const noexcept { return cost_; }
+  /// Calls counted, of known cost or not.
+  std::uint64_t calls() const noexcept { return calls_; }
   std::uint64_t tokens() const noexcept { return tokens_; }
   const std::vector<usage_total>& totals() const noexcept { return totals_; }
 
@@ -39,7 +42,7 @@ private:
   run_budget budget_;
   std::vector<usage_total> totals_;
   double cost_ = 0;
-  std::uint64_t tokens_ = 0, uncosted_ = 0;
+  std::uint64_t tokens_ = 0, uncosted_ = 0, calls_ = 0;
   bool exhausted_ = false;
   int refused_ = 0;
 };

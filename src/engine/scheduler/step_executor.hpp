@@ -185,14 +185,14 @@ private:
   /// One child under the concurrency limit (agents also under rate_limiting): step_start when
   /// it gets its slot, output events, heartbeats; stopping `stop` terminates it.
   /// `weight`: the slots of the run's limit it holds (resources.cpus of a leaf run here).
-  /// `follow_up`: a further call of a running step (parse_json's reminder, a schema
-  /// correction), which a reached budget does not stop; a first call it does.
+  /// A reached budget refuses every agent and bash child (a retry, a schema correction
+  /// included); hooks still run.
   /// `group`: the limit group whose slot it takes first (none: empty), held in `lease` until
   /// the caller has judged the outcome (a rate limit, a clean completion).
   boost::asio::awaitable<leaf_outcome> run_child(leaf_invocation inv, const std::string& instance,
                                                  std::string_view type, int attempt, std::stop_token stop,
                                                  int weight = 1, std::string_view group = {},
-                                                 group_lease* lease = nullptr, bool follow_up = false);
+                                                 group_lease* lease = nullptr);
   /// Where a leaf of `s` runs and what it asks for: its own fields over the frame's.
   leaf_placement placement_of(const step& s);
   /// The slots a leaf of `s` holds: its cpus when it runs on this machine, else 1.

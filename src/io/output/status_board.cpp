@@ -71,6 +71,18 @@ bool outlived(std::chrono::nanoseconds age, std::optional<std::chrono::nanosecon
   return age > 2 * *typical && age >= 5s;
 }
 
+std::vector<std::string> spend_texts(const event::spend_state& spend) {
+  std::vector<std::string> texts;
+  if (spend.cost_known || spend.budget_usd)
+    texts.push_back(format_usd(spend.cost_usd) + (spend.budget_usd ? "/" + format_usd(*spend.budget_usd) : ""));
+  auto tokens = [](std::uint64_t n) {
+    return n >= 10'000'000 ? fmt::format("{}M", n / 1'000'000) : n >= 10'000 ? fmt::format("{}k", n / 1'000) : fmt::format("{}", n);
+  };
+  if (spend.tokens > 0 || spend.budget_tokens)
+    texts.push_back(tokens(spend.tokens) + (spend.budget_tokens ? "/" + tokens(*spend.budget_tokens) : "") + " tok");
+  return texts;
+}
+
 std::string clock_duration(std::chrono::nanoseconds d) {
   const auto s = std::max<long long>(0, std::chrono::duration_cast<std::chrono::seconds>(d).count());
   if (s < 3600) return fmt::format("{}:{:02}", s / 60, s % 60);
@@ -78,6 +90,7 @@ std::string clock_duration(std::chrono::nanoseconds d) {
 }
 
 void status_board::on_event(const event& e, clock::time_point now) {
+  if (e.spend) spend_ = e.spend;  // after every call (a retry, a correction round): not only at step ends
   switch (e.kind) {
     case event_kind::recipe_start:
       if (depth_++ == 0) {
@@ -126,13 +139,6 @@ void status_board::on_event(const event& e, clock::time_point now) {
       if (top_level(e.step)) {
         top_seen_.insert(e.step);
         if (const auto it = top_running_.find(e.step); it != top_running_.end()) top_running_.erase(it);
-      }
-      if (e.step_type == "agent" && e.result && e.result->usage) {  // leaves only: a loop's sums them
-        tokens_ += e.result->usage->tokens();
-        if (e.result->usage->cost_usd) {
-          cost_usd_ += *e.result->usage->cost_usd;
-          cost_known_ = true;
-        }
       }
       const bool counted = child_type(e.step_type) || e.step_type == "gate";
       if (counted && e.result && e.result->status == step_status::failed) ++failed_;
@@ -214,17 +220,9 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
       parts.push_back({text, text});
     }
   if (failed_ > 0) parts.push_back({fmt::format("{} failed", failed_), fmt::format("{} fail", failed_), true});
-  // What the agents spent so far: `$0.42 · 118k tok`.
-  if (cost_known_) {
-    const auto cost = fmt::format("${:.2f}", cost_usd_);
-    parts.push_back({cost, cost});
-  }
-  if (tokens_ > 0) {
-    const auto tokens = tokens_ >= 10'000'000 ? fmt::format("{}M tok", tokens_ / 1'000'000)
-                        : tokens_ >= 10'000   ? fmt::format("{}k tok", tokens_ / 1'000)
-                                              : fmt::format("{} tok", tokens_);
-    parts.push_back({tokens, tokens});
-  }
+  // What the agents spent so far: `$0.0041/$0.0100 · 118k tok`.
+  if (spend_)
+    for (const auto& text : spend_texts(*spend_)) parts.push_back({text, text});
   const auto elapsed = clock_duration(now - *started_);
   parts.push_back({elapsed, elapsed});
   const auto stragglers = outliving(now);

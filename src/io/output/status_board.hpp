@@ -80,11 +80,13 @@ private:
   std::map<std::string, group_count, std::less<>> groups_;
   std::map<std::string, std::string, std::less<>> group_of_;  // running instance -> its group
   void child_ended(const std::string& instance);
-  /// What the finished agent steps spent: tokens, the known cost, and whether any was unknown.
-  std::uint64_t tokens_ = 0;
-  double cost_usd_ = 0;
-  bool cost_known_ = false;
+  /// What the run's agent calls spent so far, and its budget (the latest event's).
+  std::optional<event::spend_state> spend_;
 };
+
+/// The status line's spend: `$0.0041/$0.0100` (against a cost budget; a nonzero amount never
+/// reads `$0.00`), then `118k tok` (`/2000k` with a token budget); an unknown cost is left out.
+std::vector<std::string> spend_texts(const event::spend_state& spend);
 
 /// `0:42`, `12:03`, `1:02:03`: elapsed and remaining times.
 std::string clock_duration(std::chrono::nanoseconds d);

@@ -134,15 +134,35 @@ std::optional<std::pair<std::string, std::string_view>> split_checksum(std::stri
   return std::pair{std::string(line.substr(0, at)) + "}", digits};
 }
 
-}  // namespace
-
-std::string journal_line(const step_result& result, const json::object& context_delta, const secret_masker* masker) {
-  json::value record = journal_record(result, context_delta);
+// `record`'s line: its compact JSON with the checksum member last, and a newline.
+std::string checksummed_line(json::value record, const secret_masker* masker) {
   if (masker) masker->mask_json(record);
   auto text = to_json_text(record);
   const auto crc = crc_hex(text);
   text.pop_back();  // the closing brace: the checksum goes last
   return text + std::string(crc_member) + crc + "\"}\n";
+}
+
+}  // namespace
+
+std::string journal_line(const step_result& result, const json::object& context_delta, const secret_masker* masker) {
+  return checksummed_line(journal_record(result, context_delta), masker);
+}
+
+std::string usage_line(std::string_view instance, const agent_usage& call, const secret_masker* masker) {
+  return checksummed_line(json::object{{"call_of", instance}, {"usage", usage_to_json(call)}}, masker);
+}
+
+std::optional<agent_usage> parse_usage_line(std::string_view line) {
+  if (line.find("\"call_of\"") == std::string_view::npos || checksum_mismatch(line)) return std::nullopt;
+  boost::system::error_code ec;
+  const auto v = parse_json_text(line, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  const auto& o = v.get_object();
+  const auto* of = o.if_contains("call_of");
+  const auto* usage = o.if_contains("usage");
+  if (!of || !of->is_string() || !usage || o.contains("instance")) return std::nullopt;
+  return usage_from_json(*usage);
 }
 
 bool checksum_mismatch(std::string_view line) {

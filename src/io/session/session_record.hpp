@@ -31,6 +31,14 @@ boost::json::object journal_record(const step_result& result, const boost::json:
 std::string journal_line(const step_result& result, const boost::json::object& context_delta,
                          const secret_masker* masker = nullptr);
 
+/// The journal line of one agent call's usage, newline included: `{"call_of": INSTANCE,
+/// "usage": {...}}` checksummed as journal_line's. Written the moment the call's usage is
+/// known, whatever then becomes of its instance: a resume counts every call against the
+/// budget (docs/sessions.md).
+std::string usage_line(std::string_view instance, const agent_usage& call, const secret_masker* masker = nullptr);
+/// The usage a usage_line holds; none for any other line (an instance's record, damage).
+std::optional<agent_usage> parse_usage_line(std::string_view line);
+
 /// The instance a journal line describes; none when the line is not a whole record (a torn
 /// last line after a crash, or garbage). Invalid UTF-8 inside strings is accepted. A line
 /// whose checksum does not match is not a record either; lines without one (an older arun's)

@@ -375,6 +375,17 @@ void session_store::load_journal(bool retry_failed) {
     rest.remove_prefix(end + 1);
     whole += end + 1;
     ++line_number;
+    if (auto call = parse_usage_line(line)) {  // a call's usage, not an instance's record
+      if (!earlier_usage_) earlier_usage_.emplace();
+      auto same = std::find_if(earlier_usage_->begin(), earlier_usage_->end(), [&](const agent_usage& u) {
+        return u.provider == call->provider && u.model == call->model;
+      });
+      if (same == earlier_usage_->end())
+        earlier_usage_->push_back(std::move(*call));
+      else
+        same->add(*call);
+      continue;
+    }
     auto record = parse_journal_line(line);
     if (!record) {
       damaged.push_back(line_number);
@@ -595,17 +606,34 @@ void session_store::sync_now() noexcept {
   dirty_ = false;
 }
 
+void session_store::queue_line(std::string line, bool counted) {
+  if (writer_) {
+    const auto size = line.size();
+    writer_->post(size, [this, counted, line = std::move(line)] { append_record(line, counted); });
+  } else {
+    append_record(line, counted);
+  }
+}
+
+void session_store::record_usage(std::string_view instance_id, const agent_usage& call) noexcept {
+  if (journal_failed()) return;
+  try {
+    queue_line(usage_line(instance_id, call, masker_), false);
+  } catch (const std::exception& e) {
+    std::string error = std::string("cannot record an agent call's usage in the journal: ") + e.what();
+    set_journal_error(error);
+    fail(std::move(error));
+  }
+}
+
+std::optional<std::vector<agent_usage>> session_store::recorded_usage() const { return earlier_usage_; }
+
 void session_store::record(const step_result& result, const json::object& context_delta) noexcept {
   if (journal_failed()) return;  // a partial line followed by more lines would corrupt it
   try {
     auto line = journal_line(result, context_delta, masker_);
     ++queued_records_;
-    if (writer_) {
-      const auto size = line.size();
-      writer_->post(size, [this, line = std::move(line)] { append_record(line); });
-    } else {
-      append_record(line);
-    }
+    queue_line(std::move(line), true);
     // Durable at least once a second without an fsync per step (docs/sessions.md,
     // "Where sessions live").
     if (std::chrono::steady_clock::now() - last_sync_ >= std::chrono::seconds(1)) sync();
@@ -618,7 +646,7 @@ void session_store::record(const step_result& result, const json::object& contex
   }
 }
 
-void session_store::append_record(const std::string& line) noexcept {
+void session_store::append_record(const std::string& line, bool counted) noexcept {
   if (journal_failed()) return;
   if (const int err = write_all(journal_fd_, line); err != 0) {
     std::string error = "cannot write " + dir_ + "/journal.jsonl: " + why(err);
@@ -626,7 +654,7 @@ void session_store::append_record(const std::string& line) noexcept {
     fail(std::move(error));
     return;
   }
-  ++records_;
+  if (counted) ++records_;
   dirty_ = true;
 }
 

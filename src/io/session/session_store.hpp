@@ -160,6 +160,10 @@ public:
 
   void record(const step_result& result, const boost::json::object& context_delta) noexcept override;
   const finished_instance* find(std::string_view instance_id) const noexcept override;
+  /// A usage line in the journal (session_record.hpp), written as a record is; not counted
+  /// in `records`.
+  void record_usage(std::string_view instance_id, const agent_usage& call) noexcept override;
+  std::optional<std::vector<agent_usage>> recorded_usage() const override;
   /// Whether the journal, as this run found it, has a record of the instance or of one that
   /// contains it (taken as finished, or a failure that runs again): a leaf the journal never
   /// records itself (a sub-recipe step's recovery agent) counts as recorded with its step.
@@ -169,7 +173,8 @@ private:
   session_store(std::string id, std::string dir, int lock_fd, int journal_fd)
       : id_(std::move(id)), dir_(std::move(dir)), lock_fd_(lock_fd), journal_fd_(journal_fd) {}
   void load_journal(bool retry_failed);
-  void append_record(const std::string& line) noexcept;  ///< on the writer's thread, if any
+  void append_record(const std::string& line, bool counted = true) noexcept;  ///< on the writer's thread, if any
+  void queue_line(std::string line, bool counted);  ///< append_record, on the writer if any
   void sync_now() noexcept;                               ///< likewise
   void set_journal_error(std::string why) noexcept;
   bool journal_failed() const;
@@ -184,6 +189,8 @@ private:
   boost::json::object state_;
   std::map<std::string, finished_instance, std::less<>> loaded_;
   std::set<std::string, std::less<>> runs_again_;  ///< recorded, but not finished: they run again
+  /// The usage lines of the earlier runs, summed per provider and model; none: no line.
+  std::optional<std::vector<agent_usage>> earlier_usage_;
   std::atomic<std::size_t> records_{0};  // written
   std::size_t queued_records_ = 0;       // handed to the writer (or written)
   std::chrono::steady_clock::time_point last_sync_ = std::chrono::steady_clock::now();
