@@ -552,7 +552,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
     // A step that must run needs it: the run cannot succeed, so it does not start (said once,
     // here). A resume may have done that step already: a warning, as ever.
     const bool resumed = store && store->resumed();
-    const step* must_run = resumed ? nullptr : io::agent_step_that_must_run(loaded, !options.include_tags.empty());
+    const step* must_run = resumed ? nullptr
+                                   : io::agent_step_that_must_run(loaded, !options.include_tags.empty(),
+                                                                  s.executor.empty() || s.executor == "local");
     if (auto missing = io::check_agent_cli(recipes, ro.agent, ro.inherited_env, severity::warning, must_run)) {
       io::source_files files(s.recipe.sources);
       std::fputs(io::render_diagnostics({*missing}, files, stderr_color(s.recipe.color)).c_str(), stderr);

@@ -61,6 +61,8 @@ void instance_reads(const step& s, name_set& out) {
     for (const auto& text : s.cache->files) add_text(text, out);
   }
   add_strings(s.call.context, out);
+  // recovery_on_failure's prompt, agent and model are templates rendered with the context.
+  add_strings(s.call.recovery_on_failure, out);
   if (s.loop_while) {
     add_words(s.loop_while->condition, out);
     add_words(s.loop_while->break_when, out);

@@ -107,7 +107,10 @@ asio::awaitable<void> run_recipe(engine::run_state& rs, const recipe& r, run_res
   result.reused = std::move(rs.reused);
   result.changed = std::move(rs.changed);
   result.failed_again = std::move(rs.failed_again);
-  if (result.status == run_status::failed) result.denied = std::move(rs.denied);
+  // The denials the run ended on: a resume would meet them again (docs/sessions.md, Approvals).
+  if (result.status == run_status::failed)
+    for (auto& [gate, error] : rs.denied)
+      if (error.substr(0, error.find('\n')) == result.error) result.denied.push_back(std::move(gate));
   if (r.output) {  // docs/reference/recipe.md, output: the named variable is the recipe's final output
     const auto* named = result.context.if_contains(*r.output);
     result.output = named ? *named : boost::json::value(nullptr);

@@ -448,8 +448,10 @@ void check_references(const recipe& r, const validation_options& options, std::v
       // resembles is a warning: sub-recipe fragments of the older runners name what only
       // their callers declare, and those runners ran them with it null (docs/reference/conditions.md).
       auto hint = did_you_mean(bare.name, candidates);
-      const bool typo = !hint.empty();
-      if (!typo)
+      // A name of three letters or fewer is within two edits of almost any short name (a
+      // loop's `f`, an `id`): too weak a sign to refuse the recipe on.
+      const bool typo = !hint.empty() && bare.name.size() >= 4;
+      if (hint.empty())
         hint = bare.compared ? "to compare with the text " + bare.name + ", quote it: '" + bare.name + "'"
                              : "declare it in context, or pass --set " + bare.name + "=...";
       auto d = make(soft || !typo ? severity::warning : severity::error, where,

@@ -254,3 +254,23 @@ TEST_CASE("ns:name also finds amplihack's layout: ns/core/name and ns/specialize
   t.write("wd/.claude/agents/amplihack/architect.md", "top");
   CHECK(where("amplihack:architect", s) == t.path("wd/.claude/agents/amplihack/architect.md"));
 }
+
+TEST_CASE("an agent step must run only at the top level, unconditioned, untagged, unlooped, failing the run, uncached, here") {
+  auto must_run = [](const std::string& steps, bool tag_filter = false, bool here = true) {
+    auto loaded = load_recipe_text("name: x\nsteps:\n" + steps, "r.yaml");
+    REQUIRE(loaded.value);
+    const auto* s = agent_step_that_must_run(*loaded.value, tag_filter, here);
+    return s ? s->id : std::string();
+  };
+  const std::string ask = "  - id: ask\n    prompt: hi\n";
+  CHECK(must_run("  - id: a\n    command: x\n" + ask) == "ask");
+  CHECK(must_run(ask, true).empty());                 // --include-tags may leave it out
+  CHECK(must_run(ask, false, false).empty());         // --executor slurm: the nodes may have the CLI
+  CHECK(must_run(ask + "    executor: local\n", false, false) == "ask");
+  CHECK(must_run(ask + "    condition: \"true\"\n").empty());
+  CHECK(must_run(ask + "    when_tags: [ai]\n").empty());
+  CHECK(must_run(ask + "    on_error: continue\n").empty());
+  CHECK(must_run(ask + "    cache: true\n").empty());  // a warm cache starts no CLI
+  CHECK(must_run("  - id: fan\n    foreach: '[1]'\n    prompt: hi {{item}}\n").empty());
+  CHECK(must_run("  - id: a\n    command: x\n").empty());
+}

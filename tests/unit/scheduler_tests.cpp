@@ -693,10 +693,23 @@ TEST_CASE("gates suspend the run without a handler and follow the handler's deci
   CHECK(result.output == "go");
 
   approvals.reply = {approval_verdict::denied, "no"};
+  result = run(runner, events, r, o);
+  CHECK(result.status == run_status::failed);
+  CHECK(result.denied == std::vector<std::string>{"ok"});  // the run ended on it: a resume meets it again
+  // A denial the run did not end on names nothing: the loop absorbed its body's fatal denial
+  // (on_error: continue), and a later failure ended the run.
+  auto fan = foreach_of(bash("fan", ""), "[1]");
+  fan.steps = {gate};
+  fan.on_error = on_error_policy::continue_run;
+  auto absorbed = make({fan, bash("bad", "fail:3")});
+  result = run(runner, events, absorbed, o);
+  CHECK(result.status == run_status::failed);
+  CHECK(result.denied.empty());
   r.steps[0].approval.on_denied = on_error_policy::skip_remaining;
   result = run(runner, events, r, o);
   CHECK(result.status == run_status::completed);
   CHECK(result.step_results[1].status == step_status::skipped);
+  CHECK(result.denied.empty());
 }
 
 namespace {

@@ -164,6 +164,13 @@ TEST_CASE("an undeclared name in a condition: a likely typo is an error, a name 
   CHECK(check("name: x\nsteps:\n  - id: a\n    command: x\n    condition: zzzz == 'q'\n").text.at(0) ==
         "r.yaml:5:16: warning: undefined name 'zzzz' in the condition of step 'a': null unless a caller or --set "
         "provides it (declare it in context, or pass --set zzzz=...)");
+  // A short name is within two edits of almost any short name (a loop's `f`): a warning that
+  // still names the near one, never a refusal.
+  const auto short_name = check("name: x\nsteps:\n  - id: fan\n    foreach: '[1]'\n    as: f\n    command: x\n"
+                                "  - id: a\n    command: x\n    condition: ci == true\n");
+  REQUIRE(short_name.text.size() == 1);
+  CHECK(short_name.text[0] == "r.yaml:9:16: warning: undefined name 'ci' in the condition of step 'a': null unless a "
+                              "caller or --set provides it (did you mean 'f'?)");
   // The same in a while_condition.
   CHECK(check("name: x\nsteps:\n  - id: a\n    command: x\n    while_condition: not finished\n").text.at(0) ==
         "r.yaml:5:22: warning: undefined name 'finished' in the while_condition of step 'a': null unless a caller or "

@@ -65,7 +65,7 @@ asio::awaitable<instance_outcome> step_executor::run_gate(const step& s, scope s
       o.next = s.approval.on_denied == on_error_policy::fail             ? flow::fatal
                : s.approval.on_denied == on_error_policy::skip_remaining ? flow::skip_remaining
                                                                           : flow::next;
-      if (o.next == flow::fatal) rs_.denied.push_back(instance);
+      if (o.next == flow::fatal) rs_.denied.emplace_back(instance, o.result.error);
       break;
     case approval_verdict::suspend:
       o.result.status = step_status::not_run;
@@ -137,7 +137,7 @@ asio::awaitable<std::optional<sequence_outcome>> step_executor::run_stage_gate(c
     case approval_verdict::denied:
       out.end = flow::fatal;
       out.error = "stage '" + st.name + "': approval denied" + (reply->message.empty() ? "" : ": " + reply->message);
-      rs_.denied.push_back(instance);
+      rs_.denied.emplace_back(instance, out.error);
       break;
     case approval_verdict::suspend:
       out.end = flow::suspend;

@@ -57,8 +57,10 @@ public:
   std::vector<std::string> reused, changed;
   /// options.reload: recorded failures run again with their key unchanged (run_result::failed_again).
   std::vector<std::string> failed_again;
-  /// Gates whose denial failed the run (run_result::denied).
-  std::vector<std::string> denied;
+  /// Gates denied with a fatal effect, with the error each one gave: the run's result names
+  /// those whose error is the one the run ended on (run_result::denied); a denial that an
+  /// outer step absorbed (recovery_on_failure, on_error: continue) does not count.
+  std::vector<std::pair<std::string, std::string>> denied;
 
   event make_event(event_kind kind, std::string_view instance = {}, std::string_view type = {}) const;
   void emit(const event& e) noexcept { listener_.on_event(e); }

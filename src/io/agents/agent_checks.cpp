@@ -93,11 +93,11 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
   return d;
 }
 
-const step* agent_step_that_must_run(const recipe& r, bool tag_filter) {
+const step* agent_step_that_must_run(const recipe& r, bool tag_filter, bool leaves_run_here) {
   if (tag_filter) return nullptr;  // an untagged step may be left out by --include-tags
   for (const auto& s : r.steps)
     if (s.type == step_type::agent && s.condition.empty() && s.when_tags.empty() && !s.foreach && !s.loop_while &&
-        s.on_error == on_error_policy::fail)
+        s.on_error == on_error_policy::fail && !s.cache && (leaves_run_here || s.local_only))
       return &s;
   return nullptr;
 }

@@ -30,9 +30,12 @@ std::optional<diagnostic> check_agent_cli(const std::vector<const recipe*>& reci
                                           const step* must_run = nullptr);
 
 /// An agent step of `r` that runs whenever the run does not fail before it: a top-level step
-/// with no condition, no tags and no `--include-tags` filter, no loop, and no
-/// on_error that accepts its failure. Without its agent CLI such a run cannot succeed, so the
-/// CLI's absence is an error before anything runs (docs/agents.md), not a warning. Null: none.
-const step* agent_step_that_must_run(const recipe& r, bool tag_filter);
+/// with no condition, no tags and no `--include-tags` filter, no loop, no on_error that
+/// accepts its failure, and no `cache:` (a warm cache starts no CLI). Without its agent CLI
+/// such a run cannot succeed, so the CLI's absence is an error before anything runs
+/// (docs/agents.md, "Choosing the CLI"), not a warning. Null: none. `leaves_run_here` false
+/// (`--executor slurm`): only `executor: local` steps count, as the others start their CLI on
+/// a node, which may have it when this machine does not.
+const step* agent_step_that_must_run(const recipe& r, bool tag_filter, bool leaves_run_here);
 
 }  // namespace arun::io
