@@ -950,7 +950,7 @@ TEST_CASE("durations: recipe fields and command-line options take seconds or uni
   CHECK(arun::test::leftover_processes().empty());
 }
 
-TEST_CASE("explain shows limits, budget, pacing and output schemas; a dry run counts the items it can know") {
+TEST_CASE("explain shows limits, budget, pacing and output schemas, and a dry run counts the items it can know") {
   temp_recipe rec("name: fleet\nlimits: {claude: 2}\nbudget: {cost_usd: 0.5, tokens: 100000}\n"
                   "rate_limiting: {max_concurrent_llm: 3, min_delay_ms: 250}\n"
                   "context:\n  files: [a.py, b.py, c.py, d.py]\n  lines: '[\"x\",\"y\"]'\n"

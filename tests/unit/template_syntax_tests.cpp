@@ -140,7 +140,7 @@ TEST_CASE("validate refuses a foreach whose text can only render to itself and i
               .empty());
 }
 
-TEST_CASE("foreach {lines: TEXT} loads as a lines loop; other mappings are refused", "[template-syntax]") {
+TEST_CASE("foreach {lines: TEXT} loads as a lines loop, and other mappings are refused", "[template-syntax]") {
   const auto ok = io::load_recipe_text("name: x\nsteps:\n  - id: each\n    foreach: {lines: \"{{files}}\"}\n    command: echo\n", "r.yaml");
   REQUIRE(ok.value);
   const auto& fe = *ok.value->steps.at(0).foreach;
