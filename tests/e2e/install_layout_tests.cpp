@@ -140,10 +140,10 @@ TEST_CASE("the fake agent of --agent-cli fake is found beside a copied binary, a
   dir.write("hi.yaml", hello_recipe);
   const auto root = dir.root.string();
 
-  // Like any agent CLI that is not there: a warning naming where arun looked, then the agent
-  // step fails (the run exits 1).
+  // Like any agent CLI that is not there for a step that must run: one error naming where
+  // arun looked, and nothing runs (exit 2).
   auto r = run_binary(copy.string(), {"hi.yaml", "--agent-cli", "fake", "-q"}, root);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("the fake agent (--agent-cli fake) was not found"));
   CHECK_THAT(r.err, Catch::Contains((dir.root / "bin" / "fake-agent").string()));
   CHECK_THAT(r.err, Catch::Contains((dir.root / "share" / "arun" / "fake-agent").string()));
@@ -170,7 +170,7 @@ TEST_CASE("the fake agent of --agent-cli fake is found beside a copied binary, a
   SECTION("$ARUN_FAKE_AGENT naming nothing runnable is named in the error") {
     r = run_arun({"hi.yaml", "--agent-cli", "fake", "-q"}, root, std::chrono::seconds(60),
                  {"ARUN_FAKE_AGENT=" + root + "/missing-fake"});
-    CHECK(r.exit_code == 1);
+    CHECK(r.exit_code == 2);  // the step must run: nothing runs without it
     CHECK_THAT(r.err, Catch::Contains(root + "/missing-fake ($ARUN_FAKE_AGENT)"));
   }
   SECTION("a sub-recipe named like a shipped example is not one: it is not found") {

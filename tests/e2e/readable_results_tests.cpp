@@ -57,7 +57,8 @@ TEST_CASE("results: a failed run's text shows the output, the failure's lines an
   CHECK(r.out.starts_with("failing: failed in "));
   CHECK(r.out.find("\n  completed ok (") != std::string::npos);
   // The failure's line, its relevant stderr lines (the error line, then the last three) and
-  // log, the output, the error and the counts, in that order.
+  // log, the output the recipe names, and the counts, in that order; the error is the loop's
+  // line already, so it is not said again.
   const std::string tail = "iterations 1/3 completed, 1 failed, 1 not run step 'fan[1]' (item: 2): exit code 1\n"
                            "            | Error: item 2 is broken\n"
                            "            | …\n"
@@ -66,7 +67,6 @@ TEST_CASE("results: a failed run's text shows the output, the failure's lines an
                            "            | trace line 4\n"
                            "            log: " + log + "\n"
                            "output: fine\n"
-                           "error: step 'fan[1]' (item: 2): exit code 1\n"
                            "2 steps: 1 completed, 1 failed · 3 iterations: 1 completed, 1 failed, 1 not run\n"
                            "resume with: arun resume " + id + "\n";
   CHECK(r.out.ends_with(tail));

@@ -955,7 +955,7 @@ TEST_CASE("explain shows limits, budget, pacing and output schemas, and a dry ru
                   "rate_limiting: {max_concurrent_llm: 3, min_delay_ms: 250}\n"
                   "context:\n  files: [a.py, b.py, c.py, d.py]\n  lines: '[\"x\",\"y\"]'\n"
                   "steps:\n"
-                  "  - id: review\n    foreach: \"{{files}}\"\n    prompt: review {{item}}\n"
+                  "  - id: review\n    foreach: \"{{files}}\"\n    prompt: review {{item}}\n    output: review\n"
                   "    output_schema: {type: object, required: [verdict]}\n"
                   "  - id: literal\n    foreach: '[\"a\",\"b\",\"c\"]'\n    command: echo {{item}}\n"
                   "  - id: texts\n    foreach: \"{{lines}}\"\n    command: echo {{item}}\n"
