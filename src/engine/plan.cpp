@@ -6,12 +6,11 @@
 #include "scheduler/foreach_lines.hpp"
 #include "scheduler/step_executor.hpp"
 #include "step_preparation.hpp"
+#include "scheduler/foreach_lines.hpp"
 #include "template/render.hpp"
 #include "template/reference.hpp"
 
 #include <arun/validation.hpp>
-
-#include <boost/json/parse.hpp>
 
 #include <cctype>
 #include <optional>
@@ -75,15 +74,12 @@ struct planner {
     if (!s.foreach) return std::nullopt;
     const auto& items = s.foreach->items;
     if (items.is_array()) return std::nullopt;  // describe() counts it already
-    if (!items.is_string() || !unset_name(std::string(items.get_string()), scope).empty()) return std::nullopt;
-    auto rendered = engine::render_value(items, scope);
+    const auto* text = items.is_string() ? &items.get_string() : engine::lines_text(items);
+    if (!text || !unset_name(std::string(*text), scope).empty()) return std::nullopt;
+    const auto rendered = engine::render_value(items, scope);
     if (!rendered.ok()) return std::nullopt;
-    if (const auto* text = rendered.value.if_string()) {  // a list written as JSON text
-      boost::system::error_code ec;
-      rendered.value = boost::json::parse(*text, ec);
-      if (ec) return std::nullopt;
-    }
-    if (const auto* list = rendered.value.if_array()) return list->size();
+    const auto found = engine::foreach_items(items, rendered.value);
+    if (const auto* list = std::get_if<boost::json::array>(&found)) return list->size();
     return std::nullopt;
   }
   static std::string fmt_items(std::size_t n) { return " (" + std::to_string(n) + (n == 1 ? " item)" : " items)"); }

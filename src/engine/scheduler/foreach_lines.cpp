@@ -2,6 +2,8 @@
 
 #include "template/render.hpp"
 
+#include <boost/json/parse.hpp>
+
 namespace arun::engine {
 
 boost::json::array text_lines(std::string_view text) {
@@ -29,6 +31,20 @@ std::variant<boost::json::array, std::string> foreach_lines(const boost::json::v
            ": to loop over a list, write foreach: \"{{name}}\"";
   if (rendered.is_null()) return boost::json::array();
   return text_lines(value_text(rendered));
+}
+
+std::variant<boost::json::array, std::string> foreach_items(const boost::json::value& written,
+                                                            const boost::json::value& rendered) {
+  if (lines_text(written)) return foreach_lines(rendered.as_object().at("lines"));
+  if (const auto* a = rendered.if_array()) return *a;
+  if (const auto* s = rendered.if_string()) {
+    boost::system::error_code ec;
+    auto parsed = boost::json::parse(*s, ec);
+    if (!ec && parsed.is_array()) return std::move(parsed.as_array());
+    return "foreach needs a list, got a string that is not a JSON list" +
+           std::string(s->find('\n') != boost::json::string::npos ? " (for its lines, write foreach: {lines: \"{{text}}\"})" : "");
+  }
+  return "foreach needs a list, got " + std::string(rendered.is_null() ? "null (no value)" : to_string(rendered.kind()));
 }
 
 }  // namespace arun::engine

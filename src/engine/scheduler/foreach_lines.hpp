@@ -24,4 +24,10 @@ const boost::json::string* lines_text(const boost::json::value& items);
 /// none, a number or boolean one line; a list or object is refused with the reason.
 std::variant<boost::json::array, std::string> foreach_lines(const boost::json::value& rendered);
 
+/// A foreach's items from its `foreach:` as written and that value rendered: a lines loop's
+/// lines, else a list, or a string holding a JSON list; otherwise the reason it has none.
+/// The run and the dry-run plan both take the items here.
+std::variant<boost::json::array, std::string> foreach_items(const boost::json::value& written,
+                                                            const boost::json::value& rendered);
+
 }  // namespace arun::engine

@@ -7,7 +7,6 @@
 #include "scheduler/task_group.hpp"
 #include "step_preparation.hpp"
 
-#include <boost/json/parse.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -47,19 +46,6 @@ instance_outcome loop_outcome(const step& s, iteration_counts counts, boost::jso
   return o;
 }
 
-
-// The foreach items (docs/reference/recipe.md, "foreach"): a list, or a string holding a JSON list.
-std::variant<boost::json::array, std::string> as_items(const boost::json::value& v) {
-  if (const auto* a = v.if_array()) return *a;
-  if (const auto* s = v.if_string()) {
-    boost::system::error_code ec;
-    auto parsed = boost::json::parse(*s, ec);
-    if (!ec && parsed.is_array()) return std::move(parsed.as_array());
-    return "foreach needs a list, got a string that is not a JSON list" +
-           std::string(s->find('\n') != boost::json::string::npos ? " (for its lines, write foreach: {lines: \"{{text}}\"})" : "");
-  }
-  return "foreach needs a list, got " + std::string(v.is_null() ? "null (no value)" : to_string(v.kind()));
-}
 
 bool finished_well(step_status s) { return s == step_status::completed || s == step_status::degraded; }
 
@@ -183,7 +169,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   auto rendered = render_value(spec.items, view(sc, builtins));
   warn(s, instance, rendered.warnings);
   if (!rendered.ok()) co_return failed_before_start(s, instance, "foreach: " + rendered.error, rs_.options.keep_going);
-  auto items = lines_text(spec.items) ? foreach_lines(rendered.value.as_object().at("lines")) : as_items(rendered.value);
+  auto items = foreach_items(spec.items, rendered.value);
   if (auto* why = std::get_if<std::string>(&items)) co_return failed_before_start(s, instance, *why, rs_.options.keep_going);
   foreach_run loop;
   loop.items = std::move(std::get<boost::json::array>(items));
