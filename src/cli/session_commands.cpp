@@ -78,6 +78,7 @@ recipe_options recipe_options_of(const json::object& state, const std::vector<st
   o.recipe = text_of(state, "recipe_path");
   o.working_dir = text_of(i, "working_dir");
   o.sets = strings_of(i, "sets");
+  o.stored_sets = o.sets.size();
   o.sets.insert(o.sets.end(), more_sets.begin(), more_sets.end());
   o.recipe_dirs = strings_of(i, "recipe_dirs");
   o.agent_dirs = strings_of(i, "agent_dirs");
@@ -280,6 +281,8 @@ int resume_command(const resume_settings& asked) {
   }
   s.recipe.sources = &sources;
   add_limit_checks(s.agents, s.recipe);
+  // Limits kept from the run were judged when it started: only ones given now are checked.
+  if (r.run.agents.limits.empty()) s.recipe.limit_names.clear();
   auto input = load_recipe_input(s.recipe, true);
   if (!input.value) return input.exit_code;
   hold_stop_signals();  // until the resumed run handles them (stop_signals.hpp)

@@ -137,3 +137,60 @@ TEST_CASE("a condition naming what only a caller declares runs with it null, and
   CHECK(run_arun({fragment, "--strict", "--quiet"}).exit_code == 2);
   CHECK(run_arun({typo, "--strict", "--quiet"}).exit_code == 2);
 }
+
+TEST_CASE("a condition's {{name}} follows the bare name's rule: null and a warning, or an error for a likely typo") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto fragment =
+      dir.write("fragment.yaml", "name: fragment\ncontext:\n  round: 1\nsteps:\n  - id: flagged\n    command: echo ran\n"
+                                 "    condition: \"{{caller_flag}} == 'yes'\"\n  - id: quoted\n    command: echo q\n"
+                                 "    condition: \"'{{caller_flag}}' == ''\"\n");
+  const auto run = run_arun({fragment, "--output-format", "json", "--quiet"});
+  CHECK(run.exit_code == 0);
+  CHECK(count(run.err, "fragment.yaml:7:17: warning: undefined variable 'caller_flag' in {{caller_flag}} of step "
+                       "'flagged': null unless a caller or --set provides it") == 1);
+  auto steps = arun::test::result_json(run).at("step_results").as_array();
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].at("status") == "skipped");    // null == 'yes' is false
+  CHECK(steps[1].at("status") == "completed");  // inside quotes: the empty text
+  const auto given = run_arun({fragment, "--set", "caller_flag=yes", "--output-format", "json", "--quiet"});
+  CHECK(given.exit_code == 0);
+  CHECK(given.err.empty());
+  steps = arun::test::result_json(given).at("step_results").as_array();
+  CHECK(steps[0].at("status") == "completed");
+  CHECK(steps[1].at("status") == "skipped");
+  CHECK(run_arun({fragment, "--strict", "--quiet"}).exit_code == 2);
+  // A likely typo of a declared name is refused before anything runs.
+  const auto typo = dir.write("typo.yaml", "name: typo\ncontext:\n  round: 1\nsteps:\n  - id: again\n    command: echo\n"
+                                           "    condition: \"{{rounds}} < 3\"\n");
+  const auto refused = run_arun({typo, "--quiet"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("typo.yaml:7:17: error: undefined variable 'rounds' in {{rounds}} of step "
+                                          "'again': it is null at run time") &&
+                              Catch::Contains("help: did you mean 'round'?"));
+}
+
+TEST_CASE("a resume does not warn again about the run's own --set and --limit, and checks the ones given to it") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto flag = (dir.root / "flag").string();
+  const auto file = dir.write("res.yaml", "name: res\ncontext:\n  who: x\nsteps:\n  - id: a\n    command: echo {{who}}\n"
+                                          "  - id: b\n    command: test -f " + flag + "\n");
+  const auto sessions = (dir.root / "sessions").string();
+  const auto run = run_arun({file, "--set", "whom=Ada", "--limit", "fak=1", "--session-dir", sessions, "--quiet"});
+  CHECK(run.exit_code == 1);
+  CHECK(count(run.err, "--set whom: the recipe reads no 'whom'") == 1);
+  CHECK(count(run.err, "--limit fak:") == 1);
+  dir.write("flag", "");
+  const auto resumed = run_arun({"resume", "last", "--session-dir", sessions, "--quiet"});
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.err.empty());
+  // Given again to a resume, they are checked as given.
+  std::filesystem::remove(flag);
+  CHECK(run_arun({file, "--set", "whom=Ada", "--session-dir", sessions, "--quiet"}).exit_code == 1);
+  dir.write("flag", "");
+  const auto again = run_arun({"resume", "last", "--session-dir", sessions, "--set", "whim=1", "--limit", "fok=2",
+                               "--quiet"});
+  CHECK(again.exit_code == 0);
+  CHECK(count(again.err, "--set whim: the recipe reads no 'whim'") == 1);
+  CHECK(count(again.err, "--limit fok:") == 1);
+  CHECK_THAT(again.err, !Catch::Contains("whom"));
+}

@@ -242,6 +242,13 @@ void read_loops(const field_reader& f, step& s, recipe_sources* sources) {
     } else if (auto n = f.integer("checkpoint_iterations", 1, 10'000'000)) {
       fe.checkpoint_iterations = static_cast<int>(*n);
     }
+    // The Python dialect refuses checkpoints on a loop that runs items side by side (its
+    // parallel loop is all-or-nothing); refusing it too keeps a recipe arun accepts one the
+    // older runner accepts. arun journals every finished iteration, parallel or not.
+    if (fe.checkpoint_iterations && fe.max_concurrent != 1)
+      f.error("checkpoint_iterations", "'checkpoint_iterations' cannot be used with a loop that runs items side by side",
+              "remove 'checkpoint_iterations': arun journals every finished iteration of any loop, so a resume "
+              "repeats none of them (the Python runner refuses this pair)");
     s.foreach = std::move(fe);
   }
   if (has_while) {
