@@ -7,7 +7,10 @@
 #include "arun_cli.hpp"
 #include "temp_dir.hpp"
 
+#include <boost/json/parse.hpp>
+
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -17,6 +20,15 @@ std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
+}
+
+// The codes of `validate --output-format json`'s diagnostics, in order.
+std::vector<std::string> codes_of(const arun::test::arun_run& r) {
+  std::vector<std::string> out;
+  const auto result = boost::json::parse(r.out);
+  for (const auto& d : result.at("diagnostics").as_array())
+    out.emplace_back(d.at("code").as_string());
+  return out;
 }
 
 const std::string review = "name: review\nsteps:\n  - id: check\n    command: echo checking {{pkg}}\n"
@@ -34,6 +46,7 @@ TEST_CASE("a sub-recipe's own limits warn that only the top-level recipe's count
   CHECK(count(v.err, "child.yaml:2:9: warning: the 'limits' of child count only when it runs on its own: called from "
                      "top, the top-level recipe's limits apply") == 1);
   CHECK(run_arun({"validate", top, "--strict"}).exit_code == 2);
+  CHECK(codes_of(run_arun({"validate", top, "--output-format", "json"})) == std::vector<std::string>{"ineffective-field"});
   // Run on its own, its limits are the run's: nothing to say.
   const auto alone = run_arun({"validate", (dir.root / "child.yaml").string()});
   CHECK(alone.exit_code == 0);
@@ -65,6 +78,7 @@ TEST_CASE("a loop running a sub-recipe with gates for several items at once warn
   CHECK(count(v.err, "top.yaml:22:21: warning: loop 'body' runs outer, which asks for approval") == 1);
   CHECK(count(v.err, "warning: loop") == 2);
   CHECK(run_arun({"validate", top, "--strict"}).exit_code == 2);
+  CHECK(codes_of(run_arun({"validate", top, "--output-format", "json"})) == std::vector<std::string>{"approval", "approval"});
   // What it says is what happens: without a terminal the run stops at every item's gate.
   const auto fan = dir.write("fan.yaml", "name: fan\nsteps:\n  - id: fan\n    foreach: [a, b, c]\n    as: pkg\n"
                                          "    parallel: true\n    recipe: review.yaml\n");

@@ -183,7 +183,7 @@ void check_calls(const call_tree& tree, std::vector<diagnostic>& out) {
                     tree[0].name + ", the top-level recipe's limits apply";
         d.key = "limits";
         d.hint = "move these limits to " + tree[0].name + ", or put the steps under a limit_group it limits";
-        d.code = "sub-recipe-limits";
+        d.code = "ineffective-field";
         out.push_back(std::move(d));
       }
       const auto* loop = call.loop;
@@ -199,7 +199,7 @@ void check_calls(const call_tree& tree, std::vector<diagnostic>& out) {
       d.key = "parallel";
       d.hint = "to ask once for the whole loop, put a gate step before it; to decide the items' gates together, "
                "arun approve ID --step '" + loop->id + "[*]/...' (the Python runner leaves parallel gates undefined)";
-      d.code = "parallel-gates";
+      d.code = "approval";
       out.push_back(std::move(d));
     }
 }
