@@ -220,8 +220,14 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   // Items the budget left unstarted: the loop ends as a stopped one does, for resume.
   if (loop.end == flow::next && rs_.draining() && c.not_run + c.cancelled > 0) {
     loop.end = flow::cancelled;
-    loop.error = "step '" + instance + "': " + std::to_string(c.not_run + c.cancelled) + " of " + std::to_string(n) +
-                 " items " + rs_.refuse_for_budget();
+    // Items that never started and items the budget stopped between their calls (which
+    // spent, and count in the usage) are told apart.
+    const auto of_n = [&](std::size_t k) { return std::to_string(k) + " of " + std::to_string(n) + " items"; };
+    std::string what;
+    if (c.not_run > 0) what = of_n(c.not_run) + " not started";
+    if (c.cancelled > 0)
+      what += (what.empty() ? of_n(c.cancelled) : ", " + std::to_string(c.cancelled)) + " stopped before a further call";
+    loop.error = "step '" + instance + "': " + what + ": " + rs_.refuse_for_budget().substr(not_started_prefix.size());
   }
   if (!loop.waiting.empty()) loop.end = worse(loop.end, flow::suspend);
   // Under --keep-going the other items ran; the loop failed all the same, and says so.
