@@ -312,3 +312,46 @@ TEST_CASE("keep-going: a while loop that failed leaves its body's outputs unwrit
   CHECK(result_of(result, "reader").error == "step 'reader': not run: it reads 'val', and 'poll' failed");
   CHECK(result_of(result, "other").status == step_status::completed);
 }
+
+TEST_CASE("a loop names the innermost failed instances: an inner loop's items and body steps, with every item") {
+  fake_runner runner;
+  runner.failures_left["out:x-2-b"] = 1;
+  runner.failures_left["out:x-3-a"] = 1;
+  runner.failures_left["out:y-3-b"] = 1;
+  auto inner = bash("inner", "out:{{outer}}-{{n}}-{{letter}}");
+  foreach_spec fi;
+  fi.items = boost::json::array{"a", "b"};
+  fi.as = "letter";
+  inner.foreach = std::move(fi);
+  step loop;
+  loop.id = "each";
+  foreach_spec f;
+  f.items = boost::json::array{1, 2, 3};
+  f.as = "n";
+  loop.foreach = std::move(f);
+  loop.steps = {inner, bash("after", "out:after-{{n}}")};
+  step top;
+  top.id = "top";
+  foreach_spec ft;
+  ft.items = boost::json::array{"x", "y"};
+  ft.as = "outer";
+  top.foreach = std::move(ft);
+  top.steps = {loop};
+  const auto result = run(make({top}), true, runner);
+  CHECK(result.status == run_status::failed);
+  const auto& t = result_of(result, "top");
+  REQUIRE(t.failed_instances.size() == 3);
+  CHECK(t.failed_instances[0].instance == "top[0]/each[1]/inner[1]");
+  CHECK(t.failed_instances[0].error == "step 'top[0]/each[1]/inner[1]' (items: x, 2, b): exit code 1");
+  CHECK(t.failed_instances[1].instance == "top[0]/each[2]/inner[0]");
+  CHECK(t.failed_instances[1].error == "step 'top[0]/each[2]/inner[0]' (items: x, 3, a): exit code 1");
+  CHECK(t.failed_instances[2].instance == "top[1]/each[2]/inner[1]");
+  // Without -k the first failure stops everything: the one failure is named the same way.
+  fake_runner once;
+  once.failures_left["out:x-2-b"] = 1;
+  const auto stopped = run(make({top}), false, once);
+  const auto& s = result_of(stopped, "top");
+  REQUIRE(s.failed_instances.size() == 1);
+  CHECK(s.failed_instances[0].instance == "top[0]/each[1]/inner[1]");
+  CHECK(s.error == "step 'top[0]/each[1]/inner[1]' (items: x, 2, b): exit code 1");
+}
