@@ -358,6 +358,12 @@ std::vector<std::string> containers_of(std::string instance) {
   return out;
 }
 
+// The prefix the instances of one list of steps share: `fan[2]/b` -> `fan[2]/`, `a` -> ``.
+std::string parent_of(const std::string& instance) {
+  const auto slash = instance.rfind('/');
+  return slash == std::string::npos ? std::string() : instance.substr(0, slash + 1);
+}
+
 // Adds `call` to the total of its provider and model.
 void add_usage(std::vector<agent_usage>& totals, const agent_usage& call) {
   auto same = std::find_if(totals.begin(), totals.end(), [&](const agent_usage& u) {
@@ -383,6 +389,7 @@ void session_store::load_journal(bool retry_failed) {
   std::set<std::string, std::less<>> with_calls;           // instances those lines name
   std::map<std::string, agent_usage, std::less<>> in_records;  // usage held in instance records
   std::vector<std::size_t> damaged_usage;                  // line numbers
+  std::vector<std::string> retried_skips;  // where a skip_remaining failure runs again: its parent's prefix
   while (!rest.empty()) {
     const auto end = rest.find('\n');
     if (end == std::string_view::npos) break;  // a torn last line: that instance runs again
@@ -418,13 +425,23 @@ void session_store::load_journal(bool retry_failed) {
     }
     ++records_;
     const auto status = record->result.status;
+    const std::string instance = record->result.step_id;
+    // The steps a retried skip_remaining failure skipped are decided again after it: skipped
+    // records after it in its own list of steps (docs/sessions.md, "Resume").
+    if (status == step_status::skipped && std::any_of(retried_skips.begin(), retried_skips.end(), [&](const std::string& p) {
+          return parent_of(instance) == p;
+        })) {
+      last_kept.insert_or_assign(instance, false);
+      loaded_.erase(instance);
+      continue;
+    }
     // docs/sessions.md, "Resume": completed, skipped and degraded instances are never re-run;
     // non-fatal failures stay failed unless --retry-failed; fatal failures and everything else runs
     // again.
     const bool keep = status == step_status::completed || status == step_status::skipped ||
                       status == step_status::degraded ||
                       (status == step_status::failed && !record->result.fatal && !retry_failed);
-    const std::string instance = record->result.step_id;
+    if (status == step_status::failed && !keep && record->result.skipped_rest) retried_skips.push_back(parent_of(instance));
     last_kept.insert_or_assign(instance, keep);
     if (keep)
       loaded_.insert_or_assign(instance, std::move(*record));
