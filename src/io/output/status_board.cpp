@@ -127,7 +127,7 @@ void status_board::on_event(const event& e, clock::time_point now) {
     case event_kind::step_end: {
       if (e.step_type == "hook") return;
       if (const auto it = children_running_.find(e.step); it != children_running_.end()) {
-        add_duration(now - it->second);
+        add_duration(e.step, now - it->second);
         children_running_.erase(it);
       }
       // An iteration that ends without starting was taken from the journal (a resume) or never
@@ -148,18 +148,33 @@ void status_board::on_event(const event& e, clock::time_point now) {
   }
 }
 
-void status_board::add_duration(std::chrono::nanoseconds d) {
-  ++finished_;
-  if (recent_.size() < recent_durations)
-    recent_.push_back(d);
-  else
-    recent_[recent_next_] = d;
-  recent_next_ = (recent_next_ + 1) % recent_durations;
+std::string step_shape(std::string_view instance) {
+  std::string shape;
+  shape.reserve(instance.size());
+  bool in_index = false;
+  for (const char c : instance) {
+    if (in_index && c != ']') continue;
+    in_index = c == '[';
+    shape += c;
+  }
+  return shape;
 }
 
-std::optional<std::chrono::nanoseconds> status_board::typical_duration() const {
-  if (recent_.empty()) return std::nullopt;
-  auto sorted = recent_;
+void status_board::add_duration(std::string_view instance, std::chrono::nanoseconds d) {
+  ++finished_;
+  if (top_level(instance)) return;  // never named as outliving the rest: the step line shows it
+  auto& r = recent_[step_shape(instance)];
+  if (r.last.size() < recent_durations)
+    r.last.push_back(d);
+  else
+    r.last[r.next] = d;
+  r.next = (r.next + 1) % recent_durations;
+}
+
+std::optional<std::chrono::nanoseconds> status_board::typical_duration(std::string_view instance) const {
+  const auto it = recent_.find(step_shape(instance));
+  if (it == recent_.end() || it->second.last.empty()) return std::nullopt;
+  auto sorted = it->second.last;
   const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
   std::nth_element(sorted.begin(), middle, sorted.end());
   return *middle;
@@ -167,10 +182,14 @@ std::optional<std::chrono::nanoseconds> status_board::typical_duration() const {
 
 std::vector<std::pair<std::string, std::chrono::nanoseconds>> status_board::outliving(clock::time_point now,
                                                                                       std::size_t most) const {
-  const auto typical = typical_duration();
   std::vector<std::pair<std::string, std::chrono::nanoseconds>> found;
-  for (const auto& [id, since] : children_running_)
-    if (!top_level(id) && !notes_.contains(id) && outlived(now - since, typical)) found.emplace_back(id, now - since);
+  std::map<std::string, std::optional<std::chrono::nanoseconds>, std::less<>> typical;  // by shape, once a render
+  for (const auto& [id, since] : children_running_) {
+    if (top_level(id) || notes_.contains(id)) continue;
+    auto [at, fresh] = typical.try_emplace(step_shape(id));
+    if (fresh) at->second = typical_duration(id);
+    if (outlived(now - since, at->second)) found.emplace_back(id, now - since);
+  }
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (found.size() > most) found.resize(most);
   return found;
