@@ -130,10 +130,18 @@ void status_board::on_event(const event& e, clock::time_point now) {
         add_duration(e.step, now - it->second);
         children_running_.erase(it);
       }
-      // An iteration that ends without starting was taken from the journal (a resume) or never
-      // ran: it took none of this run's time.
+      // An iteration that ends without starting took none of this run's time: taken from the
+      // journal (a resume), the cache, or never run (refused by the budget, stopped). Only the
+      // first are "kept from earlier runs": what a journal keeps, not a cache hit.
       if (detail::is_iteration(e.step) && iterations_running_.erase(e.step) == 0)
-        if (const auto loop = detail::enclosing_loop(e.step)) ++kept_[std::string(*loop)];
+        if (const auto loop = detail::enclosing_loop(e.step)) {
+          ++instant_[std::string(*loop)];
+          const auto st = e.result ? e.result->status : step_status::not_run;
+          if (e.result && !e.result->cached &&
+              (st == step_status::completed || st == step_status::skipped || st == step_status::degraded ||
+               st == step_status::failed))
+            ++kept_;
+        }
       child_ended(e.step);
       if (const auto it = loop_started_.find(e.step); it != loop_started_.end()) loop_started_.erase(it);
       if (top_level(e.step)) {
@@ -197,7 +205,7 @@ std::vector<std::pair<std::string, std::chrono::nanoseconds>> status_board::outl
 
 status_board::counts status_board::instance_counts() const {
   counts c{children_running_.size(), finished_, failed_, 0};
-  for (const auto& [loop, n] : kept_) c.kept += n;
+  c.kept = kept_;
   return c;
 }
 
@@ -224,9 +232,9 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
     if (loop->items) {
       parts.push_back({fmt::format("{} {}/{}", loop->id, loop->done, *loop->items), fmt::format("{}/{}", loop->done, *loop->items)});
       const auto since = loop_started_.find(loop->id);
-      const auto kept = kept_.find(loop->id);
+      const auto kept = instant_.find(loop->id);
       if (!remaining && since != loop_started_.end())
-        remaining = loop_time_left(*loop->items, loop->done, kept == kept_.end() ? 0 : kept->second, now - since->second);
+        remaining = loop_time_left(*loop->items, loop->done, kept == instant_.end() ? 0 : kept->second, now - since->second);
     } else {
       parts.push_back({fmt::format("{} #{}", loop->id, loop->done), fmt::format("#{}", loop->done)});
     }

@@ -65,7 +65,8 @@ private:
   std::map<std::string, clock::time_point, std::less<>> loop_started_;  // loops, for the ETA
   std::map<std::string, clock::time_point, std::less<>> children_running_;  // bash and agent instances running an attempt
   std::set<std::string, std::less<>> iterations_running_;  // loop iterations started in this run
-  std::map<std::string, std::size_t, std::less<>> kept_;  // loop -> iterations a resume took from the journal
+  std::map<std::string, std::size_t, std::less<>> instant_;  // loop -> iterations that ended without running here
+  std::size_t kept_ = 0;  // iterations a resume took from the journal
   // The last durations of bash and agent instances, per step: `fan[3]/build` is judged
   // against the other `fan[]/build`s, never against a faster loop's items.
   struct duration_ring {
