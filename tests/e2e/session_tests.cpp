@@ -962,6 +962,12 @@ TEST_CASE("sessions: show on a live run counts what runs, ended and failed, and 
     CHECK(live.at("failed").as_int64() == 1);
     CHECK(live.at("kept").as_int64() == 0);
     CHECK(live.at("loops").as_array().at(0).as_object().at("items").as_int64() == 4);
+    // The listing counts the live run the same way (its state.json says "0 instances").
+    const auto listed = run_arun({"sessions", "list", "--session-dir", p.sessions.string()}, p.root.string()).out;
+    CHECK(listed.find("2 running, 2 ended in this run (1 failed)") != std::string::npos);
+    const auto listed_json = json::parse(
+        run_arun({"sessions", "list", "--session-dir", p.sessions.string(), "--output-format", "json"}, p.root.string()).out);
+    CHECK(listed_json.as_array().at(0).at("progress") == "2 running, 2 ended in this run (1 failed)");
     ::kill(run.pid, SIGKILL);  // its children wait on: the release ends them below
     CHECK(run.wait_exit(std::chrono::seconds(10)) == 128 + SIGKILL + 1000);
   }
