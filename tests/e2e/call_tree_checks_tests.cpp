@@ -16,12 +16,6 @@ namespace {
 
 using arun::test::run_arun;
 
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 // The codes of `validate --output-format json`'s diagnostics, in order.
 std::vector<std::string> codes_of(const arun::test::arun_run& r) {
   std::vector<std::string> out;
@@ -43,7 +37,7 @@ TEST_CASE("a sub-recipe's own limits warn that only the top-level recipe's count
                                          "  - id: again\n    recipe: child.yaml\n");
   const auto v = run_arun({"validate", top});
   CHECK(v.exit_code == 0);
-  CHECK(count(v.err, "child.yaml:2:9: warning: the 'limits' of child count only when it runs on its own: called from "
+  CHECK(arun::test::occurrences(v.err, "child.yaml:2:9: warning: the 'limits' of child count only when it runs on its own: called from "
                      "top, the top-level recipe's limits apply") == 1);
   CHECK(run_arun({"validate", top, "--strict"}).exit_code == 2);
   CHECK(codes_of(run_arun({"validate", top, "--output-format", "json"})) == std::vector<std::string>{"ineffective-field"});
@@ -71,12 +65,12 @@ TEST_CASE("a loop running a sub-recipe with gates for several items at once warn
       "      - id: inner\n        recipe: outer.yaml\n");
   const auto v = run_arun({"validate", top});
   CHECK(v.exit_code == 0);
-  CHECK(count(v.err, "top.yaml:6:15: warning: loop 'fan' runs review, which asks for approval, for several items at "
+  CHECK(arun::test::occurrences(v.err, "top.yaml:6:15: warning: loop 'fan' runs review, which asks for approval, for several items at "
                      "once: each item asks its own gates") == 1);
-  CHECK(count(v.err, "help: to ask once for the whole loop, put a gate step before it; to decide the items' gates "
+  CHECK(arun::test::occurrences(v.err, "help: to ask once for the whole loop, put a gate step before it; to decide the items' gates "
                      "together, arun approve ID --step 'fan[*]/...'") == 1);
-  CHECK(count(v.err, "top.yaml:22:21: warning: loop 'body' runs outer, which asks for approval") == 1);
-  CHECK(count(v.err, "warning: loop") == 2);
+  CHECK(arun::test::occurrences(v.err, "top.yaml:22:21: warning: loop 'body' runs outer, which asks for approval") == 1);
+  CHECK(arun::test::occurrences(v.err, "warning: loop") == 2);
   CHECK(run_arun({"validate", top, "--strict"}).exit_code == 2);
   CHECK(codes_of(run_arun({"validate", top, "--output-format", "json"})) == std::vector<std::string>{"approval", "approval"});
   // What it says is what happens: without a terminal the run stops at every item's gate.
