@@ -196,6 +196,15 @@ void read_recipe_call(const field_reader& f, step& s) {
     }
   }
   s.call.recovery_on_failure = f.json("recovery_on_failure");
+  // Its timeout is a duration like every other (docs/reference/recipe.md, "Durations"): kept
+  // as seconds, a bad one refused at its own position.
+  if (auto* o = s.call.recovery_on_failure.if_object(); o && o->contains("timeout")) {
+    field_reader r(f.node("recovery_on_failure"), f.sink(), "the recovery_on_failure of step '" + s.id + "'");
+    if (auto t = r.seconds("timeout"))
+      (*o)["timeout"] = *t;
+    else
+      o->erase("timeout");  // reported: not checked again as a number
+  }
 }
 
 void read_loops(const field_reader& f, step& s, recipe_sources* sources) {
