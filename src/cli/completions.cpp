@@ -119,9 +119,11 @@ std::string text_in(const boost::json::object& o, const char* key) {
 }
 
 // Whether `arun resume` has something to do in a session of this state: it has not completed,
-// or a top-level step failed (--retry-failed runs it again).
+// or an instance failed at any depth (--retry-failed runs it again).
 bool resumable(const boost::json::object& state) {
   if (text_in(state, "status") != "completed") return true;
+  if (const auto* failed = state.if_contains("failed_instances"); failed && failed->is_int64() && failed->get_int64() > 0)
+    return true;
   const auto* steps = state.if_contains("steps");
   if (!steps || !steps->is_array()) return false;
   return std::any_of(steps->get_array().begin(), steps->get_array().end(), [](const auto& step) {

@@ -230,10 +230,13 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
   validation_options vo;
   vo.lenient = o.lenient;
   std::vector<set_assignment> sets;
-  for (const auto& text : o.sets) {
+  std::vector<std::string> new_set_keys;  // --set keys given now, not kept from the session's run
+  for (std::size_t i = 0; i < o.sets.size(); ++i) {
+    const auto& text = o.sets[i];
     std::string error;
     if (auto a = parse_set(text, error)) {
       vo.set_keys.insert(a->path.front());
+      if (i >= o.stored_sets) new_set_keys.push_back(a->path.front());
       sets.push_back(std::move(*a));
     } else {
       diagnostic d;
@@ -264,7 +267,7 @@ recipe_input load_recipe_input(const recipe_options& o, bool for_run) {
     use.dynamic_calls = vo.dynamic_sub_recipes;
     use.declared = declared_names(*loaded.value, vo);
     use.declared.insert(vo.sub_recipe_names.begin(), vo.sub_recipe_names.end());
-    for (const auto& a : sets) use.set_keys.push_back(a.path.front());
+    use.set_keys = std::move(new_set_keys);  // a resume's kept ones were judged when its run started
     use.context_before_set = &written_context;
     use.limit_options = o.limit_names;
     use.providers = o.limit_providers;

@@ -25,6 +25,9 @@ struct recipe_options {
   std::vector<std::string> recipe_dirs;  ///< -R
   std::string working_dir;               ///< -C
   std::vector<std::string> sets;  ///< --set KEY=VALUE, in order
+  /// resume: how many of `sets` are the run's own, kept in the session; a name nothing reads
+  /// among them was reported when the run started, so it is not reported again
+  std::size_t stored_sets = 0;
   std::vector<std::string> secrets;      ///< --secret KEY=VALUE, or KEY (the value read from stdin)
   std::vector<std::string> secret_files; ///< --secret-file KEY=PATH
   std::vector<std::string> secret_envs;  ///< --secret-env KEY: the value of $KEY

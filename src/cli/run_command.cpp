@@ -186,6 +186,19 @@ int finish_unstarted(io::session_store* store, const std::string& why, int code)
   return code;
 }
 
+// The failed instances of `results`, innermost: a loop's failed items, a sub-recipe's failed
+// steps, else the failed step itself.
+std::size_t failed_instance_count(const std::vector<step_result>& results) {
+  std::size_t n = 0;
+  for (const auto& r : results) {
+    const auto inside = failed_instance_count(r.children);
+    if (!r.failed_instances.empty()) n += r.failed_instances.size();
+    else if (inside > 0) n += inside;
+    else if (r.status == step_status::failed) ++n;
+  }
+  return n;
+}
+
 void save_final_state(io::session_store& store, const run_result& r, bool after_failure = false) {
   auto& state = store.state();
   state["status"] = to_string(r.status);
@@ -204,6 +217,9 @@ void save_final_state(io::session_store& store, const run_result& r, bool after_
   for (const auto& step : r.step_results)
     steps.push_back(boost::json::object{{"step_id", step.step_id}, {"status", to_string(step.status)}});
   state["steps"] = std::move(steps);
+  // How many instances failed, at any depth (a loop's items under on_error: continue too):
+  // what `resume --retry-failed` would run again, for TAB completion and listings.
+  state["failed_instances"] = failed_instance_count(r.step_results);
   store.sync();
   const auto error = after_failure ? store.save_state_after_failure() : store.save_state();
   if (!error.empty()) std::fprintf(stderr, "arun: warning: %s\n", error.c_str());

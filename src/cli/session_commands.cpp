@@ -78,6 +78,7 @@ recipe_options recipe_options_of(const json::object& state, const std::vector<st
   o.recipe = text_of(state, "recipe_path");
   o.working_dir = text_of(i, "working_dir");
   o.sets = strings_of(i, "sets");
+  o.stored_sets = o.sets.size();
   o.sets.insert(o.sets.end(), more_sets.begin(), more_sets.end());
   o.recipe_dirs = strings_of(i, "recipe_dirs");
   o.agent_dirs = strings_of(i, "agent_dirs");
@@ -166,6 +167,27 @@ std::string live_progress(const io::live_status& now) {
   auto text = fmt::format("{} running, {} ended in this run ({} failed)", c.running, c.finished, c.failed);
   if (c.kept > 0) text += fmt::format(", {} kept from earlier runs", c.kept);
   return text;
+}
+
+// A session's events, read through its descriptor, never blocking (a FIFO planted as
+// events.jsonl is skipped).
+std::string events_of(const std::string& dir) {
+  std::string why_not;
+  auto session = io::owned_dir::open(dir);
+  if (auto* d = std::get_if<io::owned_dir>(&session))
+    return d->read_file("events.jsonl", std::size_t{1} << 30, why_not).value_or("");
+  return {};
+}
+
+// The progress a listing shows: a live run's from its events (its state.json is a snapshot
+// of its start), else the state's.
+std::string listed_progress(const listed_session& x) {
+  if (io::session_is_live(x.dir)) {
+    io::live_status now;
+    now.add_events(events_of(x.dir));
+    if (now.active()) return live_progress(now);
+  }
+  return progress_of(x.state);
 }
 
 json::object live_json(const io::live_status& now, std::chrono::system_clock::time_point at) {
@@ -280,6 +302,8 @@ int resume_command(const resume_settings& asked) {
   }
   s.recipe.sources = &sources;
   add_limit_checks(s.agents, s.recipe);
+  // Limits kept from the run were judged when it started: only ones given now are checked.
+  if (r.run.agents.limits.empty()) s.recipe.limit_names.clear();
   auto input = load_recipe_input(s.recipe, true);
   if (!input.value) return input.exit_code;
   hold_stop_signals();  // until the resumed run handles them (stop_signals.hpp)
@@ -411,7 +435,7 @@ int sessions_list_command(const sessions_settings& s) {
                                  {"status", x.problem.empty() ? text_of(x.state, "status") : "unreadable"},
                                  {"recipe", text_of(x.state, "recipe_name")},
                                  {"updated", text_of(x.state, "updated")},
-                                 {"progress", x.problem.empty() ? progress_of(x.state) : x.problem}});
+                                 {"progress", x.problem.empty() ? listed_progress(x) : x.problem}});
     return print_all(io::to_json_text(out) + "\n");
   }
   if (sessions.empty()) std::fprintf(stderr, "arun: no sessions in %s\n", root.c_str());
@@ -425,7 +449,7 @@ int sessions_list_command(const sessions_settings& s) {
       continue;
     }
     text += fmt::sprintf("%-24s %-17s %-24s %s  %s\n", x.id.c_str(), shown("status").c_str(), shown("recipe_name").c_str(),
-                         progress_of(x.state).c_str(), shown("updated", text_of(x.state, "created")).c_str());
+                         listed_progress(x).c_str(), shown("updated", text_of(x.state, "created")).c_str());
   }
   return print_all(text);
 }
@@ -445,13 +469,7 @@ int sessions_show_command(const sessions_settings& given) {
   const auto& st = std::get<json::object>(state);
   // The events, read through the session's descriptor, never blocking (a FIFO planted as
   // events.jsonl is skipped): the last ones are shown, and a live run's are counted.
-  std::string events;
-  {
-    std::string why_not;
-    auto session = io::owned_dir::open(dir);
-    if (auto* d = std::get_if<io::owned_dir>(&session))
-      events = d->read_file("events.jsonl", std::size_t{1} << 30, why_not).value_or("");
-  }
+  const std::string events = events_of(dir);
   const bool live = io::session_is_live(dir);
   // A live run's state.json is a snapshot of its start: what runs now is in its events.
   io::live_status now;

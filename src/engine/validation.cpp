@@ -418,15 +418,21 @@ void check_references(const recipe& r, const validation_options& options, std::v
         defined += (defined.empty() ? "" : ", ") + std::string(n);
       }
       auto hint = did_you_mean(span.ref.root, here);
+      // In a condition a `{{name}}` nothing declares is null, as a bare name is: the same rule
+      // (see check_names below), an error only for a likely typo.
+      const bool in_condition = key == "condition" || key == "while_condition" || key == "break_when";
+      const bool typo = !hint.empty() && span.ref.root.size() >= 4;
       if (hint.empty())
         hint = calls_recipes ? "it may be an output of a sub-recipe"
                              : "declare it in context, or pass --set " + span.ref.root + "=...";
       // In a shell comment it is left as written and changes nothing: real recipes of the
       // older runners explain their templates in comments (`# {{variable}} is substituted ...`).
       if (in_comment) hint = "it is in a shell comment, which arun leaves as written";
-      auto d = make(soft || in_comment ? severity::warning : severity::error, where,
+      const bool warn = soft || in_comment || (in_condition && !typo);
+      auto d = make(warn ? severity::warning : severity::error, where,
                     "undefined variable '" + span.ref.root + "' in {{" + span.ref.text() + "}} of " + owner +
-                        " (defined: " + defined + ")",
+                        (in_condition ? (typo ? ": it is null at run time" : ": null unless a caller or --set provides it")
+                                      : " (defined: " + defined + ")"),
                     std::string(key), std::move(hint));
       d.snippet = snippet;
       d.occurrence = occurrence;

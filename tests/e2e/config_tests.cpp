@@ -183,12 +183,6 @@ TEST_CASE("config: retention prunes old sessions when a run starts (never one wa
 
 namespace {
 
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 std::vector<std::string> session_ids_in(const fs::path& root) {
   std::vector<std::string> ids;
   std::error_code ec;
@@ -232,7 +226,7 @@ TEST_CASE("config: an untrusted ./.arun.yaml sets only harmless keys until 'conf
   CHECK(run.exit_code == 0);
   CHECK(run.err.find("arun: ./.arun.yaml is not trusted: ignored session_dir, agent_cli, retention_days, "
                      "retention_sessions (review it, then run 'arun config trust')\n") != std::string::npos);
-  CHECK(count_of(run.err, "arun config trust") == 1);
+  CHECK(arun::test::occurrences(run.err, "arun config trust") == 1);
   CHECK_FALSE(fs::exists(p.project / "planted"));
   CHECK(sessions_in(p.default_sessions()) == 1);
   // ARUN_* variables stay the user's word.

@@ -275,6 +275,39 @@ TEST_CASE("sessions: non-fatal failures stay failed unless --retry-failed") {
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("sessions: --retry-failed runs again what a retried skip_remaining failure skipped") {
+  session_project p;
+  const auto fixed = (p.root / "fixed").string();
+  const auto file = p.write(
+      "skip.yaml", "name: skip\ncontext:\n  log: " + p.log.string() +
+                       "\nsteps:\n  - id: first\n    command: \"echo first >> {{log}}\"\n"
+                       "  - id: check\n    on_error: skip_remaining\n    command: \"echo check >> {{log}}; test -f " + fixed +
+                       "\"\n    output: checked\n"
+                       "  - id: later\n    command: \"echo later >> {{log}}\"\n"
+                       "  - id: only-if-checked\n    condition: \"checked is not None\"\n"
+                       "    command: \"echo conditional >> {{log}}\"\n");
+  const auto first = p.run({file});
+  REQUIRE(first.exit_code == 0);  // skip_remaining ends the run early, with success
+  CHECK(status_of(result_of(first), "later") == "skipped");
+  const auto id = p.only_id();
+  std::ofstream(fixed) << "";
+  // A plain resume keeps the failure, so what it skipped stays skipped.
+  const auto plain = p.run({"resume", id});
+  CHECK(plain.exit_code == 0);
+  CHECK(counts(lines_of(p.log)).count("later") == 0);
+  const auto retried = p.run({"resume", id, "--retry-failed"});
+  REQUIRE(retried.exit_code == 0);
+  const auto result = result_of(retried);
+  CHECK(status_of(result, "check") == "completed");
+  CHECK(status_of(result, "later") == "completed");
+  CHECK(status_of(result, "only-if-checked") == "completed");
+  const auto log = counts(lines_of(p.log));
+  CHECK(log.at("first") == 1);
+  CHECK(log.at("check") == 2);
+  CHECK(log.at("later") == 1);
+  CHECK(log.at("conditional") == 1);
+}
+
 TEST_CASE("sessions: --retry-failed on a completed session runs its failed items again, and only those") {
   session_project p;
   // A fan-out of 12 under on_error: continue whose items 3 and 7 fail until `fixed` exists.
@@ -929,6 +962,12 @@ TEST_CASE("sessions: show on a live run counts what runs, ended and failed, and 
     CHECK(live.at("failed").as_int64() == 1);
     CHECK(live.at("kept").as_int64() == 0);
     CHECK(live.at("loops").as_array().at(0).as_object().at("items").as_int64() == 4);
+    // The listing counts the live run the same way (its state.json says "0 instances").
+    const auto listed = run_arun({"sessions", "list", "--session-dir", p.sessions.string()}, p.root.string()).out;
+    CHECK(listed.find("2 running, 2 ended in this run (1 failed)") != std::string::npos);
+    const auto listed_json = json::parse(
+        run_arun({"sessions", "list", "--session-dir", p.sessions.string(), "--output-format", "json"}, p.root.string()).out);
+    CHECK(listed_json.as_array().at(0).at("progress") == "2 running, 2 ended in this run (1 failed)");
     ::kill(run.pid, SIGKILL);  // its children wait on: the release ends them below
     CHECK(run.wait_exit(std::chrono::seconds(10)) == 128 + SIGKILL + 1000);
   }

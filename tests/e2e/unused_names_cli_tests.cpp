@@ -14,12 +14,6 @@ namespace {
 
 using arun::test::run_arun;
 
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 const std::string hello = "name: hello\ncontext:\n  who: world\nsteps:\n  - id: greet\n    command: echo hello {{who}}\n"
                           "    output: greeting\n";
 
@@ -31,11 +25,11 @@ TEST_CASE("a --set of a name the recipe never reads warns once, runs, and fails 
   const std::string warning = "--set: warning: --set whom: the recipe reads no 'whom'";
   const auto run = run_arun({file, "--set", "whom=Ada", "--quiet"});
   CHECK(run.exit_code == 0);
-  CHECK(count(run.err, warning) == 1);
+  CHECK(arun::test::occurrences(run.err, warning) == 1);
   CHECK_THAT(run.err, Catch::Contains("help: did you mean 'who'?"));
   const auto validate = run_arun({"validate", file, "--set", "whom=Ada"});
   CHECK(validate.exit_code == 0);
-  CHECK(count(validate.err, warning) == 1);
+  CHECK(arun::test::occurrences(validate.err, warning) == 1);
   CHECK_THAT(validate.out, Catch::Contains("valid (with warnings)"));
   const auto strict = run_arun({file, "--set", "whom=Ada", "--strict", "--output-format", "json"});
   CHECK(strict.exit_code == 2);
@@ -53,11 +47,11 @@ TEST_CASE("a --limit or limits: key naming no provider and no limit_group warns 
   const auto file = dir.write("fleet.yaml", "name: fleet\nlimits:\n  fakee: 3\nsteps:\n  - id: a\n    command: echo hi\n");
   const auto run = run_arun({file, "--limit", "fak=1", "--quiet"});
   CHECK(run.exit_code == 0);
-  CHECK(count(run.err, "fleet.yaml:3:3: warning: 'limits' names 'fakee', which is no agent provider and no step's "
+  CHECK(arun::test::occurrences(run.err, "fleet.yaml:3:3: warning: 'limits' names 'fakee', which is no agent provider and no step's "
                        "limit_group: it limits nothing") == 1);
-  CHECK(count(run.err, "--limit: warning: --limit fak: no agent provider and no step's limit_group is named 'fak': it "
+  CHECK(arun::test::occurrences(run.err, "--limit: warning: --limit fak: no agent provider and no step's limit_group is named 'fak': it "
                        "limits nothing") == 1);
-  CHECK(count(run.err, "help: did you mean 'fake'?") == 2);
+  CHECK(arun::test::occurrences(run.err, "help: did you mean 'fake'?") == 2);
   // validate takes no --limit; it reports the recipe's limits key.
   const auto validate = run_arun({"validate", file, "--output-format", "json"});
   CHECK(validate.exit_code == 0);
@@ -83,7 +77,7 @@ TEST_CASE("a top-level output naming nothing warns, and the run's output is null
                                           "    output: result\n");
   const auto run = run_arun({file, "--output-format", "json", "--quiet"});
   CHECK(run.exit_code == 0);
-  CHECK(count(run.err, "out.yaml:2:1: warning: the recipe's output 'reslt' names no step output or context variable") == 1);
+  CHECK(arun::test::occurrences(run.err, "out.yaml:2:1: warning: the recipe's output 'reslt' names no step output or context variable") == 1);
   CHECK_THAT(run.err, Catch::Contains("did you mean 'result'?"));
   CHECK(arun::test::result_json(run).at("output").is_null());
   CHECK(run_arun({"validate", file, "--strict"}).exit_code == 2);
@@ -108,7 +102,7 @@ TEST_CASE("a condition naming what only a caller declares runs with it null, and
                                                    "    output: last\n");
   const auto run = run_arun({fragment, "--output-format", "json", "--quiet"});
   CHECK(run.exit_code == 0);
-  CHECK(count(run.err, "fragment.yaml:5:16: warning: undefined name 'caller_flag' in the condition of step 'maybe': "
+  CHECK(arun::test::occurrences(run.err, "fragment.yaml:5:16: warning: undefined name 'caller_flag' in the condition of step 'maybe': "
                        "null unless a caller or --set provides it") == 1);
   const auto result = arun::test::result_json(run);
   const auto& steps = result.at("step_results").as_array();
@@ -136,4 +130,61 @@ TEST_CASE("a condition naming what only a caller declares runs with it null, and
   // --strict refuses both.
   CHECK(run_arun({fragment, "--strict", "--quiet"}).exit_code == 2);
   CHECK(run_arun({typo, "--strict", "--quiet"}).exit_code == 2);
+}
+
+TEST_CASE("a condition's {{name}} follows the bare name's rule: null and a warning, or an error for a likely typo") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto fragment =
+      dir.write("fragment.yaml", "name: fragment\ncontext:\n  round: 1\nsteps:\n  - id: flagged\n    command: echo ran\n"
+                                 "    condition: \"{{caller_flag}} == 'yes'\"\n  - id: quoted\n    command: echo q\n"
+                                 "    condition: \"'{{caller_flag}}' == ''\"\n");
+  const auto run = run_arun({fragment, "--output-format", "json", "--quiet"});
+  CHECK(run.exit_code == 0);
+  CHECK(arun::test::occurrences(run.err, "fragment.yaml:7:17: warning: undefined variable 'caller_flag' in {{caller_flag}} of step "
+                       "'flagged': null unless a caller or --set provides it") == 1);
+  auto steps = arun::test::result_json(run).at("step_results").as_array();
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].at("status") == "skipped");    // null == 'yes' is false
+  CHECK(steps[1].at("status") == "completed");  // inside quotes: the empty text
+  const auto given = run_arun({fragment, "--set", "caller_flag=yes", "--output-format", "json", "--quiet"});
+  CHECK(given.exit_code == 0);
+  CHECK(given.err.empty());
+  steps = arun::test::result_json(given).at("step_results").as_array();
+  CHECK(steps[0].at("status") == "completed");
+  CHECK(steps[1].at("status") == "skipped");
+  CHECK(run_arun({fragment, "--strict", "--quiet"}).exit_code == 2);
+  // A likely typo of a declared name is refused before anything runs.
+  const auto typo = dir.write("typo.yaml", "name: typo\ncontext:\n  round: 1\nsteps:\n  - id: again\n    command: echo\n"
+                                           "    condition: \"{{rounds}} < 3\"\n");
+  const auto refused = run_arun({typo, "--quiet"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("typo.yaml:7:17: error: undefined variable 'rounds' in {{rounds}} of step "
+                                          "'again': it is null at run time") &&
+                              Catch::Contains("help: did you mean 'round'?"));
+}
+
+TEST_CASE("a resume does not warn again about the run's own --set and --limit, and checks the ones given to it") {
+  arun::test::temp_dir dir("arun-unused");
+  const auto flag = (dir.root / "flag").string();
+  const auto file = dir.write("res.yaml", "name: res\ncontext:\n  who: x\nsteps:\n  - id: a\n    command: echo {{who}}\n"
+                                          "  - id: b\n    command: test -f " + flag + "\n");
+  const auto sessions = (dir.root / "sessions").string();
+  const auto run = run_arun({file, "--set", "whom=Ada", "--limit", "fak=1", "--session-dir", sessions, "--quiet"});
+  CHECK(run.exit_code == 1);
+  CHECK(arun::test::occurrences(run.err, "--set whom: the recipe reads no 'whom'") == 1);
+  CHECK(arun::test::occurrences(run.err, "--limit fak:") == 1);
+  dir.write("flag", "");
+  const auto resumed = run_arun({"resume", "last", "--session-dir", sessions, "--quiet"});
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.err.empty());
+  // Given again to a resume, they are checked as given.
+  std::filesystem::remove(flag);
+  CHECK(run_arun({file, "--set", "whom=Ada", "--session-dir", sessions, "--quiet"}).exit_code == 1);
+  dir.write("flag", "");
+  const auto again = run_arun({"resume", "last", "--session-dir", sessions, "--set", "whim=1", "--limit", "fok=2",
+                               "--quiet"});
+  CHECK(again.exit_code == 0);
+  CHECK(arun::test::occurrences(again.err, "--set whim: the recipe reads no 'whim'") == 1);
+  CHECK(arun::test::occurrences(again.err, "--limit fok:") == 1);
+  CHECK_THAT(again.err, !Catch::Contains("whom"));
 }

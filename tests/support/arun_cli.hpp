@@ -67,6 +67,13 @@ inline boost::json::object result_json(const arun_run& r) {
   return v.as_object();
 }
 
+/// How often `what` occurs in `text` (overlapping ones too): a message said once is said once.
+inline std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 /// A whole file's bytes (empty when it cannot be read).
 inline std::string read_text(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);

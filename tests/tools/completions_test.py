@@ -64,10 +64,20 @@ def main():
         sessions = os.listdir(env["ARUN_SESSION_DIR"]) if r.returncode == 0 else []
         check(len(sessions) == 1, "a session to complete exists", r.stderr.decode())
         session = sessions[0] if sessions else "none"
+        # A completed session whose loop had a failed item under on_error: continue: resume
+        # --retry-failed has it to run again, so `arun resume <TAB>` offers it.
+        with open(os.path.join(work, "soft.yaml"), "w") as f:
+            f.write("name: soft\nsteps:\n  - id: fan\n    foreach: [1, 2]\n    on_error: continue\n"
+                    "    command: test {{item}} = 1\n")
+        r = subprocess.run(["arun", "soft.yaml", "-q"], cwd=work, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        soft = [s for s in os.listdir(env["ARUN_SESSION_DIR"]) if s != session]
+        check(r.returncode == 0 and len(soft) == 1, "a completed session with a failed item exists", r.stderr.decode())
+        soft = soft[0] if soft else "none"
         # A failed session: the one `arun resume <TAB>` offers (the completed one has nothing to do).
         r = subprocess.run(["arun", "broken.yaml", "-q"], cwd=work, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
-        failed = [s for s in os.listdir(env["ARUN_SESSION_DIR"]) if s != session]
+        failed = [s for s in os.listdir(env["ARUN_SESSION_DIR"]) if s not in (session, soft)]
         check(r.returncode == 1 and len(failed) == 1, "a failed session to complete exists", r.stderr.decode())
         failed = failed[0] if failed else "none"
         # The presets not on the test's PATH are not offered when one is.
@@ -86,7 +96,7 @@ def main():
             (["sessions", ""], ["list", "show", "clean"], ["validate"]),
             (["validate", "--out"], ["--output-format"], []),
             (["--color", ""], ["auto", "always", "never"], []),
-            (["resume", ""], [failed], [session]),
+            (["resume", ""], [failed, soft], [session]),
             (["logs", session[:9]], [session], []),
             (["sessions", "clean", ""], [session, failed], []),
             (["logs", failed, ""], ["greet", "boom"], []),

@@ -13,43 +13,25 @@ session completes it.
 import argparse
 import json
 import os
-import pty
 import random
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 
-from leftovers import processes_with
 import time
 
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
+from leftovers import processes_with
+from terminal import check, failures, on_pty
 
 
 def run_on_pty(arun, args, cwd, press_after):
     """Runs arun on a pty, presses Ctrl-C after `press_after` seconds (or once `press_after()`
     is true, checked every millisecond); returns (exit, output)."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        # The forked child is this Python until execv: a Ctrl-C pressed before then must kill
-        # it as it would kill arun while loading, never unwind into main()'s clean-up (which
-        # would remove the trials' directory under the later trials).
-        try:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.chdir(cwd)
-            os.execv(arun, [arun] + args)
-        except KeyboardInterrupt:  # pressed before the default action was back: die of it
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
-        finally:
-            os._exit(127)
+    run = on_pty(arun, args, cwd)
+    pid, fd = run.pid, run.fd
     out = bytearray()
     start = time.monotonic()
     pressed = False
@@ -59,7 +41,6 @@ def run_on_pty(arun, args, cwd, press_after):
             os.write(fd, b"\x03")  # the terminal sends SIGINT to the foreground group
             pressed = True
         try:
-            import select
             ready, _, _ = select.select([fd], [], [], 0.001 if callable(press_after) and not pressed else 0.01)
             if ready:
                 data = os.read(fd, 65536)

@@ -8,54 +8,25 @@ erase, and the status is gone at the end. Piped, or with TERM=dumb, stderr holds
 code at all; `--progress live` draws it through a pipe too. No child outlives its run.
 """
 import argparse
-import fcntl
 import json
 import os
-import pty
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 
 from leftovers import processes_with
+from terminal import check, on_pty, report
 
 ERASE = "\r\x1b[K"
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
 
 
 def run_on_pty(arun, args, cols, cwd, env=None):
-    """Runs arun with stdin/stdout/stderr on a pty of `cols` columns; returns (exit, output)."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:  # the forked child never unwinds into the caller's clean-up
-            os.chdir(cwd)
-            if env:
-                os.environ.update(env)
-            os.execv(arun, [arun] + args)
-        finally:
-            os._exit(127)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
-    chunks = []
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
+    """Runs arun on a pty of `cols` columns; returns (exit, output)."""
+    run = on_pty(arun, args, cwd, cols=cols, env=env)
+    code = run.finish(600)
+    return code, run.text()
 
 
 def visible_columns(text):
@@ -131,11 +102,7 @@ def main():
         check(not left, f"processes left behind: {left}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failure(s)", file=sys.stderr)
-        return 1
-    print("status line: all checks passed")
-    return 0
+    return report("status line: all checks passed")
 
 
 if __name__ == "__main__":

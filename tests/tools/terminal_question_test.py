@@ -10,89 +10,15 @@ terminal had echo off (`stty -echo`). After the answer the run goes on and compl
 """
 import argparse
 import os
-import pty
-import select
 import shutil
-import signal
 import sys
 import tempfile
-import termios
-import time
 
 from leftovers import processes_with
+from terminal import check, on_pty, report
 
 ERASE = "\r\x1b[K"
 QUESTION = "approve? [y/N] "
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-class on_pty:
-    """arun with stdin, stdout and stderr on a pseudo-terminal."""
-
-    def __init__(self, arun, args, cwd, echo=True):
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            # The forked child is this Python until execv: it never unwinds into the caller's
-            # clean-up (which would remove the test's directory), whatever happens.
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                os.chdir(cwd)
-                if not echo:  # `stty -echo` before arun starts
-                    attrs = termios.tcgetattr(0)
-                    attrs[3] &= ~termios.ECHO
-                    termios.tcsetattr(0, termios.TCSANOW, attrs)
-                os.execv(arun, [arun] + args)
-            finally:
-                os._exit(127)
-        self.out = b""
-        self.code = None
-
-    def text(self):
-        return self.out.decode("utf-8", "replace")
-
-    def read_for(self, seconds, until=None):
-        """Reads for `seconds`, or until `until` is in the output; False at the end of output."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if until is not None and until in self.text():
-                return True
-            ready, _, _ = select.select([self.fd], [], [], 0.05)
-            if not ready:
-                continue
-            try:
-                data = os.read(self.fd, 65536)
-            except OSError:
-                return False
-            if not data:
-                return False
-            self.out += data
-        return True
-
-    def type(self, keys):
-        os.write(self.fd, keys)
-
-    def finish(self, seconds=60):
-        """Reads to the end and reaps arun; killed (and the check fails) after `seconds`."""
-        deadline = time.monotonic() + seconds
-        self.read_for(seconds)
-        while True:  # the end of output may come a moment before the exit
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done == self.pid or time.monotonic() >= deadline:
-                break
-            time.sleep(0.01)
-        if done != self.pid:
-            check(False, f"arun still runs after {seconds} s: killed")
-            os.kill(self.pid, signal.SIGKILL)
-            _, status = os.waitpid(self.pid, 0)
-        os.close(self.fd)
-        self.code = os.waitstatus_to_exitcode(status)
-        return self.code
 
 
 def approval_on_terminal(arun, work, recipe, echo):
@@ -158,11 +84,7 @@ def main():
         check(not left, f"processes left behind: {left}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failure(s)", file=sys.stderr)
-        return 1
-    print("questions on a terminal: all checks passed")
-    return 0
+    return report("questions on a terminal: all checks passed")
 
 
 if __name__ == "__main__":

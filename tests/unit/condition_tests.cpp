@@ -423,21 +423,22 @@ TEST_CASE("a missing path below a value is null with a warning, an error under -
                undefined_mode::strict);
 }
 
-TEST_CASE("a reference declared nowhere is an error, lenient makes it null with a warning") {
+TEST_CASE("a reference declared nowhere is null with a warning, as a bare name is null, and strict makes it an error") {
   check_errors({
-      {"{{ghost}} is None", "undefined variable 'ghost' in {{ghost}}", 1},
-      {"'{{ghost}}' == ''", "undefined variable 'ghost'", 1},
-      {"1 == 1 and {{ghost}}", "undefined variable 'ghost'", 12},
-  });
-  check_errors({{"{{ghost}} is None", "undefined variable 'ghost'", 1}}, undefined_mode::strict);
-  for (const std::string text : {"{{ghost}} is None", "'{{ghost}}' == ''"}) {
-    INFO(text);
-    const auto out = evaluate(text, undefined_mode::lenient);
-    REQUIRE_FALSE(out.error);
-    CHECK(out.value);
-    REQUIRE(out.warnings.size() == 1);
-    CHECK(out.warnings[0] == "{{ghost}} names an undefined variable: null in the condition");
-  }
+                   {"{{ghost}} is None", "undefined variable 'ghost' in {{ghost}}", 1},
+                   {"'{{ghost}}' == ''", "undefined variable 'ghost'", 1},
+                   {"1 == 1 and {{ghost}}", "undefined variable 'ghost'", 12},
+               },
+               undefined_mode::strict);
+  for (const auto mode : {undefined_mode::normal, undefined_mode::lenient})
+    for (const std::string text : {"{{ghost}} is None", "'{{ghost}}' == ''", "not {{ghost}}", "{{ghost.field}} is None"}) {
+      INFO(text);
+      const auto out = evaluate(text, mode);
+      REQUIRE_FALSE(out.error);
+      CHECK(out.value);
+      REQUIRE(out.warnings.size() == 1);
+      CHECK_THAT(out.warnings[0], Catch::EndsWith("names an undefined variable: null in the condition"));
+    }
 }
 
 TEST_CASE("a bare undefined identifier is null without a warning in every mode") {

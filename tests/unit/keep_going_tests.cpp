@@ -61,6 +61,23 @@ recipe build_dag() {
   return r;
 }
 
+// `s` looping over `items` as `as`.
+step looping(step s, boost::json::array items, std::string as) {
+  foreach_spec f;
+  f.items = std::move(items);
+  f.as = std::move(as);
+  s.foreach = std::move(f);
+  return s;
+}
+
+// A loop step `id` whose body is `steps` (its foreach set by looping()).
+step body(const std::string& id, std::vector<step> steps) {
+  step s;
+  s.id = id;
+  s.steps = std::move(steps);
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("keep-going in a dag: what does not depend on the failure runs, its dependents do not, the run fails") {
@@ -201,14 +218,9 @@ TEST_CASE("keep-going in a foreach: the other items run, the loop fails, a reade
 TEST_CASE("keep-going in a loop body: the failed iteration fails the loop, the other iterations run") {
   fake_runner runner;
   runner.failures_left["out:b-2"] = 1;
-  step loop;
-  loop.id = "each";
-  foreach_spec f;
-  f.items = boost::json::array{1, 2, 3};
-  f.as = "n";
-  loop.foreach = std::move(f);
-  loop.steps = {bash("a", "out:a-{{n}}", "a_out"), bash("b", "out:b-{{n}}", "b_out"), bash("c", "out:{{b_out}}"),
-                bash("d", "out:d-{{n}}")};
+  const auto loop = looping(body("each", {bash("a", "out:a-{{n}}", "a_out"), bash("b", "out:b-{{n}}", "b_out"),
+                                          bash("c", "out:{{b_out}}"), bash("d", "out:d-{{n}}")}),
+                            {1, 2, 3}, "n");
   const auto result = run(make({loop}), true, runner);
   CHECK(result.status == run_status::failed);
   const auto& each = result_of(result, "each");
@@ -311,4 +323,31 @@ TEST_CASE("keep-going: a while loop that failed leaves its body's outputs unwrit
   CHECK(result_of(result, "reader").status == step_status::not_run);
   CHECK(result_of(result, "reader").error == "step 'reader': not run: it reads 'val', and 'poll' failed");
   CHECK(result_of(result, "other").status == step_status::completed);
+}
+
+TEST_CASE("a loop names the innermost failed instances: an inner loop's items and body steps, with every item") {
+  fake_runner runner;
+  runner.failures_left["out:x-2-b"] = 1;
+  runner.failures_left["out:x-3-a"] = 1;
+  runner.failures_left["out:y-3-b"] = 1;
+  const auto inner = looping(bash("inner", "out:{{outer}}-{{n}}-{{letter}}"), {"a", "b"}, "letter");
+  const auto each = looping(body("each", {inner, bash("after", "out:after-{{n}}")}), {1, 2, 3}, "n");
+  const auto top = looping(body("top", {each}), {"x", "y"}, "outer");
+  const auto result = run(make({top}), true, runner);
+  CHECK(result.status == run_status::failed);
+  const auto& t = result_of(result, "top");
+  REQUIRE(t.failed_instances.size() == 3);
+  CHECK(t.failed_instances[0].instance == "top[0]/each[1]/inner[1]");
+  CHECK(t.failed_instances[0].error == "step 'top[0]/each[1]/inner[1]' (items: x, 2, b): exit code 1");
+  CHECK(t.failed_instances[1].instance == "top[0]/each[2]/inner[0]");
+  CHECK(t.failed_instances[1].error == "step 'top[0]/each[2]/inner[0]' (items: x, 3, a): exit code 1");
+  CHECK(t.failed_instances[2].instance == "top[1]/each[2]/inner[1]");
+  // Without -k the first failure stops everything: the one failure is named the same way.
+  fake_runner once;
+  once.failures_left["out:x-2-b"] = 1;
+  const auto stopped = run(make({top}), false, once);
+  const auto& s = result_of(stopped, "top");
+  REQUIRE(s.failed_instances.size() == 1);
+  CHECK(s.failed_instances[0].instance == "top[0]/each[1]/inner[1]");
+  CHECK(s.error == "step 'top[0]/each[1]/inner[1]' (items: x, 2, b): exit code 1");
 }

@@ -40,6 +40,24 @@ TEST_CASE("live status: the latest run's events give what runs, ended, failed an
   CHECK(live.line(at("2026-11-21T13:45:06.000Z"), 160) == "[1/1] fan 2/4 · 1 running · 1 failed · 0:06 · ETA 0:12");
 }
 
+TEST_CASE("live status: only what a journal kept counts as kept; cache hits and budget refusals took no time either") {
+  live_status live;
+  live.add_events(
+      R"({"ts":"2026-11-21T13:45:00.000Z","event":"recipe_start","session_id":"s","recipe":"demo","steps":1})" "\n"
+      R"({"ts":"2026-11-21T13:45:00.000Z","event":"step_start","session_id":"s","step":"fan","step_id":"fan","type":"loop","items":6})" "\n"
+      // From the journal: completed and failed records.
+      R"({"ts":"2026-11-21T13:45:00.000Z","event":"step_end","session_id":"s","step":"fan[0]","step_id":"fan[0]","type":"bash","status":"completed"})" "\n"
+      R"({"ts":"2026-11-21T13:45:00.000Z","event":"step_end","session_id":"s","step":"fan[1]","step_id":"fan[1]","type":"bash","status":"failed"})" "\n"
+      // From the cache, and refused by the budget: not kept, and no time of this run either.
+      R"({"ts":"2026-11-21T13:45:00.000Z","event":"step_end","session_id":"s","step":"fan[2]","step_id":"fan[2]","type":"bash","status":"completed","cached":true})" "\n"
+      R"({"ts":"2026-11-21T13:45:00.000Z","event":"step_end","session_id":"s","step":"fan[3]","step_id":"fan[3]","type":"bash","status":"not_run"})" "\n"
+      R"({"ts":"2026-11-21T13:45:00.000Z","event":"step_start","session_id":"s","step":"fan[4]","step_id":"fan[4]","type":"bash"})" "\n"
+      R"({"ts":"2026-11-21T13:45:04.000Z","event":"step_end","session_id":"s","step":"fan[4]","step_id":"fan[4]","type":"bash","status":"completed"})" "\n");
+  CHECK(live.counts().kept == 2);
+  // 1 ran in 4 s, 1 is left: 4 s (the four that did not run took none of it).
+  CHECK(live.line(at("2026-11-21T13:45:04.000Z"), 160) == "[1/1] fan 5/6 · 0 running · 1 failed · 0:04 · ETA 0:04");
+}
+
 TEST_CASE("live status: a run that ended is not active") {
   live_status live;
   live.add_events(

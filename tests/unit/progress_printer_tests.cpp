@@ -513,6 +513,32 @@ TEST_CASE("the status line names a running instance only once it took more than 
   CHECK(visible_status(f.file.text()) == "[1/1] shard 1/4 · 2 running · 0:17 · ETA 0:51 · shard[1] 17s");
 }
 
+TEST_CASE("an instance is judged against the other instances of its own step, not a faster loop's") {
+  CHECK(step_shape("fan[3]/build") == "fan[]/build");
+  CHECK(step_shape("top[12]/each[0]/x") == "top[]/each[]/x");
+  CHECK(step_shape("plain") == "plain");
+  fixture f(progress_mode::live);
+  f.send(f.recipe_start(2));
+  // A fast loop: its items took 1 s each.
+  f.send(test::loop_start("quick", 3));
+  for (int i = 0; i < 3; ++i) f.start("quick[" + std::to_string(i) + "]");
+  f.now += 1s;
+  for (int i = 0; i < 3; ++i) f.end("quick[" + std::to_string(i) + "]");
+  // A slow one: 20 s each is what its items take; 30 s is not outliving them.
+  f.send(test::loop_start("slow", 4));
+  for (int i = 0; i < 3; ++i) f.start("slow[" + std::to_string(i) + "]");
+  f.now += 20s;
+  f.end("slow[0]");
+  f.end("slow[1]");
+  f.start("slow[3]");
+  f.now += 10s;
+  f.printer.tick();
+  CHECK(visible_status(f.file.text()).find("slow[2]") == std::string::npos);
+  f.now += 11s;  // slow[2]: 41 s, more than twice its step's 20 s
+  f.printer.tick();
+  CHECK_THAT(visible_status(f.file.text()), Catch::EndsWith("slow[2] 41s"));
+}
+
 TEST_CASE("after a resume the ETA comes from this run's rate: kept iterations took none of its time") {
   fixture f(progress_mode::live);
   f.send(f.recipe_start(1));

@@ -435,6 +435,31 @@ TEST_CASE("budget: a rate-limit retry does not start once the budget is reached,
         std::string::npos);
 }
 
+TEST_CASE("budget: a stopped loop tells the items it never started from those stopped between their calls") {
+  fake_runner runner;
+  recorder events;
+  runner.usage_per_call = call_usage(0.5);
+  // Item 0's first reply is a rate limit, which comes after the other items' calls have spent
+  // the budget: its retry is refused, and what is left never starts.
+  runner.rate_limited_left["sleep:300 out:slow"] = 1;
+  auto loop = fan_out(agent_step("a", "{{item}}"), 4);
+  loop.foreach->items = boost::json::array{"sleep:300 out:slow", "out:b", "out:c", "out:d"};
+  loop.foreach->max_concurrent = 2;
+  auto o = opts();
+  o.budget.cost_usd = 1.0;
+  o.agents.rate_limit_delay = 0.01;
+  const auto result = run(runner, events, make({loop}), o);
+  CHECK(result.status == run_status::budget_exhausted);
+  const auto& r = result.step_results[0];
+  REQUIRE(r.iterations);
+  CHECK(r.iterations->cancelled == 1);
+  CHECK(r.iterations->not_run >= 1);
+  CHECK(r.iterations->completed + r.iterations->not_run == 3);
+  CHECK_THAT(r.error, Catch::StartsWith("step 'a': " + std::to_string(r.iterations->not_run) +
+                                        " of 4 items not started, 1 stopped before a further call: the budget is "
+                                        "reached ($"));
+}
+
 TEST_CASE("budget: no output_schema correction or parse_json reminder starts once the budget is reached") {
   fake_runner runner;
   recorder events;

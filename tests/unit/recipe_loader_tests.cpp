@@ -730,4 +730,10 @@ TEST_CASE("agent options are checked: recovery_on_failure provider_preferences a
   CHECK(b.initial_delay == 1.5);
   CHECK(b.max_delay == 9.0);
   CHECK(b.multiplier == 3.0);
+  // recovery_on_failure's timeout is a duration like every other, kept as seconds.
+  const auto timed = load_recipe_text(head + "  - id: a\n    recipe: lib/x.yaml\n    recovery_on_failure: {timeout: 5m}\n", "r.yaml");
+  REQUIRE(timed.value);
+  CHECK(timed.value->steps[0].call.recovery_on_failure.at("timeout").to_number<double>() == 300.0);
+  CHECK(first_error(head + "  - id: a\n    recipe: lib/x.yaml\n    recovery_on_failure: {timeout: soon}\n") ==
+        "r.yaml:5:36: error: 'timeout' must be a number of seconds or a duration such as 500ms, 90s, 5m, 1h30m (0 or more)");
 }

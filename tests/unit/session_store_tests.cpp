@@ -343,3 +343,73 @@ TEST_CASE("session store: every agent call's usage is journaled and a resume sum
   CHECK_FALSE(parse_journal_line(usage_line("x", call("m1", 0.5))));
   CHECK_FALSE(parse_usage_line(journal_line(result("x", step_status::completed), {})));
 }
+
+TEST_CASE("session store: records with usage and usage lines in one journal count each call once") {
+  temp_dir d("arun-store");
+  auto used = [](double cost, int calls = 1) {
+    agent_usage u;
+    u.provider = "claude";
+    u.model = "m1";
+    u.calls = calls;
+    u.cost_usd = cost;
+    return u;
+  };
+  auto with_usage = [&](const std::string& id, step_status status, agent_usage u) {
+    auto r = result(id, status, status == step_status::failed);
+    r.usage = std::move(u);
+    return r;
+  };
+  {
+    auto s = created(d, "mixed");
+    // An arun that wrote usage only into records: two leaves, then their loop's sum.
+    s->record(with_usage("ask[0]", step_status::completed, used(0.01)), {});
+    s->record(with_usage("ask[1]", step_status::failed, used(0.02)), {});
+    s->record(with_usage("ask", step_status::failed, used(0.03, 2)), {});
+    // A later arun ran ask[1] again: its call's usage line, then its record (which repeats it).
+    s->record_usage("ask[1]", used(0.04));
+    s->record(with_usage("ask[1]", step_status::completed, used(0.04)), {});
+    s->record_usage("ask[2]", used(0.08));  // killed before its record
+    s->state()["records"] = static_cast<std::int64_t>(s->records());
+    CHECK(s->save_state().empty());
+  }
+  std::ofstream(d.root / "mixed" / "recipe.yaml") << "name: x\n";
+  auto s = reopened(d, "mixed");
+  CHECK(s->notices().empty());
+  const auto earlier = s->recorded_usage();
+  REQUIRE(earlier);
+  REQUIRE(earlier->size() == 1);
+  CHECK((*earlier)[0].calls == 4);  // ask[0], ask[1] twice, ask[2]; not the loop's sum
+  REQUIRE((*earlier)[0].cost_usd);
+  CHECK(*(*earlier)[0].cost_usd == Approx(0.15));
+}
+
+TEST_CASE("session store: a damaged usage line is said to lose a call's cost, and no instance runs again for it") {
+  temp_dir d("arun-store");
+  agent_usage u;
+  u.provider = "claude";
+  u.model = "m1";
+  u.calls = 1;
+  u.cost_usd = 0.25;
+  {
+    auto s = created(d, "dmg");
+    s->record_usage("ask[0]", u);
+    s->record(result("ask[0]", step_status::completed), {});
+    s->record_usage("ask[1]", u);
+    s->record(result("ask[1]", step_status::completed), {});
+    s->state()["records"] = static_cast<std::int64_t>(s->records());
+    CHECK(s->save_state().empty());
+  }
+  std::ofstream(d.root / "dmg" / "recipe.yaml") << "name: x\n";
+  rewrite(d.root / "dmg" / "journal.jsonl", [](std::string& t) { t[t.find("0.25") + 3] = '7'; });
+  auto s = reopened(d, "dmg");
+  CHECK(s->find("ask[0]"));
+  CHECK(s->find("ask[1]"));
+  REQUIRE(s->notices().size() == 1);
+  CHECK_THAT(s->notices()[0], Catch::Contains("1 agent call's usage in ") && Catch::Contains("is damaged (line 1)") &&
+                                  Catch::Contains("counted from their instance's record where it has one") &&
+                                  !Catch::Contains("run again"));
+  const auto earlier = s->recorded_usage();
+  REQUIRE(earlier);
+  REQUIRE(earlier->size() == 1);
+  CHECK((*earlier)[0].calls == 1);  // the readable line only (the records here hold no usage)
+}

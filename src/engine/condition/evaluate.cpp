@@ -30,7 +30,7 @@ std::string condition_warning(std::string warning) {
 
 class evaluator {
  public:
-  explicit evaluator(const render_scope& scope) : scope_(scope) {}
+  explicit evaluator(const render_scope& scope) : scope_(scope), references_(for_references(scope)) {}
 
   condition_outcome run(const node& root) {
     condition_outcome out;
@@ -45,7 +45,18 @@ class evaluator {
 
  private:
   const render_scope& scope_;
+  const render_scope references_;  // how `{{ref}}`s resolve here
   std::vector<std::string> warnings_;
+
+  // A name nothing declares is null in a condition, `{{name}}` as a bare `name` (with a
+  // warning): sub-recipe fragments of the older runners test what only their callers set, and
+  // `validate` warns, or refuses a likely typo, before the run (docs/reference/conditions.md).
+  // Only --strict keeps it an error.
+  static render_scope for_references(const render_scope& scope) {
+    render_scope s = scope;
+    if (s.mode == undefined_mode::normal) s.mode = undefined_mode::lenient;
+    return s;
+  }
   condition_error error_;
 
   evaluated fail(std::string message, std::size_t column) {
@@ -98,14 +109,14 @@ class evaluator {
   }
 
   evaluated interpolate(const node& n) {
-    auto r = render_text(n.name, scope_);
+    auto r = render_text(n.name, references_);
     if (!r.ok()) return fail(std::move(r.error), n.column);
     for (auto& w : r.warnings) warnings_.push_back(condition_warning(std::move(w)));
     return json::value(json::string(r.text));
   }
 
   evaluated reference_value(const node& n) {
-    auto r = resolve(*n.ref, scope_);
+    auto r = resolve(*n.ref, references_);
     if (!r.error.empty()) return fail(std::move(r.error), n.column);
     if (!r.warning.empty()) warnings_.push_back(condition_warning(std::move(r.warning)));
     return r.value ? *r.value : json::value(nullptr);

@@ -51,7 +51,14 @@ void name_item(std::string& error, const std::string& instance, const boost::jso
   if (const char next = error[named.size()]; next != '\'' && next != '/') return;
   const auto end = error.find('\'', named.size());
   if (end == std::string::npos) return;
-  error.insert(end + 1, " (item: " + item_label(item) + ")");
+  // An inner loop named its own item already: the outer one goes first, as in the id.
+  const auto label = item_label(item);
+  if (std::string_view(error).substr(end + 1).starts_with(" (item: "))
+    error.replace(end + 1, 8, " (items: " + label + ", ");
+  else if (std::string_view(error).substr(end + 1).starts_with(" (items: "))
+    error.insert(end + 10, label + ", ");
+  else
+    error.insert(end + 1, " (item: " + label + ")");
 }
 
 flow failure_flow(const step& s, bool keep_going) {
@@ -257,7 +264,10 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
     if (!hook.empty()) co_await run_hook(hook, s, instance, &o.result, sc);
   }
   if (iteration && s.foreach && sc.locals && o.result.status == step_status::failed)
-    if (const auto* item = sc.locals->if_contains(s.foreach->as)) name_item(o.result.error, instance, *item);
+    if (const auto* item = sc.locals->if_contains(s.foreach->as)) {
+      name_item(o.result.error, instance, *item);
+      for (auto& f : o.result.failed_instances) name_item(f.error, instance, *item);
+    }
   co_return finish_instance(s, instance, iteration, std::move(o));
 }
 

@@ -20,6 +20,15 @@ failed_instance failure_of(const step_result& r) {
   return failed_instance{r.step_id, r.error.substr(0, r.error.find('\n'))};
 }
 
+// The instances a failed result stands for: the innermost ones its body or inner loops name
+// (`fan[2]/inner[5]`, which has a log), else itself.
+void add_failures(std::vector<failed_instance>& out, const step_result& r) {
+  if (r.failed_instances.empty())
+    out.push_back(failure_of(r));
+  else
+    out.insert(out.end(), r.failed_instances.begin(), r.failed_instances.end());
+}
+
 void count_unfinished(iteration_counts& c, step_status st) {
   switch (st) {
     case step_status::failed: ++c.failed; break;
@@ -62,6 +71,11 @@ struct step_executor::foreach_run {
   flow end = flow::next;
   std::string kept_going;  // --keep-going: the first failed iteration's error; the loop ends failed
   std::vector<std::pair<std::size_t, failed_instance>> failures;  // by item index: workers finish in any order
+  void failed(std::size_t item, const step_result& r) {
+    std::vector<failed_instance> these;
+    add_failures(these, r);
+    for (auto& f : these) failures.emplace_back(item, std::move(f));
+  }
   std::optional<agent_usage> usage;  // what the iterations spent
   // Iterations stopped at an approval gate, by index: the others go on to their own gates
   // or their end, so one resume after the decisions finishes the fan-out.
@@ -148,7 +162,7 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
       loop.collected[i] = std::move(o.result.output);
     } else {
       count_unfinished(loop.counts, st);
-      if (st == step_status::failed) loop.failures.emplace_back(i, failure_of(o.result));
+      if (st == step_status::failed) loop.failed(i, o.result);
     }
     if (o.kept_going && loop.kept_going.empty()) loop.kept_going = o.result.error;
     if (o.next == flow::fatal && loop.end != flow::fatal) {
@@ -220,8 +234,14 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
   // Items the budget left unstarted: the loop ends as a stopped one does, for resume.
   if (loop.end == flow::next && rs_.draining() && c.not_run + c.cancelled > 0) {
     loop.end = flow::cancelled;
-    loop.error = "step '" + instance + "': " + std::to_string(c.not_run + c.cancelled) + " of " + std::to_string(n) +
-                 " items " + rs_.refuse_for_budget();
+    // Items that never started and items the budget stopped between their calls (which
+    // spent, and count in the usage) are told apart.
+    const auto of_n = [&](std::size_t k) { return std::to_string(k) + " of " + std::to_string(n) + " items"; };
+    std::string what;
+    if (c.not_run > 0) what = of_n(c.not_run) + " not started";
+    if (c.cancelled > 0)
+      what += (what.empty() ? of_n(c.cancelled) : ", " + std::to_string(c.cancelled)) + " stopped before a further call";
+    loop.error = "step '" + instance + "': " + what + ": " + rs_.refuse_for_budget().substr(not_started_prefix.size());
   }
   if (!loop.waiting.empty()) loop.end = worse(loop.end, flow::suspend);
   // Under --keep-going the other items ran; the loop failed all the same, and says so.
@@ -240,7 +260,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_foreach(const step& 
                                                                           : loop.error);
   o.kept_going = kept_going;
   o.result.usage = std::move(loop.usage);
-  std::sort(loop.failures.begin(), loop.failures.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(loop.failures.begin(), loop.failures.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& f : loop.failures) o.result.failed_instances.push_back(std::move(f.second));
   std::stable_sort(loop.waiting.begin(), loop.waiting.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -276,6 +296,8 @@ boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step
       o.result.status = step_status::failed;
       for (const auto& r : body.results)
         if (r.status == step_status::failed && r.fatal && o.result.error.empty()) o.result.error = r.error;
+      for (const auto& r : body.results)
+        if (r.status == step_status::failed) add_failures(o.result.failed_instances, r);
       if (o.result.error.empty()) o.result.error = "step '" + instance + "': " + body.error;
       break;
     }
@@ -346,7 +368,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
       if (o.result.cached) ++counts.cached;
     } else {
       count_unfinished(counts, st);
-      if (st == step_status::failed) failures.push_back(failure_of(o.result));
+      if (st == step_status::failed) add_failures(failures, o.result);
     }
     if (o.kept_going) {  // --keep-going: the next iteration would read what this one left
       end = flow::kept_going;

@@ -91,7 +91,7 @@ void run_state::record_spend(const agent_usage& u, std::string_view instance) {
 
 std::string run_state::refuse_for_budget() {
   spend.refused();
-  return "not started: the budget is reached (" + spend.describe() + ")";
+  return std::string(not_started_prefix) + "the budget is reached (" + spend.describe() + ")";
 }
 
 std::string_view run_state::group_of(const step& s) const noexcept {

@@ -28,6 +28,9 @@ namespace arun::engine {
 
 using steady = std::chrono::steady_clock;
 
+/// How run_state::refuse_for_budget's text starts.
+inline constexpr std::string_view not_started_prefix = "not started: ";
+
 class run_state {
 public:
   run_state(step_runner& runner, event_listener& listener, run_options options, const recipe& top,
@@ -80,7 +83,8 @@ public:
   bool counts_replayed_spend() const noexcept { return counts_replayed_spend_; }
   /// The budget was reached: no new step starts (running ones finish).
   bool draining() const noexcept { return spend.exhausted(); }
-  /// Why an instance was not started because the budget was reached (counted).
+  /// Why an instance was not started because the budget was reached (counted): "not
+  /// started: the budget is reached (…)".
   std::string refuse_for_budget();
 
   /// Whether a failed agent's output reads as a rate limit (the markers of docs/agents.md,

@@ -127,13 +127,21 @@ void status_board::on_event(const event& e, clock::time_point now) {
     case event_kind::step_end: {
       if (e.step_type == "hook") return;
       if (const auto it = children_running_.find(e.step); it != children_running_.end()) {
-        add_duration(now - it->second);
+        add_duration(e.step, now - it->second);
         children_running_.erase(it);
       }
-      // An iteration that ends without starting was taken from the journal (a resume) or never
-      // ran: it took none of this run's time.
+      // An iteration that ends without starting took none of this run's time: taken from the
+      // journal (a resume), the cache, or never run (refused by the budget, stopped). Only the
+      // first are "kept from earlier runs": what a journal keeps, not a cache hit.
       if (detail::is_iteration(e.step) && iterations_running_.erase(e.step) == 0)
-        if (const auto loop = detail::enclosing_loop(e.step)) ++kept_[std::string(*loop)];
+        if (const auto loop = detail::enclosing_loop(e.step)) {
+          ++instant_[std::string(*loop)];
+          const auto st = e.result ? e.result->status : step_status::not_run;
+          if (e.result && !e.result->cached &&
+              (st == step_status::completed || st == step_status::skipped || st == step_status::degraded ||
+               st == step_status::failed))
+            ++kept_;
+        }
       child_ended(e.step);
       if (const auto it = loop_started_.find(e.step); it != loop_started_.end()) loop_started_.erase(it);
       if (top_level(e.step)) {
@@ -148,18 +156,33 @@ void status_board::on_event(const event& e, clock::time_point now) {
   }
 }
 
-void status_board::add_duration(std::chrono::nanoseconds d) {
-  ++finished_;
-  if (recent_.size() < recent_durations)
-    recent_.push_back(d);
-  else
-    recent_[recent_next_] = d;
-  recent_next_ = (recent_next_ + 1) % recent_durations;
+std::string step_shape(std::string_view instance) {
+  std::string shape;
+  shape.reserve(instance.size());
+  bool in_index = false;
+  for (const char c : instance) {
+    if (in_index && c != ']') continue;
+    in_index = c == '[';
+    shape += c;
+  }
+  return shape;
 }
 
-std::optional<std::chrono::nanoseconds> status_board::typical_duration() const {
-  if (recent_.empty()) return std::nullopt;
-  auto sorted = recent_;
+void status_board::add_duration(std::string_view instance, std::chrono::nanoseconds d) {
+  ++finished_;
+  if (top_level(instance)) return;  // never named as outliving the rest: the step line shows it
+  auto& r = recent_[step_shape(instance)];
+  if (r.last.size() < recent_durations)
+    r.last.push_back(d);
+  else
+    r.last[r.next] = d;
+  r.next = (r.next + 1) % recent_durations;
+}
+
+std::optional<std::chrono::nanoseconds> status_board::typical_duration(std::string_view instance) const {
+  const auto it = recent_.find(step_shape(instance));
+  if (it == recent_.end() || it->second.last.empty()) return std::nullopt;
+  auto sorted = it->second.last;
   const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
   std::nth_element(sorted.begin(), middle, sorted.end());
   return *middle;
@@ -167,10 +190,14 @@ std::optional<std::chrono::nanoseconds> status_board::typical_duration() const {
 
 std::vector<std::pair<std::string, std::chrono::nanoseconds>> status_board::outliving(clock::time_point now,
                                                                                       std::size_t most) const {
-  const auto typical = typical_duration();
   std::vector<std::pair<std::string, std::chrono::nanoseconds>> found;
-  for (const auto& [id, since] : children_running_)
-    if (!top_level(id) && !notes_.contains(id) && outlived(now - since, typical)) found.emplace_back(id, now - since);
+  std::map<std::string, std::optional<std::chrono::nanoseconds>, std::less<>> typical;  // by shape, once a render
+  for (const auto& [id, since] : children_running_) {
+    if (top_level(id) || notes_.contains(id)) continue;
+    auto [at, fresh] = typical.try_emplace(step_shape(id));
+    if (fresh) at->second = typical_duration(id);
+    if (outlived(now - since, at->second)) found.emplace_back(id, now - since);
+  }
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (found.size() > most) found.resize(most);
   return found;
@@ -178,7 +205,7 @@ std::vector<std::pair<std::string, std::chrono::nanoseconds>> status_board::outl
 
 status_board::counts status_board::instance_counts() const {
   counts c{children_running_.size(), finished_, failed_, 0};
-  for (const auto& [loop, n] : kept_) c.kept += n;
+  c.kept = kept_;
   return c;
 }
 
@@ -205,9 +232,9 @@ std::string status_board::render(const detail::loop_tracker& loops, std::size_t 
     if (loop->items) {
       parts.push_back({fmt::format("{} {}/{}", loop->id, loop->done, *loop->items), fmt::format("{}/{}", loop->done, *loop->items)});
       const auto since = loop_started_.find(loop->id);
-      const auto kept = kept_.find(loop->id);
+      const auto kept = instant_.find(loop->id);
       if (!remaining && since != loop_started_.end())
-        remaining = loop_time_left(*loop->items, loop->done, kept == kept_.end() ? 0 : kept->second, now - since->second);
+        remaining = loop_time_left(*loop->items, loop->done, kept == instant_.end() ? 0 : kept->second, now - since->second);
     } else {
       parts.push_back({fmt::format("{} #{}", loop->id, loop->done), fmt::format("#{}", loop->done)});
     }

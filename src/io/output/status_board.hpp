@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,12 +65,18 @@ private:
   std::map<std::string, clock::time_point, std::less<>> loop_started_;  // loops, for the ETA
   std::map<std::string, clock::time_point, std::less<>> children_running_;  // bash and agent instances running an attempt
   std::set<std::string, std::less<>> iterations_running_;  // loop iterations started in this run
-  std::map<std::string, std::size_t, std::less<>> kept_;  // loop -> iterations a resume took from the journal
-  std::vector<std::chrono::nanoseconds> recent_;  // the last durations of bash and agent instances
-  std::size_t recent_next_ = 0;                   // where the next one goes in recent_
+  std::map<std::string, std::size_t, std::less<>> instant_;  // loop -> iterations that ended without running here
+  std::size_t kept_ = 0;  // iterations a resume took from the journal
+  // The last durations of bash and agent instances, per step: `fan[3]/build` is judged
+  // against the other `fan[]/build`s, never against a faster loop's items.
+  struct duration_ring {
+    std::vector<std::chrono::nanoseconds> last;
+    std::size_t next = 0;  // where the next one goes in `last`
+  };
+  std::map<std::string, duration_ring, std::less<>> recent_;  // by step_shape()
   std::size_t finished_ = 0;                      // bash and agent instances ended after running here
-  void add_duration(std::chrono::nanoseconds d);
-  std::optional<std::chrono::nanoseconds> typical_duration() const;  // the median of recent_
+  void add_duration(std::string_view instance, std::chrono::nanoseconds d);
+  std::optional<std::chrono::nanoseconds> typical_duration(std::string_view instance) const;  // the median
   std::map<std::string, std::string, std::less<>> notes_;  // instance -> what it waits for
   std::size_t failed_ = 0;                   // bash, agent and gate instances that failed
   /// Per-provider limits: each group's children running and effective limit (0: none).
@@ -97,8 +104,11 @@ std::string clock_duration(std::chrono::nanoseconds d);
 std::optional<std::chrono::nanoseconds> loop_time_left(std::size_t items, std::size_t done, std::size_t kept,
                                                        std::chrono::nanoseconds spent);
 
+/// The step an instance is of: its id without the loop indices (`fan[3]/x[7]` -> `fan[]/x[]`).
+std::string step_shape(std::string_view instance);
+
 /// Whether an instance running for `age` outlived the rest: more than twice the `typical`
-/// (median) duration of those that ended, and at least 5 s; with none ended, 10 s.
+/// (median) duration of those of its step that ended, and at least 5 s; with none ended, 10 s.
 bool outlived(std::chrono::nanoseconds age, std::optional<std::chrono::nanoseconds> typical);
 
 }  // namespace arun::io

@@ -196,6 +196,15 @@ void read_recipe_call(const field_reader& f, step& s) {
     }
   }
   s.call.recovery_on_failure = f.json("recovery_on_failure");
+  // Its timeout is a duration like every other (docs/reference/recipe.md, "Durations"): kept
+  // as seconds, a bad one refused at its own position.
+  if (auto* o = s.call.recovery_on_failure.if_object(); o && o->contains("timeout")) {
+    field_reader r(f.node("recovery_on_failure"), f.sink(), "the recovery_on_failure of step '" + s.id + "'");
+    if (auto t = r.seconds("timeout"))
+      (*o)["timeout"] = *t;
+    else
+      o->erase("timeout");  // reported: not checked again as a number
+  }
 }
 
 void read_loops(const field_reader& f, step& s, recipe_sources* sources) {
@@ -242,6 +251,13 @@ void read_loops(const field_reader& f, step& s, recipe_sources* sources) {
     } else if (auto n = f.integer("checkpoint_iterations", 1, 10'000'000)) {
       fe.checkpoint_iterations = static_cast<int>(*n);
     }
+    // The Python dialect refuses checkpoints on a loop that runs items side by side (its
+    // parallel loop is all-or-nothing); refusing it too keeps a recipe arun accepts one the
+    // older runner accepts. arun journals every finished iteration, parallel or not.
+    if (fe.checkpoint_iterations && fe.max_concurrent != 1)
+      f.error("checkpoint_iterations", "'checkpoint_iterations' cannot be used with a loop that runs items side by side",
+              "remove 'checkpoint_iterations': arun journals every finished iteration of any loop, so a resume "
+              "repeats none of them (the Python runner refuses this pair)");
     s.foreach = std::move(fe);
   }
   if (has_while) {

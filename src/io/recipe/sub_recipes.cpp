@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -57,8 +58,22 @@ using name_set = std::set<std::string, std::less<>>;
 // One `recipe:` step with a fixed reference, and the recipe it loads.
 struct call_edge {
   const step* via = nullptr;
-  std::size_t child = 0;  // index into the tree's recipes
+  std::size_t child = 0;         // index into the tree's recipes
+  const step* loop = nullptr;    // the innermost loop around `via` (or `via` itself) that runs items side by side
 };
+
+bool runs_side_by_side(const step& s) { return s.foreach && s.foreach->max_concurrent != 1; }
+
+// Every step of `steps` and their bodies, with the innermost loop (the step itself included)
+// that runs several items at once.
+void walk_with_loop(const std::vector<step>& steps, const step* loop,
+                    const std::function<void(const step&, const step* loop)>& visit) {
+  for (const auto& s : steps) {
+    const auto* around = runs_side_by_side(s) ? &s : loop;
+    visit(s, around);
+    walk_with_loop(s.steps, around, visit);
+  }
+}
 
 // Every recipe reachable from the top, each file once, with its calls.
 struct call_tree {
@@ -137,6 +152,58 @@ void check_call_tree(const call_tree& tree, const validation_options& top, std::
   }
 }
 
+// Whether the recipe at `at` or one it calls (transitively) asks an approval: a stage's gate,
+// a gate step or a step with requires_approval.
+bool asks_approval(const call_tree& tree, std::size_t at, std::vector<bool>& visited) {
+  if (visited[at]) return false;
+  visited[at] = true;
+  const auto& r = tree[at];
+  bool asks = std::any_of(r.stages.begin(), r.stages.end(), [](const stage& st) { return st.approval.required; });
+  for_each_step(r, [&](const step& s, int) { asks = asks || s.approval.required || s.type == step_type::gate; });
+  for (const auto& call : tree.calls[at]) asks = asks || asks_approval(tree, call.child, visited);
+  return asks;
+}
+
+// Checks of how the recipes of the tree are called, beyond each one's own validation.
+//  - A loop that runs a sub-recipe with approval gates for several items at once asks each
+//    item's gates (docs/sessions.md, "Approvals"); the Python dialect warns that this is
+//    undefined there, and arun says what it does instead.
+//  - A sub-recipe's own `limits:` count only when it runs as the top-level recipe
+//    (docs/reference/recipe.md, limits): once per file, where the limits are written.
+void check_calls(const call_tree& tree, std::vector<diagnostic>& out) {
+  std::set<std::size_t> limits_reported;
+  for (std::size_t at = 0; at < tree.size(); ++at)
+    for (const auto& call : tree.calls[at]) {
+      const auto& callee = tree[call.child];
+      if (!callee.limits.empty() && call.child != 0 && limits_reported.insert(call.child).second) {
+        diagnostic d;
+        d.level = severity::warning;
+        d.where = callee.limits_where;
+        d.message = "the 'limits' of " + callee.name + " count only when it runs on its own: called from " +
+                    tree[0].name + ", the top-level recipe's limits apply";
+        d.key = "limits";
+        d.hint = "move these limits to " + tree[0].name + ", or put the steps under a limit_group it limits";
+        d.code = "ineffective-field";
+        out.push_back(std::move(d));
+      }
+      const auto* loop = call.loop;
+      if (!loop) continue;
+      std::vector<bool> visited(tree.size(), false);
+      if (!asks_approval(tree, call.child, visited)) continue;
+      diagnostic d;
+      d.level = severity::warning;
+      d.where = loop->at(loop->has("parallel") ? "parallel" : "max_concurrent");
+      d.message = "loop '" + loop->id + "' runs " + callee.name +
+                  ", which asks for approval, for several items at once: each item asks its own gates (one "
+                  "question at a time on a terminal; without one, the run stops at every item's gate)";
+      d.key = "parallel";
+      d.hint = "to ask once for the whole loop, put a gate step before it; to decide the items' gates together, "
+               "arun approve ID --step '" + loop->id + "[*]/...' (the Python runner leaves parallel gates undefined)";
+      d.code = "approval";
+      out.push_back(std::move(d));
+    }
+}
+
 }  // namespace
 
 sub_recipe_cache::sub_recipe_cache(const recipe& top, discovery_options discovery, load_limits limits)
@@ -168,7 +235,7 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
     tree.dynamic.push_back(false);
     std::vector<call_edge> calls;
     bool dynamic = false;
-    for_each_step(tree[at], [&](const step& s, int) {
+    const auto visit = [&](const step& s, const step* loop) {
       if (s.type != step_type::recipe) return;
       if (s.call.recipe.find("{{") != std::string::npos) {
         dynamic = true;
@@ -188,7 +255,7 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
       }
       const auto key = fs::weakly_canonical(path).string();
       if (auto known = by_path.find(key); known != by_path.end()) {
-        calls.push_back({&s, known->second});
+        calls.push_back({&s, known->second, loop});
         return;
       }
       auto child = load_recipe_chain(path, discovery, limits);
@@ -202,9 +269,11 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
         return;
       }
       by_path.emplace(key, tree.size());
-      calls.push_back({&s, tree.size()});
+      calls.push_back({&s, tree.size(), loop});
       tree.loaded.push_back(std::move(*child.value));
-    });
+    };
+    walk_with_loop(tree[at].steps, nullptr, visit);
+    for (const auto& st : tree[at].stages) walk_with_loop(st.steps, nullptr, visit);
     tree.calls[at] = std::move(calls);
     tree.dynamic[at] = dynamic;
   }
@@ -213,7 +282,10 @@ sub_recipe_scan scan_sub_recipes(const recipe& top, const discovery_options& dis
     const auto names = declared_names(tree[i]);
     scan.declared.insert(names.begin(), names.end());
   }
-  if (check) check_call_tree(tree, *check, scan.diagnostics);
+  if (check) {
+    check_call_tree(tree, *check, scan.diagnostics);
+    check_calls(tree, scan.diagnostics);
+  }
   for (auto& child : tree.loaded) scan.children.push_back(std::move(child));
   return scan;
 }

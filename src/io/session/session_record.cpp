@@ -153,8 +153,10 @@ std::string usage_line(std::string_view instance, const agent_usage& call, const
   return checksummed_line(json::object{{"call_of", instance}, {"usage", usage_to_json(call)}}, masker);
 }
 
-std::optional<agent_usage> parse_usage_line(std::string_view line) {
-  if (line.find("\"call_of\"") == std::string_view::npos || checksum_mismatch(line)) return std::nullopt;
+bool is_usage_line(std::string_view line) { return line.find("\"call_of\"") != std::string_view::npos; }
+
+std::optional<call_usage> parse_usage_line(std::string_view line) {
+  if (!is_usage_line(line) || checksum_mismatch(line)) return std::nullopt;
   boost::system::error_code ec;
   const auto v = parse_json_text(line, ec);
   if (ec || !v.is_object()) return std::nullopt;
@@ -162,7 +164,9 @@ std::optional<agent_usage> parse_usage_line(std::string_view line) {
   const auto* of = o.if_contains("call_of");
   const auto* usage = o.if_contains("usage");
   if (!of || !of->is_string() || !usage || o.contains("instance")) return std::nullopt;
-  return usage_from_json(*usage);
+  auto read = usage_from_json(*usage);
+  if (!read) return std::nullopt;
+  return call_usage{std::string(of->get_string()), std::move(*read)};
 }
 
 bool checksum_mismatch(std::string_view line) {

@@ -36,8 +36,16 @@ std::string journal_line(const step_result& result, const boost::json::object& c
 /// known, whatever then becomes of its instance: a resume counts every call against the
 /// budget (docs/sessions.md).
 std::string usage_line(std::string_view instance, const agent_usage& call, const secret_masker* masker = nullptr);
-/// The usage a usage_line holds; none for any other line (an instance's record, damage).
-std::optional<agent_usage> parse_usage_line(std::string_view line);
+/// What a usage_line holds: the instance that made the call, and the call's usage.
+struct call_usage {
+  std::string instance;
+  agent_usage usage;
+};
+/// The call a usage_line holds; none for any other line (an instance's record, damage).
+std::optional<call_usage> parse_usage_line(std::string_view line);
+/// Whether a line that is no record was meant as a usage line (it names `call_of`): damage
+/// there loses what a call cost, not an instance's result.
+bool is_usage_line(std::string_view line);
 
 /// The instance a journal line describes; none when the line is not a whole record (a torn
 /// last line after a crash, or garbage). Invalid UTF-8 inside strings is accepted. A line

@@ -358,6 +358,23 @@ std::vector<std::string> containers_of(std::string instance) {
   return out;
 }
 
+// The prefix the instances of one list of steps share: `fan[2]/b` -> `fan[2]/`, `a` -> ``.
+std::string parent_of(const std::string& instance) {
+  const auto slash = instance.rfind('/');
+  return slash == std::string::npos ? std::string() : instance.substr(0, slash + 1);
+}
+
+// Adds `call` to the total of its provider and model.
+void add_usage(std::vector<agent_usage>& totals, const agent_usage& call) {
+  auto same = std::find_if(totals.begin(), totals.end(), [&](const agent_usage& u) {
+    return u.provider == call.provider && u.model == call.model;
+  });
+  if (same == totals.end())
+    totals.push_back(call);
+  else
+    same->add(call);
+}
+
 }  // namespace
 
 void session_store::load_journal(bool retry_failed) {
@@ -368,6 +385,11 @@ void session_store::load_journal(bool retry_failed) {
   std::map<std::string, bool, std::less<>> last_kept;  // instance -> whether its last record is kept
   std::vector<std::size_t> damaged;                    // line numbers
   std::size_t line_number = 0;
+  std::vector<agent_usage> calls;                          // the journal's usage lines, summed per model
+  std::set<std::string, std::less<>> with_calls;           // instances those lines name
+  std::map<std::string, agent_usage, std::less<>> in_records;  // usage held in instance records
+  std::vector<std::size_t> damaged_usage;                  // line numbers
+  std::vector<std::string> retried_skips;  // where a skip_remaining failure runs again: its parent's prefix
   while (!rest.empty()) {
     const auto end = rest.find('\n');
     if (end == std::string_view::npos) break;  // a torn last line: that instance runs again
@@ -376,17 +398,21 @@ void session_store::load_journal(bool retry_failed) {
     whole += end + 1;
     ++line_number;
     if (auto call = parse_usage_line(line)) {  // a call's usage, not an instance's record
-      if (!earlier_usage_) earlier_usage_.emplace();
-      auto same = std::find_if(earlier_usage_->begin(), earlier_usage_->end(), [&](const agent_usage& u) {
-        return u.provider == call->provider && u.model == call->model;
-      });
-      if (same == earlier_usage_->end())
-        earlier_usage_->push_back(std::move(*call));
-      else
-        same->add(*call);
+      with_calls.insert(std::move(call->instance));
+      add_usage(calls, call->usage);
       continue;
     }
     auto record = parse_journal_line(line);
+    if (!record && is_usage_line(line)) {  // a call was paid for, but how much cannot be read
+      damaged_usage.push_back(line_number);
+      continue;
+    }
+    // A record's usage whose calls have no usage lines before it (an arun that wrote usage
+    // only into records, or lines lost to damage).
+    if (record && record->result.usage && !with_calls.contains(record->result.step_id)) {
+      auto [at, fresh] = in_records.try_emplace(record->result.step_id, *record->result.usage);
+      if (!fresh) at->second.add(*record->result.usage);
+    }
     if (!record) {
       damaged.push_back(line_number);
       // A line that still names its instance: that instance runs again, with what contains it.
@@ -399,13 +425,23 @@ void session_store::load_journal(bool retry_failed) {
     }
     ++records_;
     const auto status = record->result.status;
+    const std::string instance = record->result.step_id;
+    // The steps a retried skip_remaining failure skipped are decided again after it: skipped
+    // records after it in its own list of steps (docs/sessions.md, "Resume").
+    if (status == step_status::skipped && std::any_of(retried_skips.begin(), retried_skips.end(), [&](const std::string& p) {
+          return parent_of(instance) == p;
+        })) {
+      last_kept.insert_or_assign(instance, false);
+      loaded_.erase(instance);
+      continue;
+    }
     // docs/sessions.md, "Resume": completed, skipped and degraded instances are never re-run;
     // non-fatal failures stay failed unless --retry-failed; fatal failures and everything else runs
     // again.
     const bool keep = status == step_status::completed || status == step_status::skipped ||
                       status == step_status::degraded ||
                       (status == step_status::failed && !record->result.fatal && !retry_failed);
-    const std::string instance = record->result.step_id;
+    if (status == step_status::failed && !keep && record->result.skipped_rest) retried_skips.push_back(parent_of(instance));
     last_kept.insert_or_assign(instance, keep);
     if (keep)
       loaded_.insert_or_assign(instance, std::move(*record));
@@ -419,11 +455,36 @@ void session_store::load_journal(bool retry_failed) {
       runs_again_.insert(instance);
       for (const auto& container : containers_of(instance)) loaded_.erase(container);
     }
+  // What the session's calls cost: its usage lines, and the records of calls without them,
+  // leaves only, since a loop's or a sub-recipe's record sums its instances'. Without any
+  // usage line the records are counted as they are replayed (run_state).
+  if (!with_calls.empty() || !damaged_usage.empty()) {
+    for (const auto& [instance, usage] : in_records) {
+      const bool container = std::any_of(in_records.begin(), in_records.end(), [&](const auto& other) {
+        return other.first.size() > instance.size() && other.first.starts_with(instance) &&
+               (other.first[instance.size()] == '[' || other.first[instance.size()] == '/');
+      });
+      const bool holds_calls = std::any_of(with_calls.begin(), with_calls.end(), [&](const std::string& called) {
+        return called.size() > instance.size() && called.starts_with(instance) &&
+               (called[instance.size()] == '[' || called[instance.size()] == '/');
+      });
+      if (!container && !holds_calls) add_usage(calls, usage);
+    }
+    earlier_usage_ = std::move(calls);
+  }
   // Cut a torn last line off, or the next record would be glued to it and lost.
   if (whole < text.size() && ::truncate(path.c_str(), static_cast<off_t>(whole)) != 0)
     set_journal_error("cannot cut the torn last line off " + path + ": " + why(errno));
   queued_records_ = records_;
   report_damage(path, damaged);
+  if (!damaged_usage.empty()) {
+    std::string lines;
+    for (std::size_t k = 0; k < damaged_usage.size() && k < 10; ++k) lines += (k ? ", " : "") + std::to_string(damaged_usage[k]);
+    if (damaged_usage.size() > 10) lines += ", ...";
+    notices_.push_back(std::to_string(damaged_usage.size()) + " agent call" + (damaged_usage.size() == 1 ? "'s" : "s'") +
+                       " usage in " + path + " " + (damaged_usage.size() == 1 ? "is" : "are") + " damaged (line " +
+                       lines + "): what they cost is counted from their instance's record where it has one, else not at all");
+  }
 }
 
 // What resume could not read, said before it runs anything (issue: damage went unnoticed).
