@@ -109,7 +109,7 @@ TEST_CASE("sessions clean and the retention prune never remove a tree root outsi
     v.index("copy", v.victim.string());
     const auto ok = v.dir.write("ok.yaml", "name: ok\nsteps:\n  - id: a\n    command: 'true'\n");
     const auto r = run_arun({ok, "--session-dir", v.sessions.string()}, v.dir.root.string(), std::chrono::seconds(90),
-                            {"ARUN_RETENTION_DAYS=1"});
+                            {"ARUN_RETENTION_SESSIONS=1"});
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK(v.victim_whole());
