@@ -250,6 +250,20 @@ TEST_CASE("a FIFO as a Slurm session's slurm-jobs record hangs neither sessions 
   }
 }
 
+TEST_CASE("a resume reads a recipe file's copy only from the session's sources/, whatever sources.json names") {
+  for (const auto* name : {"../../../victim-precious/precious", "../recipe.yaml", "/etc/passwd"}) {
+    INFO(name);
+    victim_setup v;
+    std::ofstream(v.session / "sources.json", std::ios::trunc)
+        << "{\"" << (v.dir.root / "sub.yaml").string() << "\":\"" << name << "\"}\n";
+    const auto r = v.resume();
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("which is no file in " + (v.session / "sources").string()));
+  }
+  // A link planted in sources/ is refused before (no session arun made holds one).
+}
+
 TEST_CASE("a FIFO as state.json neither hangs sessions list nor TAB completion") {
   victim_setup v;
   fs::remove(v.session / "state.json");

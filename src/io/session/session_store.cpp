@@ -32,6 +32,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// The largest copy of a recipe file a resume reads back: far beyond any recipe.
+constexpr std::size_t max_source_bytes = std::size_t{256} << 20;
+
 std::string why(int err) { return std::strerror(err); }
 
 std::string now_rfc3339() {
@@ -199,11 +202,18 @@ std::variant<std::unique_ptr<session_sources>, std::string> session_sources::loa
   boost::system::error_code ec;
   auto manifest = parse_json_text(*text, ec);
   if (ec || !manifest.is_object()) return "the session's sources.json is unreadable: " + dir + "/sources.json";
+  // The manifest is data: a name in it is a file in sources/, read below the session's
+  // descriptor, never a path (`../..`, a link) to a file elsewhere.
+  auto session = owned_dir::open(dir);
+  if (auto* error = std::get_if<std::string>(&session)) return *error;
   for (const auto& kv : manifest.get_object()) {
     if (!kv.value().is_string()) continue;
     const std::string name(kv.value().get_string());
-    auto copy = read_whole_file(dir + "/sources/" + name);
-    if (!copy) return "the session's copy " + dir + "/sources/" + name + " is missing";
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+      return "the session's sources.json names '" + name + "', which is no file in " + dir + "/sources";
+    std::string why_not;
+    auto copy = std::get<owned_dir>(session).read_file("sources/" + name, max_source_bytes, why_not);
+    if (!copy) return "the session's copy of " + std::string(kv.key()) + " cannot be read: " + why_not;
     out->files_.emplace(std::string(kv.key()), std::move(*copy));
     out->names_.emplace(std::string(kv.key()), name);
   }
