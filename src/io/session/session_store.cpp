@@ -115,7 +115,7 @@ trusted_directory checked_session_root(const std::string& flag, trust_mode mode)
 
 std::string write_file_atomically(const std::string& path, std::string_view text) {
   const auto temp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot write " + temp + ": " + why(errno);
   int err = write_all(fd, text);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
