@@ -246,7 +246,7 @@ int resume_command(const resume_settings& asked) {
   const auto changed = copies.changed_on_disk();
   if (!changed.empty() && !r.reload) {
     std::string files;
-    for (const auto& f : changed) files += "\n  " + f;
+    for (const auto& f : changed) files += "\n  " + io::printable_text(f);  // names from the session's files
     std::fprintf(stderr,
                  "arun: warning: %zu recipe file%s changed since session %s started:%s\n"
                  "arun: resuming with the session's copies; to run the edited files: arun resume %s --reload\n",
@@ -281,7 +281,8 @@ int resume_command(const resume_settings& asked) {
           std::fprintf(stderr,
                        "arun: cannot resume: session %s was run with --secret %s, which is never stored; give it "
                        "again: arun resume %s --secret %s (then type or pipe the value), or --secret-file %s=PATH\n",
-                       r.session_id.c_str(), name.c_str(), r.session_id.c_str(), name.c_str(), name.c_str());
+                       r.session_id.c_str(), io::printable_text(name).c_str(), r.session_id.c_str(),
+                       io::printable_text(name).c_str(), io::printable_text(name).c_str());
           return exit_usage;
         }
         if (const auto path = text_of(entry.get_object(), "path"); source == "file" && !path.empty())
@@ -340,7 +341,8 @@ int resume_command(const resume_settings& asked) {
     }
   std::error_code ec;
   if (!fs::is_directory(s.recipe.working_dir, ec)) {
-    std::fprintf(stderr, "arun: cannot resume: the session's working directory %s is gone\n", s.recipe.working_dir.c_str());
+    std::fprintf(stderr, "arun: cannot resume: the session's working directory %s is gone\n",
+                 io::printable_text(s.recipe.working_dir).c_str());
     return exit_usage;
   }
   auto& state = store.state();

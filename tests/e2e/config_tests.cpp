@@ -413,3 +413,18 @@ TEST_CASE("config: a FIFO ./.arun.yaml is ignored (never waited on) and a user c
                        " could be changed by another user: the directory " + fs::canonical(p.home / "arun").string() +
                        " is writable by group and others") != std::string::npos);
 }
+
+TEST_CASE("config: 'config trust' writes no trust record in a directory others can write, nor through a link planted there") {
+  config_project p;
+  p.dir.write("project/.arun.yaml", "color: never\n");
+  const auto victim = p.dir.write("victim-file", "keep me\n");
+  fs::create_directories(p.home / "arun");
+  fs::permissions(p.home / "arun", fs::perms::all, fs::perm_options::replace);
+  fs::create_symlink(victim, p.home / "arun" / "trusted.json.tmp");
+  const auto r = p.arun({"config", "trust"});
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("not writing the trust record") && Catch::Contains("writable by group and others"));
+  CHECK(arun::test::read_text(victim) == "keep me\n");
+  CHECK_FALSE(fs::exists(p.home / "arun" / "trusted.json"));
+}

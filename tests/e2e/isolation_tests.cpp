@@ -261,3 +261,29 @@ TEST_CASE("isolation e2e: sessions clean leaves the user's own worktrees alone a
   CHECK(refused.exit_code == 1);
   CHECK(refused.out.find("which would copy itself") != std::string::npos);
 }
+
+TEST_CASE("isolation e2e: a resume never has git remove the worktree a link in the tree's place leads to") {
+  git_project p;
+  // Another worktree of the user's, with work no commit has.
+  REQUIRE(sh(p.repo.string(), "git worktree add -q ../other -b other && echo ok") == "ok");
+  p.dir.write("other/precious.txt", "uncommitted work\n");
+  const auto recipe = p.dir.write("w.yaml", "name: w\nsteps:\n  - id: s\n    isolation: worktree\n    command: exit 3\n");
+  const auto r = p.arun({recipe});
+  REQUIRE(r.exit_code == 1);
+  const auto session = std::string(result_json(r).at("session_id").as_string());
+  // The failed step's tree, kept, becomes a link to the other worktree.
+  const auto tree = p.sessions / session / "worktrees" / "s";
+  fs::remove_all(tree);
+  REQUIRE(sh(p.repo.string(), "git worktree prune && echo ok") == "ok");
+  fs::create_directory_symlink(p.dir.root / "other", tree);
+  // An index that no longer lists the tree: the resume's start removes nothing, the step's
+  // new attempt meets the link where its tree goes.
+  std::ofstream(p.sessions / session / "workspaces.json", std::ios::trunc) << "{\"trees\":{}}\n";
+  const auto resumed = run_arun({"resume", session, "--session-dir", p.sessions.string(), "-q"}, p.repo.string(),
+                                std::chrono::seconds(120), p.env());
+  INFO(resumed.err);
+  REQUIRE(fs::exists(p.dir.root / "other" / "precious.txt"));
+  CHECK(read_text(p.dir.root / "other" / "precious.txt") == "uncommitted work\n");
+  CHECK(sh(p.repo.string(), "git worktree list --porcelain | grep -c '^worktree .*/other$'") == "1");
+  CHECK(fs::is_directory(fs::symlink_status(tree)));  // the step's own tree made anew in its place
+}

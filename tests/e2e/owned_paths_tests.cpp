@@ -13,7 +13,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fs = std::filesystem;
 using arun::test::read_text;
@@ -78,7 +81,7 @@ TEST_CASE("resume does not follow a symlinked copies/ or a tree that is a symlin
   auto r = v.resume();
   INFO(r.err);
   CHECK(v.victim_whole());
-  CHECK_THAT(r.err, Catch::Contains("is not a directory (a symlink"));
+  CHECK_THAT(r.err, Catch::Contains((v.session / "copies").string() + " is a symbolic link"));
   // The tree itself a symlink to the victim: the link goes, the victim stays.
   fs::remove(v.session / "copies");
   fs::create_directories(v.session / "worktrees");
@@ -182,6 +185,85 @@ TEST_CASE("cache clear never removes a file through a symlinked shard") {
   CHECK_THAT(r.out, Catch::Contains("0 cached outputs"));
 }
 
+TEST_CASE("a resume writes nothing through a link, a FIFO or a hard link planted among the session's files") {
+  // Each names what it plants in the session, which a resume would otherwise write through.
+  const std::vector<std::pair<std::string, std::function<void(const victim_setup&)>>> plants = {
+      {"lock -> a file of the victim's (truncated to a pid)",
+       [](const victim_setup& v) { fs::remove(v.session / "lock"), fs::create_symlink(v.victim / "precious", v.session / "lock"); }},
+      {"journal.jsonl -> a file",
+       [](const victim_setup& v) {
+         fs::remove(v.session / "journal.jsonl"), fs::create_symlink(v.victim / "precious", v.session / "journal.jsonl");
+       }},
+      {"events.jsonl -> a file",
+       [](const victim_setup& v) {
+         fs::remove(v.session / "events.jsonl"), fs::create_symlink(v.victim / "precious", v.session / "events.jsonl");
+       }},
+      {"logs -> a directory",
+       [](const victim_setup& v) { fs::remove_all(v.session / "logs"), fs::create_directory_symlink(v.victim, v.session / "logs"); }},
+      {"outputs -> a directory", [](const victim_setup& v) { fs::create_directory_symlink(v.victim, v.session / "outputs"); }},
+      {"logs/deeper -> a directory",
+       [](const victim_setup& v) { fs::create_directory_symlink(v.victim, v.session / "logs" / "deeper"); }},
+      {"logs/last.out a hard link to a file",
+       [](const victim_setup& v) {
+         fs::remove(v.session / "logs" / "last.out"), fs::create_hard_link(v.victim / "precious", v.session / "logs" / "last.out");
+       }},
+      {"journal.jsonl a FIFO (an open for writing would wait for a reader)",
+       [](const victim_setup& v) {
+         fs::remove(v.session / "journal.jsonl");
+         REQUIRE(::mkfifo((v.session / "journal.jsonl").c_str(), 0600) == 0);
+       }},
+  };
+  for (const auto& [what, plant] : plants) {
+    INFO(what);
+    victim_setup v;
+    plant(v);
+    const auto r = run_arun({"resume", v.session.filename().string(), "--session-dir", v.sessions.string(), "-q"},
+                            v.dir.root.string(), std::chrono::seconds(20));
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("which no session arun made holds"));
+    CHECK(read_text(v.victim / "precious") == "keep me");
+    CHECK(std::distance(fs::directory_iterator(v.victim), fs::directory_iterator()) == 2);  // precious, inner/
+  }
+}
+
+TEST_CASE("a FIFO as a Slurm session's slurm-jobs record hangs neither sessions clean nor the prune") {
+  for (const bool prune : {false, true}) {
+    INFO((prune ? "the prune when a run starts" : "sessions clean"));
+    victim_setup v;
+    auto state = read_text(v.session / "state.json");
+    const std::string local = "\"executor\":{\"name\":\"local\",\"shared_dir\":\"\"";
+    const auto at = state.find(local);
+    REQUIRE(at != std::string::npos);
+    state.replace(at, local.size(), "\"executor\":{\"name\":\"slurm\",\"shared_dir\":\"" + (v.dir.root / "shared").string() + "\"");
+    std::ofstream(v.session / "state.json", std::ios::trunc) << state;
+    REQUIRE(::mkfifo((v.session / "slurm-jobs").c_str(), 0600) == 0);
+    // Two days old: past a retention of one day.
+    fs::last_write_time(v.session / "state.json", fs::file_time_type::clock::now() - std::chrono::hours(48));
+    const auto r = prune ? run_arun({v.dir.write("ok.yaml", "name: ok\nsteps:\n  - id: a\n    command: echo ok\n"),
+                                     "--session-dir", v.sessions.string(), "-q"},
+                                    v.dir.root.string(), std::chrono::seconds(20), {"ARUN_RETENTION_DAYS=1"})
+                         : v.clean();
+    INFO(r.err);
+    CHECK(r.exit_code == 0);  // a hang is a timeout, exit -1
+    CHECK_FALSE(fs::exists(v.session));
+  }
+}
+
+TEST_CASE("a resume reads a recipe file's copy only from the session's sources/, whatever sources.json names") {
+  for (const auto* name : {"../../../victim-precious/precious", "../recipe.yaml", "/etc/passwd"}) {
+    INFO(name);
+    victim_setup v;
+    std::ofstream(v.session / "sources.json", std::ios::trunc)
+        << "{\"" << (v.dir.root / "sub.yaml").string() << "\":\"" << name << "\"}\n";
+    const auto r = v.resume();
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("which is no file in " + (v.session / "sources").string()));
+  }
+  // A link planted in sources/ is refused before (no session arun made holds one).
+}
+
 TEST_CASE("a FIFO as state.json neither hangs sessions list nor TAB completion") {
   victim_setup v;
   fs::remove(v.session / "state.json");
@@ -198,6 +280,21 @@ TEST_CASE("a FIFO as state.json neither hangs sessions list nor TAB completion")
                v.dir.root.string(), std::chrono::seconds(20));
   CHECK(r.exit_code != 0);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+}
+
+TEST_CASE("escape sequences in a session's working directory are printed escaped by resume") {
+  victim_setup v;
+  auto state = read_text(v.session / "state.json");
+  const std::string from = "\"working_dir\":\"" + v.dir.root.string() + "\"";
+  const auto at = state.find(from);
+  REQUIRE(at != std::string::npos);
+  state.replace(at, from.size(), "\"working_dir\":\"" + v.dir.root.string() + "/gone\\u001b]0;owned\\u0007\"");
+  std::ofstream(v.session / "state.json", std::ios::trunc) << state;
+  const auto r = v.resume();
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  CHECK_THAT(r.err, Catch::Contains("gone\\e]0;owned\\x07 is gone"));
 }
 
 TEST_CASE("escape sequences in state.json and events.jsonl are printed escaped") {
@@ -243,5 +340,6 @@ TEST_CASE("a resume does not copy into or clear a directory a symlinked copies/ 
   CHECK(read_text(dir.root / "victim" / "s" / "keep.txt") == "keep me");
   CHECK_FALSE(fs::exists(dir.root / "victim" / "s" / "file.txt"));
   CHECK_FALSE(fs::exists(dir.root / "victim" / "work"));
-  CHECK_THAT(r.err + r.out, Catch::Contains("copy: refused to make"));
+  // Refused before the run starts: no session arun made holds a link.
+  CHECK_THAT(r.err, Catch::Contains((session / "copies").string() + " is a symbolic link"));
 }

@@ -36,6 +36,18 @@ void make(const fs::path& p, mode_t mode, uid_t owner = 0) {
   REQUIRE(::chown(p.c_str(), owner, owner) == 0);
 }
 
+arun::test::arun_run run_spec(arun::io::process_spec spec) {
+  spec.timeout = std::chrono::seconds(60);
+  auto r = arun::test::run_sync(arun::io::run_process(std::move(spec)));
+  REQUIRE(r.launched());
+  REQUIRE_FALSE(r.timed_out);
+  arun::test::arun_run out;
+  out.exit_code = r.exit_code.value_or(-1);
+  out.out = r.out.text;
+  out.err = r.err.text;
+  return out;
+}
+
 // `arun ARGS` as uid 4242 (setpriv), in `cwd`, with its own HOME and sessions below `home`
 // and this process's environment plus `extra_env` otherwise.
 arun::test::arun_run run_as_other(const std::vector<std::string>& args, const fs::path& cwd, const fs::path& home,
@@ -54,15 +66,7 @@ arun::test::arun_run run_as_other(const std::vector<std::string>& args, const fs
     if (kv.find('=') != std::string::npos) spec.launch.env.push_back(kv);
   }
   spec.launch.working_dir = cwd.string();
-  spec.timeout = std::chrono::seconds(60);
-  auto r = arun::test::run_sync(arun::io::run_process(std::move(spec)));
-  REQUIRE(r.launched());
-  REQUIRE_FALSE(r.timed_out);
-  arun::test::arun_run out;
-  out.exit_code = r.exit_code.value_or(-1);
-  out.out = r.out.text;
-  out.err = r.err.text;
-  return out;
+  return run_spec(std::move(spec));
 }
 
 // The output of the recipe's one step, from arun's JSON result.
@@ -237,4 +241,35 @@ TEST_CASE("shared dirs: a Slurm jobs/ another user owns is refused before anythi
   CHECK(open.exit_code == 2);
   CHECK_THAT(open.err, Catch::Contains("writable by") && Catch::Contains("mode 0777"));
   CHECK_FALSE(fs::exists(t.root / "called"));
+}
+
+TEST_CASE("shared dirs: group write is no private group's when another user has that group as their primary one") {
+  if (cannot_switch_users()) return;
+  temp_dir t;
+  // The passwd database as it would be with uid 4242 in our primary group (a member only the
+  // passwd entry shows), in a mount namespace of the test's own.
+  std::string users = arun::test::read_text("/etc/passwd");
+  users += "arun-e2e-other:x:4242:" + std::to_string(::getegid()) + "::/nonexistent:/usr/sbin/nologin\n";
+  std::ofstream(t.root / "passwd") << users;
+  auto in_namespace = [&](const std::vector<std::string>& args) {
+    arun::io::process_spec spec;
+    spec.launch.argv = {"unshare", "-m", "sh", "-c", "mount --bind \"$0\" /etc/passwd && exec \"$@\"",
+                        (t.root / "passwd").string(), ARUN_BINARY};
+    spec.launch.argv.insert(spec.launch.argv.end(), args.begin(), args.end());
+    spec.launch.env = arun::io::current_environment();
+    spec.launch.working_dir = t.root.string();
+    return run_spec(std::move(spec));
+  };
+  if (const auto probe = in_namespace({"--version"}); probe.exit_code != 0) {
+    WARN("no mount namespace here (" << probe.err << "): skipped");
+    return;
+  }
+  make(t.root / "team", 0770, ::geteuid());
+  std::ofstream(t.root / "r.yaml") << "name: r\nsteps:\n  - id: a\n    command: touch ran\n";
+  const auto r = in_namespace({"r.yaml", "--session-dir", (t.root / "team").string()});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("refusing --session-dir " + (t.root / "team").string()) &&
+                        Catch::Contains("writable by its group") && Catch::Contains("mode 0770"));
+  CHECK_FALSE(fs::exists(t.root / "ran"));
 }

@@ -9,11 +9,18 @@
 #include "files/directory_trust.hpp"
 #include "temp_dir.hpp"
 
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 using namespace arun::io;
 using arun::test::temp_dir;
@@ -91,6 +98,57 @@ TEST_CASE("directory trust: a component writable by others, or by a group, is re
   // The user's own directory, nobody else writing it: fine.
   make(t.root / "closed", 0755);
   CHECK(trust_directory((t.root / "closed").string(), "--session-dir", trust_mode::look).ok());
+}
+
+namespace {
+
+// The user's primary group when it is a user private group (named as the user): the group whose
+// write bit the check lets pass.
+bool primary_group_is_private() {
+  const passwd* pw = ::getpwuid(::geteuid());
+  const group* gr = pw ? ::getgrgid(pw->pw_gid) : nullptr;
+  return gr && std::strcmp(gr->gr_name, pw->pw_name) == 0 && (gr->gr_mem == nullptr || gr->gr_mem[0] == nullptr ||
+                                                                (std::strcmp(gr->gr_mem[0], pw->pw_name) == 0 && gr->gr_mem[1] == nullptr));
+}
+
+// `setfacl -m u:UID:rwx PATH` without setfacl: the kernel's xattr form of an access ACL
+// (version 2; user::rwx, user:UID:rwx, group::---, mask::rwx, other::---). False where the
+// file system keeps no ACLs.
+bool grant_write_by_acl(const fs::path& p, uid_t uid) {
+  struct entry {
+    std::uint16_t tag, perm;
+    std::uint32_t id;
+  };
+  constexpr std::uint32_t none = 0xffffffff;
+  const entry entries[] = {{0x01, 7, none}, {0x02, 7, uid}, {0x04, 0, none}, {0x10, 7, none}, {0x20, 0, none}};
+  std::string value(4, '\0');
+  value[0] = 2;  // little-endian version 2
+  for (const auto& e : entries) value.append(reinterpret_cast<const char*>(&e), sizeof e);
+  return ::setxattr(p.c_str(), "system.posix_acl_access", value.data(), value.size(), 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("directory trust: an ACL that lets another user write is refused, though the mode shows the private group") {
+  temp_dir t;
+  make(t.root / "acl", 0700);
+  if (!grant_write_by_acl(t.root / "acl", other)) {
+    WARN("no POSIX ACLs here (" << std::strerror(errno) << "): skipped");
+    return;
+  }
+  REQUIRE(mode_of(t.root / "acl") == 0770);  // the group bits are the ACL's mask now
+  // As the directory itself and as an ancestor.
+  for (const auto& dir : {t.root / "acl", t.root / "acl" / "s"}) {
+    const auto r = trust_directory(dir.string(), "--session-dir", trust_mode::look);
+    INFO(r.error);
+    CHECK_FALSE(r.ok());
+    CHECK_THAT(r.error, Catch::Contains("the users and groups its ACL names") && Catch::Contains("mode 0770"));
+  }
+  // The same mode without an ACL on the user's private group is the user's alone.
+  if (primary_group_is_private()) {
+    make(t.root / "plain", 0770);
+    CHECK(trust_directory((t.root / "plain").string(), "--session-dir", trust_mode::look).ok());
+  }
 }
 
 TEST_CASE("directory trust: a shared sticky directory gives the user's own subdirectory, made 0700") {

@@ -3,13 +3,16 @@
 #include <catch2/catch.hpp>
 
 #include "files/owned_tree.hpp"
+#include "files/private_files.hpp"
 #include "temp_dir.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using arun::io::owned_dir;
@@ -174,4 +177,31 @@ TEST_CASE("owned_dir::read_file reads regular files only, never blocks on a FIFO
   CHECK_THAT(why, Catch::Contains("symlink"));
   CHECK_FALSE(d.read_file("missing", 100, why).has_value());
   CHECK_THAT(why, Catch::Contains("no such file"));
+}
+
+namespace {
+std::string text_of(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+TEST_CASE("private files: a link planted as the file or as its temp file is never written through") {
+  arun::test::temp_dir t;
+  const auto victim = t.root / "victim";
+  std::ofstream(victim) << "keep me";
+  // replace_private_file's temp file, planted: the write makes a file of its own.
+  fs::create_symlink(victim, t.root / "index.json.tmp");
+  CHECK(arun::io::replace_private_file((t.root / "index.json").string(), "new"));
+  CHECK(text_of(victim) == "keep me");
+  CHECK(fs::is_regular_file(fs::symlink_status(t.root / "index.json")));
+  CHECK(text_of(t.root / "index.json") == "new");
+  // write_private_file on a link: refused (ELOOP), not followed.
+  fs::create_symlink(victim, t.root / "argv");
+  errno = 0;
+  CHECK_FALSE(arun::io::write_private_file((t.root / "argv").string(), "argv"));
+  CHECK(errno == ELOOP);
+  CHECK(text_of(victim) == "keep me");
 }

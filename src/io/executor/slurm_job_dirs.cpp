@@ -1,6 +1,7 @@
 #include "executor/slurm_job_dirs.hpp"
 
 #include "files/directory_trust.hpp"
+#include "files/owned_tree.hpp"
 #include "files/private_files.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 
 namespace arun::io {
 namespace {
@@ -38,8 +40,15 @@ std::string earlier_jobs_dir(const std::string& jobs, std::string_view session_i
 
 std::string recorded_jobs_dir_name(std::string_view session_id, const std::string& record) {
   std::string name;
+  // Through the session's descriptor, never blocking: a prune reads the record of every old
+  // session, where a FIFO or a link planted as it would hang or lead the read elsewhere.
   if (!record.empty())
-    if (auto text = read_whole_file(record)) name = text->substr(0, text->find('\n'));
+    if (auto session = owned_dir::open(std::filesystem::path(record).parent_path().string());
+        auto* dir = std::get_if<owned_dir>(&session)) {
+      std::string why_not;
+      if (auto text = dir->read_file(std::filesystem::path(record).filename().string(), 4096, why_not))
+        name = text->substr(0, text->find('\n'));
+    }
   const auto id = file_name_part(session_id);
   if (name.empty()) name = id;  // a session of an arun before the random names
   // The record is data: only a name arun gives the session's directory — its id, then "-" and

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <mutex>
 #include <vector>
 
 namespace arun::io {
@@ -30,9 +32,26 @@ std::string user_name(uid_t uid) {
   return pw.pw_name;
 }
 
+// Whether a user other than `uid` has `gid` as their primary group: such a member is listed
+// in the passwd database only, never among the group's members. The database is walked as
+// Debian's ssh walks it (getpwent), one walk at a time: the walk's position is process-wide.
+bool primary_group_of_another(gid_t gid, uid_t uid) {
+  static std::mutex walking;
+  const std::lock_guard<std::mutex> hold(walking);
+  std::vector<char> buf(16 * 1024);
+  passwd pw{}, *found = nullptr;
+  bool another = false;
+  ::setpwent();
+  while (!another && ::getpwent_r(&pw, buf.data(), buf.size(), &found) == 0 && found != nullptr)
+    another = pw.pw_gid == gid && pw.pw_uid != uid;
+  ::endpwent();
+  return another;
+}
+
 // A user private group (Debian's and Red Hat's default): named as the user, the user's
-// primary group, with no other member. Its write bit lets no one else in, as Debian's ssh
-// also accepts (its user-group-modes patch).
+// primary group, with no other member — listed in the group, or having it as their own
+// primary group. Its write bit lets no one else in, as Debian's ssh also accepts (its
+// user-group-modes patch, which checks both kinds of member too).
 bool private_group(gid_t gid, uid_t uid) {
   std::vector<char> pbuf(16 * 1024), gbuf(64 * 1024);
   passwd pw{}, *user = nullptr;
@@ -42,19 +61,29 @@ bool private_group(gid_t gid, uid_t uid) {
   if (pw.pw_gid != gid || gr.gr_name == nullptr || std::strcmp(gr.gr_name, pw.pw_name) != 0) return false;
   for (char** member = gr.gr_mem; member != nullptr && *member != nullptr; ++member)
     if (std::strcmp(*member, pw.pw_name) != 0) return false;
-  return true;
+  return !primary_group_of_another(gid, uid);
 }
 
 std::string mode_text(mode_t mode) { return fmt::format("{:04o}", mode & 07777); }
 
-std::string writers(const struct stat& st) {
-  const bool group = (st.st_mode & S_IWGRP) != 0, others = (st.st_mode & S_IWOTH) != 0;
-  return group && others ? "group and others" : group ? "its group" : "others";
+// Whether `path` has a POSIX access ACL beyond its mode bits. With one, the group bits of the
+// mode are the ACL's mask: the most any user or group the ACL names may do, not what the
+// owning group may (acl(5)). `setfacl -m u:bob:rwx` on a 0700 directory shows 0770.
+bool extended_acl(const std::string& path) {
+  return ::lgetxattr(path.c_str(), "system.posix_acl_access", nullptr, 0) >= 0;
 }
 
-bool writable_by_others(const struct stat& st, uid_t uid) {
+std::string writers(const std::string& path, const struct stat& st) {
+  const bool group = (st.st_mode & S_IWGRP) != 0, others = (st.st_mode & S_IWOTH) != 0;
+  const auto* grouped = group && extended_acl(path) ? "the users and groups its ACL names" : "its group";
+  return group && others ? fmt::format("{} and others", grouped) : group ? std::string(grouped) : std::string("others");
+}
+
+// The private group's write bit lets no one else in, unless an ACL makes that bit its mask:
+// then a user or group the ACL names can write too.
+bool writable_by_others(const std::string& path, const struct stat& st, uid_t uid) {
   if ((st.st_mode & S_IWOTH) != 0) return true;
-  return (st.st_mode & S_IWGRP) != 0 && !private_group(st.st_gid, uid);
+  return (st.st_mode & S_IWGRP) != 0 && (!private_group(st.st_gid, uid) || extended_acl(path));
 }
 
 bool trusted_owner(uid_t owner, uid_t uid) { return owner == uid || owner == 0; }
@@ -112,7 +141,7 @@ std::string judge_directory(walk& w, const std::string& at, const struct stat& s
                     fmt::format("use a per-user subdirectory that arun makes 0700, e.g. {}",
                                 setting(w.what, (parent == "/" ? "" : parent) + "/" + per_user_name(w.uid))));
   }
-  const bool shared = writable_by_others(st, w.uid);
+  const bool shared = writable_by_others(at, st, w.uid);
   const bool sticky = (st.st_mode & S_ISVTX) != 0;
   if (last && shared && sticky && !per_user) {
     // A shared drop box like /tmp: arun keeps its files in the user's own subdirectory.
@@ -120,7 +149,7 @@ std::string judge_directory(walk& w, const std::string& at, const struct stat& s
     return {};
   }
   if (shared && !sticky) {
-    const auto who = "writable by " + writers(st) + " (owner " + describe_owner(st.st_uid) + ")";
+    const auto who = "writable by " + writers(at, st) + " (owner " + describe_owner(st.st_uid) + ")";
     if (!last) return w.refuse_ancestor(at, st, who);
     return w.refuse(fmt::format("it is {}, mode {}", who, mode_text(st.st_mode)),
                     st.st_uid == w.uid ? fmt::format("make it yours alone (chmod go-w {}) or use another directory", at)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -66,28 +67,36 @@ void note(std::string& problems, const std::string& text) {
   if (problems.empty()) problems = text;  // the first says where to look; the rest are alike
 }
 
+// The names in the directory open as `fd`, from its start; nullopt (errno set) when it cannot be read.
+std::optional<std::vector<std::string>> entry_names(int fd) {
+  const int listing = ::dup(fd);
+  DIR* d = listing >= 0 ? ::fdopendir(listing) : nullptr;
+  if (d == nullptr) {
+    const int err = errno;
+    if (listing >= 0) ::close(listing);
+    errno = err;
+    return std::nullopt;
+  }
+  ::rewinddir(d);
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view n = e->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  ::closedir(d);
+  return names;
+}
+
 void remove_entry(int dir, dev_t dev, const std::string& name, const std::string& shown, int depth, std::string& problems);
 
 // Removes everything in the directory open as `fd`.
 void clear_dir(int fd, dev_t dev, const std::string& shown, int depth, std::string& problems) {
   // Twice at most: an entry made while the first pass ran is removed by the second.
   for (int pass = 0; pass < 2; ++pass) {
-    const int listing = ::dup(fd);
-    if (listing < 0) return note(problems, "cannot read " + shown + ": " + why(errno));
-    DIR* d = ::fdopendir(listing);
-    if (d == nullptr) {
-      ::close(listing);
-      return note(problems, "cannot read " + shown + ": " + why(errno));
-    }
-    ::rewinddir(d);
-    std::vector<std::string> names;
-    while (const dirent* e = ::readdir(d)) {
-      const std::string_view n = e->d_name;
-      if (n != "." && n != "..") names.emplace_back(n);
-    }
-    ::closedir(d);
-    if (names.empty()) return;
-    for (const auto& n : names) remove_entry(fd, dev, n, shown + "/" + n, depth + 1, problems);
+    const auto names = entry_names(fd);
+    if (!names) return note(problems, "cannot read " + shown + ": " + why(errno));
+    if (names->empty()) return;
+    for (const auto& n : *names) remove_entry(fd, dev, n, shown + "/" + n, depth + 1, problems);
   }
 }
 
@@ -146,7 +155,50 @@ int walk_to_parent(int root, const std::string& root_path, const std::vector<std
   return fd;
 }
 
+// What `st` is, when it is no entry arun makes in its own directories; "" for a directory or a
+// file of the user's with no other name.
+std::string foreign_kind(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return "not a file or a directory (a FIFO, a socket or a device)";
+  if (st.st_uid != ::geteuid()) return "owned by uid " + std::to_string(st.st_uid) + ", not by you";
+  if (S_ISREG(st.st_mode) && st.st_nlink > 1) return "a file with another hard link";
+  return {};
+}
+
+// The first planted entry below the directory open as `fd` (see owned_dir::planted_entry).
+std::string find_planted(int fd, dev_t dev, const std::string& relative, const std::string& shown,
+                         const std::vector<std::string>& opaque, int depth) {
+  if (depth > max_depth) return shown + " is nested deeper than " + std::to_string(max_depth) + " directories";
+  const auto names = entry_names(fd);
+  if (!names) return "cannot read " + shown + ": " + why(errno);
+  for (const auto& name : *names) {
+    const auto rel = relative.empty() ? name : relative + "/" + name;
+    struct stat st {};
+    if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;  // removed meanwhile
+      return "cannot examine " + shown + "/" + name + ": " + why(errno);
+    }
+    if (auto kind = foreign_kind(st); !kind.empty()) return shown + "/" + name + " is " + kind;
+    if (!S_ISDIR(st.st_mode) || std::find(opaque.begin(), opaque.end(), rel) != opaque.end()) continue;
+    const int sub = open_subdir(fd, name);
+    if (sub < 0) return shown + "/" + name + " is not a directory arun made (" + why(errno) + ")";
+    const fd_guard guard{sub};
+    struct stat opened {};
+    if (::fstat(sub, &opened) != 0) return "cannot examine " + shown + "/" + name + ": " + why(errno);
+    if (opened.st_dev != dev || mount_root(sub)) continue;  // a mount point holds nothing arun made
+    if (auto kind = foreign_kind(opened); !kind.empty()) return shown + "/" + name + " is " + kind;
+    if (auto found = find_planted(sub, dev, rel, shown + "/" + name, opaque, depth + 1); !found.empty()) return found;
+  }
+  return {};
+}
+
 }  // namespace
+
+std::string owned_dir::planted_entry(const std::vector<std::string>& opaque) const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return "cannot examine " + path_ + ": " + why(errno);
+  return find_planted(fd_, st.st_dev, "", path_, opaque, 0);
+}
 
 std::variant<owned_dir, std::string> owned_dir::open(const std::string& path, link top) {
   const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (top == link::refuse ? O_NOFOLLOW : 0);

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace arun::io {
 
@@ -53,6 +54,14 @@ public:
   /// FIFO or a device never blocks the reader), refused unless fstat says a regular file of at
   /// most `max_bytes`. nullopt with `why` set otherwise (ENOENT: `why` says "no such file").
   std::optional<std::string> read_file(std::string_view relative, std::size_t max_bytes, std::string& why) const;
+
+  /// The first entry below this directory that arun never makes in a directory of its own: a
+  /// symbolic link, a FIFO, socket or device, an entry another user owns, or a file with a
+  /// second hard link — each would lead what arun writes there by name out of the directory,
+  /// or into a file it did not make. The directories `opaque` names (plain relative paths: a
+  /// copy of the user's tree, which may hold anything) are checked themselves, not entered. A
+  /// mount point is not entered either. "" when there is none; else the entry and what it is.
+  std::string planted_entry(const std::vector<std::string>& opaque = {}) const;
 
 private:
   owned_dir(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}

@@ -30,7 +30,8 @@ bool make_private_directories(const std::string& path, std::error_code& ec) {
 }
 
 bool write_private_file(const std::string& path, std::string_view text, mode_t mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  // O_NOFOLLOW: a link planted in place of the file would have the text written where it leads.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return false;
   const int error = write_all(fd, text);
   if (::close(fd) != 0 || error != 0) {
@@ -42,6 +43,7 @@ bool write_private_file(const std::string& path, std::string_view text, mode_t m
 
 bool replace_private_file(const std::string& path, std::string_view text) {
   const auto temp = path + ".tmp";
+  ::unlink(temp.c_str());  // whatever a crash (or someone else) left under the temp file's name
   if (write_private_file(temp, text) && ::rename(temp.c_str(), path.c_str()) == 0) return true;
   const int err = errno;
   ::unlink(temp.c_str());  // no half-written temp file left beside `path`

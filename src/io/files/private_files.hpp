@@ -15,8 +15,8 @@ namespace arun::io {
 /// it cannot. Directories that already exist keep their mode.
 bool make_private_directories(const std::string& path, std::error_code& ec);
 
-/// Writes `text` to `path` (created with `mode`, truncated); false with errno set when it
-/// cannot.
+/// Writes `text` to `path` (created with `mode`, truncated), never through a symlink (ELOOP);
+/// false with errno set when it cannot.
 bool write_private_file(const std::string& path, std::string_view text, mode_t mode = 0600);
 
 /// Replaces `path` with `text` atomically (a temp file beside it, then a rename): a reader

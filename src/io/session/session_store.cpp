@@ -32,6 +32,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+// The largest copy of a recipe file a resume reads back: far beyond any recipe.
+constexpr std::size_t max_source_bytes = std::size_t{256} << 20;
+
 std::string why(int err) { return std::strerror(err); }
 
 std::string now_rfc3339() {
@@ -47,7 +50,8 @@ std::string now_rfc3339() {
 // The session's lock, taken without waiting; the holder's pid goes in the file for messages.
 std::variant<int, std::string> take_lock(const std::string& dir, const std::string& id) {
   const auto path = dir + "/lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // Never through a link: the pid written here would truncate what it leads to.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot open " + path + ": " + why(errno);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -64,7 +68,7 @@ std::variant<int, std::string> take_lock(const std::string& dir, const std::stri
 
 std::variant<int, std::string> open_journal(const std::string& dir) {
   const auto path = dir + "/journal.jsonl";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot open " + path + ": " + why(errno);
   return fd;
 }
@@ -79,7 +83,9 @@ bool valid_session_id(std::string_view id) {
 }
 
 bool session_is_live(const std::string& dir) {
-  const int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+  // A listing or a prune may meet a planted session: no link followed, no device made the
+  // terminal, no FIFO waited on.
+  const int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
   ::close(fd);
@@ -109,7 +115,7 @@ trusted_directory checked_session_root(const std::string& flag, trust_mode mode)
 
 std::string write_file_atomically(const std::string& path, std::string_view text) {
   const auto temp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot write " + temp + ": " + why(errno);
   int err = write_all(fd, text);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
@@ -196,11 +202,18 @@ std::variant<std::unique_ptr<session_sources>, std::string> session_sources::loa
   boost::system::error_code ec;
   auto manifest = parse_json_text(*text, ec);
   if (ec || !manifest.is_object()) return "the session's sources.json is unreadable: " + dir + "/sources.json";
+  // The manifest is data: a name in it is a file in sources/, read below the session's
+  // descriptor, never a path (`../..`, a link) to a file elsewhere.
+  auto session = owned_dir::open(dir);
+  if (auto* error = std::get_if<std::string>(&session)) return *error;
   for (const auto& kv : manifest.get_object()) {
     if (!kv.value().is_string()) continue;
     const std::string name(kv.value().get_string());
-    auto copy = read_whole_file(dir + "/sources/" + name);
-    if (!copy) return "the session's copy " + dir + "/sources/" + name + " is missing";
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+      return "the session's sources.json names '" + name + "', which is no file in " + dir + "/sources";
+    std::string why_not;
+    auto copy = std::get<owned_dir>(session).read_file("sources/" + name, max_source_bytes, why_not);
+    if (!copy) return "the session's copy of " + std::string(kv.key()) + " cannot be read: " + why_not;
     out->files_.emplace(std::string(kv.key()), std::move(*copy));
     out->names_.emplace(std::string(kv.key()), name);
   }
@@ -299,6 +312,13 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::open(co
   if (!fs::is_directory(dir, ec)) return "no session " + id + " in " + root;
   // A symlink is no session arun made: a resume removes trees below it.
   if (fs::is_symlink(dir, ec)) return dir + " is a symlink, not a session directory arun made";
+  // A session's files are data, and arun writes its own by name (the lock, the journal, logs,
+  // outputs, job files): a link or a second hard link planted among them would lead those
+  // writes to a file elsewhere (docs/security.md, "Paths arun deletes or follows").
+  auto opened = owned_dir::open(dir);
+  if (auto* error = std::get_if<std::string>(&opened)) return *error;
+  if (auto planted = std::get<owned_dir>(opened).planted_entry({"worktrees", "copies"}); !planted.empty())
+    return planted + ", which no session arun made holds: arun writes nothing in it (remove that entry, or the session)";
   auto lock = take_lock(dir, id);
   if (auto* e = std::get_if<std::string>(&lock)) return *e;
   auto fail = [&](std::string message) {

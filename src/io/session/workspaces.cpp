@@ -198,12 +198,17 @@ boost::asio::awaitable<std::variant<workspace, std::string>> session_workspaces:
   auto hold = co_await lock(repo);
   // An earlier attempt's tree (a retry, a resume) goes first: each attempt starts afresh.
   // Forced twice: a tree whose `git worktree add` was killed half-way is locked.
-  if (fs::exists(root, ec)) {
-    auto removed = co_await git(repo, words("worktree", "remove", "--force", "--force", root));
-    (void)removed;  // a tree git no longer knows is removed below all the same
+  const auto own = "worktrees/" + tree_path(instance);
+  if (auto opened = owned_dir::open(session_dir_); auto* session = std::get_if<owned_dir>(&opened)) {
+    // git is asked to remove only a real directory below the session: git resolves the path
+    // it is given, so a link in the tree's place (planted, or made by a step) would have it
+    // remove, forced, the worktree the link leads to, with its uncommitted work.
+    if (std::holds_alternative<owned_dir>(session->open_below(own))) {
+      auto removed = co_await git(repo, words("worktree", "remove", "--force", "--force", root));
+      (void)removed;  // a tree git no longer knows is removed below all the same
+    }
     // Through the session's descriptor: nothing on the way is followed out of it.
-    if (auto opened = owned_dir::open(session_dir_); auto* session = std::get_if<owned_dir>(&opened))
-      (void)session->remove("worktrees/" + tree_path(instance));
+    (void)session->remove(own);
   }
   make_private_directories(fs::path(root).parent_path().string(), ec);
   if (auto problem = tree_parent_problem(session_dir_, root); !problem.empty())

@@ -6,6 +6,8 @@
 #include <boost/json/object.hpp>
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -84,8 +86,20 @@ trust_store read_trust_store(std::string path) {
 
 bool write_trust_store(const trust_store& store, std::string& error) {
   std::error_code ec;
-  if (!make_private_directories(fs::path(store.path).parent_path().string(), ec)) {
-    error = fmt::format("cannot create {}: {}", fs::path(store.path).parent_path().string(), ec.message());
+  const auto dir = fs::path(store.path).parent_path().string();
+  if (!make_private_directories(dir, ec)) {
+    error = fmt::format("cannot create {}: {}", dir, ec.message());
+    return false;
+  }
+  // A directory someone else can write is no place for the root of trust: they could plant
+  // what the write goes through, and a record there is never believed anyway.
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    error = fmt::format("cannot examine {}: {}", dir, std::strerror(errno));
+    return false;
+  }
+  if (const auto problem = ownership_problem("the directory " + dir, st); !problem.empty()) {
+    error = fmt::format("not writing the trust record {}: {} (chown it to you, chmod go-w)", store.path, problem);
     return false;
   }
   boost::json::object files;
