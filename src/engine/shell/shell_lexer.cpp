@@ -295,6 +295,7 @@ void lexer::end_command(command_state& st) {
     for (auto h = st.first_heredoc; h < out_.heredocs.size(); ++h) arithmetic_bodies_[h] = true;
   }
   st.command_holes.clear();
+  st.environment_holes.clear();
   st.first_heredoc = out_.heredocs.size();
   st.args = {};
   st.redirect_target = false;

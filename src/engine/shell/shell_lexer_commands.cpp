@@ -13,10 +13,7 @@ bool is_identifier(std::string_view w) {
 
 bool has(std::string_view flags, char c) { return flags.find(c) != std::string_view::npos; }
 
-std::string_view basename(std::string_view w) {
-  const auto slash = w.rfind('/');
-  return slash == std::string_view::npos ? w : w.substr(slash + 1);
-}
+std::string_view basename(std::string_view w) { return command_name(w); }
 
 
 // Bash's own integer variables (`declare -pi`), and two it evaluates on assignment too.
@@ -33,13 +30,16 @@ bool special_integer(std::string_view name) {
 // and less run through `sh -c`; the options perl and ruby read as switches (`-M` runs code).
 bool code_variable(std::string_view name) {
   if (name.starts_with("BASH_FUNC_") || name.starts_with("GIT_CONFIG_VALUE_")) return true;
+  // Named as a command a program runs: `GH_PAGER`, `PSQL_EDITOR`, `DELTA_PAGER`, `FOO_ASKPASS`, `X_COMMAND`.
+  for (std::string_view suffix : {"EDITOR", "PAGER", "ASKPASS", "_COMMAND", "_RSH"})
+    if (name.ends_with(suffix)) return true;
   for (std::string_view n : {"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV", "GIT_SSH_COMMAND", "GIT_SSH",
                              "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
                              "GIT_PROXY_COMMAND", "SSH_ASKPASS", "SUDO_ASKPASS", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
                              "LESSOPEN", "LESSCLOSE", "PERL5OPT", "PERL5DB", "RUBYOPT", "RSYNC_RSH", "RSYNC_CONNECT_PROG",
                              "CVS_RSH", "SVN_EDITOR", "SVN_SSH", "HGEDITOR", "KUBE_EDITOR", "SYSTEMD_EDITOR", "SYSTEMD_PAGER",
                              "SUDO_EDITOR", "FCEDIT", "NODE_OPTIONS", "GIT_CONFIG_PARAMETERS", "MAKEFLAGS", "GNUMAKEFLAGS",
-                             "MFLAGS", "TAR_OPTIONS", "BROWSER"})
+                             "MFLAGS", "TAR_OPTIONS", "BROWSER", "VIMINIT", "GVIMINIT", "EXINIT"})
     if (name == n) return true;
   return false;
 }
@@ -193,6 +193,8 @@ bool lexer::assignment_word(command_state& st) {
   }
   if (use == word_use::name) name_word(st, eq + 1, t.size());
   if (use == word_use::code) code_word(st, eq + 1, name);  // PS4="$(printf %s {{x}})" too
+  for (const auto& [index, offset] : st.shape.holes)
+    if (offset > eq) st.environment_holes.push_back(index);
   if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));  // BASH_ENV=/dev/stdin
   return true;
 }
@@ -226,6 +228,8 @@ void lexer::command_word(command_state& st) {
       const auto name = std::string_view(t).substr(0, eq);
       if (code_variable(name)) code_word(st, eq + 1, name);
       if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));
+      for (const auto& [index, offset] : st.shape.holes)
+        if (offset > eq) st.environment_holes.push_back(index);
       return;
     }
     if (a.command == "timeout" && a.operands++ == 0) return;  // the duration

@@ -117,6 +117,9 @@ bool appended_is_code(std::string_view command_line);
 bool stdin_is_code(std::string_view command_line);
 // The descriptor a path names (`/dev/stdin` 0, `/dev/fd/3` 3; -2 for `/dev/fd/$fd`), or -1.
 int descriptor_named(std::string_view path);
+// The program a command word runs, by its last component (`/bin/sh` is `sh`); the running
+// shell's own executable (`/proc/self/exe`, `/proc/$$/exe`) is `bash`.
+std::string_view command_name(std::string_view word);
 
 // How the current command reads its arguments so far.
 struct command_args {
@@ -184,6 +187,7 @@ struct command_state {
   word_shape shape;
   command_args args;
   std::vector<std::size_t> command_holes;  // every reference of the current simple command
+  std::vector<std::size_t> environment_holes;  // references in its `NAME=…` (`CC={{x}} make`: make code)
   std::size_t first_heredoc = 0;           // heredocs announced by the current command start here
   std::vector<case_state> cases;
   int parens = 0;

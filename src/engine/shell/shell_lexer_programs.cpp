@@ -56,11 +56,14 @@ constexpr program_rules programs[] = {
     {"csh", shell, false, "c", ""}, {"tcsh", shell, false, "c", ""}, {"rc", shell, false, "c", ""},
     {"es", shell, false, "c", ""}, {"osh", shell, false, "c", "oO"}, {"ysh", shell, false, "c", "oO"},
     {"oil", shell, false, "c", "oO"}, {"xonsh", shell, false, "c", ""}, {"hush", shell, false, "c", ""},
-    {"loksh", shell, false, "c", "oO"},
+    {"loksh", shell, false, "c", "oO"}, {"sash", shell, false, "c", ""},
     {"elvish", shell, false, "c", ""}, {"pwsh", shell, false, "cCeE", ""}, {"powershell", shell, false, "cCeE", ""},
     {"python", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
     {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
     {"ipython", interpreter, true, "c", "", "", "", "", "m", true},
+    {"jython", interpreter, false, "c", "WX", "", "", "", "m", true},
+    // Emacs Lisp (`(shell-command …)`): `--eval`, `-eval`, `--execute`; `-l`/`--load` a file.
+    {"emacs", interpreter, false, "", "", "", "", "l", "", false, false, " eval execute ", " load "},
     {"perl", interpreter, true, "eE", "I", "DFimMVxd", "0lC", "", "", false, true, "", "", "", false, "Mmd"},
     {"ruby", interpreter, true, "e", "CEIr", "FiWxKT", "0"},
     {"node", interpreter, false, "ep", "rC", "", "", "", "", false, true, " eval print ", "", node_arguments},
@@ -167,21 +170,15 @@ bool names_stdin(std::string_view operand) {
   return operand == "-" || operand == "/dev/stdin" || operand == "/dev/fd/0" || operand == "/proc/self/fd/0";
 }
 
-std::string_view basename(std::string_view w) {
-  const auto slash = w.rfind('/');
-  return slash == std::string_view::npos ? w : w.substr(slash + 1);
-}
+std::string_view basename(std::string_view w) { return command_name(w); }
 
 bool has_any(std::string_view flags, std::string_view letters) {
   return std::any_of(letters.begin(), letters.end(), [&](char c) { return has(flags, c); });
 }
 
-// The descriptor a path names as a file: `/dev/stdin` 0, `/dev/fd/3` 3, `/proc/self/fd/4` 4;
-// -2 when an expansion gives the number (`/dev/fd/$fd`), -1 for any other path.
-// The path is read as bash hands it on, spelt any way (`//dev/stdin`, `/dev/./fd//3`,
-// `../../dev/stdin`): by its last components.
-int names_descriptor(std::string_view path) {
-  if (path == "-") return 0;
+// A path's components as the kernel resolves them by name: `.` and empty ones dropped, `..`
+// taking one back.
+std::vector<std::string_view> path_parts(std::string_view path) {
   std::vector<std::string_view> parts;
   for (std::size_t from = 0; from <= path.size();) {
     const auto end = std::min(path.find('/', from), path.size());
@@ -193,6 +190,16 @@ int names_descriptor(std::string_view path) {
     }
     from = end + 1;
   }
+  return parts;
+}
+
+// The descriptor a path names as a file: `/dev/stdin` 0, `/dev/fd/3` 3, `/proc/self/fd/4` 4;
+// -2 when an expansion gives the number (`/dev/fd/$fd`), -1 for any other path.
+// The path is read as bash hands it on, spelt any way (`//dev/stdin`, `/dev/./fd//3`,
+// `../../dev/stdin`): by its last components.
+int names_descriptor(std::string_view path) {
+  if (path == "-") return 0;
+  const auto parts = path_parts(path);
   const auto n = parts.size();
   if (n >= 2 && parts[n - 2] == "dev" && parts[n - 1] == "stdin") return 0;
   const bool fd_dir = n >= 3 && parts[n - 2] == "fd" && (parts[n - 3] == "dev" || (n >= 4 && parts[n - 4] == "proc"));
@@ -406,6 +413,17 @@ bool names_program_in(std::string_view text) {
     from = end + 1;
   }
   return false;
+}
+
+// `/proc/self/exe`, `/proc/thread-self/exe`, `/proc/PID/exe`, `/proc/self/task/TID/exe`,
+// spelt any way (`//proc/./self/exe`): in the process bash forks to run a command, that is
+// bash itself, so `/proc/self/exe -c …` is `bash -c …`.
+std::string_view command_name(std::string_view word) {
+  const auto parts = path_parts(word);
+  const auto n = parts.size();
+  if (n >= 3 && word.starts_with('/') && parts[0] == "proc" && parts[n - 1] == "exe") return "bash";
+  const auto slash = word.rfind('/');
+  return slash == std::string_view::npos ? word : word.substr(slash + 1);
 }
 
 int descriptor_named(std::string_view path) { return names_descriptor(path); }
@@ -626,6 +644,8 @@ bool lexer::start_program(command_state& st, std::string_view name, bool detache
   st.args.command = std::move(command);
   st.args.program = p;
   st.args.detached = detached;
+  if (p->name == "make" || p->name == "gmake")  // its environment is make variables: `CC={{x}} make`
+    for (const auto index : st.environment_holes) mark_code(index, "make (a variable in its environment is make code: $(shell …))");
   return true;
 }
 
@@ -710,10 +730,11 @@ bool lexer::program_option(command_state& st) {
     return true;
   }
   if (t.size() < 2 || !(t[0] == '-' || (t[0] == '+' && is_shell))) return false;
-  if (p && p->name == "erl") {  // single-dash long options: `-noshell -eval CODE`
-    if (t == "-eval") {
+  // Single-dash long options: `erl -noshell -eval CODE`, `emacs -batch -eval CODE`.
+  if (p && (p->name == "erl" || (p->name == "emacs" && t[1] != '-'))) {
+    if (t == "-eval" || (p->name == "emacs" && t == "-execute")) {
       a.code_given = true;
-      a.code_option = "-eval";
+      a.code_option = t;
       a.option = code_next;
     }
     return true;
@@ -745,7 +766,7 @@ bool lexer::program_option(command_state& st) {
       if (eq == std::string::npos) a.option = file_next; else script_word(st, a.command);
     } else if (kind == long_option::argument && eq == std::string::npos) {
       a.option = data_next;
-    } else if (name == "sandbox") {
+    } else if (name == "sandbox" && a.operands == 0) {  // after an operand, POSIXLY_CORRECT makes it a file
       a.sandbox = true;
     }
     return true;
@@ -757,7 +778,12 @@ bool lexer::program_option(command_state& st) {
     a.flags += c;
     if (!p) {  // maybe a shell or an interpreter: `-c`, `-e`, `-E` take code
       if (has("ceE", c)) {
-        code_option(k + 1, k + 1);
+        code_option(k + 1, k + 1);  // perl's `-eCODE`
+        // ... or a shell's cluster, `"$SHELL" -ec CODE`: its code is the next word.
+        const auto rest = std::string_view(t).substr(k + 1);
+        if (!rest.empty() && has("ceE", rest.back()) &&
+            std::all_of(rest.begin(), rest.end(), [](char r) { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'); }))
+          a.option = code_next;
         return true;
       }
       continue;
@@ -820,7 +846,9 @@ void lexer::program_operand(command_state& st) {
     }
     return;
   }
-  a.options_done = !a.detached;
+  // A program named by an expansion may be a shell taking options after an option's argument
+  // (`"$SHELL" -o pipefail -c CODE`): arun cannot tell an operand from that argument.
+  a.options_done = !a.detached && p;
   if (first && p && p->name == "deno" && t == "eval") {  // deno eval CODE
     a.code_given = true;
     a.code_option = "eval";
