@@ -85,6 +85,11 @@ const std::vector<std::string> code_forms = {
     "VIMINIT={Q} vim -es", "EXINIT={Q} ex", "GH_PAGER={Q} gh pr list", "{W}env PSQL_EDITOR={Q} psql", "export DELTA_PAGER={Q}",
     "CC={Q} make", "CFLAGS={Q} gmake -j2", "{W}env CC={Q} make", "POSIXLY_CORRECT=1 sed -e {Q} f --sandbox",
     "{W}sash -c {Q}", "{W}jython -c {Q}", "{W}emacs --batch --eval {Q}", "{W}emacs -batch -eval {Q}",
+    "{W}rsync -e{Q} a b", "{W}rsync -avze {Q} a b", "{W}rsync -aze{Q} a b", "{W}bash -c 'source /dev/fd/3' 3<<< {Q}",
+    "{W}bash 3<<< {Q} -c '. /dev/fd/3'", "{W}sh -c 'sh <&4' 4< <(echo {Q})",
+    // a function that runs its arguments as code, or hands them to a shell or interpreter
+    "run() { bash \"$@\"; }; run -c {Q}", "run() { {W}python3 \"$@\"; }; run -c {Q}", "run() { bash -c \"$1\"; }; run {Q}",
+    "run() { {B}eval \"$*\"; }; run {Q}", "function run { {W}sh -c \"${1}\" _; }; run {Q}", "run() { sh -ec \"$@\"; }\nrun {Q}",
     "{W}sg docker -c {Q}", "{W}su --command={Q}", "{W}su --command {Q}", "{W}runuser -u x --command={Q}", "{W}flock F --com {Q}", "{W}flock \"$D/lock\" --command {Q}", "{W}\"$X\" --eval={Q}",
     "{W}script -q --command={Q} /dev/null", "{W}su --session-command={Q}", "{W}docker run --entrypoint sh img -c {Q}",
     "{W}docker run --entrypoint=sh img -c {Q}", "{W}start-stop-daemon --start --exec /bin/sh -- -c {Q}",
@@ -261,7 +266,11 @@ TEST_CASE("every code form is refused bare, and names what would run the value")
 TEST_CASE("the fifth review's forms stay data where no code reads them") {
   for (const std::string command : {"CC={{v}} cc -o x x.c; make", "CC={{v}} ./configure && make", "$CC -c main.c -o {{v}}",
                                     "/proc/self/exe --version; echo {{v}}", "cat /proc/self/exe {{v}}", "MY_EDITOR_FILE={{v}} cmd",
-                                    "sed --sandbox -e {{v}} f", "emacs --batch -l init.el {{v}}", "$SHELL script.sh {{v}}"}) {
+                                    "sed --sandbox -e {{v}} f", "emacs --batch -l init.el {{v}}", "$SHELL script.sh {{v}}",
+                                    "run() { bash \"$@\"; }; run script.sh {{v}}", "run() { sh -c 'echo \"$1\"' _ \"$1\"; }; run {{v}}",
+                                    "run() { python3 tool.py \"$@\"; }; run {{v}}", "py() { python3 \"$@\"; }; py tool.py -c {{v}}",
+                                    "run() { bash -c 'x'; }; run {{v}}", "rsync -avz -e ssh {{v}} dst", "rsync -f {{v}} a b",
+                                    "bash -c 'cat /dev/fd/3' 3<<< {{v}}"}) {
     INFO("command: " << command);
     CHECK(render_error(command).empty());
   }

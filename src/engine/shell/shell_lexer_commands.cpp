@@ -193,8 +193,7 @@ bool lexer::assignment_word(command_state& st) {
   }
   if (use == word_use::name) name_word(st, eq + 1, t.size());
   if (use == word_use::code) code_word(st, eq + 1, name);  // PS4="$(printf %s {{x}})" too
-  for (const auto& [index, offset] : st.shape.holes)
-    if (offset > eq) st.environment_holes.push_back(index);
+  for (const auto index : word_references(st, eq + 1)) st.environment_holes.push_back(index);
   if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));  // BASH_ENV=/dev/stdin
   return true;
 }
@@ -228,8 +227,7 @@ void lexer::command_word(command_state& st) {
       const auto name = std::string_view(t).substr(0, eq);
       if (code_variable(name)) code_word(st, eq + 1, name);
       if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));
-      for (const auto& [index, offset] : st.shape.holes)
-        if (offset > eq) st.environment_holes.push_back(index);
+      for (const auto index : word_references(st, eq + 1)) st.environment_holes.push_back(index);
       return;
     }
     if (a.command == "timeout" && a.operands++ == 0) return;  // the duration
@@ -252,9 +250,13 @@ void lexer::command_word(command_state& st) {
   }
   a.command = std::string(basename(t));
   a.kind = kind_of(a.command);
-  if (names_.code_aliases.contains(t)) {  // an alias for a shell and its -c
+  if (names_.code_commands.contains(t)) {  // an alias or a function running its words as code
     a.kind = command_kind::unknown;
     a.splits = true;
+    return;
+  }
+  if (const auto f = names_.function_programs.find(t); f != names_.function_programs.end() && a.kind == command_kind::other) {
+    start_program(st, f->second);  // `run() { bash "$@"; }; run -c …`
     return;
   }
   if (a.command == "xargs") st.appends_input = true;
@@ -333,7 +335,7 @@ void lexer::argument_word(command_state& st) {
         code_word(st, eq + 1, "alias");
         // `alias run='bash -c'`: a later `run …` hands its words to the shell.
         if (appended_is_code(std::string_view(t).substr(eq + 1)) || stdin_is_code(std::string_view(t).substr(eq + 1)))
-          learn(names_.code_aliases, std::string_view(t).substr(0, eq));
+          learn(names_.code_commands, std::string_view(t).substr(0, eq));
       }
       return;
     case command_kind::test:

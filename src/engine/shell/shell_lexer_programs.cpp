@@ -472,6 +472,30 @@ bool stdin_is_code(std::string_view command_line) {
   return hole_is_code(text, {{text.size() - 1, text.size()}});
 }
 
+namespace {
+
+// The descriptors other than 0 a command line reads a program from (`bash -c 'source
+// /dev/fd/3' 3<<< …`): each of 3 to 9 fed a here-string, asked which of them is code.
+std::vector<int> script_fds_of(std::string_view command_line) {
+  if (command_line.find_first_of("\x01\x02") != std::string_view::npos) return {};
+  std::string text = "{ " + std::string(command_line) + "\n}";
+  std::vector<text_range> holes;
+  for (int fd = 3; fd <= 9; ++fd) {
+    text += " " + std::to_string(fd) + "<<< X";
+    holes.push_back({text.size() - 1, text.size()});
+  }
+  if (oracle_depth >= 4) return {};
+  ++oracle_depth;
+  const auto r = lex_shell(text, holes);
+  --oracle_depth;
+  std::vector<int> fds;
+  for (std::size_t k = 0; k < r.positions.size() && k < holes.size(); ++k)
+    if (r.positions[k].code) fds.push_back(static_cast<int>(k) + 3);
+  return fds;
+}
+
+}  // namespace
+
 bool lexer::script_fd(int fd) const {
   if (fd == -2) return names_.any_script_fd || !names_.script_fds.empty();
   return fd > 0 && (names_.any_script_fd || names_.script_fds.contains(fd));
@@ -567,8 +591,17 @@ void lexer::other_argument(command_state& st) {
     if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "vagrant ssh -c"); else a.option = 'e';
   } else if (a.command == "vagrant" && t == "ssh" && a.operands == 0) {  // without -c, a remote shell reading stdin
     a.flags += 's';
-  } else if (a.command == "rsync" && (t == "-e" || t.starts_with("--rsh"))) {
+  } else if (a.command == "rsync" && t.starts_with("--rsh")) {
     if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "rsync --rsh"); else a.option = 'e';
+  } else if (a.command == "rsync" && option && t[1] != '-') {
+    // `-e CMD`, `-eCMD`, `-avze CMD`: in a cluster, the first option taking an argument takes the rest.
+    for (std::size_t k = 1; k < t.size() && t[k] != '\x01' && t[k] != '\x02'; ++k) {
+      if (t[k] == 'e') {
+        if (k + 1 < t.size()) code_word(st, k + 1, "rsync -e"); else a.option = 'e';
+        break;
+      }
+      if (has("BfMT", t[k])) break;
+    }
   } else if (a.command == "function" && a.operands == 0) {
     st.function_name = t;
     st.function_depth = st.groups.size();
@@ -616,6 +649,7 @@ std::vector<std::size_t> lexer::word_references(const command_state& st, std::si
 
 void lexer::code_word(command_state& st, std::size_t from, std::string_view runner) {
   st.code_seen = true;
+  learn_positional_use(st, false);
   // `eval "$(cat)"`: a substitution in the code reads the command's stdin.
   if (st.shape.text.find('\x02', from) != std::string::npos) st.code_from_substitution = true;
   auto refs = word_references(st, from);
@@ -705,8 +739,19 @@ bool lexer::nested_command(command_state& st) {
   return true;
 }
 
+// In a function's body, `bash -c "$1"`, `eval "$*"`: its callers' arguments are code;
+// `bash "$@"`, `python3 "$@"`: its callers' arguments are that program's (`run -c …`).
+void lexer::learn_positional_use(command_state& st, bool arguments) {
+  if (!st.shape.positional || st.function_name.empty() || st.groups.size() <= st.function_depth) return;
+  if (!arguments)
+    learn(names_.code_commands, st.function_name);
+  else if (names_.function_programs.emplace(st.function_name, st.args.command).second)
+    learned_ = true;
+}
+
 void lexer::program_argument(command_state& st) {
   auto& a = st.args;
+  if (a.program && !a.options_done && a.option == 0 && st.shape.many_words) learn_positional_use(st, true);
   if (a.splits) return code_word(st, 0, many_words_runner(st));
   if (const char pending = std::exchange(a.option, 0)) {
     if (pending == code_next) code_word(st, 0, a.command + " " + a.code_option);
@@ -858,6 +903,7 @@ void lexer::program_operand(command_state& st) {
   if (first && p && p->type == shell && has_any(a.flags, p->code)) {
     code_word(st, 0, a.command + " -c");
     if (stdin_is_code(t)) st.stdin_is_script = true;  // `bash -c 'cd /x && sh' <<< …`
+    for (const int fd : script_fds_of(t)) learn_script_fd(fd);  // `bash -c 'source /dev/fd/3' 3<<< …`
     return;
   }
   if (p && (p->name == "make" || p->name == "gmake") && t.find('=') != std::string::npos) {
