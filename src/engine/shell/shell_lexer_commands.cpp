@@ -233,6 +233,9 @@ void lexer::command_word(command_state& st) {
     if (a.command == "timeout" && a.operands++ == 0) return;  // the duration
   }
   a = command_args{};
+  // `run() { "$@"; }`: a call runs its first argument as a command, builtins too (`run eval …`).
+  if (st.shape.positional && in_function(st) && names_.function_programs.emplace(st.function_name, "command").second)
+    learned_ = true;
   if (st.shape.many_words || expands_to_program(st.shape)) {
     // `$CMD {{x}}`, `"${cmd[@]}" {{x}}`, `{sh,-c,{{x}}}`, `/bin/[s]h -c`: the command may be a
     // shell and its `-c` — every reference after it may be its code.
@@ -256,7 +259,12 @@ void lexer::command_word(command_state& st) {
     return;
   }
   if (const auto f = names_.function_programs.find(t); f != names_.function_programs.end() && a.kind == command_kind::other) {
-    start_program(st, f->second);  // `run() { bash "$@"; }; run -c …`
+    if (f->second == "command") {  // `run() { "$@"; }`: a wrapper
+      a.command = f->second;
+      a.kind = kind_of(a.command);
+    } else {
+      start_program(st, f->second);  // `run() { bash "$@"; }; run -c …`
+    }
     return;
   }
   if (a.command == "xargs") st.appends_input = true;

@@ -341,6 +341,8 @@ private:
   void code_word(command_state& st, std::size_t from, std::string_view runner);
   // A function's arguments reaching code or a program's options through `$1`, `"$@"` (above).
   void learn_positional_use(command_state& st, bool arguments);
+  bool in_function(const command_state& st) const { return !st.function_name.empty() && st.groups.size() > st.function_depth; }
+
   void script_word(command_state& st, std::string_view runner);
   bool start_program(command_state& st, std::string_view name, bool detached = false);
   void other_argument(command_state& st);

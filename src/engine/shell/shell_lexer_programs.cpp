@@ -742,7 +742,7 @@ bool lexer::nested_command(command_state& st) {
 // In a function's body, `bash -c "$1"`, `eval "$*"`: its callers' arguments are code;
 // `bash "$@"`, `python3 "$@"`: its callers' arguments are that program's (`run -c …`).
 void lexer::learn_positional_use(command_state& st, bool arguments) {
-  if (!st.shape.positional || st.function_name.empty() || st.groups.size() <= st.function_depth) return;
+  if (!st.shape.positional || !in_function(st)) return;
   if (!arguments)
     learn(names_.code_commands, st.function_name);
   else if (names_.function_programs.emplace(st.function_name, st.args.command).second)
@@ -751,7 +751,7 @@ void lexer::learn_positional_use(command_state& st, bool arguments) {
 
 void lexer::program_argument(command_state& st) {
   auto& a = st.args;
-  if (a.program && !a.options_done && a.option == 0 && st.shape.many_words) learn_positional_use(st, true);
+  if (a.program && !a.options_done && a.option == 0) learn_positional_use(st, true);
   if (a.splits) return code_word(st, 0, many_words_runner(st));
   if (const char pending = std::exchange(a.option, 0)) {
     if (pending == code_next) code_word(st, 0, a.command + " " + a.code_option);
@@ -1024,7 +1024,7 @@ void lexer::finish_command(command_state& st) {
     // `sh <&3 3<<<…`: stdin copied from another descriptor.
     for (const auto& [into, from] : st.fd_dups)
       if (into == 0) learn_script_fd(from);
-    if (!st.function_name.empty() && st.groups.size() > st.function_depth && names_.stdin_functions.insert(st.function_name).second)
+    if (in_function(st) && names_.stdin_functions.insert(st.function_name).second)
       learned_ = true;
     if (!names_.stdin_code_anywhere) {
       names_.stdin_code_anywhere = true;
