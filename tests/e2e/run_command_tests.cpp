@@ -898,6 +898,33 @@ TEST_CASE("a reference in a code position is refused by validate at the referenc
   CHECK(arun::test::leftover_processes().empty());
 }
 
+TEST_CASE("a reference in the env value of a variable a program runs is refused, in a step's, a recipe's and a sub-recipe's env") {
+  // bash expands BASH_ENV (`$( )` included) before it sources the file it names.
+  temp_recipe rec("name: envcode\ncontext:\n  v: \"$(touch pwned)\"\n  w: data\nenv:\n  PROMPT_COMMAND: \"{{v}}\"\n"
+                  "steps:\n  - id: a\n    env:\n      LOG: \"{{w}}\"\n      BASH_ENV: \"{{v}}\"\n    command: \"true\"\n"
+                  "  - id: b\n    env:\n      GH_PAGER: \"{{w}}\"\n    command: \"true\"\n");
+  auto r = run_arun({"validate", rec.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(":11:18: error: {{v}} is in code that the program reading BASH_ENV runs: its value would run "
+                                    "as code there, whatever it holds, in step 'a'"));
+  CHECK_THAT(r.err, Catch::Contains(":15:18: error: {{w}} is in code that the program reading GH_PAGER runs"));
+  CHECK_THAT(r.err, Catch::Contains("error: {{v}} is in code that the program reading PROMPT_COMMAND runs"));
+  CHECK_THAT(r.err, Catch::EndsWith("\n3 errors\n"));  // LOG's {{w}} is data
+  r = run_arun({"run", rec.file.string(), "-C", rec.dir.string(), "-q"});
+  CHECK(r.exit_code == 2);
+  CHECK_FALSE(fs::exists(rec.dir / "pwned"));
+  // A sub-recipe chosen at run time is refused when it is loaded.
+  temp_recipe parent("name: parent\ncontext:\n  v: \"$(touch pwned)\"\nsteps:\n  - id: p\n    recipe: \"{{which}}\"\n"
+                     "    context:\n      x: \"{{v}}\"\n");
+  std::ofstream(parent.dir / "child.yaml") << "name: child\ncontext:\n  x: \"\"\nenv:\n  BASH_ENV: \"{{x}}\"\n"
+                                               "steps:\n  - id: c\n    command: \"true\"\n";
+  r = run_arun({"run", parent.file.string(), "-C", parent.dir.string(), "--set", "which=" + (parent.dir / "child.yaml").string(), "-q"});
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.out, Catch::Contains("{{x}} is in code that the program reading BASH_ENV runs"));
+  CHECK_FALSE(fs::exists(parent.dir / "pwned"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
 TEST_CASE("extends paths stay inside the allowed roots, and names ignore the current directory") {
   temp_recipe outside("name: parent\nsteps:\n  - id: p\n    command: echo parent\n");
   temp_recipe rec("name: child\nextends: ../" + outside.dir.filename().string() + "/recipe.yaml\nsteps:\n"

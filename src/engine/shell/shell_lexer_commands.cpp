@@ -577,3 +577,9 @@ void lexer::compound_element(const frame& f, word_use value_use, bool associativ
 }
 
 }  // namespace arun::engine::detail
+
+namespace arun::engine {
+
+bool variable_runs_code(std::string_view name) { return detail::code_variable(name); }
+
+}  // namespace arun::engine
