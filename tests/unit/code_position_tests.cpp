@@ -90,7 +90,7 @@ const std::vector<std::string> code_forms = {
     // a function that runs its arguments as code, or hands them to a shell or interpreter
     "run() { bash \"$@\"; }; run -c {Q}", "run() { {W}python3 \"$@\"; }; run -c {Q}", "run() { bash -c \"$1\"; }; run {Q}",
     "run() { {B}eval \"$*\"; }; run {Q}", "run() { \"$@\"; }; run eval {Q}", "run() { bash \"$1\" \"$2\"; }; run -c {Q}",
-    "BASH_ENV=<(echo {Q}) {W}bash -c :", "{W}env ENV=<(echo {Q}) sh -i", "function run { {W}sh -c \"${1}\" _; }; run {Q}", "run() { sh -ec \"$@\"; }\nrun {Q}",
+    "BASH_ENV=<(echo {Q}) {W}bash -c :", "{B}eval y=({Q})", "{B}eval y+=(a {Q})", "{W}env ENV=<(echo {Q}) sh -i", "function run { {W}sh -c \"${1}\" _; }; run {Q}", "run() { sh -ec \"$@\"; }\nrun {Q}",
     "{W}sg docker -c {Q}", "{W}su --command={Q}", "{W}su --command {Q}", "{W}runuser -u x --command={Q}", "{W}flock F --com {Q}", "{W}flock \"$D/lock\" --command {Q}", "{W}\"$X\" --eval={Q}",
     "{W}script -q --command={Q} /dev/null", "{W}su --session-command={Q}", "{W}docker run --entrypoint sh img -c {Q}",
     "{W}docker run --entrypoint=sh img -c {Q}", "{W}start-stop-daemon --start --exec /bin/sh -- -c {Q}",
@@ -271,7 +271,7 @@ TEST_CASE("the fifth review's forms stay data where no code reads them") {
                                     "run() { bash \"$@\"; }; run script.sh {{v}}", "run() { sh -c 'echo \"$1\"' _ \"$1\"; }; run {{v}}",
                                     "run() { python3 tool.py \"$@\"; }; run {{v}}", "py() { python3 \"$@\"; }; py tool.py -c {{v}}",
                                     "run() { bash -c 'x'; }; run {{v}}", "rsync -avz -e ssh {{v}} dst", "rsync -f {{v}} a b",
-                                    "bash -c 'cat /dev/fd/3' 3<<< {{v}}"}) {
+                                    "bash -c 'cat /dev/fd/3' 3<<< {{v}}", "declare -a y=({{v}})", "y=(a {{v}}); echo \"${y[@]}\""}) {
     INFO("command: " << command);
     CHECK(render_error(command).empty());
   }

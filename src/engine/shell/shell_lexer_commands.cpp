@@ -512,7 +512,9 @@ void lexer::declare_argument(command_state& st) {
 // At `(` after `name=` or `name+=` (a command's prefix, or a declare argument): the elements
 // of a compound assignment, `[sub]=value` or `value`.
 bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t limit) {
-  if (!st.word_plain || !(st.word_index == 0 || st.args.kind == command_kind::declare)) return false;
+  // `eval y=(…)`: bash takes the word as written, and eval parses the expanded elements again.
+  const bool evaluated = st.args.kind == command_kind::eval;
+  if (!st.word_plain || !(st.word_index == 0 || st.args.kind == command_kind::declare || evaluated)) return false;
   std::string_view w = st.word;
   if (!w.ends_with('=')) return false;
   w.remove_suffix(1);
@@ -523,7 +525,11 @@ bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t l
   learn(names_.arrays, w);
   const auto use = assigned_use(w, flags);
   st.word_plain = false;
-  ++i_;
+  const auto open = i_++;
+  const auto evaluate = [&] {
+    if (evaluated) mark_code_range({open, i_}, "eval");
+    return true;
+  };
   frame element = f;
   element.shape = nullptr;
   element.sink = nullptr;
@@ -532,7 +538,7 @@ bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t l
       const char ch = s_[i_];
       if (ch == ')') {
         ++i_;
-        return true;
+        return evaluate();
       }
       if (is_blank(ch) || ch == '\n') {
         ++i_;
@@ -547,7 +553,7 @@ bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t l
     compound_element(element, use, associative, limit);
     if (i_ == start) ++i_;  // an operator bash would reject here
   }
-  return true;
+  return evaluate();
 }
 
 void lexer::compound_element(const frame& f, word_use value_use, bool associative, std::size_t limit) {
