@@ -90,7 +90,10 @@ const std::vector<std::string> code_forms = {
     // a function that runs its arguments as code, or hands them to a shell or interpreter
     "run() { bash \"$@\"; }; run -c {Q}", "run() { {W}python3 \"$@\"; }; run -c {Q}", "run() { bash -c \"$1\"; }; run {Q}",
     "run() { {B}eval \"$*\"; }; run {Q}", "run() { \"$@\"; }; run eval {Q}", "run() { bash \"$1\" \"$2\"; }; run -c {Q}",
-    "BASH_ENV=<(echo {Q}) {W}bash -c :", "{B}eval y=({Q})", "{B}eval y+=(a {Q})", "{W}env ENV=<(echo {Q}) sh -i", "function run { {W}sh -c \"${1}\" _; }; run {Q}", "run() { sh -ec \"$@\"; }\nrun {Q}",
+    "BASH_ENV=<(echo {Q}) {W}bash -c :", "{B}eval y=({Q})", "{B}eval y+=(a {Q})", "{W}env ENV=<(echo {Q}) sh -i",
+    "function run { {W}sh -c \"${1}\" _; }; run {Q}", "run() { sh -ec \"$@\"; }\nrun {Q}",
+    "{W}perl -d -e {Q}", "{W}perl -M -e {Q}", "{W}node -p -e {Q}", "{W}node -p --eval {Q}", "{W}ruby --encoding UTF-8 -e {Q}",
+    "{W}ruby --disable gems -e {Q}",
     "{W}sg docker -c {Q}", "{W}su --command={Q}", "{W}su --command {Q}", "{W}runuser -u x --command={Q}", "{W}flock F --com {Q}", "{W}flock \"$D/lock\" --command {Q}", "{W}\"$X\" --eval={Q}",
     "{W}script -q --command={Q} /dev/null", "{W}su --session-command={Q}", "{W}docker run --entrypoint sh img -c {Q}",
     "{W}docker run --entrypoint=sh img -c {Q}", "{W}start-stop-daemon --start --exec /bin/sh -- -c {Q}",

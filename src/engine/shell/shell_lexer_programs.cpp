@@ -65,7 +65,8 @@ constexpr program_rules programs[] = {
     // Emacs Lisp (`(shell-command …)`): `--eval`, `-eval`, `--execute`; `-l`/`--load` a file.
     {"emacs", interpreter, false, "", "", "", "", "l", "", false, false, " eval execute ", " load "},
     {"perl", interpreter, true, "eE", "I", "DFimMVxd", "0lC", "", "", false, true, "", "", "", false, "Mmd"},
-    {"ruby", interpreter, true, "e", "CEIr", "FiWxKT", "0"},
+    {"ruby", interpreter, true, "e", "CEIr", "FiWxKT", "0", "", "", false, true, "", "",
+     " encoding external-encoding internal-encoding enable disable dump "},
     {"node", interpreter, false, "ep", "rC", "", "", "", "", false, true, " eval print ", "", node_arguments},
     {"nodejs", interpreter, false, "ep", "rC", "", "", "", "", false, true, " eval print ", "", node_arguments},
     {"bun", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
@@ -754,6 +755,20 @@ void lexer::program_argument(command_state& st) {
   if (a.program && !a.options_done && a.option == 0) learn_positional_use(st, true);
   if (a.splits) return code_word(st, 0, many_words_runner(st));
   if (const char pending = std::exchange(a.option, 0)) {
+    // `node -p -e CODE`: an option that takes code, given another one, is a flag; the code is
+    // the second one's.
+    const auto& t = st.shape.text;
+    const auto long_code = [&] {
+      if (!t.starts_with("--")) return false;
+      const auto eq = t.find('=');
+      const auto name = std::string_view(t).substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      return long_option_of(*a.program, name) == long_option::code;
+    };
+    if (pending == code_next && a.program && a.program->type == interpreter &&
+        ((t.size() == 2 && t[0] == '-' && has(a.program->code, t[1])) || long_code())) {
+      program_option(st);
+      return;
+    }
     if (pending == code_next) code_word(st, 0, a.command + " " + a.code_option);
     if (pending == file_next) script_word(st, a.command);
     if (pending == data_next && a.ended) module_named(st, st.shape.text);
@@ -867,7 +882,9 @@ bool lexer::program_option(command_state& st) {
     if (has(p->rest, c)) {
       if (has(p->code_rest, c)) {  // perl -M'strict;system…', m4 -D NAME=VALUE
         a.code_option = std::string("-") + c;
-        if (more) code_word(st, k + 1, a.command + " -" + c); else a.option = code_next;
+        // perl's -M, -m and -d take theirs attached only (`perl -M strict` is an error, `-d` a
+        // debugger): the next word is an option again (`perl -d -e CODE`).
+        if (more) code_word(st, k + 1, a.command + " -" + c); else if (p->name != "perl") a.option = code_next;
       }
       return true;
     }
