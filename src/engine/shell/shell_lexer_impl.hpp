@@ -343,7 +343,7 @@ private:
   void learn_positional_use(command_state& st, bool arguments);
   bool in_function(const command_state& st) const { return !st.function_name.empty() && st.groups.size() > st.function_depth; }
 
-  void script_word(command_state& st, std::string_view runner);
+  void script_word(command_state& st, std::string_view runner, std::size_t from = 0);  // its text from `from`
   bool start_program(command_state& st, std::string_view name, bool detached = false);
   void other_argument(command_state& st);
   void remote_words(command_state& st);

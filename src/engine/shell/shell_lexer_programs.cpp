@@ -663,10 +663,10 @@ void lexer::code_word(command_state& st, std::size_t from, std::string_view runn
 }
 
 // A script file operand: a process substitution there (`bash <(…)`, `source <(…)`) is code.
-void lexer::script_word(command_state& st, std::string_view runner) {
+void lexer::script_word(command_state& st, std::string_view runner, std::size_t from) {
   for (const auto& r : st.word_substitutions) mark_code_range(r, std::string(runner) + " <( )");
   if (!st.word_substitutions.empty()) st.code_from_substitution = true;  // `source <(cat)` reads stdin
-  script_source(st, st.shape.text);
+  script_source(st, std::string_view(st.shape.text).substr(std::min(from, st.shape.text.size())));  // `--file=-`, `-f-`
 }
 
 // The word names a shell or interpreter: what follows are its arguments.
@@ -823,7 +823,7 @@ bool lexer::program_option(command_state& st) {
       code_option(eq == std::string::npos ? t.size() : eq, arg);
     } else if (kind == long_option::file) {
       a.from_file = !is_shell;  // `bash --rcfile F` still reads its program from stdin
-      if (eq == std::string::npos) a.option = file_next; else script_word(st, a.command);
+      if (eq == std::string::npos) a.option = file_next; else script_word(st, a.command, eq + 1);
     } else if (kind == long_option::argument && eq == std::string::npos) {
       a.option = data_next;
     } else if (name == "sandbox" && a.operands == 0) {  // after an operand, POSIXLY_CORRECT makes it a file
@@ -867,7 +867,7 @@ bool lexer::program_option(command_state& st) {
     }
     if (has(p->file, c)) {
       a.from_file = true;
-      if (more) script_word(st, a.command); else a.option = file_next;
+      if (more) script_word(st, a.command, k + 1); else a.option = file_next;
       return true;
     }
     if (has(p->ends, c)) {
