@@ -81,7 +81,7 @@ const std::vector<std::string> code_forms = {
     // the fifth review: the running shell by its /proc path, a shell named by an expansion with
     // a cluster or options before its -c, variables named as commands, make's environment
     "{W}/proc/self/exe -c {Q}", "{W}//proc/./self/exe -ec {Q}", "{W}/proc/1234/exe -c {Q}", "{W}/proc/thread-self/exe <<< {Q}",
-    "{W}\"$SHELL\" -ec {Q}", "{W}\"$BASH\" -xc {Q}", "{W}$SHELL -o pipefail -c {Q}", "{W}\"$SHELL\" -O extglob -ec {Q}",
+    "{W}\"$SHELL\" -ec {Q}", "{W}\"$BASH\" -xc {Q}", "{W}$SHELL -o pipefail -c {Q}", "{W}$SHELL -o errexit -o pipefail -ec {Q}", "{W}\"$SHELL\" -O extglob -ec {Q}",
     "VIMINIT={Q} vim -es", "EXINIT={Q} ex", "GH_PAGER={Q} gh pr list", "{W}env PSQL_EDITOR={Q} psql", "export DELTA_PAGER={Q}",
     "CC={Q} make", "CFLAGS={Q} gmake -j2", "{W}env CC={Q} make", "POSIXLY_CORRECT=1 sed -e {Q} f --sandbox",
     "{W}sash -c {Q}", "{W}jython -c {Q}", "{W}emacs --batch --eval {Q}", "{W}emacs -batch -eval {Q}",
@@ -275,7 +275,7 @@ TEST_CASE("the fifth review's forms stay data where no code reads them") {
                                     "run() { bash \"$@\"; }; run script.sh {{v}}", "run() { sh -c 'echo \"$1\"' _ \"$1\"; }; run {{v}}",
                                     "run() { python3 tool.py \"$@\"; }; run {{v}}", "py() { python3 \"$@\"; }; py tool.py -c {{v}}",
                                     "run() { bash -c 'x'; }; run {{v}}", "rsync -avz -e ssh {{v}} dst", "rsync -f {{v}} a b",
-                                    "bash -c 'cat /dev/fd/3' 3<<< {{v}}", "declare -a y=({{v}})", "y=(a {{v}}); echo \"${y[@]}\""}) {
+                                    "bash -c 'cat /dev/fd/3' 3<<< {{v}}", "$PYTHON script.py -e {{v}}", "$DOCKER run -e FOO={{v}} img", "declare -a y=({{v}})", "y=(a {{v}}); echo \"${y[@]}\""}) {
     INFO("command: " << command);
     CHECK(render_error(command).empty());
   }

@@ -132,6 +132,7 @@ struct command_args {
   command_kind kind = command_kind::other;
   std::string command;        // the command word (builtin or shell name)
   bool options_done = false;  // after `--` or the first operand
+  bool after_option = false;  // the last word was an option: an operand now may be its argument
   char option = 0;            // an option whose argument is the next word
   std::string flags;          // option letters seen (declare's attributes, unset -f, trap -p)
   int operands = 0;

@@ -774,8 +774,12 @@ void lexer::program_argument(command_state& st) {
     if (pending == data_next && a.ended) module_named(st, st.shape.text);
     return;
   }
-  if (!a.options_done && program_option(st)) return;
+  if (!a.options_done && program_option(st)) {
+    a.after_option = true;
+    return;
+  }
   program_operand(st);
+  a.after_option = false;
 }
 
 // `-c`, `-ne`, `-e'code'`, `--eval=code`, `--`: true when the word is options.
@@ -908,9 +912,9 @@ void lexer::program_operand(command_state& st) {
     }
     return;
   }
-  // A program named by an expansion may be a shell taking options after an option's argument
-  // (`"$SHELL" -o pipefail -c CODE`): arun cannot tell an operand from that argument.
-  a.options_done = !a.detached && p;
+  // A program named by an expansion may be a shell whose option takes this word
+  // (`"$SHELL" -o pipefail -c CODE`): arun cannot tell that argument from an operand.
+  a.options_done = !a.detached && (p || !a.after_option);
   if (first && p && p->name == "deno" && t == "eval") {  // deno eval CODE
     a.code_given = true;
     a.code_option = "eval";
