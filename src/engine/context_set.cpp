@@ -1,4 +1,5 @@
 #include <arun/context_set.hpp>
+#include <arun/value_format.hpp>
 
 #include <boost/json/error.hpp>
 #include <boost/json/parse.hpp>
@@ -79,12 +80,16 @@ std::optional<set_assignment> parse_set(std::string_view text, std::string& erro
   boost::system::error_code ec;
   boost::json::parse_options opts;
   opts.max_depth = 256;
-  auto parsed = boost::json::parse(raw, ec, {}, opts);
+  // Read as step outputs are (docs/reference/formats.md, "Numbers"): Boost.JSON's own parser
+  // rounds some decimals one unit off (1795664842.1989675 became …677).
+  auto parsed = parse_json_exact(raw, ec, opts);
   // Strings typed as JSON only when quoted: `--set name=bob` is the string "bob". A number
   // that a double would change (an integer past 64 bits, 1e999, 1e-999) is kept as the text
   // it was: `--set id=123456789012345678901234567890` is that string, never 1.2345678901234568e+29.
-  if (!ec && (parsed.is_double() || parsed.is_number()) && !exact_number(raw)) ec = boost::json::error::exponent_overflow;
-  if (!ec && !parsed.is_number()) {
+  const auto first = raw.find_first_not_of(" \t\r\n");
+  const bool bare_number = !ec && (parsed.is_number() || (parsed.is_string() && first != std::string_view::npos && raw[first] != '"'));
+  if (bare_number && !exact_number(raw)) ec = boost::json::error::exponent_overflow;
+  if (!ec && !bare_number) {
     if (const auto inexact = inexact_number_in(raw); !inexact.empty()) {
       error = "--set " + std::string(text.substr(0, eq)) + ": the number " + inexact +
               " does not fit a 64-bit integer or a double exactly; quote it to keep it as text";

@@ -390,9 +390,11 @@ void check_references(const recipe& r, const validation_options& options, std::v
   std::map<std::pair<std::string, std::string>, std::size_t> seen;
   // `not_here`: a declared name not defined in this text (a loop's own `as` in its `foreach`,
   // where the loop has not started): neither listed nor suggested.
+  // `variable`: the env entry the text is the value of (`BASH_ENV`: a program runs it as code).
   auto check_text = [&](std::string_view key, const std::string& text, const source_location& where,
-                        const std::string& owner, std::string_view not_here = {}) {
+                        const std::string& owner, std::string_view not_here = {}, std::string_view variable = {}) {
     const auto spans = engine::find_references(text);
+    const bool runs_code = !variable.empty() && engine::variable_runs_code(variable);
     const bool shell = key == "command" || key == "hooks";
     const auto positions = shell ? shell_positions(text, spans) : std::vector<engine::shell_position>(spans.size());
     for (std::size_t k = 0; k < spans.size(); ++k) {
@@ -400,9 +402,10 @@ void check_references(const recipe& r, const validation_options& options, std::v
       const auto snippet = text.substr(span.begin, span.end - span.begin);
       const auto occurrence = seen[{owner + "\n" + std::string(key), snippet}]++;
       const bool in_comment = positions[k].quoting == engine::shell_quoting::comment;
-      if (positions[k].code && !in_comment) {
+      if ((positions[k].code || runs_code) && !in_comment) {
         // Templates never reach a code position (docs/reference/templates.md, "Code positions").
-        auto d = make(severity::error, where, engine::code_position_error(positions[k].code_in, span.ref) + ", in " + owner,
+        const std::string runner = positions[k].code ? positions[k].code_in : "the program reading " + std::string(variable);
+        auto d = make(severity::error, where, engine::code_position_error(runner, span.ref) + ", in " + owner,
                       std::string(key), engine::code_position_hint(span.ref));
         d.snippet = snippet;
         d.occurrence = occurrence;
@@ -474,8 +477,10 @@ void check_references(const recipe& r, const validation_options& options, std::v
     }
   };
   for_each_step(r, [&](const step& s, int) {
+    std::size_t env_entry = 0;  // template_fields lists the env values in their order
     for (const auto& [key, text] : template_fields(s))
-      check_text(key, text, s.at(key), "step '" + s.id + "'", key == "foreach" ? std::string_view(s.foreach->as) : "");
+      check_text(key, text, s.at(key), "step '" + s.id + "'", key == "foreach" ? std::string_view(s.foreach->as) : "",
+                 key == "env" ? std::string_view(s.env[env_entry++].first) : "");
     const std::string owner = "step '" + s.id + "'";
     check_names("condition", s.condition, s.at("condition"), owner);
     if (s.loop_while) {
@@ -488,7 +493,7 @@ void check_references(const recipe& r, const validation_options& options, std::v
     check_text("condition", st.condition, st.where, "stage '" + st.name + "'");
     check_text("approval", st.approval.prompt, st.where, "stage '" + st.name + "'");
   }
-  for (const auto& [name, value] : r.env) check_text("env", value, r.env_where, "the recipe's env");
+  for (const auto& [name, value] : r.env) check_text("env", value, r.env_where, "the recipe's env", {}, name);
   // The hooks' values have no recorded position: their diagnostics stay at the recipe's start.
   const auto before_hooks = out.size();
   for (const auto* hook : {&r.hooks.pre_step, &r.hooks.post_step, &r.hooks.on_error})

@@ -591,7 +591,7 @@ TEST_CASE("conditions skip steps, and a bad value in arithmetic fails the step b
   CHECK(arun::test::leftover_processes().empty());
 }
 
-TEST_CASE("values given by --set never run: name and integer positions fail the step, program settings need env:") {
+TEST_CASE("values given by --set never run: name and integer positions fail the step, program settings are set only explicitly") {
   const auto dir = fs::temp_directory_path() / ("arun-inject-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -601,8 +601,10 @@ TEST_CASE("values given by --set never run: name and integer positions fail the 
                   "  - id: name\n    command: printf -v \"a[{{x}}]\" %s 1\n    on_error: continue\n"
                   "  - id: git\n    working_dir: " + dir.string() + "\n"
                   "    command: git init -q repo && cd repo && git status --porcelain && printenv GIT_CONFIG_PARAMETERS || echo none\n"
-                  "  - id: opted_in\n    env: {GIT_CONFIG_PARAMETERS: \"{{git_config_parameters}}\"}\n"
-                  "    command: printenv GIT_CONFIG_PARAMETERS\n");
+                  // A reference there would be a code position (git runs core.fsmonitor): the
+                  // command says it takes the setting from the environment.
+                  "  - id: opted_in\n"
+                  "    command: GIT_CONFIG_PARAMETERS=\"$RECIPE_VAR_git_config_parameters\" printenv GIT_CONFIG_PARAMETERS\n");
   const auto r = run_arun({rec.file.string(), "--output-format", "json", "-q", "--set", "x=a[$(touch " + canary + ")]",
                            "--set", "git_config_parameters='core.fsmonitor'='touch " + canary + "'"});
   INFO(r.err);
@@ -895,6 +897,33 @@ TEST_CASE("a reference in a code position is refused by validate at the referenc
   const auto run = run_arun({"run", rec.file.string(), "-C", rec.dir.string(), "-q"});
   CHECK(run.exit_code == 2);
   CHECK_FALSE(fs::exists(rec.dir / "ran"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("a reference in the env value of a variable a program runs is refused, in a step's, a recipe's and a sub-recipe's env") {
+  // bash expands BASH_ENV (`$( )` included) before it sources the file it names.
+  temp_recipe rec("name: envcode\ncontext:\n  v: \"$(touch pwned)\"\n  w: data\nenv:\n  PROMPT_COMMAND: \"{{v}}\"\n"
+                  "steps:\n  - id: a\n    env:\n      LOG: \"{{w}}\"\n      BASH_ENV: \"{{v}}\"\n    command: \"true\"\n"
+                  "  - id: b\n    env:\n      GH_PAGER: \"{{w}}\"\n    command: \"true\"\n");
+  auto r = run_arun({"validate", rec.file.string()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(":11:18: error: {{v}} is in code that the program reading BASH_ENV runs: its value would run "
+                                    "as code there, whatever it holds, in step 'a'"));
+  CHECK_THAT(r.err, Catch::Contains(":15:18: error: {{w}} is in code that the program reading GH_PAGER runs"));
+  CHECK_THAT(r.err, Catch::Contains("error: {{v}} is in code that the program reading PROMPT_COMMAND runs"));
+  CHECK_THAT(r.err, Catch::EndsWith("\n3 errors\n"));  // LOG's {{w}} is data
+  r = run_arun({"run", rec.file.string(), "-C", rec.dir.string(), "-q"});
+  CHECK(r.exit_code == 2);
+  CHECK_FALSE(fs::exists(rec.dir / "pwned"));
+  // A sub-recipe chosen at run time is refused when it is loaded.
+  temp_recipe parent("name: parent\ncontext:\n  v: \"$(touch pwned)\"\nsteps:\n  - id: p\n    recipe: \"{{which}}\"\n"
+                     "    context:\n      x: \"{{v}}\"\n");
+  std::ofstream(parent.dir / "child.yaml") << "name: child\ncontext:\n  x: \"\"\nenv:\n  BASH_ENV: \"{{x}}\"\n"
+                                               "steps:\n  - id: c\n    command: \"true\"\n";
+  r = run_arun({"run", parent.file.string(), "-C", parent.dir.string(), "--set", "which=" + (parent.dir / "child.yaml").string(), "-q"});
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.out, Catch::Contains("{{x}} is in code that the program reading BASH_ENV runs"));
+  CHECK_FALSE(fs::exists(parent.dir / "pwned"));
   CHECK(arun::test::leftover_processes().empty());
 }
 

@@ -78,6 +78,23 @@ const std::vector<std::string> code_forms = {
     // options, programs named as an option's argument
     "{W}ssh host bash -s <<< {Q}", "{W}ssh host 'bash -s' <<< {Q}", "ssh host python3 <<EOF\n{{v}}\nEOF", "{W}sudo -s <<< {Q}",
     "{W}sudo -i <<< {Q}", "{W}chroot /srv <<< {Q}", "{W}unshare -U <<< {Q}", "{W}nsenter -t 1 -a <<< {Q}", "newgrp docker <<< {Q}",
+    // the fifth review: the running shell by its /proc path, a shell named by an expansion with
+    // a cluster or options before its -c, variables named as commands, make's environment
+    "{W}/proc/self/exe -c {Q}", "{W}//proc/./self/exe -ec {Q}", "{W}/proc/1234/exe -c {Q}", "{W}/proc/thread-self/exe <<< {Q}",
+    "{W}\"$SHELL\" -ec {Q}", "{W}\"$BASH\" -xc {Q}", "{W}$SHELL -o pipefail -c {Q}", "{W}$SHELL -o errexit -o pipefail -ec {Q}", "{W}\"$SHELL\" -O extglob -ec {Q}",
+    "VIMINIT={Q} vim -es", "EXINIT={Q} ex", "GH_PAGER={Q} gh pr list", "{W}env PSQL_EDITOR={Q} psql", "export DELTA_PAGER={Q}",
+    "CC={Q} make", "CFLAGS={Q} gmake -j2", "{W}env CC={Q} make", "POSIXLY_CORRECT=1 sed -e {Q} f --sandbox",
+    "{W}sash -c {Q}", "{W}jython -c {Q}", "{W}emacs --batch --eval {Q}", "{W}emacs -batch -eval {Q}",
+    "{W}rsync -e{Q} a b", "{W}rsync -avze {Q} a b", "{W}rsync -aze{Q} a b", "{W}bash -c 'source /dev/fd/3' 3<<< {Q}",
+    "{W}bash 3<<< {Q} -c '. /dev/fd/3'", "{W}sh -c 'sh <&4' 4< <(echo {Q})",
+    // a function that runs its arguments as code, or hands them to a shell or interpreter
+    "run() { bash \"$@\"; }; run -c {Q}", "run() { {W}python3 \"$@\"; }; run -c {Q}", "run() { bash -c \"$1\"; }; run {Q}",
+    "run() { {B}eval \"$*\"; }; run {Q}", "run() { \"$@\"; }; run eval {Q}", "run() { bash \"$1\" \"$2\"; }; run -c {Q}",
+    "BASH_ENV=<(echo {Q}) {W}bash -c :", "{B}eval y=({Q})", "{B}eval y+=(a {Q})", "{W}env ENV=<(echo {Q}) sh -i",
+    "function run { {W}sh -c \"${1}\" _; }; run {Q}", "run() { sh -ec \"$@\"; }\nrun {Q}",
+    "{W}perl -d -e {Q}", "{W}perl -M -e {Q}", "{W}node -p -e {Q}", "{W}node -p --eval {Q}", "{W}ruby --encoding UTF-8 -e {Q}",
+    "{W}ruby --disable gems -e {Q}", "{W}sed --file=- f <<< {Q}", "{W}sed -f- f <<< {Q}", "{W}awk -f/dev/stdin f <<< {Q}",
+    "{W}gawk --file=/dev/stdin <<< {Q}",
     "{W}sg docker -c {Q}", "{W}su --command={Q}", "{W}su --command {Q}", "{W}runuser -u x --command={Q}", "{W}flock F --com {Q}", "{W}flock \"$D/lock\" --command {Q}", "{W}\"$X\" --eval={Q}",
     "{W}script -q --command={Q} /dev/null", "{W}su --session-command={Q}", "{W}docker run --entrypoint sh img -c {Q}",
     "{W}docker run --entrypoint=sh img -c {Q}", "{W}start-stop-daemon --start --exec /bin/sh -- -c {Q}",
@@ -249,6 +266,19 @@ TEST_CASE("every code form is refused bare, and names what would run the value")
   CHECK_THAT(render_error("sed \"s/a/{{v}}/\" f"), Catch::Contains("--sandbox"));
   CHECK_THAT(render_error("echo {{v}} |\n  sh"), Catch::Contains("text piped into sh"));
   CHECK_THAT(render_error("x=$(cat <<EOF | sh\n{{v}}\nEOF\n)"), Catch::Contains("the standard input of sh"));
+}
+
+TEST_CASE("the fifth review's forms stay data where no code reads them") {
+  for (const std::string command : {"CC={{v}} cc -o x x.c; make", "CC={{v}} ./configure && make", "$CC -c main.c -o {{v}}",
+                                    "/proc/self/exe --version; echo {{v}}", "cat /proc/self/exe {{v}}", "MY_EDITOR_FILE={{v}} cmd",
+                                    "sed --sandbox -e {{v}} f", "emacs --batch -l init.el {{v}}", "$SHELL script.sh {{v}}",
+                                    "run() { bash \"$@\"; }; run script.sh {{v}}", "run() { sh -c 'echo \"$1\"' _ \"$1\"; }; run {{v}}",
+                                    "run() { python3 tool.py \"$@\"; }; run {{v}}", "py() { python3 \"$@\"; }; py tool.py -c {{v}}",
+                                    "run() { bash -c 'x'; }; run {{v}}", "rsync -avz -e ssh {{v}} dst", "rsync -f {{v}} a b",
+                                    "bash -c 'cat /dev/fd/3' 3<<< {{v}}", "$PYTHON script.py -e {{v}}", "$DOCKER run -e FOO={{v}} img", "declare -a y=({{v}})", "y=(a {{v}}); echo \"${y[@]}\""}) {
+    INFO("command: " << command);
+    CHECK(render_error(command).empty());
+  }
 }
 
 TEST_CASE("code positions do not leak past their command") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "recipe/recipe_loader.hpp"
+#include "scheduler/foreach_lines.hpp"
 
 #include <arun/context_set.hpp>
 
@@ -38,11 +39,26 @@ TEST_CASE("set values keep numbers exact: too large for a JSON number means the 
   CHECK(set_value("-9223372036854775808") == boost::json::value(std::int64_t(-9223372036854775807LL - 1)));
   CHECK(set_value("42") == 42);
   CHECK(set_value("1.5") == 1.5);
+  // Boost.JSON 1.81's own parser reads these one unit off in the last place.
+  CHECK(boost::json::serialize(set_value("1795664842.1989675")) == "1.7956648421989675E9");
+  CHECK(boost::json::serialize(set_value("[1795664842.1989675]")) == "[1.7956648421989675E9]");
+  CHECK(boost::json::serialize(set_value("{\"a\": 1795664842.1989675}")) == "{\"a\":1.7956648421989675E9}");
+  CHECK(set_value("\"1e400\"") == "1e400");
   CHECK(set_value("[1, \"123456789012345678901234567890\"]") == boost::json::array{1, "123456789012345678901234567890"});
   CHECK(set_error("[1, 123456789012345678901234567890]") ==
         "--set v: the number 123456789012345678901234567890 does not fit a 64-bit integer or a double exactly; "
         "quote it to keep it as text");
   CHECK_THAT(set_error("{\"a\": 1e400}"), Catch::Contains("the number 1e400 does not fit"));
+}
+
+TEST_CASE("a foreach over a JSON list text keeps its numbers as written") {
+  // The text a step printed (or a string value holding a list): 1e400 was null, the big
+  // integer 1.2345678901234568e+29, and 1795664842.1989675 one unit off.
+  const boost::json::value text("[1795664842.1989675, 1e400, 123456789012345678901234567890, 7]");
+  const auto items = arun::engine::foreach_items(text, text);
+  const auto* list = std::get_if<boost::json::array>(&items);
+  REQUIRE(list);
+  CHECK(boost::json::serialize(*list) == "[1.7956648421989675E9,\"1e400\",\"123456789012345678901234567890\",7]");
 }
 
 TEST_CASE("YAML numbers a JSON value cannot hold exactly stay the text they were written as") {

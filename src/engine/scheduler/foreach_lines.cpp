@@ -2,7 +2,7 @@
 
 #include "template/render.hpp"
 
-#include <boost/json/parse.hpp>
+#include <arun/value_format.hpp>
 
 namespace arun::engine {
 
@@ -38,8 +38,10 @@ std::variant<boost::json::array, std::string> foreach_items(const boost::json::v
   if (lines_text(written)) return foreach_lines(rendered.as_object().at("lines"));
   if (const auto* a = rendered.if_array()) return *a;
   if (const auto* s = rendered.if_string()) {
+    // Numbers as written (docs/reference/formats.md, "Numbers"): a list text a step printed
+    // keeps 1e400 and 123456789012345678901234567890 as their text, never null or rounded.
     boost::system::error_code ec;
-    auto parsed = boost::json::parse(*s, ec);
+    auto parsed = parse_json_exact(*s, ec, {});
     if (!ec && parsed.is_array()) return std::move(parsed.as_array());
     return "foreach needs a list, got a string that is not a JSON list" +
            std::string(s->find('\n') != boost::json::string::npos ? " (for its lines, write foreach: {lines: \"{{text}}\"})" : "");

@@ -4,6 +4,7 @@
 // `--set git_config_parameters=…` must not become GIT_CONFIG_PARAMETERS (and with it a command for
 // `git status` to run). A recipe that means to set such a variable says so in a step's `env:`.
 #include "shell/context_export.hpp"
+#include "shell/shell_lexer.hpp"
 
 #include <algorithm>
 #include <array>
@@ -58,7 +59,7 @@ constexpr std::string_view protected_names[] = {
     "GCONV_PATH", "MANPATH", "INFOPATH", "CLASSPATH", "CC", "CXX", "CPP", "LD", "AR", "AS", "CFLAGS",
     "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
     "LIBRARY_PATH", "EMAIL", "NETRC", "WGETRC", "SSLKEYLOGFILE", "CI", "NONINTERACTIVE", "DEBIAN_FRONTEND",
-    "MAKE", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "MAKEOVERRIDES",
+    "MAKE", "MAKEFLAGS", "GNUMAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "MAKEOVERRIDES", "TAR_OPTIONS",
     "HISTFILE", "HISTFILESIZE", "HISTSIZE", "HISTCONTROL", "HISTIGNORE", "HISTTIMEFORMAT", "HISTCMD",
     // Go reads only the GO… names it knows (a prefix would also take GOAL)
     "GOROOT", "GOPATH", "GOBIN", "GOFLAGS", "GOPROXY", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOSUMDB",
@@ -78,7 +79,9 @@ bool alias_allowed(std::string_view name) {
     return by_first;
   }();
   if (name.empty()) return true;
-  if (names.contains(name)) return false;
+  // Whatever a program runs as code (TAR_OPTIONS, GNUMAKEFLAGS, PSQL_EDITOR, DELTA_PAGER):
+  // the same list that makes a reference there a code position.
+  if (names.contains(name) || variable_runs_code(name)) return false;
   const auto& prefixes = prefixes_by_first[static_cast<unsigned char>(name.front())];
   return std::none_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
 }

@@ -166,6 +166,11 @@ void lexer::control(command_state& st, const frame& f, std::size_t limit) {
     }
     if (std::exchange(output_runs_code_, false) && output) st.output_is_code = true;
     st.word_substitutions.push_back({start, i_});
+    // `BASH_ENV=<(…)`: bash substitutes in an assignment's value too; the file is sourced.
+    const auto before = s_.substr(0, start);
+    for (const std::string_view name : {"BASH_ENV=", "ENV="})
+      if (before.ends_with(name) && (before.size() == name.size() || !is_name_char(before[before.size() - name.size() - 1])))
+        mark_code_range({start, i_}, std::string(name.substr(0, name.size() - 1)) + " <( )");
   } else if (at(i_, ">&") || at(i_, "<&") || at(i_, "&>") || at(i_, ">|") || at(i_, "<>")) {
     st.stdin_redirect = at(i_, "<>");
     st.dup_input = at(i_, "<&");  // `<&3`, `4<&5`: a copy of another descriptor
@@ -295,6 +300,7 @@ void lexer::end_command(command_state& st) {
     for (auto h = st.first_heredoc; h < out_.heredocs.size(); ++h) arithmetic_bodies_[h] = true;
   }
   st.command_holes.clear();
+  st.environment_holes.clear();
   st.first_heredoc = out_.heredocs.size();
   st.args = {};
   st.redirect_target = false;

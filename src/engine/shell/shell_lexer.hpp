@@ -89,4 +89,9 @@ struct shell_lex_result {
 /// as plain word text. Never fails: unterminated constructs end at the end of the text.
 shell_lex_result lex_shell(std::string_view script, const std::vector<text_range>& opaque);
 
+/// Whether a program runs the value of the environment variable `name` as code (`BASH_ENV`,
+/// `PROMPT_COMMAND`, `GIT_SSH_COMMAND`, `EDITOR`, ...): a reference in a step's or recipe's
+/// `env` value for it is a code position (docs/reference/templates.md, "Code positions").
+bool variable_runs_code(std::string_view name);
+
 }  // namespace arun::engine

@@ -13,10 +13,7 @@ bool is_identifier(std::string_view w) {
 
 bool has(std::string_view flags, char c) { return flags.find(c) != std::string_view::npos; }
 
-std::string_view basename(std::string_view w) {
-  const auto slash = w.rfind('/');
-  return slash == std::string_view::npos ? w : w.substr(slash + 1);
-}
+std::string_view basename(std::string_view w) { return command_name(w); }
 
 
 // Bash's own integer variables (`declare -pi`), and two it evaluates on assignment too.
@@ -33,13 +30,16 @@ bool special_integer(std::string_view name) {
 // and less run through `sh -c`; the options perl and ruby read as switches (`-M` runs code).
 bool code_variable(std::string_view name) {
   if (name.starts_with("BASH_FUNC_") || name.starts_with("GIT_CONFIG_VALUE_")) return true;
+  // Named as a command a program runs: `GH_PAGER`, `PSQL_EDITOR`, `DELTA_PAGER`, `FOO_ASKPASS`, `X_COMMAND`.
+  for (std::string_view suffix : {"EDITOR", "PAGER", "ASKPASS", "_COMMAND", "_RSH"})
+    if (name.ends_with(suffix)) return true;
   for (std::string_view n : {"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV", "GIT_SSH_COMMAND", "GIT_SSH",
                              "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
                              "GIT_PROXY_COMMAND", "SSH_ASKPASS", "SUDO_ASKPASS", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
                              "LESSOPEN", "LESSCLOSE", "PERL5OPT", "PERL5DB", "RUBYOPT", "RSYNC_RSH", "RSYNC_CONNECT_PROG",
                              "CVS_RSH", "SVN_EDITOR", "SVN_SSH", "HGEDITOR", "KUBE_EDITOR", "SYSTEMD_EDITOR", "SYSTEMD_PAGER",
                              "SUDO_EDITOR", "FCEDIT", "NODE_OPTIONS", "GIT_CONFIG_PARAMETERS", "MAKEFLAGS", "GNUMAKEFLAGS",
-                             "MFLAGS", "TAR_OPTIONS", "BROWSER"})
+                             "MFLAGS", "TAR_OPTIONS", "BROWSER", "VIMINIT", "GVIMINIT", "EXINIT"})
     if (name == n) return true;
   return false;
 }
@@ -193,6 +193,7 @@ bool lexer::assignment_word(command_state& st) {
   }
   if (use == word_use::name) name_word(st, eq + 1, t.size());
   if (use == word_use::code) code_word(st, eq + 1, name);  // PS4="$(printf %s {{x}})" too
+  for (const auto index : word_references(st, eq + 1)) st.environment_holes.push_back(index);
   if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));  // BASH_ENV=/dev/stdin
   return true;
 }
@@ -226,11 +227,15 @@ void lexer::command_word(command_state& st) {
       const auto name = std::string_view(t).substr(0, eq);
       if (code_variable(name)) code_word(st, eq + 1, name);
       if (name == "BASH_ENV" || name == "ENV") script_source(st, std::string_view(t).substr(eq + 1));
+      for (const auto index : word_references(st, eq + 1)) st.environment_holes.push_back(index);
       return;
     }
     if (a.command == "timeout" && a.operands++ == 0) return;  // the duration
   }
   a = command_args{};
+  // `run() { "$@"; }`: a call runs its first argument as a command, builtins too (`run eval …`).
+  if (st.shape.positional && in_function(st) && names_.function_programs.emplace(st.function_name, "command").second)
+    learned_ = true;
   if (st.shape.many_words || expands_to_program(st.shape)) {
     // `$CMD {{x}}`, `"${cmd[@]}" {{x}}`, `{sh,-c,{{x}}}`, `/bin/[s]h -c`: the command may be a
     // shell and its `-c` — every reference after it may be its code.
@@ -248,9 +253,18 @@ void lexer::command_word(command_state& st) {
   }
   a.command = std::string(basename(t));
   a.kind = kind_of(a.command);
-  if (names_.code_aliases.contains(t)) {  // an alias for a shell and its -c
+  if (names_.code_commands.contains(t)) {  // an alias or a function running its words as code
     a.kind = command_kind::unknown;
     a.splits = true;
+    return;
+  }
+  if (const auto f = names_.function_programs.find(t); f != names_.function_programs.end() && a.kind == command_kind::other) {
+    if (f->second == "command") {  // `run() { "$@"; }`: a wrapper
+      a.command = f->second;
+      a.kind = kind_of(a.command);
+    } else {
+      start_program(st, f->second);  // `run() { bash "$@"; }; run -c …`
+    }
     return;
   }
   if (a.command == "xargs") st.appends_input = true;
@@ -329,7 +343,7 @@ void lexer::argument_word(command_state& st) {
         code_word(st, eq + 1, "alias");
         // `alias run='bash -c'`: a later `run …` hands its words to the shell.
         if (appended_is_code(std::string_view(t).substr(eq + 1)) || stdin_is_code(std::string_view(t).substr(eq + 1)))
-          learn(names_.code_aliases, std::string_view(t).substr(0, eq));
+          learn(names_.code_commands, std::string_view(t).substr(0, eq));
       }
       return;
     case command_kind::test:
@@ -498,7 +512,9 @@ void lexer::declare_argument(command_state& st) {
 // At `(` after `name=` or `name+=` (a command's prefix, or a declare argument): the elements
 // of a compound assignment, `[sub]=value` or `value`.
 bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t limit) {
-  if (!st.word_plain || !(st.word_index == 0 || st.args.kind == command_kind::declare)) return false;
+  // `eval y=(…)`: bash takes the word as written, and eval parses the expanded elements again.
+  const bool evaluated = st.args.kind == command_kind::eval;
+  if (!st.word_plain || !(st.word_index == 0 || st.args.kind == command_kind::declare || evaluated)) return false;
   std::string_view w = st.word;
   if (!w.ends_with('=')) return false;
   w.remove_suffix(1);
@@ -509,7 +525,11 @@ bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t l
   learn(names_.arrays, w);
   const auto use = assigned_use(w, flags);
   st.word_plain = false;
-  ++i_;
+  const auto open = i_++;
+  const auto evaluate = [&] {
+    if (evaluated) mark_code_range({open, i_}, "eval");
+    return true;
+  };
   frame element = f;
   element.shape = nullptr;
   element.sink = nullptr;
@@ -518,7 +538,7 @@ bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t l
       const char ch = s_[i_];
       if (ch == ')') {
         ++i_;
-        return true;
+        return evaluate();
       }
       if (is_blank(ch) || ch == '\n') {
         ++i_;
@@ -533,7 +553,7 @@ bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t l
     compound_element(element, use, associative, limit);
     if (i_ == start) ++i_;  // an operator bash would reject here
   }
-  return true;
+  return evaluate();
 }
 
 void lexer::compound_element(const frame& f, word_use value_use, bool associative, std::size_t limit) {
@@ -563,3 +583,9 @@ void lexer::compound_element(const frame& f, word_use value_use, bool associativ
 }
 
 }  // namespace arun::engine::detail
+
+namespace arun::engine {
+
+bool variable_runs_code(std::string_view name) { return detail::code_variable(name); }
+
+}  // namespace arun::engine

@@ -172,6 +172,8 @@ void lexer::dollar(const frame& f, std::size_t limit, bool quoted) {
       if (f.shape && (text.find('@') != std::string_view::npos ||
                       (f.quoting == shell_quoting::unquoted && (text == "$*" || text.starts_with("${*") || text.find("[*]") != std::string_view::npos))))
         f.shape->many_words = true;
+      const auto name = text.size() > 2 && text[1] == '{' ? text[2] : text.size() > 1 ? text[1] : '\0';
+      if (f.shape && ((name >= '0' && name <= '9') || name == '@' || name == '*')) f.shape->positional = true;
     }
   } const many{*this, f, start};
   if (at(i_, "$((")) {

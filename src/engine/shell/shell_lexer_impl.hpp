@@ -6,6 +6,7 @@
 #include "shell/shell_lexer.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -38,6 +39,7 @@ struct word_shape {
   // An expansion in it may yield several words: unquoted (word splitting), or `"$@"`,
   // `"${a[@]}"`. As a command word it may stand for a shell and its `-c` (`$CMD {{x}}`).
   bool many_words = false;
+  bool positional = false;  // it expands a positional parameter: `"$@"`, `$1`, `${2:-x}`
 
   void add(char c, bool q) {
     text += c;
@@ -48,6 +50,7 @@ struct word_shape {
     quoted.clear();
     holes.clear();
     many_words = false;
+    positional = false;
   }
   bool literal(std::size_t from, std::size_t to) const {  // unquoted, no reference or expansion
     for (auto k = from; k < to && k < text.size(); ++k)
@@ -83,7 +86,10 @@ struct attribute_names {
   // a call's input is code (`echo … | f`).
   std::set<std::string, std::less<>> stdin_functions;
   std::set<std::string, std::less<>> arrays;        // `declare -a a`, `a=(…)`: `declare a=VALUE` parses VALUE
-  std::set<std::string, std::less<>> code_aliases;  // `alias run='bash -c'`: `run …` runs its words
+  // `alias run='bash -c'`, `run() { bash -c "$1"; }`, `run() { eval "$*"; }`: `run …` runs its words.
+  std::set<std::string, std::less<>> code_commands;
+  // `run() { bash "$@"; }`: `run …` is that program with those arguments (`run -c …` is `bash -c …`).
+  std::map<std::string, std::string, std::less<>> function_programs;
   bool stdin_code_anywhere = false;  // some command reads code from stdin: `exec <<< …` may feed it
 };
 
@@ -117,12 +123,16 @@ bool appended_is_code(std::string_view command_line);
 bool stdin_is_code(std::string_view command_line);
 // The descriptor a path names (`/dev/stdin` 0, `/dev/fd/3` 3; -2 for `/dev/fd/$fd`), or -1.
 int descriptor_named(std::string_view path);
+// The program a command word runs, by its last component (`/bin/sh` is `sh`); the running
+// shell's own executable (`/proc/self/exe`, `/proc/$$/exe`) is `bash`.
+std::string_view command_name(std::string_view word);
 
 // How the current command reads its arguments so far.
 struct command_args {
   command_kind kind = command_kind::other;
   std::string command;        // the command word (builtin or shell name)
   bool options_done = false;  // after `--` or the first operand
+  bool after_option = false;  // the last word was an option: an operand now may be its argument
   char option = 0;            // an option whose argument is the next word
   std::string flags;          // option letters seen (declare's attributes, unset -f, trap -p)
   int operands = 0;
@@ -184,6 +194,7 @@ struct command_state {
   word_shape shape;
   command_args args;
   std::vector<std::size_t> command_holes;  // every reference of the current simple command
+  std::vector<std::size_t> environment_holes;  // references in its `NAME=…` (`CC={{x}} make`: make code)
   std::size_t first_heredoc = 0;           // heredocs announced by the current command start here
   std::vector<case_state> cases;
   int parens = 0;
@@ -329,7 +340,11 @@ private:
   void mark_code_range(text_range r, std::string_view runner);
   std::vector<std::size_t> word_references(const command_state& st, std::size_t from) const;
   void code_word(command_state& st, std::size_t from, std::string_view runner);
-  void script_word(command_state& st, std::string_view runner);
+  // A function's arguments reaching code or a program's options through `$1`, `"$@"` (above).
+  void learn_positional_use(command_state& st, bool arguments);
+  bool in_function(const command_state& st) const { return !st.function_name.empty() && st.groups.size() > st.function_depth; }
+
+  void script_word(command_state& st, std::string_view runner, std::size_t from = 0);  // its text from `from`
   bool start_program(command_state& st, std::string_view name, bool detached = false);
   void other_argument(command_state& st);
   void remote_words(command_state& st);

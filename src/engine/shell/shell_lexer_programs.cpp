@@ -56,13 +56,17 @@ constexpr program_rules programs[] = {
     {"csh", shell, false, "c", ""}, {"tcsh", shell, false, "c", ""}, {"rc", shell, false, "c", ""},
     {"es", shell, false, "c", ""}, {"osh", shell, false, "c", "oO"}, {"ysh", shell, false, "c", "oO"},
     {"oil", shell, false, "c", "oO"}, {"xonsh", shell, false, "c", ""}, {"hush", shell, false, "c", ""},
-    {"loksh", shell, false, "c", "oO"},
+    {"loksh", shell, false, "c", "oO"}, {"sash", shell, false, "c", ""},
     {"elvish", shell, false, "c", ""}, {"pwsh", shell, false, "cCeE", ""}, {"powershell", shell, false, "cCeE", ""},
     {"python", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
     {"pypy", interpreter, true, "c", "WX", "", "", "", "m", true, true, "", "", " check-hash-based-pycs "},
     {"ipython", interpreter, true, "c", "", "", "", "", "m", true},
+    {"jython", interpreter, false, "c", "WX", "", "", "", "m", true},
+    // Emacs Lisp (`(shell-command …)`): `--eval`, `-eval`, `--execute`; `-l`/`--load` a file.
+    {"emacs", interpreter, false, "", "", "", "", "l", "", false, false, " eval execute ", " load "},
     {"perl", interpreter, true, "eE", "I", "DFimMVxd", "0lC", "", "", false, true, "", "", "", false, "Mmd"},
-    {"ruby", interpreter, true, "e", "CEIr", "FiWxKT", "0"},
+    {"ruby", interpreter, true, "e", "CEIr", "FiWxKT", "0", "", "", false, true, "", "",
+     " encoding external-encoding internal-encoding enable disable dump "},
     {"node", interpreter, false, "ep", "rC", "", "", "", "", false, true, " eval print ", "", node_arguments},
     {"nodejs", interpreter, false, "ep", "rC", "", "", "", "", false, true, " eval print ", "", node_arguments},
     {"bun", interpreter, false, "ep", "r", "", "", "", "", false, true, " eval print "},
@@ -167,21 +171,15 @@ bool names_stdin(std::string_view operand) {
   return operand == "-" || operand == "/dev/stdin" || operand == "/dev/fd/0" || operand == "/proc/self/fd/0";
 }
 
-std::string_view basename(std::string_view w) {
-  const auto slash = w.rfind('/');
-  return slash == std::string_view::npos ? w : w.substr(slash + 1);
-}
+std::string_view basename(std::string_view w) { return command_name(w); }
 
 bool has_any(std::string_view flags, std::string_view letters) {
   return std::any_of(letters.begin(), letters.end(), [&](char c) { return has(flags, c); });
 }
 
-// The descriptor a path names as a file: `/dev/stdin` 0, `/dev/fd/3` 3, `/proc/self/fd/4` 4;
-// -2 when an expansion gives the number (`/dev/fd/$fd`), -1 for any other path.
-// The path is read as bash hands it on, spelt any way (`//dev/stdin`, `/dev/./fd//3`,
-// `../../dev/stdin`): by its last components.
-int names_descriptor(std::string_view path) {
-  if (path == "-") return 0;
+// A path's components as the kernel resolves them by name: `.` and empty ones dropped, `..`
+// taking one back.
+std::vector<std::string_view> path_parts(std::string_view path) {
   std::vector<std::string_view> parts;
   for (std::size_t from = 0; from <= path.size();) {
     const auto end = std::min(path.find('/', from), path.size());
@@ -193,6 +191,16 @@ int names_descriptor(std::string_view path) {
     }
     from = end + 1;
   }
+  return parts;
+}
+
+// The descriptor a path names as a file: `/dev/stdin` 0, `/dev/fd/3` 3, `/proc/self/fd/4` 4;
+// -2 when an expansion gives the number (`/dev/fd/$fd`), -1 for any other path.
+// The path is read as bash hands it on, spelt any way (`//dev/stdin`, `/dev/./fd//3`,
+// `../../dev/stdin`): by its last components.
+int names_descriptor(std::string_view path) {
+  if (path == "-") return 0;
+  const auto parts = path_parts(path);
   const auto n = parts.size();
   if (n >= 2 && parts[n - 2] == "dev" && parts[n - 1] == "stdin") return 0;
   const bool fd_dir = n >= 3 && parts[n - 2] == "fd" && (parts[n - 3] == "dev" || (n >= 4 && parts[n - 4] == "proc"));
@@ -408,6 +416,17 @@ bool names_program_in(std::string_view text) {
   return false;
 }
 
+// `/proc/self/exe`, `/proc/thread-self/exe`, `/proc/PID/exe`, `/proc/self/task/TID/exe`,
+// spelt any way (`//proc/./self/exe`): in the process bash forks to run a command, that is
+// bash itself, so `/proc/self/exe -c …` is `bash -c …`.
+std::string_view command_name(std::string_view word) {
+  const auto parts = path_parts(word);
+  const auto n = parts.size();
+  if (n >= 3 && word.starts_with('/') && parts[0] == "proc" && parts[n - 1] == "exe") return "bash";
+  const auto slash = word.rfind('/');
+  return slash == std::string_view::npos ? word : word.substr(slash + 1);
+}
+
 int descriptor_named(std::string_view path) { return names_descriptor(path); }
 
 namespace {
@@ -453,6 +472,30 @@ bool stdin_is_code(std::string_view command_line) {
   const std::string text = "{ " + std::string(command_line) + "\n} <<< X";
   return hole_is_code(text, {{text.size() - 1, text.size()}});
 }
+
+namespace {
+
+// The descriptors other than 0 a command line reads a program from (`bash -c 'source
+// /dev/fd/3' 3<<< …`): each of 3 to 9 fed a here-string, asked which of them is code.
+std::vector<int> script_fds_of(std::string_view command_line) {
+  if (command_line.find_first_of("\x01\x02") != std::string_view::npos) return {};
+  std::string text = "{ " + std::string(command_line) + "\n}";
+  std::vector<text_range> holes;
+  for (int fd = 3; fd <= 9; ++fd) {
+    text += " " + std::to_string(fd) + "<<< X";
+    holes.push_back({text.size() - 1, text.size()});
+  }
+  if (oracle_depth >= 4) return {};
+  ++oracle_depth;
+  const auto r = lex_shell(text, holes);
+  --oracle_depth;
+  std::vector<int> fds;
+  for (std::size_t k = 0; k < r.positions.size() && k < holes.size(); ++k)
+    if (r.positions[k].code) fds.push_back(static_cast<int>(k) + 3);
+  return fds;
+}
+
+}  // namespace
 
 bool lexer::script_fd(int fd) const {
   if (fd == -2) return names_.any_script_fd || !names_.script_fds.empty();
@@ -549,8 +592,17 @@ void lexer::other_argument(command_state& st) {
     if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "vagrant ssh -c"); else a.option = 'e';
   } else if (a.command == "vagrant" && t == "ssh" && a.operands == 0) {  // without -c, a remote shell reading stdin
     a.flags += 's';
-  } else if (a.command == "rsync" && (t == "-e" || t.starts_with("--rsh"))) {
+  } else if (a.command == "rsync" && t.starts_with("--rsh")) {
     if (const auto eq = t.find('='); eq != std::string::npos) code_word(st, eq + 1, "rsync --rsh"); else a.option = 'e';
+  } else if (a.command == "rsync" && option && t[1] != '-') {
+    // `-e CMD`, `-eCMD`, `-avze CMD`: in a cluster, the first option taking an argument takes the rest.
+    for (std::size_t k = 1; k < t.size() && t[k] != '\x01' && t[k] != '\x02'; ++k) {
+      if (t[k] == 'e') {
+        if (k + 1 < t.size()) code_word(st, k + 1, "rsync -e"); else a.option = 'e';
+        break;
+      }
+      if (has("BfMT", t[k])) break;
+    }
   } else if (a.command == "function" && a.operands == 0) {
     st.function_name = t;
     st.function_depth = st.groups.size();
@@ -598,6 +650,7 @@ std::vector<std::size_t> lexer::word_references(const command_state& st, std::si
 
 void lexer::code_word(command_state& st, std::size_t from, std::string_view runner) {
   st.code_seen = true;
+  learn_positional_use(st, false);
   // `eval "$(cat)"`: a substitution in the code reads the command's stdin.
   if (st.shape.text.find('\x02', from) != std::string::npos) st.code_from_substitution = true;
   auto refs = word_references(st, from);
@@ -610,10 +663,10 @@ void lexer::code_word(command_state& st, std::size_t from, std::string_view runn
 }
 
 // A script file operand: a process substitution there (`bash <(…)`, `source <(…)`) is code.
-void lexer::script_word(command_state& st, std::string_view runner) {
+void lexer::script_word(command_state& st, std::string_view runner, std::size_t from) {
   for (const auto& r : st.word_substitutions) mark_code_range(r, std::string(runner) + " <( )");
   if (!st.word_substitutions.empty()) st.code_from_substitution = true;  // `source <(cat)` reads stdin
-  script_source(st, st.shape.text);
+  script_source(st, std::string_view(st.shape.text).substr(std::min(from, st.shape.text.size())));  // `--file=-`, `-f-`
 }
 
 // The word names a shell or interpreter: what follows are its arguments.
@@ -626,6 +679,8 @@ bool lexer::start_program(command_state& st, std::string_view name, bool detache
   st.args.command = std::move(command);
   st.args.program = p;
   st.args.detached = detached;
+  if (p->name == "make" || p->name == "gmake")  // its environment is make variables: `CC={{x}} make`
+    for (const auto index : st.environment_holes) mark_code(index, "make (a variable in its environment is make code: $(shell …))");
   return true;
 }
 
@@ -685,17 +740,46 @@ bool lexer::nested_command(command_state& st) {
   return true;
 }
 
+// In a function's body, `bash -c "$1"`, `eval "$*"`: its callers' arguments are code;
+// `bash "$@"`, `python3 "$@"`: its callers' arguments are that program's (`run -c …`).
+void lexer::learn_positional_use(command_state& st, bool arguments) {
+  if (!st.shape.positional || !in_function(st)) return;
+  if (!arguments)
+    learn(names_.code_commands, st.function_name);
+  else if (names_.function_programs.emplace(st.function_name, st.args.command).second)
+    learned_ = true;
+}
+
 void lexer::program_argument(command_state& st) {
   auto& a = st.args;
+  if (a.program && !a.options_done && a.option == 0) learn_positional_use(st, true);
   if (a.splits) return code_word(st, 0, many_words_runner(st));
   if (const char pending = std::exchange(a.option, 0)) {
+    // `node -p -e CODE`: an option that takes code, given another one, is a flag; the code is
+    // the second one's.
+    const auto& t = st.shape.text;
+    const auto long_code = [&] {
+      if (!t.starts_with("--")) return false;
+      const auto eq = t.find('=');
+      const auto name = std::string_view(t).substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      return long_option_of(*a.program, name) == long_option::code;
+    };
+    if (pending == code_next && a.program && a.program->type == interpreter &&
+        ((t.size() == 2 && t[0] == '-' && has(a.program->code, t[1])) || long_code())) {
+      program_option(st);
+      return;
+    }
     if (pending == code_next) code_word(st, 0, a.command + " " + a.code_option);
     if (pending == file_next) script_word(st, a.command);
     if (pending == data_next && a.ended) module_named(st, st.shape.text);
     return;
   }
-  if (!a.options_done && program_option(st)) return;
+  if (!a.options_done && program_option(st)) {
+    a.after_option = true;
+    return;
+  }
   program_operand(st);
+  a.after_option = false;
 }
 
 // `-c`, `-ne`, `-e'code'`, `--eval=code`, `--`: true when the word is options.
@@ -710,10 +794,11 @@ bool lexer::program_option(command_state& st) {
     return true;
   }
   if (t.size() < 2 || !(t[0] == '-' || (t[0] == '+' && is_shell))) return false;
-  if (p && p->name == "erl") {  // single-dash long options: `-noshell -eval CODE`
-    if (t == "-eval") {
+  // Single-dash long options: `erl -noshell -eval CODE`, `emacs -batch -eval CODE`.
+  if (p && (p->name == "erl" || (p->name == "emacs" && t[1] != '-'))) {
+    if (t == "-eval" || (p->name == "emacs" && t == "-execute")) {
       a.code_given = true;
-      a.code_option = "-eval";
+      a.code_option = t;
       a.option = code_next;
     }
     return true;
@@ -742,10 +827,10 @@ bool lexer::program_option(command_state& st) {
       code_option(eq == std::string::npos ? t.size() : eq, arg);
     } else if (kind == long_option::file) {
       a.from_file = !is_shell;  // `bash --rcfile F` still reads its program from stdin
-      if (eq == std::string::npos) a.option = file_next; else script_word(st, a.command);
+      if (eq == std::string::npos) a.option = file_next; else script_word(st, a.command, eq + 1);
     } else if (kind == long_option::argument && eq == std::string::npos) {
       a.option = data_next;
-    } else if (name == "sandbox") {
+    } else if (name == "sandbox" && a.operands == 0) {  // after an operand, POSIXLY_CORRECT makes it a file
       a.sandbox = true;
     }
     return true;
@@ -757,7 +842,12 @@ bool lexer::program_option(command_state& st) {
     a.flags += c;
     if (!p) {  // maybe a shell or an interpreter: `-c`, `-e`, `-E` take code
       if (has("ceE", c)) {
-        code_option(k + 1, k + 1);
+        code_option(k + 1, k + 1);  // perl's `-eCODE`
+        // ... or a shell's cluster, `"$SHELL" -ec CODE`: its code is the next word.
+        const auto rest = std::string_view(t).substr(k + 1);
+        if (!rest.empty() && has("ceE", rest.back()) &&
+            std::all_of(rest.begin(), rest.end(), [](char r) { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'); }))
+          a.option = code_next;
         return true;
       }
       continue;
@@ -781,7 +871,7 @@ bool lexer::program_option(command_state& st) {
     }
     if (has(p->file, c)) {
       a.from_file = true;
-      if (more) script_word(st, a.command); else a.option = file_next;
+      if (more) script_word(st, a.command, k + 1); else a.option = file_next;
       return true;
     }
     if (has(p->ends, c)) {
@@ -796,7 +886,9 @@ bool lexer::program_option(command_state& st) {
     if (has(p->rest, c)) {
       if (has(p->code_rest, c)) {  // perl -M'strict;system…', m4 -D NAME=VALUE
         a.code_option = std::string("-") + c;
-        if (more) code_word(st, k + 1, a.command + " -" + c); else a.option = code_next;
+        // perl's -M, -m and -d take theirs attached only (`perl -M strict` is an error, `-d` a
+        // debugger): the next word is an option again (`perl -d -e CODE`).
+        if (more) code_word(st, k + 1, a.command + " -" + c); else if (p->name != "perl") a.option = code_next;
       }
       return true;
     }
@@ -820,7 +912,9 @@ void lexer::program_operand(command_state& st) {
     }
     return;
   }
-  a.options_done = !a.detached;
+  // A program named by an expansion may be a shell whose option takes this word
+  // (`"$SHELL" -o pipefail -c CODE`): arun cannot tell that argument from an operand.
+  a.options_done = !a.detached && (p || !a.after_option);
   if (first && p && p->name == "deno" && t == "eval") {  // deno eval CODE
     a.code_given = true;
     a.code_option = "eval";
@@ -830,6 +924,7 @@ void lexer::program_operand(command_state& st) {
   if (first && p && p->type == shell && has_any(a.flags, p->code)) {
     code_word(st, 0, a.command + " -c");
     if (stdin_is_code(t)) st.stdin_is_script = true;  // `bash -c 'cd /x && sh' <<< …`
+    for (const int fd : script_fds_of(t)) learn_script_fd(fd);  // `bash -c 'source /dev/fd/3' 3<<< …`
     return;
   }
   if (p && (p->name == "make" || p->name == "gmake") && t.find('=') != std::string::npos) {
@@ -950,7 +1045,7 @@ void lexer::finish_command(command_state& st) {
     // `sh <&3 3<<<…`: stdin copied from another descriptor.
     for (const auto& [into, from] : st.fd_dups)
       if (into == 0) learn_script_fd(from);
-    if (!st.function_name.empty() && st.groups.size() > st.function_depth && names_.stdin_functions.insert(st.function_name).second)
+    if (in_function(st) && names_.stdin_functions.insert(st.function_name).second)
       learned_ = true;
     if (!names_.stdin_code_anywhere) {
       names_.stdin_code_anywhere = true;
