@@ -62,11 +62,13 @@ TEST_CASE("a loop running a sub-recipe with gates for several items at once warn
       "  - id: quiet\n    foreach: [a, b]\n    as: pkg\n    parallel: 2\n    recipe: plain.yaml\n"
       // the gate two calls down, the call in a loop body
       "  - id: body\n    foreach: [a, b]\n    as: pkg\n    max_concurrent: 2\n    steps:\n"
-      "      - id: inner\n        recipe: outer.yaml\n");
+      "      - id: inner\n        recipe: outer.yaml\n"
+      // the same recipe twice in one body: said once
+      "      - id: again\n        recipe: outer.yaml\n");
   const auto v = run_arun({"validate", top});
   CHECK(v.exit_code == 0);
-  CHECK(arun::test::occurrences(v.err, "top.yaml:6:15: warning: loop 'fan' runs review, which asks for approval, for several items at "
-                     "once: each item asks its own gates") == 1);
+  CHECK(arun::test::occurrences(v.err, "top.yaml:6:15: warning: loop 'fan' runs review, which asks for approval (itself or "
+                                       "in a recipe it calls), for several items at once: each item asks its own gates") == 1);
   CHECK(arun::test::occurrences(v.err, "help: to ask once for the whole loop, put a gate step before it; to decide the items' gates "
                      "together, arun approve ID --step 'fan[*]/...'") == 1);
   CHECK(arun::test::occurrences(v.err, "top.yaml:22:21: warning: loop 'body' runs outer, which asks for approval") == 1);

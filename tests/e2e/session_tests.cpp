@@ -306,6 +306,25 @@ TEST_CASE("sessions: --retry-failed runs again what a retried skip_remaining fai
   CHECK(log.at("check") == 2);
   CHECK(log.at("later") == 1);
   CHECK(log.at("conditional") == 1);
+  // Inside a loop body the failure ended the loop and skipped the rest of the recipe: both are
+  // decided again.
+  fs::remove_all(p.sessions);
+  fs::remove(fixed);
+  const auto looped = p.write(
+      "loop.yaml", "name: loop\ncontext:\n  log: " + p.log.string() +
+                       "\nsteps:\n  - id: fan\n    foreach: [1, 2, 3]\n    as: x\n    steps:\n"
+                       "      - id: a\n        on_error: skip_remaining\n        command: \"test -f " + fixed +
+                       " || test {{x}} != 1\"\n      - id: b\n        command: \"echo b{{x}} >> {{log}}\"\n"
+                       "  - id: after\n    command: \"echo after >> {{log}}\"\n");
+  const auto looped_first = p.run({looped});
+  REQUIRE(looped_first.exit_code == 0);
+  CHECK(status_of(result_of(looped_first), "after") == "skipped");
+  std::ofstream(fixed) << "";
+  const auto again = p.run({"resume", p.only_id(), "--retry-failed"});
+  REQUIRE(again.exit_code == 0);
+  CHECK(status_of(result_of(again), "after") == "completed");
+  const auto looped_log = counts(lines_of(p.log));
+  for (const auto* line : {"b1", "b2", "b3", "after"}) CHECK(looped_log.at(line) == 1);
 }
 
 TEST_CASE("sessions: --retry-failed on a completed session runs its failed items again, and only those") {

@@ -351,3 +351,20 @@ TEST_CASE("a loop names the innermost failed instances: an inner loop's items an
   CHECK(s.failed_instances[0].instance == "top[0]/each[1]/inner[1]");
   CHECK(s.error == "step 'top[0]/each[1]/inner[1]' (items: x, 2, b): exit code 1");
 }
+
+TEST_CASE("a loop names the failures its completed iterations hold: an inner loop's items under on_error continue") {
+  fake_runner runner;
+  runner.failures_left["out:a-q"] = 1;
+  runner.failures_left["out:b-q"] = 1;
+  auto inner = looping(bash("inner", "out:{{x}}-{{z}}"), {"p", "q"}, "z");
+  inner.on_error = on_error_policy::continue_run;
+  const auto top = looping(body("top", {inner}), {"a", "b"}, "x");
+  const auto result = run(make({top}), false, runner);
+  CHECK(result.status == run_status::completed);
+  const auto& t = result_of(result, "top");
+  CHECK(t.status == step_status::completed);
+  REQUIRE(t.failed_instances.size() == 2);
+  CHECK(t.failed_instances[0].instance == "top[0]/inner[1]");
+  CHECK(t.failed_instances[0].error == "step 'top[0]/inner[1]' (items: a, q): exit code 1");
+  CHECK(t.failed_instances[1].instance == "top[1]/inner[1]");
+}

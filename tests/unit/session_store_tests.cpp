@@ -406,7 +406,7 @@ TEST_CASE("session store: a damaged usage line is said to lose a call's cost, an
   CHECK(s->find("ask[1]"));
   REQUIRE(s->notices().size() == 1);
   CHECK_THAT(s->notices()[0], Catch::Contains("1 agent call's usage in ") && Catch::Contains("is damaged (line 1)") &&
-                                  Catch::Contains("counted from their instance's record where it has one") &&
+                                  Catch::Contains("no record of the instance stands for it: what it cost is not counted") &&
                                   !Catch::Contains("run again"));
   const auto earlier = s->recorded_usage();
   REQUIRE(earlier);

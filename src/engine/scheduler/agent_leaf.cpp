@@ -223,7 +223,10 @@ asio::awaitable<instance_outcome> step_executor::recover(const step& s, scope sc
   auto inv = std::move(prepared.invocation);
   inv.instance_id = id;
   inv.placement = placement_of(s);
-  if (timeout && *timeout > 0) inv.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(*timeout));
+  // A century at most: nanoseconds hold about 292 years, and a larger figure is no limit.
+  constexpr double century = 100.0 * 365 * 24 * 3600;
+  if (timeout && *timeout > 0 && *timeout < century)
+    inv.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(*timeout));
   warn(s, instance, {"the sub-recipe failed; recovery_on_failure asks agent '" + (inv.agent.empty() ? std::string("(default)") : inv.agent) + "' to finish the work"});
   group_lease lease;  // the recovery agent counts against the provider's limit too
   auto out = co_await run_child(std::move(inv), id, "agent", 1, stop, 1, rs_.options.agent_provider, &lease);

@@ -263,9 +263,9 @@ boost::asio::awaitable<instance_outcome> step_executor::run_instance(const step&
     const auto& hook = bad ? on.on_error : on.post_step;
     if (!hook.empty()) co_await run_hook(hook, s, instance, &o.result, sc);
   }
-  if (iteration && s.foreach && sc.locals && o.result.status == step_status::failed)
+  if (iteration && s.foreach && sc.locals)
     if (const auto* item = sc.locals->if_contains(s.foreach->as)) {
-      name_item(o.result.error, instance, *item);
+      if (o.result.status == step_status::failed) name_item(o.result.error, instance, *item);
       for (auto& f : o.result.failed_instances) name_item(f.error, instance, *item);
     }
   co_return finish_instance(s, instance, iteration, std::move(o));

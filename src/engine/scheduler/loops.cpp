@@ -20,13 +20,17 @@ failed_instance failure_of(const step_result& r) {
   return failed_instance{r.step_id, r.error.substr(0, r.error.find('\n'))};
 }
 
-// The instances a failed result stands for: the innermost ones its body or inner loops name
-// (`fan[2]/inner[5]`, which has a log), else itself.
+// The failed instances a result stands for, innermost: those its loops list (`fan[2]/inner[5]`,
+// which has a log), a sub-recipe's failed steps, else itself when it failed. A completed result
+// may hold some too (an inner loop or a sub-recipe step under on_error: continue).
 void add_failures(std::vector<failed_instance>& out, const step_result& r) {
-  if (r.failed_instances.empty())
-    out.push_back(failure_of(r));
-  else
+  if (!r.failed_instances.empty()) {
     out.insert(out.end(), r.failed_instances.begin(), r.failed_instances.end());
+    return;
+  }
+  const auto before = out.size();
+  for (const auto& child : r.children) add_failures(out, child);
+  if (out.size() == before && r.status == step_status::failed) out.push_back(failure_of(r));
 }
 
 void count_unfinished(iteration_counts& c, step_status st) {
@@ -156,13 +160,15 @@ boost::asio::awaitable<void> step_executor::foreach_worker(const step& s, scope 
       continue;
     }
     const auto st = o.result.status;
+    // A completed iteration may hold failures too (its body's under on_error: continue).
+    if (st == step_status::failed || !o.result.failed_instances.empty() || !o.result.children.empty())
+      loop.failed(i, o.result);
     if (finished_well(st)) {
       ++loop.counts.completed;
       if (o.result.cached) ++loop.counts.cached;
       loop.collected[i] = std::move(o.result.output);
     } else {
       count_unfinished(loop.counts, st);
-      if (st == step_status::failed) loop.failed(i, o.result);
     }
     if (o.kept_going && loop.kept_going.empty()) loop.kept_going = o.result.error;
     if (o.next == flow::fatal && loop.end != flow::fatal) {
@@ -277,6 +283,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step
   const boost::json::object before = carries ? sc.target() : boost::json::object{};
   auto body = co_await run_steps(s.steps, sc, instance + "/", stop, false);
   instance_outcome o;
+  for (const auto& r : body.results) add_failures(o.result.failed_instances, r);
   if (carries)
     for (const auto& kv : sc.target())
       if (const auto* old = before.if_contains(kv.key()); !old || *old != kv.value()) o.updates[kv.key()] = kv.value();
@@ -296,8 +303,7 @@ boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step
       o.result.status = step_status::failed;
       for (const auto& r : body.results)
         if (r.status == step_status::failed && r.fatal && o.result.error.empty()) o.result.error = r.error;
-      for (const auto& r : body.results)
-        if (r.status == step_status::failed) add_failures(o.result.failed_instances, r);
+
       if (o.result.error.empty()) o.result.error = "step '" + instance + "': " + body.error;
       break;
     }
@@ -363,12 +369,12 @@ boost::asio::awaitable<instance_outcome> step_executor::run_while(const step& s,
     for (auto& kv : o.updates) locals[kv.key()] = std::move(kv.value());
     const auto st = o.result.status;
     collected.push_back(finished_well(st) ? o.result.output : nullptr);
+    add_failures(failures, o.result);
     if (finished_well(st)) {
       ++counts.completed;
       if (o.result.cached) ++counts.cached;
     } else {
       count_unfinished(counts, st);
-      if (st == step_status::failed) add_failures(failures, o.result);
     }
     if (o.kept_going) {  // --keep-going: the next iteration would read what this one left
       end = flow::kept_going;

@@ -172,6 +172,7 @@ bool asks_approval(const call_tree& tree, std::size_t at, std::vector<bool>& vis
 //    (docs/reference/recipe.md, limits): once per file, where the limits are written.
 void check_calls(const call_tree& tree, std::vector<diagnostic>& out) {
   std::set<std::size_t> limits_reported;
+  std::set<std::pair<const step*, std::size_t>> gates_reported;  // (loop, callee): once each
   for (std::size_t at = 0; at < tree.size(); ++at)
     for (const auto& call : tree.calls[at]) {
       const auto& callee = tree[call.child];
@@ -187,14 +188,15 @@ void check_calls(const call_tree& tree, std::vector<diagnostic>& out) {
         out.push_back(std::move(d));
       }
       const auto* loop = call.loop;
-      if (!loop) continue;
+      if (!loop || !gates_reported.emplace(loop, call.child).second) continue;
       std::vector<bool> visited(tree.size(), false);
       if (!asks_approval(tree, call.child, visited)) continue;
       diagnostic d;
       d.level = severity::warning;
       d.where = loop->at(loop->has("parallel") ? "parallel" : "max_concurrent");
       d.message = "loop '" + loop->id + "' runs " + callee.name +
-                  ", which asks for approval, for several items at once: each item asks its own gates (one "
+                  ", which asks for approval (itself or in a recipe it calls), for several items at once: each "
+                  "item asks its own gates (one "
                   "question at a time on a terminal; without one, the run stops at every item's gate)";
       d.key = "parallel";
       d.hint = "to ask once for the whole loop, put a gate step before it; to decide the items' gates together, "

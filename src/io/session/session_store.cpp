@@ -1,5 +1,6 @@
 #include "session/session_store.hpp"
 
+#include "session/journal_spend.hpp"
 #include "session/session_record.hpp"
 
 #include "output/arun_log.hpp"
@@ -351,12 +352,12 @@ std::variant<std::unique_ptr<session_store>, std::string> session_store::open(co
 
 namespace {
 
-// The instance a damaged journal line still names, if its JSON reads.
-std::string instance_named_in(std::string_view line) {
+// The instance a damaged journal line still names under `key`, if its JSON reads.
+std::string named_in(std::string_view line, std::string_view key) {
   boost::system::error_code ec;
   const auto v = parse_json_text(line, ec);
   if (ec || !v.is_object()) return {};
-  const auto* instance = v.get_object().if_contains("instance");
+  const auto* instance = v.get_object().if_contains(key);
   return instance && instance->is_string() ? std::string(instance->get_string()) : std::string();
 }
 
@@ -384,15 +385,18 @@ std::string parent_of(const std::string& instance) {
   return slash == std::string::npos ? std::string() : instance.substr(0, slash + 1);
 }
 
-// Adds `call` to the total of its provider and model.
-void add_usage(std::vector<agent_usage>& totals, const agent_usage& call) {
-  auto same = std::find_if(totals.begin(), totals.end(), [&](const agent_usage& u) {
-    return u.provider == call.provider && u.model == call.model;
-  });
-  if (same == totals.end())
-    totals.push_back(call);
-  else
-    same->add(call);
+// The lists of steps a skip_remaining failure of `instance` skipped the rest of: its own, and
+// through every loop it is in, the loop's, up to the recipe it runs in (docs/recipe.md,
+// on_error: it ends the enclosing loop and skips the rest of the recipe; a sub-recipe's stays
+// inside it). `fan[2]/a` -> `fan[2]/`, ``; `call/fan[0]/a` -> `call/fan[0]/`, `call/`.
+std::vector<std::string> skipped_by(const std::string& instance) {
+  std::vector<std::string> out{parent_of(instance)};
+  while (out.back().size() >= 2 && out.back()[out.back().size() - 2] == ']') {  // an iteration's body
+    const auto open = out.back().rfind('[');
+    if (open == std::string::npos) break;
+    out.push_back(parent_of(out.back().substr(0, open)));
+  }
+  return out;
 }
 
 }  // namespace
@@ -405,10 +409,7 @@ void session_store::load_journal(bool retry_failed) {
   std::map<std::string, bool, std::less<>> last_kept;  // instance -> whether its last record is kept
   std::vector<std::size_t> damaged;                    // line numbers
   std::size_t line_number = 0;
-  std::vector<agent_usage> calls;                          // the journal's usage lines, summed per model
-  std::set<std::string, std::less<>> with_calls;           // instances those lines name
-  std::map<std::string, agent_usage, std::less<>> in_records;  // usage held in instance records
-  std::vector<std::size_t> damaged_usage;                  // line numbers
+  journal_spend spend;
   std::vector<std::string> retried_skips;  // where a skip_remaining failure runs again: its parent's prefix
   while (!rest.empty()) {
     const auto end = rest.find('\n');
@@ -418,25 +419,19 @@ void session_store::load_journal(bool retry_failed) {
     whole += end + 1;
     ++line_number;
     if (auto call = parse_usage_line(line)) {  // a call's usage, not an instance's record
-      with_calls.insert(std::move(call->instance));
-      add_usage(calls, call->usage);
+      spend.usage_line(call->instance, call->usage);
       continue;
     }
     auto record = parse_journal_line(line);
     if (!record && is_usage_line(line)) {  // a call was paid for, but how much cannot be read
-      damaged_usage.push_back(line_number);
+      spend.damaged_line(named_in(line, "call_of"), line_number);
       continue;
     }
-    // A record's usage whose calls have no usage lines before it (an arun that wrote usage
-    // only into records, or lines lost to damage).
-    if (record && record->result.usage && !with_calls.contains(record->result.step_id)) {
-      auto [at, fresh] = in_records.try_emplace(record->result.step_id, *record->result.usage);
-      if (!fresh) at->second.add(*record->result.usage);
-    }
+    if (record) spend.record(record->result.step_id, record->result.usage ? &*record->result.usage : nullptr);
     if (!record) {
       damaged.push_back(line_number);
       // A line that still names its instance: that instance runs again, with what contains it.
-      const auto named = instance_named_in(line);
+      const auto named = named_in(line, "instance");
       if (!named.empty()) {
         last_kept.insert_or_assign(named, false);
         loaded_.erase(named);
@@ -461,7 +456,8 @@ void session_store::load_journal(bool retry_failed) {
     const bool keep = status == step_status::completed || status == step_status::skipped ||
                       status == step_status::degraded ||
                       (status == step_status::failed && !record->result.fatal && !retry_failed);
-    if (status == step_status::failed && !keep && record->result.skipped_rest) retried_skips.push_back(parent_of(instance));
+    if (status == step_status::failed && !keep && record->result.skipped_rest)
+      for (auto& prefix : skipped_by(instance)) retried_skips.push_back(std::move(prefix));
     last_kept.insert_or_assign(instance, keep);
     if (keep)
       loaded_.insert_or_assign(instance, std::move(*record));
@@ -475,35 +471,21 @@ void session_store::load_journal(bool retry_failed) {
       runs_again_.insert(instance);
       for (const auto& container : containers_of(instance)) loaded_.erase(container);
     }
-  // What the session's calls cost: its usage lines, and the records of calls without them,
-  // leaves only, since a loop's or a sub-recipe's record sums its instances'. Without any
-  // usage line the records are counted as they are replayed (run_state).
-  if (!with_calls.empty() || !damaged_usage.empty()) {
-    for (const auto& [instance, usage] : in_records) {
-      const bool container = std::any_of(in_records.begin(), in_records.end(), [&](const auto& other) {
-        return other.first.size() > instance.size() && other.first.starts_with(instance) &&
-               (other.first[instance.size()] == '[' || other.first[instance.size()] == '/');
-      });
-      const bool holds_calls = std::any_of(with_calls.begin(), with_calls.end(), [&](const std::string& called) {
-        return called.size() > instance.size() && called.starts_with(instance) &&
-               (called[instance.size()] == '[' || called[instance.size()] == '/');
-      });
-      if (!container && !holds_calls) add_usage(calls, usage);
-    }
-    earlier_usage_ = std::move(calls);
-  }
+  // Every source of spend counts (journal_spend.hpp); then the run counts no replayed record
+  // again (run_state).
+  if (spend.any()) earlier_usage_ = spend.total();
   // Cut a torn last line off, or the next record would be glued to it and lost.
   if (whole < text.size() && ::truncate(path.c_str(), static_cast<off_t>(whole)) != 0)
     set_journal_error("cannot cut the torn last line off " + path + ": " + why(errno));
   queued_records_ = records_;
   report_damage(path, damaged);
-  if (!damaged_usage.empty()) {
+  if (const auto lost = spend.lost_lines(); !lost.empty()) {
     std::string lines;
-    for (std::size_t k = 0; k < damaged_usage.size() && k < 10; ++k) lines += (k ? ", " : "") + std::to_string(damaged_usage[k]);
-    if (damaged_usage.size() > 10) lines += ", ...";
-    notices_.push_back(std::to_string(damaged_usage.size()) + " agent call" + (damaged_usage.size() == 1 ? "'s" : "s'") +
-                       " usage in " + path + " " + (damaged_usage.size() == 1 ? "is" : "are") + " damaged (line " +
-                       lines + "): what they cost is counted from their instance's record where it has one, else not at all");
+    for (std::size_t k = 0; k < lost.size() && k < 10; ++k) lines += (k ? ", " : "") + std::to_string(lost[k]);
+    if (lost.size() > 10) lines += ", ...";
+    notices_.push_back(std::to_string(lost.size()) + " agent call" + (lost.size() == 1 ? "'s" : "s'") + " usage in " +
+                       path + " " + (lost.size() == 1 ? "is" : "are") + " damaged (line " + lines +
+                       ") and no record of the instance stands for it: what it cost is not counted");
   }
 }
 
