@@ -40,7 +40,7 @@ TEST_CASE("live status: the latest run's events give what runs, ended, failed an
   CHECK(live.line(at("2026-11-21T13:45:06.000Z"), 160) == "[1/1] fan 2/4 · 1 running · 1 failed · 0:06 · ETA 0:12");
 }
 
-TEST_CASE("live status: only what a journal kept counts as kept; cache hits and budget refusals took no time either") {
+TEST_CASE("live status: only what a journal kept counts as kept, and cache hits and budget refusals took no time either") {
   live_status live;
   live.add_events(
       R"({"ts":"2026-11-21T13:45:00.000Z","event":"recipe_start","session_id":"s","recipe":"demo","steps":1})" "\n"
