@@ -303,7 +303,6 @@ boost::asio::awaitable<instance_outcome> step_executor::run_iteration(const step
       o.result.status = step_status::failed;
       for (const auto& r : body.results)
         if (r.status == step_status::failed && r.fatal && o.result.error.empty()) o.result.error = r.error;
-
       if (o.result.error.empty()) o.result.error = "step '" + instance + "': " + body.error;
       break;
     }
