@@ -386,7 +386,7 @@ std::string parent_of(const std::string& instance) {
 }
 
 // The lists of steps a skip_remaining failure of `instance` skipped the rest of: its own, and
-// through every loop it is in, the loop's, up to the recipe it runs in (docs/recipe.md,
+// through every loop it is in, the loop's, up to the recipe it runs in (docs/reference/recipe.md,
 // on_error: it ends the enclosing loop and skips the rest of the recipe; a sub-recipe's stays
 // inside it). `fan[2]/a` -> `fan[2]/`, ``; `call/fan[0]/a` -> `call/fan[0]/`, `call/`.
 std::vector<std::string> skipped_by(const std::string& instance) {
@@ -410,7 +410,7 @@ void session_store::load_journal(bool retry_failed) {
   std::vector<std::size_t> damaged;                    // line numbers
   std::size_t line_number = 0;
   journal_spend spend;
-  std::vector<std::string> retried_skips;  // where a skip_remaining failure runs again: its parent's prefix
+  std::vector<std::string> retried_skips;  // the lists of steps a retried skip_remaining failure skipped (skipped_by)
   while (!rest.empty()) {
     const auto end = rest.find('\n');
     if (end == std::string_view::npos) break;  // a torn last line: that instance runs again
