@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "arun_cli.hpp"
+#include "process_checks.hpp"
 #include "temp_dir.hpp"
 
 #include <boost/json/parse.hpp>
@@ -82,4 +83,5 @@ TEST_CASE("a loop running a sub-recipe with gates for several items at once warn
                              (dir.root / "sessions").string()});
   CHECK(run.exit_code == 5);
   CHECK(arun::test::result_json(run).at("waiting_approvals").as_array().size() == 3);
+  CHECK(arun::test::leftover_processes().empty());
 }

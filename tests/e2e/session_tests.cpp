@@ -325,6 +325,7 @@ TEST_CASE("sessions: --retry-failed runs again what a retried skip_remaining fai
   CHECK(status_of(result_of(again), "after") == "completed");
   const auto looped_log = counts(lines_of(p.log));
   for (const auto* line : {"b1", "b2", "b3", "after"}) CHECK(looped_log.at(line) == 1);
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("sessions: --retry-failed on a completed session runs its failed items again, and only those") {

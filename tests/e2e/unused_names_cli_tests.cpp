@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "arun_cli.hpp"
+#include "process_checks.hpp"
 #include "temp_dir.hpp"
 
 #include <boost/json/parse.hpp>
@@ -161,6 +162,7 @@ TEST_CASE("a condition's {{name}} follows the bare name's rule: null and a warni
   CHECK_THAT(refused.err, Catch::Contains("typo.yaml:7:17: error: undefined variable 'rounds' in {{rounds}} of step "
                                           "'again': it is null at run time") &&
                               Catch::Contains("help: did you mean 'round'?"));
+  CHECK(arun::test::leftover_processes().empty());
 }
 
 TEST_CASE("a resume does not warn again about the run's own --set and --limit, and checks the ones given to it") {
@@ -187,4 +189,5 @@ TEST_CASE("a resume does not warn again about the run's own --set and --limit, a
   CHECK(arun::test::occurrences(again.err, "--set whim: the recipe reads no 'whim'") == 1);
   CHECK(arun::test::occurrences(again.err, "--limit fok:") == 1);
   CHECK_THAT(again.err, !Catch::Contains("whom"));
+  CHECK(arun::test::leftover_processes().empty());
 }

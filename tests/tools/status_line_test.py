@@ -7,7 +7,6 @@ draw holds a newline (never more than one status line), ordinary lines always co
 erase, and the status is gone at the end. Piped, or with TERM=dumb, stderr holds no escape
 code at all; `--progress live` draws it through a pipe too. No child outlives its run.
 """
-import argparse
 import json
 import os
 import re
@@ -17,9 +16,8 @@ import sys
 import tempfile
 
 from leftovers import processes_with
-from terminal import check, on_pty, report
+from terminal import ERASE, arun_argument, check, on_pty, report
 
-ERASE = "\r\x1b[K"
 
 
 def run_on_pty(arun, args, cols, cwd, env=None):
@@ -65,10 +63,7 @@ def check_live(output, cols, label, with_result=True):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--arun", required=True)
-    args = parser.parse_args()
-    args.arun = os.path.abspath(args.arun)
+    arun = arun_argument(__doc__)
     work = tempfile.mkdtemp(prefix="arun-status-")
     marker = f"status-test-{os.getpid()}"
     try:
@@ -82,19 +77,19 @@ def main():
         sessions = os.path.join(work, "sessions")
         base = [recipe, "--session-dir", sessions, "-j8"]
         for cols in (40, 120):
-            code, out = run_on_pty(args.arun, base + ["--color", "always"], cols, work)
+            code, out = run_on_pty(arun, base + ["--color", "always"], cols, work)
             check(code == 0, f"{cols} columns: exit {code}")
             check_live(out, cols, f"{cols} columns")
         # TERM=dumb on a terminal: plain lines, no escape code.
-        code, out = run_on_pty(args.arun, base, 80, work, {"TERM": "dumb"})
+        code, out = run_on_pty(arun, base, 80, work, {"TERM": "dumb"})
         check(code == 0 and "\x1b" not in out, "TERM=dumb: escape codes on the terminal")
         check(".. fan " in out, "TERM=dumb: no plain loop summaries")
         # Piped: plain and bounded; --progress live insists on the status line.
-        piped = subprocess.run([args.arun] + base, cwd=work, capture_output=True, text=True)
+        piped = subprocess.run([arun] + base, cwd=work, capture_output=True, text=True)
         check(piped.returncode == 0 and "\x1b" not in piped.stderr, "piped: escape codes in stderr")
         check(len(piped.stderr.splitlines()) < 40, f"piped: {len(piped.stderr.splitlines())} lines for 2,000 items")
         # Bytes: text mode would turn the status line's "\r" into a newline.
-        forced = subprocess.run([args.arun] + base + ["--progress", "live"], cwd=work, capture_output=True,
+        forced = subprocess.run([arun] + base + ["--progress", "live"], cwd=work, capture_output=True,
                                 env=dict(os.environ, COLUMNS="100"))
         check(forced.returncode == 0 and ERASE.encode() in forced.stderr, "--progress live through a pipe: no status line")
         check_live(forced.stderr.decode(), 100, "--progress live through a pipe", with_result=False)

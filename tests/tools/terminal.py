@@ -1,4 +1,5 @@
 """arun on a real pseudo-terminal, and the checks the terminal tests report with."""
+import argparse
 import fcntl
 import os
 import pty
@@ -9,7 +10,15 @@ import sys
 import termios
 import time
 
+ERASE = "\r\x1b[K"  # what the status line is erased with
 failures = []
+
+
+def arun_argument(doc):
+    """The test's --arun (the arun binary), absolute."""
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--arun", required=True)
+    return os.path.abspath(parser.parse_args().arun)
 
 
 def check(ok, what):

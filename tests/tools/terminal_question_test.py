@@ -8,16 +8,14 @@ was erased (no stale copy above the question), and the typed answer is echoed, a
 terminal had echo off (`stty -echo`). After the answer the run goes on and completes. A
 `--secret NAME` typed at the same terminal is never echoed. No child outlives its run.
 """
-import argparse
 import os
 import shutil
 import sys
 import tempfile
 
 from leftovers import processes_with
-from terminal import check, on_pty, report
+from terminal import ERASE, arun_argument, check, on_pty, report
 
-ERASE = "\r\x1b[K"
 QUESTION = "approve? [y/N] "
 
 
@@ -60,10 +58,7 @@ def secret_on_terminal(arun, work, recipe):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--arun", required=True)
-    args = parser.parse_args()
-    args.arun = os.path.abspath(args.arun)
+    arun = arun_argument(__doc__)
     work = tempfile.mkdtemp(prefix="arun-question-")
     marker = f"question-test-{os.getpid()}"
     try:
@@ -73,13 +68,13 @@ def main():
                     f"  - id: build\n    command: 'echo built {{{{version}}}}; : {marker}'\n"
                     "  - id: go-live\n    requires_approval: true\n    approval_prompt: 'Release {{version}}?'\n"
                     "  - id: release\n    command: 'echo released {{version}}'\n")
-        approval_on_terminal(args.arun, work, gate, echo=True)
-        approval_on_terminal(args.arun, work, gate, echo=False)
+        approval_on_terminal(arun, work, gate, echo=True)
+        approval_on_terminal(arun, work, gate, echo=False)
         secret = os.path.join(work, "secret.yaml")
         with open(secret, "w") as f:
             f.write("name: typed-secret\nsteps:\n"
                     f"  - id: use\n    command: '[ \"$TOKEN\" = hunter2-TYPED-5150 ] && echo secret checked; : {marker}'\n")
-        secret_on_terminal(args.arun, work, secret)
+        secret_on_terminal(arun, work, secret)
         left = processes_with(marker)
         check(not left, f"processes left behind: {left}")
     finally:

@@ -223,6 +223,20 @@ TEST_CASE("session store: journal lines carry a checksum that tells a damaged li
 
 namespace {
 
+// `calls` agent calls of claude's `model`, 100 input and 10 output tokens each, costing `cost`
+// in all (none known: every call of unknown cost).
+agent_usage claude_calls(int calls, std::optional<double> cost, std::string model = "m1") {
+  agent_usage u;
+  u.provider = "claude";
+  u.model = std::move(model);
+  u.calls = static_cast<std::uint64_t>(calls);
+  u.input = 100 * u.calls;
+  u.output = 10 * u.calls;
+  u.cost_usd = cost;
+  u.calls_without_cost = cost ? 0 : u.calls;
+  return u;
+}
+
 void rewrite(const fs::path& file, const std::function<void(std::string&)>& change) {
   std::ifstream in(file, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -298,17 +312,7 @@ TEST_CASE("session store: a damaged or missing state.json is rebuilt from origin
 
 TEST_CASE("session store: every agent call's usage is journaled and a resume sums it, whatever became of the instance") {
   temp_dir d("arun-store");
-  auto call = [](std::string model, std::optional<double> cost) {
-    agent_usage u;
-    u.provider = "claude";
-    u.model = std::move(model);
-    u.calls = 1;
-    u.input = 100;
-    u.output = 10;
-    u.cost_usd = cost;
-    u.calls_without_cost = cost ? 0 : 1;
-    return u;
-  };
+  auto call = [](std::string model, std::optional<double> cost) { return claude_calls(1, cost, std::move(model)); };
   {
     auto s = created(d, "u1");
     s->record_usage("ask[0]", call("m1", 0.01));
@@ -346,14 +350,7 @@ TEST_CASE("session store: every agent call's usage is journaled and a resume sum
 
 TEST_CASE("session store: records with usage and usage lines in one journal count each call once") {
   temp_dir d("arun-store");
-  auto used = [](double cost, int calls = 1) {
-    agent_usage u;
-    u.provider = "claude";
-    u.model = "m1";
-    u.calls = calls;
-    u.cost_usd = cost;
-    return u;
-  };
+  auto used = [](double cost, int calls = 1) { return claude_calls(calls, cost); };
   auto with_usage = [&](const std::string& id, step_status status, agent_usage u) {
     auto r = result(id, status, status == step_status::failed);
     r.usage = std::move(u);
@@ -385,11 +382,7 @@ TEST_CASE("session store: records with usage and usage lines in one journal coun
 
 TEST_CASE("session store: a damaged usage line is said to lose a call's cost, and no instance runs again for it") {
   temp_dir d("arun-store");
-  agent_usage u;
-  u.provider = "claude";
-  u.model = "m1";
-  u.calls = 1;
-  u.cost_usd = 0.25;
+  const auto u = claude_calls(1, 0.25);
   {
     auto s = created(d, "dmg");
     s->record_usage("ask[0]", u);
