@@ -28,6 +28,8 @@ arun_configure() {
   if [[ -f "$dir/build.ninja" ]] && grep -q "^ARUN_BUILD_TESTS:BOOL=$everything\$" "$dir/CMakeCache.txt"; then
     return 0
   fi
+  # tools/install-deps unpacked valijson's headers there (docs/building.md, "valijson").
+  config+=(-DVALIJSON_INCLUDE_DIR="$("$ARUN_ROOT/tools/install-deps" --valijson-dir)/include")
   cmake -S "$ARUN_ROOT" -B "$dir" -G Ninja "${config[@]}" \
     -DARUN_BUILD_TESTS="$everything" -DARUN_BUILD_TOOLS="$everything" >&2
 }
