@@ -43,8 +43,10 @@ install(TARGETS arun_engine arun_io EXPORT arunTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/arun DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
+# valijson_config.hpp is private to two .cpp files: shipping it would make libarun-dev need
+# valijson's headers (docs/building.md, "valijson").
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/io/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/arun/io COMPONENT development
-        FILES_MATCHING PATTERN "*.hpp")
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "valijson_config.hpp" EXCLUDE)
 install(EXPORT arunTargets NAMESPACE arun:: DESTINATION ${ARUN_CMAKEDIR} COMPONENT development)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/arunConfig.cmake.in
   ${PROJECT_BINARY_DIR}/arunConfig.cmake INSTALL_DESTINATION ${ARUN_CMAKEDIR})

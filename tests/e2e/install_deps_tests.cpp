@@ -1,11 +1,16 @@
-// tools/install-deps against fake dpkg-query / apt-get / id on PATH: no real packages move.
+// tools/install-deps against fake dpkg-query / apt-get / apt-cache / dpkg-deb / id on PATH: no
+// real packages move, and valijson is "unpacked" into a temporary XDG_CACHE_HOME.
 #include <catch2/catch.hpp>
 
 #include "process/supervisor.hpp"
+#include "arun_cli.hpp"
 #include "process_checks.hpp"
 #include "run_sync.hpp"
 #include "executor/step_environment.hpp"
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -13,17 +18,40 @@ namespace fs = std::filesystem;
 
 namespace {
 
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
 struct fake_system {
   fs::path dir = fs::temp_directory_path() / ("arun-deps-" + std::to_string(::getpid()));
   fs::path apt_log = dir / "apt-get.log";
+  fs::path cache = dir / "cache";
+  fs::path valijson = cache / "arun" / "valijson";
+  fs::path candidate_file = dir / "candidate";
 
-  // `missing`: the one package dpkg-query reports as not installed (empty: none).
-  fake_system(const std::string& missing, int uid) {
+  // `missing`: the one package dpkg-query reports as not installed (empty: none). `unpacked`:
+  // valijson's headers are in the cache already, as on every run after the first.
+  fake_system(const std::string& missing, int uid, bool unpacked = true) {
     fs::create_directories(dir);
-    script("dpkg-query", "for p; do :; done\n[ \"$p\" = '" + missing +
-                             "' ] && { echo 'unknown ok not-installed'; exit 0; }\necho 'install ok installed'\n");
-    script("apt-get", "echo \"$*\" >> '" + apt_log.string() + "'\n");
+    script("dpkg-query", "shift 2\nfor p; do [ \"$p\" = '" + missing +
+                             "' ] && echo \"$p unknown ok not-installed\" || echo \"$p install ok installed\"; done\n");
+    // `apt-get download` leaves the package file in the current folder, as the real one does.
+    script("apt-get", "echo \"$*\" >> '" + apt_log.string() + "'\n"
+                      "[ \"$1\" = download ] && for a; do case $a in libvalijson-dev=*) "
+                      ": > \"libvalijson-dev_${a#*=}_all.deb\";; esac; done\nexit 0\n");
+    script("apt-cache", "v=$(cat '" + candidate_file.string() + "')\necho \"  Candidate: $v\"\n");
+    script("dpkg-deb", "[ \"$1\" = -x ] || exit 2\nmkdir -p \"$3/usr/include/valijson\" "
+                       "\"$3/usr/share/doc/libvalijson-dev\"\necho '// fake' > \"$3/usr/include/valijson/validator.hpp\"\n"
+                       "echo BSD-2-clause > \"$3/usr/share/doc/libvalijson-dev/copyright\"\n");
     script("id", "echo " + std::to_string(uid) + "\n");
+    set_candidate("1.0+repack-2");
+    if (unpacked) {
+      fs::create_directories(valijson / "include" / "valijson");
+      std::ofstream(valijson / "include" / "valijson" / "validator.hpp") << "// fake\n";
+      std::ofstream(valijson / "version") << "1.0+repack-2\n";
+      for (const auto& d : {cache, cache / "arun", valijson}) ::chmod(d.c_str(), 0700);
+    }
   }
   ~fake_system() { fs::remove_all(dir); }
 
@@ -32,19 +60,24 @@ struct fake_system {
     fs::permissions(dir / name, fs::perms::owner_all);
   }
 
+  void set_candidate(const std::string& version) { std::ofstream(candidate_file) << version; }
+
+  // Older than apt's lists: install-deps asks apt for its candidate again.
+  void age_version_file() const {
+    fs::last_write_time(valijson / "version", fs::file_time_type::clock::now() - std::chrono::hours(24 * 365 * 30));
+  }
+
   arun::io::process_result run(const std::vector<std::string>& args = {}) const {
     arun::io::process_spec spec;
     spec.launch.argv = {"/bin/bash", ARUN_SOURCE_DIR "/tools/install-deps"};
     spec.launch.argv.insert(spec.launch.argv.end(), args.begin(), args.end());
-    spec.launch.env = arun::io::build_step_environment(arun::io::current_environment(),
-                                                       {{"PATH", dir.string() + ":/usr/bin:/bin"}});
+    spec.launch.env = arun::io::build_step_environment(
+        arun::io::current_environment(),
+        {{"PATH", dir.string() + ":/usr/bin:/bin"}, {"XDG_CACHE_HOME", cache.string()}});
     return arun::test::run_sync(arun::io::run_process(std::move(spec)));
   }
 
-  std::string apt_calls() const {
-    std::ifstream in(apt_log);
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
+  std::string apt_calls() const { return read_file(apt_log); }
 };
 
 }  // namespace
@@ -53,7 +86,7 @@ TEST_CASE("install-deps does nothing when every package is present") {
   fake_system sys("", 0);
   const auto r = sys.run();
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err.text, Catch::Contains("all 30 packages present"));
+  CHECK_THAT(r.err.text, Catch::Contains("all 29 packages present"));
   CHECK(sys.apt_calls().empty());
   CHECK(arun::test::leftover_processes().empty());
 }
@@ -80,10 +113,96 @@ TEST_CASE("install-deps --build asks only for what building arun needs") {
   fake_system sys("catch2", 1000);
   auto r = sys.run({"--build"});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err.text, Catch::Contains("all 11 packages present"));
+  CHECK_THAT(r.err.text, Catch::Contains("all 10 packages present"));
   fake_system sys2("libcli11-dev", 1000);
   r = sys2.run({"--build"});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err.text, Catch::Contains("missing packages: libcli11-dev"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps --list prints the apt packages of a set, without libvalijson-dev") {
+  fake_system sys("", 1000);
+  const auto build = sys.run({"--list", "--build"});
+  CHECK(build.exit_code == 0);
+  CHECK(arun::test::occurrences(build.out.text, "\n") == 10);
+  CHECK_THAT(build.out.text, Catch::StartsWith("libboost1.81-dev\n") && Catch::Contains("\nccache\n"));
+  const auto all = sys.run({"--list"});
+  CHECK(arun::test::occurrences(all.out.text, "\n") == 29);
+  CHECK_THAT(all.out.text, Catch::Contains("\nslurmd\n"));
+  CHECK_THAT(all.out.text + build.out.text, !Catch::Contains("valijson"));
+  CHECK(sys.apt_calls().empty());
+  const auto where = sys.run({"--valijson-dir"});
+  CHECK(where.out.text == sys.valijson.string() + "\n");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps unpacks valijson's headers into a private cache once, without installing it") {
+  fake_system sys("", 1000, false);
+  auto r = sys.run({"--build"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err.text, Catch::Contains("unpacking libvalijson-dev 1.0+repack-2"));
+  // Downloaded (no root needed), never installed: no `apt-get install`.
+  CHECK(sys.apt_calls() == "download -q libvalijson-dev=1.0+repack-2\n");
+  CHECK(fs::exists(sys.valijson / "include" / "valijson" / "validator.hpp"));
+  CHECK(read_file(sys.valijson / "version") == "1.0+repack-2\n");
+  CHECK(read_file(sys.valijson / "copyright") == "BSD-2-clause\n");
+  struct stat st {};
+  REQUIRE(::stat((sys.cache / "arun").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  // Nothing but the unpacked folder is left in the cache.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(sys.cache / "arun")) ++entries;
+  CHECK(entries == 1);
+  // The second run finds it and asks apt nothing.
+  r = sys.run({"--build"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err.text, !Catch::Contains("unpacking"));
+  CHECK(sys.apt_calls() == "download -q libvalijson-dev=1.0+repack-2\n");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps replaces the cached valijson when Debian's version changes") {
+  fake_system sys("", 1000);
+  // apt's lists are newer than the cache: the candidate is asked for and is new.
+  sys.age_version_file();
+  sys.set_candidate("1.0+repack-2+deb12u1");
+  auto r = sys.run({"--build"});
+  CHECK(r.exit_code == 0);
+  CHECK(sys.apt_calls() == "download -q libvalijson-dev=1.0+repack-2+deb12u1\n");
+  CHECK(read_file(sys.valijson / "version") == "1.0+repack-2+deb12u1\n");
+  // The same candidate again: nothing is fetched.
+  sys.age_version_file();
+  r = sys.run({"--build"});
+  CHECK(r.exit_code == 0);
+  CHECK(sys.apt_calls() == "download -q libvalijson-dev=1.0+repack-2+deb12u1\n");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps refuses a valijson cache another user can write") {
+  for (const char* which : {"arun", "arun/valijson"}) {
+    fake_system sys("", 1000);
+    ::chmod((sys.cache / which).c_str(), 0770);
+    const auto r = sys.run({"--build"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err.text, Catch::Contains("refusing " + (sys.cache / which).string()) &&
+                               Catch::Contains("another user owns it or can write it (mode 770"));
+    CHECK(sys.apt_calls().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps says how to get apt's lists when it knows no valijson") {
+  fake_system sys("", 1000, false);
+  sys.set_candidate("(none)");
+  auto r = sys.run({"--build"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err.text, Catch::Contains("apt knows no libvalijson-dev: run 'apt-get update' as root"));
+  // As root it updates the lists itself and tries again.
+  fake_system root("", 0, false);
+  root.set_candidate("(none)");
+  r = root.run({"--build"});
+  CHECK(r.exit_code == 1);
+  CHECK(root.apt_calls() == "update -q\n");
   CHECK(arun::test::leftover_processes().empty());
 }

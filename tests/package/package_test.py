@@ -183,6 +183,7 @@ def check_prefix_install(build, repo, tmp):
                 "lib/cmake/arun/arunConfigVersion.cmake", "lib/cmake/arun/arunTargets.cmake"]
     for rel in expected:
         check(os.path.exists(os.path.join(prefix, rel)), f"prefix: {rel} installed")
+    check_header_dependencies(os.path.join(prefix, "include"))
     check(os.access(os.path.join(share, "fake-agent"), os.X_OK), "prefix: the fake agent is executable")
     home = os.path.join(tmp, "home-prefix")
     os.makedirs(home)
@@ -201,6 +202,26 @@ def check_prefix_install(build, repo, tmp):
     code, out, err = run(["cmake", "-S", src, "-B", os.path.join(src, "build"), "-G", "Ninja",
                           f"-DCMAKE_PREFIX_PATH={prefix}"])
     check(code == 0, f"prefix: find_package(arun CONFIG REQUIRED) finds the install (exit {code}) {err[-800:]}")
+
+
+# What libarun-dev's Depends provide (cmake/install.cmake), and the C library's and kernel's folders.
+HEADER_LIBRARIES = {"arun", "boost", "yaml-cpp", "spdlog", "fmt", "sys", "linux"}
+
+
+def check_header_dependencies(include):
+    """Every installed header includes only arun's own, the standard library's and those of the
+    packages libarun-dev depends on: never valijson's, CLI11's or nettle's, which arun uses
+    privately (docs/building.md, "valijson")."""
+    foreign = []
+    for folder, _, files in os.walk(include):
+        for name in files:
+            path = os.path.join(folder, name)
+            for line in open(path, encoding="utf-8"):
+                m = re.match(r'\s*#\s*include\s*<([^>/]+)/', line)
+                if m and m.group(1) not in HEADER_LIBRARIES:
+                    foreign.append(f"{os.path.relpath(path, include)}: {line.strip()}")
+    check(not foreign, "prefix: installed headers include only arun, the standard library and "
+          "libarun-dev's Depends\n" + "\n".join(foreign))
 
 
 def check_add_subdirectory(repo, tmp):

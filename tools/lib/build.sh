@@ -1,6 +1,7 @@
 # Shared by tools/run, tools/test, tools/soak, tools/bench: configure and build one build directory.
 # Usage (sourced):
-#   arun_build release|asan         everything: the command, tests, tools, man pages, completions
+#   arun_build release|asan [T...]  everything (the command, tests, tools, man pages, completions),
+#                                   or only the targets T
 #   arun_build_command release      only the arun command (tools/run: a first run builds little)
 # Output goes to stderr.
 ARUN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,13 +29,19 @@ arun_configure() {
   if [[ -f "$dir/build.ninja" ]] && grep -q "^ARUN_BUILD_TESTS:BOOL=$everything\$" "$dir/CMakeCache.txt"; then
     return 0
   fi
+  # tools/install-deps unpacked valijson's headers there (docs/building.md, "valijson").
+  config+=(-DVALIJSON_INCLUDE_DIR="$("$ARUN_ROOT/tools/install-deps" --valijson-dir)/include")
   cmake -S "$ARUN_ROOT" -B "$dir" -G Ninja "${config[@]}" \
     -DARUN_BUILD_TESTS="$everything" -DARUN_BUILD_TOOLS="$everything" >&2
 }
 
+# arun_build KIND [TARGET...]: configures build/KIND with everything and builds it, or only
+# the targets named.
 arun_build() {
-  arun_configure "$1" ON || return 1
-  cmake --build "$ARUN_ROOT/build/$1" >&2
+  local kind=$1
+  shift
+  arun_configure "$kind" ON || return 1
+  cmake --build "$ARUN_ROOT/build/$kind" ${1:+--target "$@"} >&2
 }
 
 # A directory configured with everything builds only the command too; a new one is configured
