@@ -30,8 +30,14 @@ struct reference {
 
   /// Canonical text, e.g. `a.b[0]['c d']`.
   std::string text() const;
+  /// The text in template braces, `{{a.b}}`, as messages quote a reference.
+  std::string braced() const { return "{{" + text() + "}}"; }
   bool operator==(const reference&) const = default;
 };
+
+/// `text` without the spaces, tabs and line ends around it, as a reference may have them
+/// inside its braces (`{{ a.b }}`).
+std::string_view trim_spaces(std::string_view text);
 
 /// Parses a path expression; surrounding whitespace is allowed. `nullopt` when the text is
 /// not a path (`#if x`, `a b`, `1x`): such braces stay literal text.
