@@ -40,7 +40,7 @@ function(arun_unity target)
   if(NOT ARUN_UNITY)
     return()
   endif()
-  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ARUN_UNITY_BATCH_SIZE})
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # g++ counts a .cpp included into the unity file as a header, and then warns when a type
     # with a member of an anonymous-namespace type (every coroutine frame of a file-local

@@ -7,12 +7,17 @@
 #include <boost/json/value.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace arun::engine {
+
+/// Names (steps, context keys, variables), ordered; looked up by string_view too.
+using name_set = std::set<std::string, std::less<>>;
 
 /// One step below the root: `.name` / `['name']` (a key), `[0]` (an index), or `.0` (an index
 /// into a list, or the key "0" of an object).
