@@ -33,6 +33,23 @@ function(arun_fuzz_instrument target)
   endif()
 endfunction()
 
+# A unity build of one of arun's libraries when ARUN_UNITY is on (the top CMakeLists.txt says why).
+# Names in anonymous namespaces and file-static names must therefore be unique within a
+# library: files that share a helper take it from an internal header of their room.
+function(arun_unity target)
+  if(NOT ARUN_UNITY)
+    return()
+  endif()
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ARUN_UNITY_BATCH_SIZE})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # g++ counts a .cpp included into the unity file as a header, and then warns when a type
+    # with a member of an anonymous-namespace type (every coroutine frame of a file-local
+    # coroutine) is defined "in a header". That is a false alarm here: each anonymous
+    # namespace still belongs to exactly one TU.
+    target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+  endif()
+endfunction()
+
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})

@@ -3,6 +3,8 @@
 #include "instance_glob.hpp"
 #include "terminal_question.hpp"
 
+#include "files/json_text.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
@@ -42,11 +44,6 @@ void add_history(json::object& state, const std::string& gate, const std::string
   v.get_array().push_back(json::object{{"gate", gate}, {"event", what}, {"message", message}, {"by", by}, {"at", now_epoch()}});
 }
 
-std::string text_of(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
 // Writes `verdict` for `gate` into the session state: its entry in `approvals` and a line of
 // `approval_history`. A suspend records when the gate was first asked.
 void write_verdict(json::object& state, const std::string& gate, approval_verdict verdict, const std::string& message,
@@ -83,9 +80,9 @@ asio::awaitable<approval_reply> session_approvals::decide(approval_request reque
   const auto* recorded = approvals.if_contains(request.step);
   const auto* entry = recorded && recorded->is_object() ? &recorded->get_object() : nullptr;
   if (entry) {
-    const auto decision = text_of(*entry, "decision");
-    if (decision == "approved") co_return approval_reply{approval_verdict::approved, text_of(*entry, "message")};
-    if (decision == "denied") co_return approval_reply{approval_verdict::denied, text_of(*entry, "message")};
+    const auto decision = io::string_member(*entry, "decision");
+    if (decision == "approved") co_return approval_reply{approval_verdict::approved, io::string_member(*entry, "message")};
+    if (decision == "denied") co_return approval_reply{approval_verdict::denied, io::string_member(*entry, "message")};
   }
   if (yes_) co_return record(request.step, approval_verdict::approved, "", "--yes");
   // A gate that already waited its timeout (since the run that first asked) takes its default.
@@ -164,8 +161,8 @@ std::vector<pending_approval> waiting_gates(const json::object& state) {
   std::vector<pending_approval> gates;
   auto add = [&](const json::value& v) {
     if (!v.is_object()) return;
-    auto step = text_of(v.get_object(), "step");
-    if (!step.empty()) gates.push_back(pending_approval{std::move(step), text_of(v.get_object(), "prompt")});
+    auto step = io::string_member(v.get_object(), "step");
+    if (!step.empty()) gates.push_back(pending_approval{std::move(step), io::string_member(v.get_object(), "prompt")});
   };
   if (const auto* w = state.if_contains("waiting")) {
     if (const auto* list = w->if_array())
@@ -201,7 +198,7 @@ std::vector<std::size_t> matching(const std::vector<pending_approval>& gates, co
 decision_outcome record_decision(io::session_store& store, const decision_settings& d) {
   auto& state = store.state();
   decision_outcome out;
-  if (text_of(state, "status") != "waiting_approval") {
+  if (io::string_member(state, "status") != "waiting_approval") {
     out.error = "session " + store.id() + " is not waiting for approval";
     return out;
   }
@@ -213,7 +210,7 @@ decision_outcome record_decision(io::session_store& store, const decision_settin
   auto& approvals = approvals_of(state);
   auto decision_of = [&](const std::string& gate) {
     const auto* entry = approvals.if_contains(gate);
-    return entry && entry->is_object() ? text_of(entry->get_object(), "decision") : std::string();
+    return entry && entry->is_object() ? io::string_member(entry->get_object(), "decision") : std::string();
   };
   // A gate named exactly (or the only one) must be decidable; --all and globs pass over
   // gates denied since the run stopped (a denial is final).

@@ -21,7 +21,7 @@
 namespace arun::cli {
 namespace {
 
-using clock_type = std::chrono::system_clock;
+using wall_clock = std::chrono::system_clock;
 
 // The directory to read, or "" after saying why it is refused (another user could write it).
 std::string cache_dir_of(const cache_settings& s) {
@@ -42,7 +42,7 @@ std::string size_text(std::uint64_t bytes) {
 }
 
 // `3m`, `2h`, `5d`: how long ago.
-std::string age_text(clock_type::time_point t, clock_type::time_point now) {
+std::string age_text(wall_clock::time_point t, wall_clock::time_point now) {
   const auto s = std::chrono::duration_cast<std::chrono::seconds>(now - t).count();
   if (s < 60) return fmt::format("{}s", std::max<long long>(s, 0));
   if (s < 3600) return fmt::format("{}m", s / 60);
@@ -57,7 +57,7 @@ struct selection {
 };
 
 bool picked(const cache_settings& s, const io::result_store::entry_info& e, std::optional<std::chrono::seconds> age,
-            clock_type::time_point now) {
+            wall_clock::time_point now) {
   if (!s.recipe.empty() && e.recipe != s.recipe) return false;
   // A step id picks all its instances (`fan` picks `fan[3]`), as --refresh-cache does.
   auto step_id = std::string_view(e.instance).substr(e.instance.rfind('/') + 1);
@@ -81,7 +81,7 @@ int cache_list(const cache_settings& s) {
     std::fprintf(stderr, "arun: cannot read the cache %s: %s\n", dir.c_str(), error.c_str());
     return exit_usage;
   }
-  const auto now = clock_type::now();
+  const auto now = wall_clock::now();
   std::vector<io::result_store::entry_info> shown;
   for (auto& e : all)
     if (picked(s, e, std::nullopt, now)) shown.push_back(std::move(e));
@@ -135,7 +135,7 @@ int cache_clear(const cache_settings& s) {
   const auto dir = cache_dir_of(s);
   if (dir.empty()) return exit_usage;
   io::result_store store(dir, 0);
-  const auto now = clock_type::now();
+  const auto now = wall_clock::now();
   std::string error;
   const auto doomed = [&](const io::result_store::entry_info& e) { return picked(s, e, age, now); };
   io::result_store::removal removed;

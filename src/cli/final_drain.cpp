@@ -14,7 +14,7 @@
 
 namespace arun::cli {
 namespace asio = boost::asio;
-using clock_type = std::chrono::steady_clock;
+using drain_clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -29,16 +29,16 @@ void drain_at_end(asio::io_context& ctx, asio::signal_set& signals, io::backgrou
   if (writer.drain_for(std::chrono::milliseconds(50))) return;
   io::arun_log().info("the run has ended; waiting for its files to be written");
   ctx.restart();
-  std::optional<clock_type::time_point> give_up;
+  std::optional<drain_clock::time_point> give_up;
   bool abandoned = false;
-  if (stop_signal != 0) give_up = clock_type::now() + grace;
+  if (stop_signal != 0) give_up = drain_clock::now() + grace;
   asio::steady_timer look(ctx);
   std::function<void()> check = [&] {
     if (writer.drain_for(std::chrono::milliseconds(0))) {
       signals.cancel();  // the loop runs out of work: drained
       return;
     }
-    const auto now = clock_type::now();
+    const auto now = drain_clock::now();
     if (give_up && now >= *give_up) {
       if (abandoned) {
         // A write the kernel holds (a frozen disk): no waiting can end it.
@@ -66,7 +66,7 @@ void drain_at_end(asio::io_context& ctx, asio::signal_set& signals, io::backgrou
     io::arun_log().warn("{} received while the run's files were being written", name);
     std::fprintf(stderr, "arun: %s received: the run has ended; waiting 2 s more for its files to be written (again to exit now)\n",
                  name);
-    give_up = clock_type::now() + grace;
+    give_up = drain_clock::now() + grace;
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);

@@ -51,11 +51,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-std::string text_of(const json::object& o, std::string_view key, std::string fallback = {}) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : fallback;
-}
-
 std::vector<std::string> strings_of(const json::object& o, std::string_view key) {
   std::vector<std::string> out;
   if (const auto* v = o.if_contains(key); v && v->is_array())
@@ -75,8 +70,8 @@ recipe_options recipe_options_of(const json::object& state, const std::vector<st
   const auto* inv = state.if_contains("invocation");
   const json::object empty;
   const auto& i = inv && inv->is_object() ? inv->get_object() : empty;
-  o.recipe = text_of(state, "recipe_path");
-  o.working_dir = text_of(i, "working_dir");
+  o.recipe = io::string_member(state, "recipe_path");
+  o.working_dir = io::string_member(i, "working_dir");
   o.sets = strings_of(i, "sets");
   o.stored_sets = o.sets.size();
   o.sets.insert(o.sets.end(), more_sets.begin(), more_sets.end());
@@ -104,20 +99,20 @@ void inherit_agent_settings(const json::object& state, agent_settings& a) {
     return v && v->is_number() ? v->to_number<double>() : fallback;
   };
   if (a.cli.empty() && a.command.empty()) {
-    a.cli = text_of(o, "cli");
-    a.command = text_of(o, "command");
+    a.cli = io::string_member(o, "cli");
+    a.command = io::string_member(o, "command");
   }
   a.auto_stage = a.auto_stage || flag_of(o, "auto_stage");
   if (a.rate_limit_retries < 0) a.rate_limit_retries = static_cast<int>(number("rate_limit_retries", -1));
   if (a.rate_limit_delay < 0) a.rate_limit_delay = number("rate_limit_delay", -1);
   if (a.rate_limit_max_delay < 0) a.rate_limit_max_delay = number("rate_limit_max_delay", -1);
   if (a.rate_limit_patterns.empty()) a.rate_limit_patterns = strings_of(o, "rate_limit_patterns");
-  if (a.rate_limit_fallback_model.empty()) a.rate_limit_fallback_model = text_of(o, "rate_limit_fallback_model");
+  if (a.rate_limit_fallback_model.empty()) a.rate_limit_fallback_model = io::string_member(o, "rate_limit_fallback_model");
   if (a.limits.empty()) a.limits = strings_of(o, "limits");
   // The budget is the session's: a resume without --max-cost keeps the one it ran with.
   if (a.max_cost < 0) a.max_cost = number("max_cost", -1);
   if (a.max_tokens < 0) a.max_tokens = static_cast<long long>(number("max_tokens", -1));
-  if (a.prices.empty()) a.prices = text_of(o, "prices");
+  if (a.prices.empty()) a.prices = io::string_member(o, "prices");
 }
 
 // The largest state.json a listing reads (a resume reads more): beyond it, "unreadable".
@@ -150,7 +145,7 @@ std::string progress_of(const json::object& state) {
   if (const auto* steps = state.if_contains("steps"); steps && steps->is_array()) {
     for (const auto& s : steps->get_array()) {
       ++total;
-      const auto status = s.is_object() ? text_of(s.get_object(), "status") : "";
+      const auto status = s.is_object() ? io::string_member(s.get_object(), "status") : "";
       if (status == "completed" || status == "skipped" || status == "degraded") ++done;
     }
   }
@@ -220,7 +215,7 @@ int resume_command(const resume_settings& asked) {
   }
   auto& store = *std::get<std::unique_ptr<io::session_store>>(opened);
   for (const auto& notice : store.notices()) std::fprintf(stderr, "arun: warning: %s\n", notice.c_str());
-  const auto status = text_of(store.state(), "status");
+  const auto status = io::string_member(store.state(), "status");
   // A completed session runs again only what --retry-failed or --reload asks for.
   if (status == "completed" && !r.reload && !(r.retry_failed && store.instances_to_run_again() > 0)) {
     const auto failed = store.failures_kept();
@@ -269,14 +264,14 @@ int resume_command(const resume_settings& asked) {
     if (const auto* listed = inv->get_object().if_contains("secrets"); listed && listed->is_array())
       for (const auto& entry : listed->get_array()) {
         if (!entry.is_object()) continue;
-        const auto name = text_of(entry.get_object(), "name");
+        const auto name = io::string_member(entry.get_object(), "name");
         const auto given = [&](const std::vector<std::string>& list) {
           return std::any_of(list.begin(), list.end(),
                              [&](const std::string& x) { return x == name || x.starts_with(name + "="); });
         };
         if (name.empty() || given(s.recipe.secrets) || given(s.recipe.secret_files) || given(s.recipe.secret_envs))
           continue;
-        const auto source = text_of(entry.get_object(), "source");
+        const auto source = io::string_member(entry.get_object(), "source");
         if (source == "flag") {
           std::fprintf(stderr,
                        "arun: cannot resume: session %s was run with --secret %s, which is never stored; give it "
@@ -285,7 +280,7 @@ int resume_command(const resume_settings& asked) {
                        io::printable_text(name).c_str(), io::printable_text(name).c_str());
           return exit_usage;
         }
-        if (const auto path = text_of(entry.get_object(), "path"); source == "file" && !path.empty())
+        if (const auto path = io::string_member(entry.get_object(), "path"); source == "file" && !path.empty())
           s.recipe.secret_files.push_back(name + "=" + path);
         else
           s.recipe.secret_envs.push_back(name);
@@ -324,16 +319,16 @@ int resume_command(const resume_settings& asked) {
   // A resumed run goes on where it ran (unless --executor says otherwise).
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
     if (const auto* ex = inv->get_object().if_contains("executor"); ex && ex->is_object()) {
-      const auto name = text_of(ex->get_object(), "name");
+      const auto name = io::string_member(ex->get_object(), "name");
       if (s.executor.empty()) s.executor = name;
-      if (s.shared_dir.empty() && s.executor == name) s.shared_dir = text_of(ex->get_object(), "shared_dir");
-      if (s.pending_timeout.empty() && s.executor == name) s.pending_timeout = text_of(ex->get_object(), "pending_timeout");
+      if (s.shared_dir.empty() && s.executor == name) s.shared_dir = io::string_member(ex->get_object(), "shared_dir");
+      if (s.pending_timeout.empty() && s.executor == name) s.pending_timeout = io::string_member(ex->get_object(), "pending_timeout");
     }
   // So does the cache it used: the same directory, off when it was off (unless told now).
   if (const auto* inv = store.state().if_contains("invocation"); inv && inv->is_object())
     if (const auto* c = inv->get_object().if_contains("cache"); c && c->is_object()) {
       const auto& cache = c->get_object();
-      if (s.cache_dir.empty()) s.cache_dir = text_of(cache, "dir");
+      if (s.cache_dir.empty()) s.cache_dir = io::string_member(cache, "dir");
       s.no_cache = s.no_cache || (flag_of(cache, "off") && s.refresh_cache.empty());
       s.keep_worktrees = s.keep_worktrees || flag_of(cache, "keep_worktrees");
       if (const auto* max = cache.if_contains("max_bytes"); max && max->is_number() && s.cache_max_bytes == (std::uint64_t{1} << 30))
@@ -434,9 +429,9 @@ int sessions_list_command(const sessions_settings& s) {
     json::array out;
     for (const auto& x : sessions)
       out.push_back(json::object{{"session_id", x.id},
-                                 {"status", x.problem.empty() ? text_of(x.state, "status") : "unreadable"},
-                                 {"recipe", text_of(x.state, "recipe_name")},
-                                 {"updated", text_of(x.state, "updated")},
+                                 {"status", x.problem.empty() ? io::string_member(x.state, "status") : "unreadable"},
+                                 {"recipe", io::string_member(x.state, "recipe_name")},
+                                 {"updated", io::string_member(x.state, "updated")},
                                  {"progress", x.problem.empty() ? listed_progress(x) : x.problem}});
     return print_all(io::to_json_text(out) + "\n");
   }
@@ -444,14 +439,14 @@ int sessions_list_command(const sessions_settings& s) {
   for (const auto& x : sessions) {
     // What a session's files say is shown escaped: no state.json drives the terminal.
     const auto shown = [&x](std::string_view key, std::string fallback = {}) {
-      return io::printable_text(text_of(x.state, key, std::move(fallback)));
+      return io::printable_text(io::string_member(x.state, key, std::move(fallback)));
     };
     if (!x.problem.empty()) {
       text += fmt::sprintf("%-24s %-17s %s\n", x.id.c_str(), "unreadable", io::printable_text(x.problem).c_str());
       continue;
     }
     text += fmt::sprintf("%-24s %-17s %-24s %s  %s\n", x.id.c_str(), shown("status").c_str(), shown("recipe_name").c_str(),
-                         listed_progress(x).c_str(), shown("updated", text_of(x.state, "created")).c_str());
+                         listed_progress(x).c_str(), shown("updated", io::string_member(x.state, "created")).c_str());
   }
   return print_all(text);
 }
@@ -485,18 +480,18 @@ int sessions_show_command(const sessions_settings& given) {
   }
   // What the session's files say is shown escaped: no state.json or event drives the terminal.
   const auto shown = [&st](std::string_view key, std::string fallback = {}) {
-    return io::printable_text(text_of(st, key, std::move(fallback)));
+    return io::printable_text(io::string_member(st, key, std::move(fallback)));
   };
   text += fmt::sprintf("session  %s\nstatus   %s%s\nrecipe   %s (%s)\nupdated  %s\nprogress %s\n",
                        s.session_id.c_str(), shown("status").c_str(), live ? " (held by a running arun)" : "",
                        shown("recipe_name").c_str(), shown("recipe_path").c_str(),
-                       shown("updated", text_of(st, "created")).c_str(),
+                       shown("updated", io::string_member(st, "created")).c_str(),
                        live && now.active() ? live_progress(now).c_str() : progress_of(st).c_str());
   if (live && now.active())
     text += fmt::sprintf("now      %s\n", io::printable_text(now.line(wall_now, 160)).c_str());
   if (const auto* output = st.if_contains("output"); output && !output->is_null())
     text += fmt::sprintf("output   %s\n", io::printable_text(io::value_line(*output, 200)).c_str());
-  if (const auto error = text_of(st, "error"); !error.empty())
+  if (const auto error = io::string_member(st, "error"); !error.empty())
     text += fmt::sprintf("error    %s\n", io::printable_text(error.substr(0, error.find('\n'))).c_str());
   if (std::error_code ec; fs::is_directory(dir + "/logs", ec))
     text += fmt::sprintf("logs     arun logs %s [INSTANCE-GLOB]\n", s.session_id.c_str());
@@ -537,15 +532,15 @@ int sessions_show_command(const sessions_settings& given) {
     if (ec || !v.is_object()) continue;
     const auto& e = v.get_object();
     // What each event says: an output line's text, an end's status and error, a warning.
-    std::string what = text_of(e, "status");
-    if (text_of(e, "event") == "step_output")
-      what = "| " + io::shortened_line(text_of(e, "line"), 160);
-    else if (const auto error = text_of(e, "error"); !error.empty())
+    std::string what = io::string_member(e, "status");
+    if (io::string_member(e, "event") == "step_output")
+      what = "| " + io::shortened_line(io::string_member(e, "line"), 160);
+    else if (const auto error = io::string_member(e, "error"); !error.empty())
       what += ": " + io::shortened_line(error.substr(0, error.find('\n')), 160);
-    else if (const auto message = text_of(e, "message"); !message.empty())
+    else if (const auto message = io::string_member(e, "message"); !message.empty())
       what = io::shortened_line(message, 160);
-    text += fmt::sprintf("  %s %-14s %s %s\n", io::printable_text(text_of(e, "ts")).c_str(),
-                         io::printable_text(text_of(e, "event")).c_str(), io::printable_text(text_of(e, "step")).c_str(),
+    text += fmt::sprintf("  %s %-14s %s %s\n", io::printable_text(io::string_member(e, "ts")).c_str(),
+                         io::printable_text(io::string_member(e, "event")).c_str(), io::printable_text(io::string_member(e, "step")).c_str(),
                          io::printable_text(what).c_str());
   }
   return print_all(text);
@@ -570,8 +565,8 @@ bool made_by_arun(const io::owned_dir& root, const std::string& id) {
 static std::string remove_shared_job_files(const json::object& state, const std::string& id, const std::string& dir) {
   const auto* inv = state.if_contains("invocation");
   const auto* ex = inv && inv->is_object() ? inv->get_object().if_contains("executor") : nullptr;
-  if (!ex || !ex->is_object() || text_of(ex->get_object(), "name") != "slurm") return {};
-  const auto shared_dir = text_of(ex->get_object(), "shared_dir");
+  if (!ex || !ex->is_object() || io::string_member(ex->get_object(), "name") != "slurm") return {};
+  const auto shared_dir = io::string_member(ex->get_object(), "shared_dir");
   if (shared_dir.empty() || !fs::path(shared_dir).is_absolute()) return {};
   return io::remove_slurm_session_files(shared_dir, id, dir + "/slurm-jobs");
 }
@@ -659,7 +654,7 @@ prune_report prune_sessions(const std::string& root, const prune_rule& rule, boo
       if (verbose) std::fprintf(stderr, "arun: leaving %s alone (%s)\n", x.dir.c_str(), problem->c_str());
       continue;
     }
-    if (text_of(std::get<json::object>(state), "status") == "waiting_approval") {
+    if (io::string_member(std::get<json::object>(state), "status") == "waiting_approval") {
       ++report.kept;
       if (verbose) std::fprintf(stderr, "arun: keeping %s (waiting for approval)\n", x.id.c_str());
       continue;

@@ -11,8 +11,6 @@
 namespace arun::engine {
 namespace {
 
-using name_set = std::set<std::string, std::less<>>;
-
 // Conditions also read bare identifiers (`status == 'ok'`); words inside string literals do
 // not count, and `{{ref}}` roots are found by find_references.
 void add_words(std::string_view text, name_set& out) {

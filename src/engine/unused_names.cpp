@@ -9,8 +9,6 @@
 namespace arun {
 namespace {
 
-using name_set = std::set<std::string, std::less<>>;
-
 diagnostic unused(source_location where, std::string message, std::string key, std::string hint) {
   diagnostic d;
   d.level = severity::warning;
@@ -23,25 +21,25 @@ diagnostic unused(source_location where, std::string message, std::string key, s
 }
 
 // Names a user could have meant: not the engine's own underscore names.
-std::vector<std::string_view> candidates(const name_set& names) {
+std::vector<std::string_view> candidates(const engine::name_set& names) {
   std::vector<std::string_view> out;
   for (const auto& n : names)
     if (!n.starts_with('_')) out.push_back(n);
   return out;
 }
 
-std::string listed(const name_set& names) {
+std::string listed(const engine::name_set& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
 }
 
-void add_references(std::string_view text, name_set& out) {
+void add_references(std::string_view text, engine::name_set& out) {
   for (const auto& span : engine::find_references(text)) out.insert(span.ref.root);
 }
 
 // `$RECIPE_VAR_whom` read by a command reads the context key `whom` (every key is exported).
-void add_exported(std::string_view text, name_set& out) {
+void add_exported(std::string_view text, engine::name_set& out) {
   constexpr std::string_view prefix = "RECIPE_VAR_";
   for (auto at = text.find(prefix); at != std::string_view::npos; at = text.find(prefix, at + 1)) {
     const auto begin = at + prefix.size();
@@ -54,7 +52,7 @@ void add_exported(std::string_view text, name_set& out) {
 // The names a recipe declares as inputs rather than computes: context keys (as written,
 // before --set), context_validation keys, secrets and the documentation-only `inputs` and
 // `parameters` (a mapping of names, or a list of names or of mappings with a `name`).
-void add_inputs(const recipe& r, const boost::json::object& context, name_set& out) {
+void add_inputs(const recipe& r, const boost::json::object& context, engine::name_set& out) {
   for (const auto& kv : context) out.emplace(kv.key());
   for (const auto& [name, check] : r.context_validation) out.insert(name);
   out.insert(r.secrets.begin(), r.secrets.end());
@@ -71,8 +69,8 @@ void add_inputs(const recipe& r, const boost::json::object& context, name_set& o
   }
 }
 
-name_set limit_names(const name_use& u) {
-  name_set known(u.providers.begin(), u.providers.end());
+engine::name_set limit_names(const name_use& u) {
+  engine::name_set known(u.providers.begin(), u.providers.end());
   std::vector<const recipe*> all = {u.top};
   all.insert(all.end(), u.called.begin(), u.called.end());
   for (const auto* r : all)
@@ -82,7 +80,7 @@ name_set limit_names(const name_use& u) {
   return known;
 }
 
-std::string limit_hint(std::string_view name, const name_set& known) {
+std::string limit_hint(std::string_view name, const engine::name_set& known) {
   auto hint = did_you_mean(name, candidates(known));
   if (hint.empty())
     hint = "a limit names an agent provider or a step's limit_group (known here: " + listed(known) +
@@ -104,7 +102,7 @@ void check_limits(const name_use& u, std::vector<diagnostic>& out) {
     d.snippet = name;  // a renderer with the source points at the key inside the mapping
     out.push_back(std::move(d));
   }
-  name_set seen;
+  engine::name_set seen;
   for (const auto& name : u.limit_options) {
     if (known.contains(name) || !seen.insert(name).second) continue;
     source_location where;
@@ -125,7 +123,7 @@ void check_sets(const name_use& u, std::vector<diagnostic>& out) {
     read.merge(names_read(*child));
     add_inputs(*child, child->context, read);
   }
-  name_set seen;
+  engine::name_set seen;
   for (const auto& key : u.set_keys) {
     if (read.contains(key) || !seen.insert(key).second) continue;
     auto hint = did_you_mean(key, candidates(read));
@@ -157,7 +155,7 @@ void check_output(const name_use& u, std::vector<diagnostic>& out) {
 }  // namespace
 
 std::set<std::string, std::less<>> names_read(const recipe& r) {
-  name_set out;
+  engine::name_set out;
   auto add_steps = [&](const std::vector<step>& steps) {
     for (const auto& s : steps) out.merge(engine::names_read(s));
   };

@@ -17,9 +17,7 @@
 namespace arun {
 namespace {
 
-using name_set = std::set<std::string, std::less<>>;
-
-const name_set builtin_names = {"recipe", "session", "step", "stage", "_approval_message", "_loop_index",
+const engine::name_set builtin_names = {"recipe", "session", "step", "stage", "_approval_message", "_loop_index",
                                 "_loop_iteration"};
 
 diagnostic make(severity level, const source_location& where, std::string message, std::string key = {},
@@ -504,7 +502,7 @@ void check_references(const recipe& r, const validation_options& options, std::v
 }  // namespace
 
 std::set<std::string, std::less<>> declared_names(const recipe& r, const validation_options& options) {
-  name_set names = builtin_names;
+  engine::name_set names = builtin_names;
   for (const auto& kv : r.context) names.emplace(kv.key());
   names.insert(r.secrets.begin(), r.secrets.end());
   // A variable context_validation checks is one the caller or --set provides.

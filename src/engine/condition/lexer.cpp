@@ -1,5 +1,7 @@
 #include "condition/lexer.hpp"
 
+#include "ascii.hpp"
+
 #include <charconv>
 #include <cstdint>
 #include <system_error>
@@ -7,10 +9,8 @@
 namespace arun::engine::detail {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_name_char(char c) { return is_name_start(c) || is_ascii_digit(c); }
 
 std::string show_char(char c) {
   const auto u = static_cast<unsigned char>(c);
@@ -26,7 +26,7 @@ class lexer {
   std::variant<std::vector<token>, condition_error> run() {
     std::vector<token> tokens;
     while (true) {
-      while (i_ < s_.size() && is_space(s_[i_])) ++i_;
+      while (i_ < s_.size() && is_c_space(s_[i_])) ++i_;
       if (i_ >= s_.size()) break;
       auto t = next();
       if (!t) return std::move(*error_);
@@ -50,7 +50,7 @@ class lexer {
 
   std::optional<token> next() {
     const char c = s_[i_];
-    if (is_digit(c)) return number();
+    if (is_ascii_digit(c)) return number();
     if (is_name_start(c)) return name(token_kind::identifier, i_);
     if (c == '\'' || c == '"') return quoted();
     if (at("{{")) return reference_token();
@@ -67,19 +67,19 @@ class lexer {
   std::optional<token> number() {
     const auto start = i_;
     bool integral = true;
-    while (i_ < s_.size() && is_digit(s_[i_])) ++i_;
-    if (i_ + 1 < s_.size() && s_[i_] == '.' && is_digit(s_[i_ + 1])) {
+    while (i_ < s_.size() && is_ascii_digit(s_[i_])) ++i_;
+    if (i_ + 1 < s_.size() && s_[i_] == '.' && is_ascii_digit(s_[i_ + 1])) {
       integral = false;
       ++i_;
-      while (i_ < s_.size() && is_digit(s_[i_])) ++i_;
+      while (i_ < s_.size() && is_ascii_digit(s_[i_])) ++i_;
     }
     if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
       auto j = i_ + 1;
       if (j < s_.size() && (s_[j] == '+' || s_[j] == '-')) ++j;
-      if (j < s_.size() && is_digit(s_[j])) {
+      if (j < s_.size() && is_ascii_digit(s_[j])) {
         integral = false;
         i_ = j;
-        while (i_ < s_.size() && is_digit(s_[i_])) ++i_;
+        while (i_ < s_.size() && is_ascii_digit(s_[i_])) ++i_;
       }
     }
     if (i_ < s_.size() && is_name_char(s_[i_])) return fail("invalid number: unexpected " + show_char(s_[i_]), i_);
@@ -140,9 +140,9 @@ class lexer {
 
   std::optional<token> dot_name() {
     const auto start = i_++;
-    if (i_ < s_.size() && is_digit(s_[i_])) {
+    if (i_ < s_.size() && is_ascii_digit(s_[i_])) {
       const auto begin = i_;
-      while (i_ < s_.size() && is_digit(s_[i_])) ++i_;
+      while (i_ < s_.size() && is_ascii_digit(s_[i_])) ++i_;
       if (i_ < s_.size() && is_name_char(s_[i_])) return fail("expected a name or an index after '.'", start);
       return token{token_kind::dot_name, start + 1, std::string(s_.substr(begin, i_ - begin)), {}, {}};
     }

@@ -1,5 +1,7 @@
 #include "condition/values.hpp"
 
+#include "ascii.hpp"
+#include "output_value.hpp"
 #include "template/render.hpp"
 
 #include <arun/value_format.hpp>
@@ -13,25 +15,16 @@ namespace {
 
 namespace json = boost::json;
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // `[+-]digits[.digits]` / `[+-].digits` with an optional exponent; sets `integral` when
 // there is neither a point nor an exponent.
 bool decimal_syntax(std::string_view s, bool& integral) {
   std::size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
   std::size_t digits = 0;
-  for (; i < s.size() && is_digit(s[i]); ++i) ++digits;
+  for (; i < s.size() && is_ascii_digit(s[i]); ++i) ++digits;
   integral = true;
   if (i < s.size() && s[i] == '.') {
     integral = false;
-    for (++i; i < s.size() && is_digit(s[i]); ++i) ++digits;
+    for (++i; i < s.size() && is_ascii_digit(s[i]); ++i) ++digits;
   }
   if (digits == 0) return false;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
@@ -39,7 +32,7 @@ bool decimal_syntax(std::string_view s, bool& integral) {
     ++i;
     if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
     std::size_t exponent = 0;
-    for (; i < s.size() && is_digit(s[i]); ++i) ++exponent;
+    for (; i < s.size() && is_ascii_digit(s[i]); ++i) ++exponent;
     if (exponent == 0) return false;
   }
   return i == s.size();

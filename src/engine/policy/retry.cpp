@@ -1,5 +1,7 @@
 #include "policy/retry.hpp"
 
+#include "ascii.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -44,8 +46,6 @@ double undelayed_seconds(const retry_policy& p, int attempt) {
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
 // Position of the first case-insensitive occurrence of `needle` (lower case) at or after
 // `from`, or npos.
 std::size_t find_nocase(std::string_view hay, std::string_view needle, std::size_t from = 0) {
@@ -72,8 +72,8 @@ bool has_rate_limit_phrase(std::string_view text) {
 // `429` as a status code, not the middle of "14291" or a port number.
 bool has_status_429(std::string_view text) {
   for (auto at = text.find("429"); at != std::string_view::npos; at = text.find("429", at + 1)) {
-    const bool digit_before = at > 0 && is_digit(text[at - 1]);
-    const bool digit_after = at + 3 < text.size() && is_digit(text[at + 3]);
+    const bool digit_before = at > 0 && is_ascii_digit(text[at - 1]);
+    const bool digit_after = at + 3 < text.size() && is_ascii_digit(text[at + 3]);
     if (!digit_before && !digit_after) return true;
   }
   return false;

@@ -84,7 +84,7 @@ instance_outcome to_outcome(const step& s, const std::string& instance, leaf_out
 
 namespace {
 
-attempt_failure failure_of(const step_result& r) {
+attempt_failure attempt_failure_of(const step_result& r) {
   attempt_failure f;
   f.timed_out = r.timed_out;
   f.cancelled = r.status == step_status::cancelled;
@@ -135,7 +135,7 @@ asio::awaitable<instance_outcome> step_executor::run_with_retry(const step& s, s
     add_usage(spent, o.result.usage);  // every attempt's calls count
     o.result.usage = spent;
     if (o.result.status != step_status::failed || stop.stop_requested()) co_return o;
-    auto failure = failure_of(o.result);
+    auto failure = attempt_failure_of(o.result);
     failure.rate_limited = o.rate_limited;
     const retry_policy* policy = nullptr;
     int n = 0;

@@ -16,7 +16,7 @@ namespace {
 
 // An iteration that did not finish well, by why (iteration_counts).
 // How a loop's result names a failed iteration: its id and the first line of its error.
-failed_instance failure_of(const step_result& r) {
+failed_instance failed_instance_of(const step_result& r) {
   return failed_instance{r.step_id, r.error.substr(0, r.error.find('\n'))};
 }
 
@@ -30,7 +30,7 @@ void add_failures(std::vector<failed_instance>& out, const step_result& r) {
   }
   const auto before = out.size();
   for (const auto& child : r.children) add_failures(out, child);
-  if (out.size() == before && r.status == step_status::failed) out.push_back(failure_of(r));
+  if (out.size() == before && r.status == step_status::failed) out.push_back(failed_instance_of(r));
 }
 
 void count_unfinished(iteration_counts& c, step_status st) {

@@ -7,10 +7,6 @@ namespace arun::engine {
 namespace detail {
 namespace {
 
-bool is_identifier(std::string_view w) {
-  return !w.empty() && is_name_start(w[0]) && std::all_of(w.begin(), w.end(), is_name_char);
-}
-
 bool is_arithmetic_test(std::string_view w) {
   return w == "-eq" || w == "-ne" || w == "-lt" || w == "-le" || w == "-gt" || w == "-ge";
 }

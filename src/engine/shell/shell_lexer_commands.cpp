@@ -7,15 +7,6 @@
 namespace arun::engine::detail {
 namespace {
 
-bool is_identifier(std::string_view w) {
-  return !w.empty() && is_name_start(w[0]) && std::all_of(w.begin(), w.end(), is_name_char);
-}
-
-bool has(std::string_view flags, char c) { return flags.find(c) != std::string_view::npos; }
-
-std::string_view basename(std::string_view w) { return command_name(w); }
-
-
 // Bash's own integer variables (`declare -pi`), and two it evaluates on assignment too.
 bool special_integer(std::string_view name) {
   for (std::string_view n : {"BASHPID", "EUID", "HISTCMD", "MAILCHECK", "OPTIND", "PPID", "RANDOM", "SRANDOM", "UID",
@@ -122,8 +113,8 @@ bool lexer::integer_variable(std::string_view name) const {
 }
 
 word_use lexer::assigned_use(std::string_view name, std::string_view flags) const {
-  if (has(flags, 'i') || integer_variable(name)) return word_use::arithmetic;
-  if (has(flags, 'n') || names_.nameref.contains(name)) return word_use::name;
+  if (has_letter(flags, 'i') || integer_variable(name)) return word_use::arithmetic;
+  if (has_letter(flags, 'n') || names_.nameref.contains(name)) return word_use::name;
   if (code_variable(name)) return word_use::code;
   return word_use::plain;
 }
@@ -251,7 +242,7 @@ void lexer::command_word(command_state& st) {
     a.command = std::string(s_.substr(st.word_begin, std::min<std::size_t>(i_ - st.word_begin, 40)));
     return;
   }
-  a.command = std::string(basename(t));
+  a.command = std::string(command_name(t));
   a.kind = kind_of(a.command);
   if (names_.code_commands.contains(t)) {  // an alias or a function running its words as code
     a.kind = command_kind::unknown;
@@ -305,7 +296,7 @@ void lexer::wrapper_option(command_state& st) {
   for (std::size_t k = 1; k < t.size(); ++k) {
     if (t[k] == '\x01' || t[k] == '\x02') return;
     a.flags += t[k];  // sudo -s, -i: a shell
-    if (!has(with_argument, t[k])) continue;
+    if (!has_letter(with_argument, t[k])) continue;
     if (k + 1 < t.size()) {
       if (a.command == "env" && t[k] == 'S') split_string(st, k + 1);
     } else {
@@ -364,7 +355,7 @@ void lexer::argument_word(command_state& st) {
   if (!a.options_done && option_word(st, options_with_argument(a))) return;
   if (a.kind == command_kind::runs_option && a.command == "flock" && a.operands == 1) {
     // `flock FILE useradd … -c …`: the command and its own options.
-    const std::string name(basename(t));
+    const std::string name(command_name(t));
     a = command_args{};
     a.command = name;
     return;
@@ -388,7 +379,7 @@ bool lexer::option_word(command_state& st, std::string_view with_argument) {
   for (std::size_t k = 1; k < t.size(); ++k) {
     if (t[k] == '\x01' || t[k] == '\x02') return true;
     a.flags += t[k];
-    if (has(with_argument, t[k])) {
+    if (has_letter(with_argument, t[k])) {
       if (k + 1 < t.size())
         option_argument(st, t[k], k + 1);
       else
@@ -453,13 +444,13 @@ void lexer::operand_word(command_state& st) {
       if (a.operands == 0) feeds(name_word(st, 0, size));
       return;
     case command_kind::unset:
-      if (!has(a.flags, 'f')) name_word(st, 0, size);
+      if (!has_letter(a.flags, 'f')) name_word(st, 0, size);
       return;
     case command_kind::getopts:
       if (a.operands == 1) name_word(st, 0, size);
       return;
     case command_kind::trap:
-      if (a.operands == 0 && !has(a.flags, 'p') && !has(a.flags, 'l')) code_word(st, 0, "trap");
+      if (a.operands == 0 && !has_letter(a.flags, 'p') && !has_letter(a.flags, 'l')) code_word(st, 0, "trap");
       return;
     case command_kind::remote:
       if (a.operands > 0) {
@@ -485,7 +476,7 @@ void lexer::declare_argument(command_state& st) {
       for (const char c : t.substr(1)) a.flags += (c == '\x01' || c == '\x02') ? 'i' : c;
     return;
   }
-  if (has(a.flags, 'f') || has(a.flags, 'F')) return;  // function names
+  if (has_letter(a.flags, 'f') || has_letter(a.flags, 'F')) return;  // function names
   std::string attributes = a.flags;
   if (a.command == "export" || a.command == "readonly")  // their -n un-exports; they have no -i
     std::erase_if(attributes, [](char c) { return c == 'n' || c == 'i'; });
@@ -494,15 +485,15 @@ void lexer::declare_argument(command_state& st) {
   if (name_end > 0 && eq != std::string::npos && t[name_end - 1] == '+') --name_end;
   const auto name = name_word(st, 0, name_end);
   if (!name.empty()) {
-    if (has(attributes, 'i')) learn(names_.integer, name);
-    if (has(attributes, 'n')) learn(names_.nameref, name);
-    if (has(attributes, 'A')) learn(names_.associative, name);
-    if (has(attributes, 'a') || has(attributes, 'A')) learn(names_.arrays, name);
+    if (has_letter(attributes, 'i')) learn(names_.integer, name);
+    if (has_letter(attributes, 'n')) learn(names_.nameref, name);
+    if (has_letter(attributes, 'A')) learn(names_.associative, name);
+    if (has_letter(attributes, 'a') || has_letter(attributes, 'A')) learn(names_.arrays, name);
   }
   if (eq == std::string::npos) return;
   // `declare -a a="(…)"`: bash reads a value given to an array as a compound assignment, its
   // `$( )` included (a literal `a=(…)` was read as elements already).
-  if ((has(attributes, 'a') || has(attributes, 'A') || names_.arrays.contains(name)) && eq + 1 < t.size())
+  if ((has_letter(attributes, 'a') || has_letter(attributes, 'A') || names_.arrays.contains(name)) && eq + 1 < t.size())
     return code_word(st, eq + 1, a.command + " (an array's value is read as its elements)");
   const auto use = assigned_use(name, attributes);
   if (use == word_use::code) return code_word(st, eq + 1, name);
@@ -521,7 +512,7 @@ bool lexer::compound_assignment(command_state& st, const frame& f, std::size_t l
   if (w.ends_with('+')) w.remove_suffix(1);
   if (!is_identifier(w)) return false;
   const std::string flags = st.args.kind == command_kind::declare ? st.args.flags : std::string();
-  const bool associative = has(flags, 'A') || (!has(flags, 'a') && names_.associative.contains(w));
+  const bool associative = has_letter(flags, 'A') || (!has_letter(flags, 'a') && names_.associative.contains(w));
   learn(names_.arrays, w);
   const auto use = assigned_use(w, flags);
   st.word_plain = false;

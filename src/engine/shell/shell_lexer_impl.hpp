@@ -21,6 +21,11 @@ inline bool is_meta(char c) {
 }
 inline bool is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 inline bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
+inline bool is_identifier(std::string_view w) {
+  return !w.empty() && is_name_start(w[0]) && std::all_of(w.begin(), w.end(), is_name_char);
+}
+// Whether option letters `flags` (`-pf` read as "pf") hold the letter `c`.
+inline bool has_letter(std::string_view flags, char c) { return c != '\0' && flags.find(c) != std::string_view::npos; }
 // A file descriptor's number as bash reads one in `3<`, `<&3` or `/dev/fd/3`: at most 4 digits.
 inline bool descriptor_number(std::string_view w) {
   return !w.empty() && w.size() <= 4 && std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });

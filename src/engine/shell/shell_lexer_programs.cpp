@@ -134,8 +134,6 @@ const program_rules* program_named(std::string_view name) {
   return nullptr;
 }
 
-bool has(std::string_view flags, char c) { return c != '\0' && flags.find(c) != std::string_view::npos; }
-
 bool listed(std::string_view list, std::string_view name) {
   return !name.empty() && list.find(" " + std::string(name) + " ") != std::string_view::npos;
 }
@@ -171,10 +169,8 @@ bool names_stdin(std::string_view operand) {
   return operand == "-" || operand == "/dev/stdin" || operand == "/dev/fd/0" || operand == "/proc/self/fd/0";
 }
 
-std::string_view basename(std::string_view w) { return command_name(w); }
-
 bool has_any(std::string_view flags, std::string_view letters) {
-  return std::any_of(letters.begin(), letters.end(), [&](char c) { return has(flags, c); });
+  return std::any_of(letters.begin(), letters.end(), [&](char c) { return has_letter(flags, c); });
 }
 
 // A path's components as the kernel resolves them by name: `.` and empty ones dropped, `..`
@@ -339,7 +335,7 @@ bool is_glob(std::string_view pattern) {
 // command that runs others: `/bin/[s]h`, `*sh`, `pytho?3`. A glob with no literal character
 // in its last component (`*`, `dir/*`) names whatever files lie there, not a program.
 bool pattern_names_program(std::string_view pattern) {
-  const auto name = basename(pattern);
+  const auto name = command_name(pattern);
   if (!is_glob(name)) {
     std::string plain;
     for (std::size_t k = 0; k < name.size(); ++k) plain += name[k] == '\\' && k + 1 < name.size() ? name[++k] : name[k];
@@ -601,13 +597,13 @@ void lexer::other_argument(command_state& st) {
         if (k + 1 < t.size()) code_word(st, k + 1, "rsync -e"); else a.option = 'e';
         break;
       }
-      if (has("BfMT", t[k])) break;
+      if (has_letter("BfMT", t[k])) break;
     }
   } else if (a.command == "function" && a.operands == 0) {
     st.function_name = t;
     st.function_depth = st.groups.size();
   } else if (const int alone = operands_before_shell(a.command); alone >= 0 && option) {
-    if (t.size() == 2 && has(alone_shell_arguments(a.command), t[1])) a.option = 'a';
+    if (t.size() == 2 && has_letter(alone_shell_arguments(a.command), t[1])) a.option = 'a';
   } else if (package_manager(a.command) && !option && a.operands == 0) {
     a.package_words = !runs_subcommand(t);
   }
@@ -671,9 +667,9 @@ void lexer::script_word(command_state& st, std::string_view runner, std::size_t 
 
 // The word names a shell or interpreter: what follows are its arguments.
 bool lexer::start_program(command_state& st, std::string_view name, bool detached) {
-  const auto* p = program_named(basename(name));
+  const auto* p = program_named(command_name(name));
   if (!p) return false;
-  std::string command(basename(name));  // `name` may be the current command's own text
+  std::string command(command_name(name));  // `name` may be the current command's own text
   st.args = command_args{};
   st.args.kind = command_kind::program;
   st.args.command = std::move(command);
@@ -687,7 +683,7 @@ bool lexer::start_program(command_state& st, std::string_view name, bool detache
 // `taskset 1 env -S …`, `ionice parallel …`: a program that runs its arguments, standing as an
 // argument of another, is read as if it were the command (builtins cannot stand there).
 bool lexer::start_runner(command_state& st, std::string_view word) {
-  const std::string name(basename(word));  // `word` may be the current command's own text
+  const std::string name(command_name(word));  // `word` may be the current command's own text
   const auto kind = kind_of(name);
   const bool runner = kind == command_kind::parallel || kind == command_kind::remote ||
                       kind == command_kind::runs_option || kind == command_kind::runs_all ||
@@ -765,7 +761,7 @@ void lexer::program_argument(command_state& st) {
       return long_option_of(*a.program, name) == long_option::code;
     };
     if (pending == code_next && a.program && a.program->type == interpreter &&
-        ((t.size() == 2 && t[0] == '-' && has(a.program->code, t[1])) || long_code())) {
+        ((t.size() == 2 && t[0] == '-' && has_letter(a.program->code, t[1])) || long_code())) {
       program_option(st);
       return;
     }
@@ -841,11 +837,11 @@ bool lexer::program_option(command_state& st) {
     const bool more = k + 1 < t.size();
     a.flags += c;
     if (!p) {  // maybe a shell or an interpreter: `-c`, `-e`, `-E` take code
-      if (has("ceE", c)) {
+      if (has_letter("ceE", c)) {
         code_option(k + 1, k + 1);  // perl's `-eCODE`
         // ... or a shell's cluster, `"$SHELL" -ec CODE`: its code is the next word.
         const auto rest = std::string_view(t).substr(k + 1);
-        if (!rest.empty() && has("ceE", rest.back()) &&
+        if (!rest.empty() && has_letter("ceE", rest.back()) &&
             std::all_of(rest.begin(), rest.end(), [](char r) { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'); }))
           a.option = code_next;
         return true;
@@ -853,38 +849,38 @@ bool lexer::program_option(command_state& st) {
       continue;
     }
     if (is_shell) {
-      if (has(p->code, c)) {
+      if (has_letter(p->code, c)) {
         a.code_given = true;
         if (a.operands > 0 && !more) a.option = code_next;  // `--entrypoint sh img -c CODE`
       }
-      if (has(p->argument, c)) {
+      if (has_letter(p->argument, c)) {
         if (!more) a.option = data_next;
         return true;
       }
       continue;
     }
-    if (has(p->code, c)) {
-      if (more && has(p->code, t[k + 1])) continue;  // node -pe CODE
+    if (has_letter(p->code, c)) {
+      if (more && has_letter(p->code, t[k + 1])) continue;  // node -pe CODE
       code_option(k + 1, k + 1);
       if (p->code_ends_options && !more) a.options_done = true;
       return true;
     }
-    if (has(p->file, c)) {
+    if (has_letter(p->file, c)) {
       a.from_file = true;
       if (more) script_word(st, a.command, k + 1); else a.option = file_next;
       return true;
     }
-    if (has(p->ends, c)) {
+    if (has_letter(p->ends, c)) {
       a.ended = a.options_done = true;
       if (!more) a.option = data_next; else module_named(st, t.substr(k + 1));
       return true;
     }
-    if (has(p->argument, c)) {
+    if (has_letter(p->argument, c)) {
       if (!more) a.option = data_next;
       return true;
     }
-    if (has(p->rest, c)) {
-      if (has(p->code_rest, c)) {  // perl -M'strict;system…', m4 -D NAME=VALUE
+    if (has_letter(p->rest, c)) {
+      if (has_letter(p->code_rest, c)) {  // perl -M'strict;system…', m4 -D NAME=VALUE
         a.code_option = std::string("-") + c;
         // perl's -M, -m and -d take theirs attached only (`perl -M strict` is an error, `-d` a
         // debugger): the next word is an option again (`perl -d -e CODE`).
@@ -892,7 +888,7 @@ bool lexer::program_option(command_state& st) {
       }
       return true;
     }
-    if (has(p->digits, c))
+    if (has_letter(p->digits, c))
       while (k + 1 < t.size() && ((t[k + 1] >= '0' && t[k + 1] <= '9') || (c == '0' && t[k + 1] == 'x'))) ++k;
   }
   return true;
@@ -950,7 +946,7 @@ void lexer::parallel_argument(command_state& st) {
   }
   if (t == "::::" || t == "::::+") a.flags += ':';
   if (a.separated) {
-    if (has(a.flags, ':')) st.keep_argument_inputs();
+    if (has_letter(a.flags, ':')) st.keep_argument_inputs();
     if (a.operands == 0) code_word(st, 0, "parallel (its arguments are its commands)");
     if (a.runs_program) code_word(st, 0, "parallel (it appends its arguments to a shell's or interpreter's code)");
     return;
@@ -960,7 +956,7 @@ void lexer::parallel_argument(command_state& st) {
     return;
   }
   if (!a.options_done && t.size() >= 2 && st.shape.quoted[0] == '0' && t[0] == '-') {
-    if (t.size() == 2 && has("adEIjLnNPSsC", t[1])) a.option = t[1];
+    if (t.size() == 2 && has_letter("adEIjLnNPSsC", t[1])) a.option = t[1];
     return;
   }
   a.options_done = true;
@@ -1002,16 +998,16 @@ bool lexer::reads_code_from_stdin(const command_state& st) const {
       if (!a.program->reads_stdin || a.code_given || a.from_file || a.ended) return false;
       if (a.program->name == "crontab" && has_any(a.flags, "lre")) return false;  // lists, removes, edits
       return a.operands == 0 || (a.operands == 1 && a.first_may_vanish) || a.program->operands_are_data || names_stdin(a.first_operand) ||
-             (a.program->type == shell && has(a.flags, 's'));
+             (a.program->type == shell && has_letter(a.flags, 's'));
     case command_kind::unknown: return a.splits || (!a.nested && a.operands == 0 && a.flags.empty());
     case command_kind::source: return names_stdin(a.first_operand);
     case command_kind::remote: return a.operands <= 1 || a.runs_program;  // `ssh HOST`: the remote shell reads stdin
     case command_kind::wrapper: return (a.command == "sudo" || a.command == "doas") && has_any(a.flags, "si");  // `sudo -s`
     case command_kind::other:
       if (names_.stdin_functions.contains(a.command)) return true;  // `f() { sh; }; … | f`
-      if (a.command == "vagrant") return has(a.flags, 's') && !has(a.flags, 'c');
+      if (a.command == "vagrant") return has_letter(a.flags, 's') && !has_letter(a.flags, 'c');
       return operands_before_shell(a.command) >= 0 && a.operands <= operands_before_shell(a.command);
-    case command_kind::runs_option: return a.command != "flock" && !has(a.flags, 'c');
+    case command_kind::runs_option: return a.command != "flock" && !has_letter(a.flags, 'c');
     case command_kind::parallel: return !a.separated && (a.operands == 0 || a.runs_program);
     default: return false;
   }

@@ -9,8 +9,6 @@
 namespace arun::engine {
 namespace {
 
-std::string braces(const reference& ref) { return "{{" + ref.text() + "}}"; }
-
 bool is_integer_literal(std::string_view s) {
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -36,7 +34,7 @@ std::string replacement(shell_quoting q, const std::string& name) {
 
 // Why a reference cannot be rewritten where it is; empty when it can.
 std::string position_error(const shell_position& p, const reference& ref, std::string_view stopped) {
-  const auto r = braces(ref);
+  const auto r = ref.braced();
   if (p.quoting == shell_quoting::unknown) return "cannot tell how bash reads " + r + ": " + std::string(stopped);
   if (p.quoting == shell_quoting::heredoc_delimiter) return r + " cannot be part of a heredoc delimiter";
   if (p.escaped) return r + " follows a backslash that would escape the rewritten reference: remove the backslash";
@@ -48,11 +46,11 @@ std::string position_error(const shell_position& p, const reference& ref, std::s
 }
 
 std::string value_error(const shell_position& p, const reference& ref, std::string_view text) {
-  if (text.find('\0') != std::string_view::npos) return "the value of " + braces(ref) + " holds a NUL byte, which bash cannot receive";
+  if (text.find('\0') != std::string_view::npos) return "the value of " + ref.braced() + " holds a NUL byte, which bash cannot receive";
   if (p.arithmetic && !is_integer_literal(text))
-    return braces(ref) + " is in an arithmetic position, where bash would evaluate its value as code: the value must be an integer literal";
+    return ref.braced() + " is in an arithmetic position, where bash would evaluate its value as code: the value must be an integer literal";
   if (p.name && !is_name_text(text))
-    return braces(ref) + " is in a variable-name position, where bash would evaluate a subscript in its value as code: the value "
+    return ref.braced() + " is in a variable-name position, where bash would evaluate a subscript in its value as code: the value "
            "may hold only letters, digits and '_'";
   return {};
 }
@@ -100,7 +98,7 @@ std::string check_heredoc(const heredoc_body& h, std::string_view body, const re
     body.remove_prefix(nl == std::string_view::npos ? body.size() : nl + 1);
     if (h.strip_tabs) line.remove_prefix(std::min(line.find_first_not_of('\t'), line.size()));
     if (line == h.delimiter)
-      return "a value inlined into the quoted heredoc '" + h.delimiter + "' (at " + braces(first) +
+      return "a value inlined into the quoted heredoc '" + h.delimiter + "' (at " + first.braced() +
              ") contains its delimiter line, which would end the heredoc early";
   }
   return {};
@@ -158,7 +156,7 @@ private:
     if (auto e = value_error(pos, span.ref, text); !e.empty()) return e;
     if (pos.quoting == shell_quoting::quoted_heredoc) {
       if (lexed_.heredocs[pos.heredoc].strip_tabs && loses_tabs(out_.script, text))
-        return "the value of " + braces(span.ref) + " has a line starting with a tab, which the <<- heredoc would strip";
+        return "the value of " + span.ref.braced() + " has a line starting with a tab, which the <<- heredoc would strip";
       out_.script += text;
       inlined_.emplace(pos.heredoc, &span.ref);
     } else {
@@ -183,13 +181,13 @@ private:
 // docs/reference/templates.md, "Code positions": refused whatever the value, because no
 // quoting survives the second reading (an interpreter's own syntax, a shell reading the text).
 std::string code_position_error(std::string_view runner, const reference& ref) {
-  return braces(ref) + " is in code that " + std::string(runner.empty() ? "a shell" : runner) +
+  return ref.braced() + " is in code that " + std::string(runner.empty() ? "a shell" : runner) +
          " runs: its value would run as code there, whatever it holds";
 }
 
 std::string code_position_hint(const reference& ref) {
   const auto var = shell_variable_name(ref);
-  return "pass the value as data instead: as an argument, sh -c '... \"$1\"' _ " + braces(ref) +
+  return "pass the value as data instead: as an argument, sh -c '... \"$1\"' _ " + ref.braced() +
          ", or read it from the environment inside the code, \"$" + var + "\" (os.environ['" + var + "'], $ENV{" + var +
          "}, ENVIRON[\"" + var + "\"])";
 }

@@ -1,5 +1,7 @@
 #include "template/reference.hpp"
 
+#include "ascii.hpp"
+
 #include <charconv>
 
 namespace arun::engine {
@@ -7,14 +9,6 @@ namespace {
 
 bool is_ident_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9') || c == '-'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 std::optional<std::size_t> to_index(std::string_view digits) {
   std::size_t value = 0;
@@ -38,8 +32,8 @@ struct path_parser {
   // `.name` or `.0`
   std::optional<path_segment> dotted() {
     ++i;
-    if (i < s.size() && is_digit(s[i])) {
-      const auto digits = take_while(is_digit);
+    if (i < s.size() && is_ascii_digit(s[i])) {
+      const auto digits = take_while(is_ascii_digit);
       if (i < s.size() && is_ident_char(s[i])) return std::nullopt;  // `.0abc`
       auto index = to_index(digits);
       if (!index) return std::nullopt;
@@ -60,7 +54,7 @@ struct path_parser {
       i = close + 2;
       return seg;
     }
-    const auto digits = take_while(is_digit);
+    const auto digits = take_while(is_ascii_digit);
     if (digits.empty() || i >= s.size() || s[i] != ']') return std::nullopt;
     ++i;
     auto index = to_index(digits);
@@ -70,6 +64,12 @@ struct path_parser {
 };
 
 }  // namespace
+
+std::string_view trim_spaces(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
 
 std::string reference::text() const {
   std::string t = root;
@@ -87,7 +87,7 @@ std::string reference::text() const {
 }
 
 std::optional<reference> parse_reference(std::string_view text) {
-  path_parser p{trim(text)};
+  path_parser p{trim_spaces(text)};
   if (p.done() || !is_ident_start(p.s[0])) return std::nullopt;
   reference ref;
   ref.root = std::string(p.take_while(is_ident_char));
@@ -119,7 +119,7 @@ std::vector<reference_span> find_references(std::string_view text) {
 }
 
 std::optional<reference> sole_reference(std::string_view text) {
-  const auto t = trim(text);
+  const auto t = trim_spaces(text);
   const auto refs = find_references(t);
   if (refs.size() != 1 || refs[0].begin != 0 || refs[0].end != t.size()) return std::nullopt;
   return refs[0].ref;

@@ -7,12 +7,17 @@
 #include <boost/json/value.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace arun::engine {
+
+/// Names (steps, context keys, variables), ordered; looked up by string_view too.
+using name_set = std::set<std::string, std::less<>>;
 
 /// One step below the root: `.name` / `['name']` (a key), `[0]` (an index), or `.0` (an index
 /// into a list, or the key "0" of an object).
@@ -30,8 +35,14 @@ struct reference {
 
   /// Canonical text, e.g. `a.b[0]['c d']`.
   std::string text() const;
+  /// The text in template braces, `{{a.b}}`, as messages quote a reference.
+  std::string braced() const { return "{{" + text() + "}}"; }
   bool operator==(const reference&) const = default;
 };
+
+/// `text` without the spaces, tabs and line ends around it, as a reference may have them
+/// inside its braces (`{{ a.b }}`).
+std::string_view trim_spaces(std::string_view text);
 
 /// Parses a path expression; surrounding whitespace is allowed. `nullopt` when the text is
 /// not a path (`#if x`, `a b`, `1x`): such braces stay literal text.

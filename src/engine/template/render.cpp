@@ -7,8 +7,6 @@
 namespace arun::engine {
 namespace {
 
-std::string braces(const reference& ref) { return "{{" + ref.text() + "}}"; }
-
 // "a, b, c" (at most 20 names), for the undeclared-name error.
 std::string known_names(const render_scope& scope) {
   name_set names;
@@ -71,7 +69,7 @@ resolution resolve_loading(const boost::json::object& holder, const reference& r
   const auto load = [&](const boost::json::value& spilled) {
     auto loaded = load_spilled(spilled, outputs);
     if (auto* why = std::get_if<std::string>(&loaded)) {
-      r.error = braces(ref) + ": " + *why;
+      r.error = ref.braced() + ": " + *why;
       return false;
     }
     r.loaded = std::make_shared<const boost::json::value>(std::move(std::get<boost::json::value>(loaded)));
@@ -111,15 +109,15 @@ resolution resolve(const reference& ref, const render_scope& scope) {
   if (status == lookup_status::root_unset) {
     const bool declared = !scope.declared || scope.declared->contains(ref.root);
     if (!declared) {
-      if (lenient) return {nullptr, braces(ref) + " names an undefined variable: rendered empty", {}};
-      return {nullptr, {}, "undefined variable '" + ref.root + "' in " + braces(ref) + " (defined: " + known_names(scope) + ")"};
+      if (lenient) return {nullptr, ref.braced() + " names an undefined variable: rendered empty", {}};
+      return {nullptr, {}, "undefined variable '" + ref.root + "' in " + ref.braced() + " (defined: " + known_names(scope) + ")"};
     }
-    const std::string why = braces(ref) + " has no value (the step that sets '" + ref.root +
+    const std::string why = ref.braced() + " has no value (the step that sets '" + ref.root +
                             "' was skipped, failed or has not run)";
     if (strict) return {nullptr, {}, why};
     return {nullptr, why + ": rendered empty", {}};
   }
-  const std::string why = braces(ref) + " does not exist in the value of '" + ref.root + "'";
+  const std::string why = ref.braced() + " does not exist in the value of '" + ref.root + "'";
   if (strict) return {nullptr, {}, why};
   return {nullptr, why + ": rendered empty", {}};
 }

@@ -24,8 +24,6 @@ std::string value_text(const boost::json::value& v);
 /// `--lenient` / `--strict` (docs/reference/templates.md, "Undefined references").
 enum class undefined_mode { normal, lenient, strict };
 
-using name_set = std::set<std::string, std::less<>>;
-
 struct render_scope {
   const boost::json::object& context;
   /// Root names the recipe declares anywhere (docs/reference/templates.md, "Undefined references");

@@ -11,12 +11,6 @@ constexpr std::size_t shown_max = 60;
 constexpr std::string_view path_only =
     "a template holds a path only ({{name}}, {{name.key}}, {{name[0]}}); arun leaves other text as written";
 
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
-}
-
 template_flaw flaw(std::string_view text, std::size_t begin, std::size_t end, std::string problem, std::string hint) {
   const auto written = text.substr(begin, end - begin);
   const auto stop = std::min(written.find_first_of("'\"\\\r\n\t", 2), written.size());
@@ -28,7 +22,7 @@ template_flaw unclosed(std::string_view text, std::size_t at) {
   const auto rest = text.substr(at + 2);
   const auto stop = rest.find_first_of("{}\n");
   if (stop != std::string_view::npos && rest[stop] == '}') {
-    const auto inside = trim(rest.substr(0, stop));
+    const auto inside = trim_spaces(rest.substr(0, stop));
     if (parse_reference(inside))
       return flaw(text, at, at + 2 + stop + 1, "a `}` is missing (a reference ends with `}}`)",
                   "write {{" + std::string(inside) + "}}");
@@ -40,14 +34,14 @@ template_flaw unclosed(std::string_view text, std::size_t at) {
 
 // `{{ … }}` whose inside is not a path: say which other template language it looks like.
 template_flaw not_a_path(std::string_view text, std::size_t begin, std::size_t end, std::string_view inside) {
-  const auto t = trim(inside);
+  const auto t = trim_spaces(inside);
   if (t.empty()) return flaw(text, begin, end, "the braces are empty", "write a name between them: {{name}}");
   if (std::string_view("#/^>!.").find(t[0]) != std::string_view::npos || t.starts_with("else"))
     return flaw(text, begin, end, "blocks and other template languages (Handlebars, Jinja, Go) are not supported",
                 std::string(path_only));
   if (const auto bar = t.find('|'); bar != std::string_view::npos && parse_reference(t.substr(0, bar)))
     return flaw(text, begin, end, "filters are not supported",
-                "insert the value as it is, {{" + std::string(trim(t.substr(0, bar))) +
+                "insert the value as it is, {{" + std::string(trim_spaces(t.substr(0, bar))) +
                     "}}, and transform it in the command or in a step with `output:`");
   if (const auto paren = t.find('('); paren != std::string_view::npos) {
     if (const auto ref = parse_reference(t.substr(0, paren))) {

@@ -36,7 +36,7 @@ std::string_view string_at(const json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
 }
 
-bool has_type(const json::value& v, std::string_view type) {
+bool type_member_is(const json::value& v, std::string_view type) {
   const auto* o = v.if_object();
   return o && string_at(*o, "type") == type;
 }
@@ -85,17 +85,17 @@ agent_reply raw_reply(std::string_view output, const reply_context& context, std
 // (--verbose), else the last line that is one.
 const json::object* find_result(std::string_view output, json::value& holder) {
   holder = parse_json(trim(output));
-  if (has_type(holder, "result")) return &holder.get_object();
+  if (type_member_is(holder, "result")) return &holder.get_object();
   if (const auto* messages = holder.if_array()) {
     for (auto it = messages->rbegin(); it != messages->rend(); ++it)
-      if (has_type(*it, "result")) return &it->get_object();
+      if (type_member_is(*it, "result")) return &it->get_object();
   }
   auto lines = split_lines(output);
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     const auto line = trim(*it);
     if (!line.starts_with('{')) continue;
     holder = parse_json(line);
-    if (has_type(holder, "result")) return &holder.get_object();
+    if (type_member_is(holder, "result")) return &holder.get_object();
   }
   return nullptr;
 }
@@ -219,7 +219,7 @@ agent_reply decode_codex_jsonl(std::string_view output, const reply_context& con
     events = true;
     if (type == "item.completed") {
       const auto* item = e->if_contains("item");
-      if (item && has_type(*item, "agent_message")) {
+      if (item && type_member_is(*item, "agent_message")) {
         reply.text = std::string(string_at(item->get_object(), "text"));
         message = true;
       }
@@ -297,7 +297,7 @@ std::vector<shown_line> reply_line_filter::on_stdout_line(std::string_view line,
   auto stream = output_stream::out;
   if (type == "item.completed") {
     const auto* item = e->if_contains("item");
-    if (item && has_type(*item, "agent_message")) text = string_at(item->get_object(), "text");
+    if (item && type_member_is(*item, "agent_message")) text = string_at(item->get_object(), "text");
   } else if (type == "error" || type == "turn.failed") {
     const auto* error = type == "error" ? e : e->if_contains("error") ? e->at("error").if_object() : nullptr;
     text = error ? string_at(*error, "message") : std::string_view();

@@ -29,7 +29,7 @@ namespace arun::io {
 namespace {
 
 namespace json = boost::json;
-using clock_type = std::chrono::system_clock;
+using wall_clock = std::chrono::system_clock;
 
 constexpr std::int64_t entry_format = 1;
 constexpr std::string_view temp_prefix = ".tmp-";
@@ -41,18 +41,13 @@ std::string env_value(const char* name) {
   return v != nullptr ? std::string(v) : std::string();
 }
 
-clock_type::time_point mtime_of(const struct stat& st) {
+wall_clock::time_point mtime_of(const struct stat& st) {
   const auto since_epoch = std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec);
-  return clock_type::time_point(std::chrono::duration_cast<clock_type::duration>(since_epoch));
+  return wall_clock::time_point(std::chrono::duration_cast<wall_clock::duration>(since_epoch));
 }
 
 bool is_hex(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-std::string text_of(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
 // The rest of the open file `fd`; false on a read error.
@@ -79,7 +74,7 @@ std::string temp_name() {
   std::uint64_t random = 0;
   if (::getrandom(&random, sizeof random, GRND_NONBLOCK) != sizeof random) {
     static std::atomic<std::uint64_t> counter{0};
-    random = static_cast<std::uint64_t>(clock_type::now().time_since_epoch().count()) ^ (++counter << 48);
+    random = static_cast<std::uint64_t>(wall_clock::now().time_since_epoch().count()) ^ (++counter << 48);
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(random));
@@ -87,7 +82,7 @@ std::string temp_name() {
 }
 
 std::string entry_text(const std::string& key, const cached_output& output) {
-  const auto created = output.created == clock_type::time_point{} ? clock_type::now() : output.created;
+  const auto created = output.created == wall_clock::time_point{} ? wall_clock::now() : output.created;
   json::object o;
   o["format"] = entry_format;
   o["key"] = key;
@@ -111,19 +106,19 @@ std::optional<cached_output> parse_entry(std::string_view text, const std::strin
   const auto* format = o.if_contains("format");
   if (format == nullptr || !format->is_int64() || format->get_int64() != entry_format) return std::nullopt;
   const auto* output = o.if_contains("output");
-  if (text_of(o, "key") != key || output == nullptr || !output->is_string()) return std::nullopt;
+  if (string_member(o, "key") != key || output == nullptr || !output->is_string()) return std::nullopt;
   const std::string_view stdout_text = output->get_string();
   // A cut or edited file can still be valid JSON: the hash is what proves the output whole.
-  if (text_of(o, "output_sha256") != sha256_hex(stdout_text)) return std::nullopt;
-  const auto created = parse_rfc3339_ms(text_of(o, "created"));
+  if (string_member(o, "output_sha256") != sha256_hex(stdout_text)) return std::nullopt;
+  const auto created = parse_rfc3339_ms(string_member(o, "created"));
   const auto* duration = o.if_contains("duration_ms");
   if (!created || duration == nullptr || !duration->is_int64() || duration->get_int64() < 0) return std::nullopt;
   cached_output entry;
   entry.stdout_text = std::string(stdout_text);
   entry.duration = std::chrono::milliseconds(duration->get_int64());
-  entry.recipe = text_of(o, "recipe");
-  entry.instance = text_of(o, "instance");
-  entry.session = text_of(o, "session");
+  entry.recipe = string_member(o, "recipe");
+  entry.instance = string_member(o, "instance");
+  entry.session = string_member(o, "session");
   entry.created = *created;
   return entry;
 }
@@ -134,7 +129,7 @@ struct file_seen {
   std::size_t shard = 0;  ///< its directory, an index into scan_result::shards
   std::string name;       ///< its name there
   std::uint64_t bytes = 0;
-  clock_type::time_point mtime{};
+  wall_clock::time_point mtime{};
   ino_t inode = 0;
 };
 
@@ -317,7 +312,7 @@ std::optional<cached_output> result_store::find(const std::string& key,
     // Longer than this run keeps (--max-output): the step runs, and is cut as it would be.
     if (output_limit_ > 0 && entry->stdout_text.size() > output_limit_) return std::nullopt;
     // In whole seconds: ages are given in seconds, and max_age in nanoseconds could overflow.
-    if (max_age && std::chrono::duration_cast<std::chrono::seconds>(clock_type::now() - entry->created) >= *max_age)
+    if (max_age && std::chrono::duration_cast<std::chrono::seconds>(wall_clock::now() - entry->created) >= *max_age)
       return std::nullopt;
     // mtime is "last used", which trim() evicts by; failing to set it costs nothing now.
     const timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
@@ -408,7 +403,7 @@ result_store::removal result_store::trim(std::string& error) {
   scan_result seen;
   if (!scan(dir_, seen, error)) return removed;
   removed.refused = seen.refused;
-  const auto now = clock_type::now();
+  const auto now = wall_clock::now();
   for (const auto& t : seen.temps)
     if (now - t.mtime > stale_temp_age) unlink_if_unchanged(seen, t, error);
   if (max_bytes_ == 0) return removed;

@@ -19,7 +19,7 @@
 namespace arun::io {
 namespace {
 
-constexpr int max_depth = 32;  // arun makes two levels; deeper is what a step left, bounded
+constexpr int max_job_dir_depth = 32;  // arun makes two levels; deeper is what a step left, bounded
 
 std::string failure(const std::string& what, int err) { return "cannot remove " + what + ": " + std::strerror(err); }
 
@@ -33,7 +33,7 @@ std::string remove_below(int parent_fd, const std::string& name, int depth) {
     }
     return failure(name, errno);
   }
-  if (depth > max_depth) {
+  if (depth > max_job_dir_depth) {
     ::close(fd);
     return failure(name, ELOOP);
   }

@@ -610,7 +610,7 @@ namespace {
 
 // Whether `key` is `instance` or an instance inside it (`loop[2]/leaf` in `loop[2]`, `fan[3]`
 // in `fan`).
-bool inside(std::string_view key, std::string_view instance) {
+bool key_in_instance(std::string_view key, std::string_view instance) {
   if (!key.starts_with(instance)) return false;
   return key.size() == instance.size() || key[instance.size()] == '/' || key[instance.size()] == '[';
 }
@@ -635,7 +635,7 @@ void slurm_executor::release(std::string_view instance) noexcept {
     auto& collected = memory_->collected;
     std::vector<std::string> dirs;
     for (auto it = collected.lower_bound(instance); it != collected.end() && it->first.starts_with(instance);) {
-      if (!inside(it->first, instance)) {
+      if (!key_in_instance(it->first, instance)) {
         ++it;
         continue;
       }

@@ -21,7 +21,7 @@ std::uint64_t fnv1a(std::string_view text) {
   return h;
 }
 
-std::optional<int> number(std::string_view text) {
+std::optional<int> int_of(std::string_view text) {
   int value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
@@ -228,7 +228,7 @@ std::optional<slurm_job_record> parse_slurm_job_record(std::string_view text) {
   text.remove_prefix(11);
   const auto space = text.find(' ');
   if (space == std::string_view::npos || space == 0) return std::nullopt;
-  const auto task = number(text.substr(space + 1));
+  const auto task = int_of(text.substr(space + 1));
   if (!task || *task < 0) return std::nullopt;
   r.array_comment = std::string(text.substr(0, space));
   r.task = static_cast<std::size_t>(*task);
@@ -254,7 +254,7 @@ std::optional<slurm_exit_status> parse_slurm_exit(std::string_view text) {
     return s;
   }
   if (!text.starts_with("exit ")) return std::nullopt;
-  const auto code = number(text.substr(5));
+  const auto code = int_of(text.substr(5));
   if (!code || *code < 0 || *code > 255) return std::nullopt;
   // bash reports a command killed by signal N as 128 + N (N up to 64); `exit 255` stays 255.
   if (*code > 128 && *code <= 128 + 64)

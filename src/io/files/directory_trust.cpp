@@ -64,8 +64,6 @@ bool private_group(gid_t gid, uid_t uid) {
   return !primary_group_of_another(gid, uid);
 }
 
-std::string mode_text(mode_t mode) { return fmt::format("{:04o}", mode & 07777); }
-
 // Whether `path` has a POSIX access ACL beyond its mode bits. With one, the group bits of the
 // mode are the ACL's mask: the most any user or group the ACL names may do, not what the
 // owning group may (acl(5)). `setfacl -m u:bob:rwx` on a 0700 directory shows 0770.
@@ -118,6 +116,8 @@ std::string per_user_name(uid_t uid) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) return std::to_string(uid);
   return name;
 }
+
+std::string mode_text(mode_t mode) { return fmt::format("{:04o}", mode & 07777); }
 
 std::string describe_owner(uid_t uid) {
   const auto name = user_name(uid);

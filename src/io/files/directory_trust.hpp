@@ -52,6 +52,9 @@ std::string per_user_name(uid_t uid);
 /// `uid` as messages show it: `NAME (uid N)`, or `uid N` when it has no name.
 std::string describe_owner(uid_t uid);
 
+/// A file's permission bits as messages show them: `0755`.
+std::string mode_text(mode_t mode);
+
 /// Makes `path` (its parent trusted) anew, 0700, and checks it is `uid`'s directory; an error
 /// text (EEXIST included: a directory made exclusively is never one found there) or "".
 std::string make_directory_exclusively(const std::string& path, uid_t uid);

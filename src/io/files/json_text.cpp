@@ -129,4 +129,9 @@ boost::json::value parse_json_text(std::string_view text, boost::system::error_c
   return parse_json_exact(raw, ec, options);
 }
 
+std::string string_member(const boost::json::object& o, std::string_view key, std::string fallback) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : fallback;
+}
+
 }  // namespace arun::io

@@ -2,6 +2,7 @@
 // JSON text arun writes to files and stdout: always valid UTF-8, with bytes that are not UTF-8
 // kept exactly through an escape, and read back to the same bytes.
 
+#include <boost/json/object.hpp>
 #include <boost/json/parse_options.hpp>
 #include <boost/json/value.hpp>
 #include <boost/system/error_code.hpp>
@@ -25,5 +26,8 @@ std::string escape_invalid_utf8(std::string_view json_text);
 /// Raw invalid UTF-8 inside strings is accepted too (files written before the escape).
 boost::json::value parse_json_text(std::string_view text, boost::system::error_code& ec,
                                    boost::json::parse_options options = {});
+
+/// The string member `key` of `o`; `fallback` when it is missing or not a string.
+std::string string_member(const boost::json::object& o, std::string_view key, std::string fallback = {});
 
 }  // namespace arun::io

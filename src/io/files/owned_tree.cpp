@@ -1,5 +1,7 @@
 #include "files/owned_tree.hpp"
 
+#include "files/fd_write.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,16 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Deeper than any tree arun makes; a guard against exhausting descriptors and the stack.
-constexpr int max_depth = 512;
-
-std::string why(int err) { return std::strerror(err); }
-
-struct fd_guard {
-  int fd;
-  ~fd_guard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+constexpr int max_tree_depth = 512;
 
 // `a/b/c` as its components; nullopt when any is empty, `.` or `..`, or the path is absolute.
 std::optional<std::vector<std::string>> components(std::string_view relative) {
@@ -94,7 +87,7 @@ void clear_dir(int fd, dev_t dev, const std::string& shown, int depth, std::stri
   // Twice at most: an entry made while the first pass ran is removed by the second.
   for (int pass = 0; pass < 2; ++pass) {
     const auto names = entry_names(fd);
-    if (!names) return note(problems, "cannot read " + shown + ": " + why(errno));
+    if (!names) return note(problems, "cannot read " + shown + ": " + errno_text(errno));
     if (names->empty()) return;
     for (const auto& n : *names) remove_entry(fd, dev, n, shown + "/" + n, depth + 1, problems);
   }
@@ -103,12 +96,12 @@ void clear_dir(int fd, dev_t dev, const std::string& shown, int depth, std::stri
 void remove_entry(int dir, dev_t dev, const std::string& name, const std::string& shown, int depth, std::string& problems) {
   struct stat st {};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno != ENOENT) note(problems, "cannot remove " + shown + ": " + why(errno));
+    if (errno != ENOENT) note(problems, "cannot remove " + shown + ": " + errno_text(errno));
     return;
   }
   if (!S_ISDIR(st.st_mode)) {
     // A symlink goes as itself: unlinkat never follows one.
-    if (::unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) note(problems, "cannot remove " + shown + ": " + why(errno));
+    if (::unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) note(problems, "cannot remove " + shown + ": " + errno_text(errno));
     return;
   }
   const int fd = open_subdir(dir, name);
@@ -116,18 +109,18 @@ void remove_entry(int dir, dev_t dev, const std::string& name, const std::string
     const int err = errno;
     // Swapped for a symlink or a file since the lstat: that is what goes, unfollowed.
     if ((err == ELOOP || err == ENOTDIR) && ::unlinkat(dir, name.c_str(), 0) == 0) return;
-    if (err != ENOENT) note(problems, "cannot remove " + shown + ": " + why(err));
+    if (err != ENOENT) note(problems, "cannot remove " + shown + ": " + errno_text(err));
     return;
   }
   const fd_guard guard{fd};
   struct stat opened {};
-  if (::fstat(fd, &opened) != 0) return note(problems, "cannot remove " + shown + ": " + why(errno));
+  if (::fstat(fd, &opened) != 0) return note(problems, "cannot remove " + shown + ": " + errno_text(errno));
   if (opened.st_dev != dev || mount_root(fd))
     return note(problems, "left " + shown + " alone: it is a mount point (another file system is mounted there)");
-  if (depth > max_depth) return note(problems, "cannot remove " + shown + ": nested deeper than " + std::to_string(max_depth) + " directories");
+  if (depth > max_tree_depth) return note(problems, "cannot remove " + shown + ": nested deeper than " + std::to_string(max_tree_depth) + " directories");
   clear_dir(fd, dev, shown, depth, problems);
   if (::unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
-    note(problems, "cannot remove " + shown + ": " + why(errno));
+    note(problems, "cannot remove " + shown + ": " + errno_text(errno));
 }
 
 // Opens the directories on the way to the last component of `parts`: the fd of its parent,
@@ -135,7 +128,7 @@ void remove_entry(int dir, dev_t dev, const std::string& name, const std::string
 int walk_to_parent(int root, const std::string& root_path, const std::vector<std::string>& parts, bool& gone, std::string& why_not) {
   int fd = ::dup(root);
   if (fd < 0) {
-    why_not = "cannot open " + root_path + ": " + why(errno);
+    why_not = "cannot open " + root_path + ": " + errno_text(errno);
     return -1;
   }
   std::string shown = root_path;
@@ -147,7 +140,7 @@ int walk_to_parent(int root, const std::string& root_path, const std::vector<std
     if (next < 0) {
       gone = err == ENOENT;
       why_not = err == ELOOP || err == ENOTDIR ? shown + " is not a directory (a symlink, or a file): left alone"
-                                                : "cannot open " + shown + ": " + why(err);
+                                                : "cannot open " + shown + ": " + errno_text(err);
       return -1;
     }
     fd = next;
@@ -168,23 +161,23 @@ std::string foreign_kind(const struct stat& st) {
 // The first planted entry below the directory open as `fd` (see owned_dir::planted_entry).
 std::string find_planted(int fd, dev_t dev, const std::string& relative, const std::string& shown,
                          const std::vector<std::string>& opaque, int depth) {
-  if (depth > max_depth) return shown + " is nested deeper than " + std::to_string(max_depth) + " directories";
+  if (depth > max_tree_depth) return shown + " is nested deeper than " + std::to_string(max_tree_depth) + " directories";
   const auto names = entry_names(fd);
-  if (!names) return "cannot read " + shown + ": " + why(errno);
+  if (!names) return "cannot read " + shown + ": " + errno_text(errno);
   for (const auto& name : *names) {
     const auto rel = relative.empty() ? name : relative + "/" + name;
     struct stat st {};
     if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) continue;  // removed meanwhile
-      return "cannot examine " + shown + "/" + name + ": " + why(errno);
+      return "cannot examine " + shown + "/" + name + ": " + errno_text(errno);
     }
     if (auto kind = foreign_kind(st); !kind.empty()) return shown + "/" + name + " is " + kind;
     if (!S_ISDIR(st.st_mode) || std::find(opaque.begin(), opaque.end(), rel) != opaque.end()) continue;
     const int sub = open_subdir(fd, name);
-    if (sub < 0) return shown + "/" + name + " is not a directory arun made (" + why(errno) + ")";
+    if (sub < 0) return shown + "/" + name + " is not a directory arun made (" + errno_text(errno) + ")";
     const fd_guard guard{sub};
     struct stat opened {};
-    if (::fstat(sub, &opened) != 0) return "cannot examine " + shown + "/" + name + ": " + why(errno);
+    if (::fstat(sub, &opened) != 0) return "cannot examine " + shown + "/" + name + ": " + errno_text(errno);
     if (opened.st_dev != dev || mount_root(sub)) continue;  // a mount point holds nothing arun made
     if (auto kind = foreign_kind(opened); !kind.empty()) return shown + "/" + name + " is " + kind;
     if (auto found = find_planted(sub, dev, rel, shown + "/" + name, opaque, depth + 1); !found.empty()) return found;
@@ -196,7 +189,7 @@ std::string find_planted(int fd, dev_t dev, const std::string& relative, const s
 
 std::string owned_dir::planted_entry(const std::vector<std::string>& opaque) const {
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) return "cannot examine " + path_ + ": " + why(errno);
+  if (::fstat(fd_, &st) != 0) return "cannot examine " + path_ + ": " + errno_text(errno);
   return find_planted(fd_, st.st_dev, "", path_, opaque, 0);
 }
 
@@ -209,13 +202,13 @@ std::variant<owned_dir, std::string> owned_dir::open(const std::string& path, li
       struct stat st {};
       if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return path + " is a symlink, not a directory arun made";
     }
-    return "cannot open " + path + ": " + why(err);
+    return "cannot open " + path + ": " + errno_text(err);
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    return "cannot open " + path + ": " + why(err);
+    return "cannot open " + path + ": " + errno_text(err);
   }
   if (st.st_uid != ::geteuid()) {
     ::close(fd);
@@ -243,7 +236,7 @@ std::variant<owned_dir, std::string> owned_dir::open_below(std::string_view rela
   const auto parts = components(relative);
   if (!parts) return "'" + std::string(relative) + "' is not a plain relative path below " + path_;
   int fd = ::dup(fd_);
-  if (fd < 0) return "cannot open " + path_ + ": " + why(errno);
+  if (fd < 0) return "cannot open " + path_ + ": " + errno_text(errno);
   std::string shown = path_;
   for (const auto& part : *parts) {
     shown += "/" + part;
@@ -252,7 +245,7 @@ std::variant<owned_dir, std::string> owned_dir::open_below(std::string_view rela
     ::close(fd);
     if (next < 0)
       return err == ELOOP || err == ENOTDIR ? shown + " is not a directory (a symlink, or a file)"
-                                             : "cannot open " + shown + ": " + why(err);
+                                             : "cannot open " + shown + ": " + errno_text(err);
     fd = next;
     struct stat st {};
     if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid()) {
@@ -272,7 +265,7 @@ std::string owned_dir::remove(std::string_view relative) const {
   if (parent < 0) return gone ? std::string() : problems;
   const fd_guard guard{parent};
   struct stat st {};
-  if (::fstat(parent, &st) != 0) return "cannot remove " + path_ + "/" + std::string(relative) + ": " + why(errno);
+  if (::fstat(parent, &st) != 0) return "cannot remove " + path_ + "/" + std::string(relative) + ": " + errno_text(errno);
   remove_entry(parent, st.st_dev, parts->back(), path_ + "/" + std::string(relative), 0, problems);
   return problems;
 }
@@ -305,7 +298,7 @@ std::optional<std::string> owned_dir::read_file(std::string_view relative, std::
     const int err = errno;
     why_not = err == ENOENT ? "no such file: " + shown
               : err == ELOOP ? shown + " is a symlink, not a file arun wrote"
-                             : "cannot read " + shown + ": " + why(err);
+                             : "cannot read " + shown + ": " + errno_text(err);
     return std::nullopt;
   }
   const fd_guard guard{fd};
@@ -325,7 +318,7 @@ std::optional<std::string> owned_dir::read_file(std::string_view relative, std::
     if (n == 0) return text;
     if (n < 0) {
       if (errno == EINTR) continue;
-      why_not = "cannot read " + shown + ": " + why(errno);
+      why_not = "cannot read " + shown + ": " + errno_text(errno);
       return std::nullopt;
     }
     text.append(block, static_cast<std::size_t>(n));

@@ -12,7 +12,7 @@
 namespace arun::io {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
+[[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
 }
 
@@ -29,7 +29,7 @@ private_temp_file::private_temp_file(std::string_view prefix, std::string_view c
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
   const int fd = ::mkostemp(name.data(), O_CLOEXEC);  // mkostemp creates the file 0600
-  if (fd < 0) fail("cannot create a temporary file in " + pattern);
+  if (fd < 0) throw_errno("cannot create a temporary file in " + pattern);
   path_ = name.data();
   while (!content.empty()) {
     const auto n = ::write(fd, content.data(), content.size());
@@ -39,7 +39,7 @@ private_temp_file::private_temp_file(std::string_view prefix, std::string_view c
       ::close(fd);
       ::unlink(path_.c_str());
       errno = err;
-      fail("cannot write " + path_);
+      throw_errno("cannot write " + path_);
     }
     content.remove_prefix(static_cast<std::size_t>(n));
   }

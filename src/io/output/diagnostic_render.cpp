@@ -12,12 +12,12 @@
 namespace arun::io {
 namespace {
 
-constexpr const char* reset = "\x1b[0m";
+constexpr const char* style_reset = "\x1b[0m";
 
 struct styles {
   bool on;
   std::string paint(std::string_view text, const char* code) const {
-    return on ? std::string(code) + std::string(text) + reset : std::string(text);
+    return on ? std::string(code) + std::string(text) + style_reset : std::string(text);
   }
 };
 

@@ -1,5 +1,6 @@
 #include "output/event_json.hpp"
 
+#include "output/output_values.hpp"
 #include "output/result_format.hpp"
 
 #include <ctime>
@@ -7,8 +8,6 @@
 
 namespace arun::io {
 namespace {
-
-double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
 bool in_range(unsigned char c, unsigned char lo, unsigned char hi) { return c >= lo && c <= hi; }
 
@@ -32,24 +31,13 @@ std::size_t valid_sequence_length(std::string_view s, std::size_t i) {
   return 0;
 }
 
-boost::json::value text_or_null(const std::string& s) {
-  if (s.empty()) return nullptr;
-  return boost::json::string(sanitize_utf8(s));
-}
-
-template <typename T>
-boost::json::value optional_value(const std::optional<T>& v) {
-  if (v) return *v;
-  return nullptr;
-}
-
 void add_step_end(boost::json::object& o, const step_result& r) {
   o["status"] = to_string(r.status);
-  o["duration"] = seconds(r.duration);
-  if (r.queued) o["queued"] = seconds(*r.queued);
+  o["duration"] = seconds_of(r.duration);
+  if (r.queued) o["queued"] = seconds_of(*r.queued);
   o["attempt"] = r.attempts;
-  o["exit_code"] = optional_value(r.exit_code);
-  o["signal"] = optional_value(r.signal);
+  o["exit_code"] = value_or_null(r.exit_code);
+  o["signal"] = value_or_null(r.signal);
   o["timed_out"] = r.timed_out;
   o["error"] = text_or_null(r.error);
   if (r.cached) o["cached"] = true;  // the output came from the cache: no child ran
@@ -62,7 +50,7 @@ void add_step_end(boost::json::object& o, const step_result& r) {
 void add_recipe_end(boost::json::object& o, const run_result& r) {
   o["status"] = to_string(r.status);
   o["success"] = r.success();
-  o["duration"] = seconds(r.duration);
+  o["duration"] = seconds_of(r.duration);
   o["error"] = text_or_null(r.error);
 }
 
@@ -97,10 +85,10 @@ void add_kind_fields(boost::json::object& o, const event& e) {
       o["line"] = sanitize_utf8(e.line);
       o["truncated"] = e.line_truncated;
       break;
-    case event_kind::step_heartbeat: o["elapsed"] = seconds(e.elapsed); break;
+    case event_kind::step_heartbeat: o["elapsed"] = seconds_of(e.elapsed); break;
     case event_kind::step_retry:
       o["attempt"] = e.attempt;
-      o["delay"] = seconds(e.delay);
+      o["delay"] = seconds_of(e.delay);
       o["error"] = sanitize_utf8(e.message);
       break;
     case event_kind::step_end:
@@ -112,7 +100,7 @@ void add_kind_fields(boost::json::object& o, const event& e) {
       o["group"] = e.group.name;
       o["running"] = e.group.running;
       o["limit"] = e.group.limit;
-      o["configured"] = optional_value(e.group.configured);
+      o["configured"] = value_or_null(e.group.configured);
       o["reason"] = e.message;
       break;
   }

@@ -1,5 +1,6 @@
 #include "output/progress_printer.hpp"
 
+#include "output/output_values.hpp"
 #include "output/result_format.hpp"
 #include "output/value_summary.hpp"
 
@@ -22,13 +23,9 @@ constexpr std::size_t fallback_width = 80;
 constexpr const char* erase_line = "\r\x1b[K";
 constexpr std::size_t held_bytes = 1 << 20;  // lines held while a question is open
 
-double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
-
-std::string_view first_line(std::string_view text) { return text.substr(0, text.find('\n')); }
-
 // "60s", "2.5s", "0.25s": people read these, so no trailing zeros.
 std::string short_duration(std::chrono::nanoseconds d) {
-  const double s = seconds(d);
+  const double s = seconds_of(d);
   std::string text = s >= 10 ? fmt::format("{:.0f}", s) : fmt::format("{:.2f}", s);
   if (text.find('.') != std::string::npos) {
     text.erase(text.find_last_not_of('0') + 1);
@@ -268,7 +265,7 @@ void progress_printer::on_recipe_end(const event& e) {
     return;
   }
   std::string line = fmt::format("arun: '{}' {} in {:.2f}s", e.recipe_name, to_string(e.run->status),
-                                 seconds(e.run->duration));
+                                 seconds_of(e.run->duration));
   // The failure that ended the run was said where it happened: said once (its step's line).
   if (!e.run->error.empty() && !errors_shown_.contains(first_line(e.run->error)))
     line += fmt::format(": {}", first_line(e.run->error));

@@ -1,8 +1,8 @@
 #include "output/result_format.hpp"
 
-
-#include "output/event_json.hpp"
 #include "files/json_text.hpp"
+#include "output/event_json.hpp"
+#include "output/output_values.hpp"
 #include "output/secret_masker.hpp"
 #include "output/terminal_text.hpp"
 #include "output/value_summary.hpp"
@@ -19,26 +19,11 @@
 namespace arun::io {
 namespace {
 
-double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
-
-template <typename T>
-boost::json::value optional_value(const std::optional<T>& v) {
-  if (v) return *v;
-  return nullptr;
-}
-
 // RFC 3339 (UTC, milliseconds), null for an instance that never started.
 boost::json::value time_or_null(std::chrono::system_clock::time_point t) {
   if (t == std::chrono::system_clock::time_point{}) return nullptr;
   return boost::json::string(format_rfc3339_ms(t));
 }
-
-boost::json::value text_or_null(const std::string& s) {
-  if (s.empty()) return nullptr;
-  return boost::json::string(sanitize_utf8(s));
-}
-
-std::string_view first_line(std::string_view text) { return text.substr(0, text.find('\n')); }
 
 std::string iterations_text(const iteration_counts& c) {
   std::string text = fmt::format(" iterations {}/{} completed", c.completed, c.total);
@@ -87,8 +72,8 @@ void append_failed_instances(std::string& text, const step_result& s, std::size_
 }  // namespace
 
 std::string duration_text(const step_result& s) {
-  auto text = fmt::format("{:.2f}s", seconds(s.duration));
-  if (s.queued) text += fmt::format(", queued {:.1f}s", seconds(*s.queued));
+  auto text = fmt::format("{:.2f}s", seconds_of(s.duration));
+  if (s.queued) text += fmt::format(", queued {:.1f}s", seconds_of(*s.queued));
   return text;
 }
 
@@ -264,13 +249,13 @@ boost::json::object step_to_json(const step_result& s) {
   o["status"] = to_string(s.status);
   o["output"] = s.output;
   o["error"] = text_or_null(s.error);
-  o["duration"] = seconds(s.duration);
-  if (s.queued) o["queued"] = seconds(*s.queued);
+  o["duration"] = seconds_of(s.duration);
+  if (s.queued) o["queued"] = seconds_of(*s.queued);
   o["started_at"] = time_or_null(s.started_at);
   o["ended_at"] = time_or_null(s.ended_at);
   o["attempts"] = s.attempts;
-  o["exit_code"] = optional_value(s.exit_code);
-  o["signal"] = optional_value(s.signal);
+  o["exit_code"] = value_or_null(s.exit_code);
+  o["signal"] = value_or_null(s.signal);
   o["timed_out"] = s.timed_out;
   o["truncated"] = s.truncated;
   if (s.cached) o["cached"] = true;  // only then: the shape of other results stays
@@ -387,7 +372,7 @@ boost::json::object result_fields(const run_result& r) {
   o["success"] = r.success();
   o["status"] = to_string(r.status);
   o["session_id"] = r.session_id;
-  o["duration"] = seconds(r.duration);
+  o["duration"] = seconds_of(r.duration);
   o["started_at"] = time_or_null(r.started_at);
   o["ended_at"] = time_or_null(r.ended_at);
   o["output"] = r.output;
@@ -481,7 +466,7 @@ std::string usage_text(const std::vector<usage_total>& totals) {
 
 std::string result_to_text(const run_result& r, const log_locator& logs) {
   std::string text = fmt::format("{}: {} in {:.2f}s (session {})\n", r.recipe_name, to_string(r.status),
-                                 seconds(r.duration), r.session_id);
+                                 seconds_of(r.duration), r.session_id);
   for (const auto& s : r.step_results) append_step_text(text, s, 0, logs);
   if (!r.output.is_null()) text += output_text(r.output);
   if (!r.error.empty() && !shown_in_steps(r.step_results, first_line(r.error)))

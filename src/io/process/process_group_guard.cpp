@@ -12,13 +12,13 @@ namespace arun::io {
 namespace {
 
 // Embedders may supervise from several threads (one io_context each): guard the registry.
-struct registry {
+struct group_registry {
   std::mutex mutex;
   std::unordered_map<pid_t, int> groups;  // leader -> cgroup.kill fd or -1
 };
 
-registry& live_groups() {
-  static registry r;
+group_registry& live_groups() {
+  static group_registry r;
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "process/spawn.hpp"
 
+#include "files/fd_write.hpp"
 #include "process/vfork_child.hpp"
 
 #include <fcntl.h>
@@ -39,8 +40,6 @@ struct fd_pair {
   }
   int release_read() { return std::exchange(fd[0], -1); }
 };
-
-std::string errno_text(int err) { return std::strerror(err); }
 
 std::string check_working_dir(const std::string& dir) {
   if (dir.empty()) return {};

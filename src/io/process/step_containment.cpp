@@ -1,5 +1,6 @@
 #include "process/step_containment.hpp"
 
+#include "files/fd_write.hpp"
 #include "files/private_files.hpp"
 #include "process/process_table.hpp"
 
@@ -59,8 +60,6 @@ containment_registry& registry() {
   static containment_registry r;
   return r;
 }
-
-std::string errno_text(int err) { return std::strerror(err); }
 
 bool write_text(int fd, std::string_view text) {
   return ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());

@@ -33,7 +33,6 @@ namespace arun::io {
 namespace {
 
 namespace asio = boost::asio;
-using namespace asio::experimental::awaitable_operators;
 using clock = std::chrono::steady_clock;
 constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
 
@@ -201,6 +200,9 @@ asio::awaitable<void> pump(child_run& c, asio::readable_pipe& pipe, output_captu
 
 // Stops the child: SIGTERM to the group, SIGKILL after the grace period.
 asio::awaitable<void> escalate(child_run& c) {
+  // In function scope: at file scope the directive would reach the files after this one in a
+  // unity build.
+  using namespace asio::experimental::awaitable_operators;
   const auto term_at = clock::now();
   if (c.deadline && !c.cancel_requested) c.result.term_latency = term_at - *c.deadline;
   c.signal_group(SIGTERM);
@@ -296,6 +298,7 @@ asio::awaitable<void> drain(child_run& c) {
 }
 
 asio::awaitable<void> watch(child_run& c) {
+  using namespace asio::experimental::awaitable_operators;
   auto first = co_await (wait_leader_exit(c) || c.stop_timer.async_wait(use_nothrow));
   const bool exited = first.index() == 0 && std::get<0>(first);
   if (!exited) {
@@ -311,6 +314,7 @@ asio::awaitable<void> watch(child_run& c) {
 }
 
 asio::awaitable<void> supervise(std::shared_ptr<child_run> c) {
+  using namespace asio::experimental::awaitable_operators;
   co_await (pump(*c, c->out, c->out_capture) && pump(*c, c->err, c->err_capture) && watch(*c));
   if (c->failure) std::rethrow_exception(c->failure);
 }

@@ -31,7 +31,7 @@ namespace {
 
 bool names_patterns(const json::value& v);  // below, with the long-text handling
 
-constexpr std::size_t max_nesting = 64;        // as a recipe (docs/reference/recipe.md, "The file")
+constexpr std::size_t max_value_nesting = 64;        // as a recipe (docs/reference/recipe.md, "The file")
 constexpr std::size_t max_reference_depth = 256;  // nesting with the $refs followed
 // std::regex compiles (and matches) by recursion, a level per character or so: a longer
 // pattern could overflow the stack of `validate` itself.
@@ -301,8 +301,8 @@ std::variant<std::shared_ptr<const output_schema>, output_schema::refusal> outpu
                                                                                                std::string origin) {
   if (!document.is_object() && !document.is_bool())
     return refusal{"a JSON Schema is a mapping (or true or false), not " + kind_of(document), {}};
-  if (deeper_than(document, max_nesting))
-    return refusal{"the schema nests deeper than " + std::to_string(max_nesting) + " levels", {}};
+  if (deeper_than(document, max_value_nesting))
+    return refusal{"the schema nests deeper than " + std::to_string(max_value_nesting) + " levels", {}};
   auto c = std::make_unique<compiled>();
   c->checked = document;
   schema_walk walk(c->checked);
@@ -427,7 +427,7 @@ std::vector<std::string> output_schema::check(const json::value& value) const {
 
 std::variant<json::value, std::string> parse_schema_text(std::string_view text, std::string_view file_name) {
   json::parse_options options;
-  options.max_depth = max_nesting + 1;
+  options.max_depth = max_value_nesting + 1;
   json::stream_parser parser({}, options);
   boost::system::error_code ec;
   const auto used = parser.write(text.data(), text.size(), ec);

@@ -29,7 +29,7 @@ const std::vector<std::string_view> top_level_keys = {
 constexpr std::size_t max_nesting = 64;  // docs/reference/recipe.md, "The file"
 
 // The line and column (0-based, as yaml-cpp's marks) of byte `pos` of `text`.
-YAML::Mark mark_at(std::string_view text, std::size_t pos) {
+YAML::Mark mark_at_byte(std::string_view text, std::size_t pos) {
   YAML::Mark m;
   pos = std::min(pos, text.size());
   m.pos = static_cast<int>(pos);
@@ -143,7 +143,7 @@ bool free_of_nul(const yaml::node& n, std::string_view text, diagnostic_sink& si
   std::size_t at = std::string_view::npos;
   for (std::string_view escape : {"\\0", "\\x00", "\\u0000", "\\U00000000"})
     at = std::min(at, text.find(escape, from));
-  if (at != std::string_view::npos) where = mark_at(text, at);
+  if (at != std::string_view::npos) where = mark_at_byte(text, at);
   sink.error(where, "this string holds a NUL character, which would silently end it where it reaches a command, "
                     "argument or environment variable", {}, "remove the \\0 escape");
   return false;
@@ -430,7 +430,7 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
   }
   const std::string source(text);
   if (const auto nul = source.find('\0'); nul != std::string::npos) {
-    sink.error(mark_at(source, nul), "the file holds a NUL byte: a recipe is text (is this a binary file?)");
+    sink.error(mark_at_byte(source, nul), "the file holds a NUL byte: a recipe is text (is this a binary file?)");
     return finish();
   }
   yaml::parsed parsed;  // the document lives until the recipe is read
@@ -445,7 +445,7 @@ load_result load_recipe_text(std::string_view text, const std::string& file, con
     // yaml-cpp reports "bad file" for nesting deeper than 500 levels, at the end of the node.
     if (e.msg == "bad file") {
       const auto at = nesting_overflow(source, max_nesting);
-      sink.error(at ? mark_at(source, *at) : e.mark, "the document nests deeper than " + std::to_string(max_nesting) + " levels");
+      sink.error(at ? mark_at_byte(source, *at) : e.mark, "the document nests deeper than " + std::to_string(max_nesting) + " levels");
     } else {
       sink.error(e.mark, "invalid YAML: " + e.msg, {}, yaml_error_hint(source, e.mark, e.msg));
     }

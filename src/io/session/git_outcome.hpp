@@ -6,6 +6,8 @@
 #include "process/supervisor.hpp"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace arun::io {
 
@@ -16,5 +18,14 @@ struct git_outcome {
 };
 
 git_outcome git_outcome_of(const process_result& r);
+
+/// A git argv (or its tail) built outside the coroutines: g++ 12 mishandles braced lists of
+/// strings in a coroutine's frame.
+template <typename... T>
+std::vector<std::string> words(T&&... w) {
+  std::vector<std::string> v;
+  (v.emplace_back(std::forward<T>(w)), ...);
+  return v;
+}
 
 }  // namespace arun::io

@@ -35,7 +35,7 @@ void encode_component(std::string_view part, std::string& out) {
   }
 }
 
-int hex_value(char c) {
+int hex_digit_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -50,7 +50,7 @@ std::optional<std::string> decode(std::string_view text) {
       continue;
     }
     if (i + 2 >= text.size()) return std::nullopt;
-    const int hi = hex_value(text[i + 1]), lo = hex_value(text[i + 2]);
+    const int hi = hex_digit_value(text[i + 1]), lo = hex_digit_value(text[i + 2]);
     if (hi < 0 || lo < 0) return std::nullopt;
     out += static_cast<char>(hi * 16 + lo);
     i += 2;

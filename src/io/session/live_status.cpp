@@ -18,7 +18,7 @@ status_board::clock::time_point board_time(std::chrono::system_clock::time_point
   return status_board::clock::time_point(std::chrono::duration_cast<status_board::clock::duration>(t.time_since_epoch()));
 }
 
-std::string_view text_of(const json::object& o, std::string_view key) {
+std::string_view string_view_member(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
 }
@@ -56,20 +56,20 @@ void live_status::add_line(std::string_view line) {
   const auto v = json::parse(line, ec);
   if (ec || !v.is_object()) return;
   const auto& o = v.get_object();
-  const auto kind = kind_from(text_of(o, "event"));
-  const auto ts = parse_rfc3339_ms(text_of(o, "ts"));
+  const auto kind = kind_from(string_view_member(o, "event"));
+  const auto ts = parse_rfc3339_ms(string_view_member(o, "ts"));
   if (!kind || !ts) return;
   event e;
   e.kind = *kind;
   e.ts = *ts;
-  e.step = std::string(text_of(o, "step"));
-  e.step_type = std::string(text_of(o, "type"));
+  e.step = std::string(string_view_member(o, "step"));
+  e.step_type = std::string(string_view_member(o, "type"));
   e.items = count_of(o, *kind == event_kind::recipe_start ? "steps" : "items");
   if (const auto attempt = count_of(o, "attempt")) e.attempt = static_cast<int>(*attempt);
   step_result result;
   if (*kind == event_kind::step_end) {
     result.step_id = e.step;
-    result.status = status_from(text_of(o, "status")).value_or(step_status::not_run);
+    result.status = status_from(string_view_member(o, "status")).value_or(step_status::not_run);
     const auto* cached = o.if_contains("cached");
     result.cached = cached && cached->is_bool() && cached->get_bool();
     e.result = &result;

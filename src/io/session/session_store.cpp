@@ -36,8 +36,6 @@ namespace json = boost::json;
 // The largest copy of a recipe file a resume reads back: far beyond any recipe.
 constexpr std::size_t max_source_bytes = std::size_t{256} << 20;
 
-std::string why(int err) { return std::strerror(err); }
-
 std::string now_rfc3339() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
@@ -53,14 +51,14 @@ std::variant<int, std::string> take_lock(const std::string& dir, const std::stri
   const auto path = dir + "/lock";
   // Never through a link: the pid written here would truncate what it leads to.
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return "cannot open " + path + ": " + why(errno);
+  if (fd < 0) return "cannot open " + path + ": " + errno_text(errno);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     std::string holder;
     if (auto text = read_whole_file(path); text && !text->empty()) holder = " (pid " + text->substr(0, text->find('\n')) + ")";
     ::close(fd);
     if (err == EWOULDBLOCK) return "session " + id + " is in use by another arun" + holder;
-    return "cannot lock " + path + ": " + why(err);
+    return "cannot lock " + path + ": " + errno_text(err);
   }
   const auto pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) == 0) (void)write_all(fd, pid);
@@ -70,7 +68,7 @@ std::variant<int, std::string> take_lock(const std::string& dir, const std::stri
 std::variant<int, std::string> open_journal(const std::string& dir) {
   const auto path = dir + "/journal.jsonl";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return "cannot open " + path + ": " + why(errno);
+  if (fd < 0) return "cannot open " + path + ": " + errno_text(errno);
   return fd;
 }
 
@@ -117,14 +115,14 @@ trusted_directory checked_session_root(const std::string& flag, trust_mode mode)
 std::string write_file_atomically(const std::string& path, std::string_view text) {
   const auto temp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return "cannot write " + temp + ": " + why(errno);
+  if (fd < 0) return "cannot write " + temp + ": " + errno_text(errno);
   int err = write_all(fd, text);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   ::close(fd);
   if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
   if (err != 0) {
     ::unlink(temp.c_str());
-    return "cannot write " + path + ": " + why(err);
+    return "cannot write " + path + ": " + errno_text(err);
   }
   // The rename is durable once the directory is.
   const auto dir = fs::path(path).parent_path().string();
@@ -476,7 +474,7 @@ void session_store::load_journal(bool retry_failed) {
   if (spend.any()) earlier_usage_ = spend.total();
   // Cut a torn last line off, or the next record would be glued to it and lost.
   if (whole < text.size() && ::truncate(path.c_str(), static_cast<off_t>(whole)) != 0)
-    set_journal_error("cannot cut the torn last line off " + path + ": " + why(errno));
+    set_journal_error("cannot cut the torn last line off " + path + ": " + errno_text(errno));
   queued_records_ = records_;
   report_damage(path, damaged);
   if (const auto lost = spend.lost_lines(); !lost.empty()) {
@@ -662,7 +660,7 @@ void session_store::sync_now() noexcept {
   } catch (...) {
   }
   if (!synced) {
-    std::string error = "cannot sync " + dir_ + "/journal.jsonl to disk: " + why(err);
+    std::string error = "cannot sync " + dir_ + "/journal.jsonl to disk: " + errno_text(err);
     set_journal_error(error);
     fail(std::move(error));
   }
@@ -712,7 +710,7 @@ void session_store::record(const step_result& result, const json::object& contex
 void session_store::append_record(const std::string& line, bool counted) noexcept {
   if (journal_failed()) return;
   if (const int err = write_all(journal_fd_, line); err != 0) {
-    std::string error = "cannot write " + dir_ + "/journal.jsonl: " + why(err);
+    std::string error = "cannot write " + dir_ + "/journal.jsonl: " + errno_text(err);
     set_journal_error(error);
     fail(std::move(error));
     return;

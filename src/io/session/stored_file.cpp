@@ -1,29 +1,17 @@
 #include "session/stored_file.hpp"
 
+#include "files/directory_trust.hpp"
+#include "files/fd_write.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 namespace arun::io {
 namespace {
-
-// Closes a descriptor on every way out.
-struct fd_guard {
-  int fd = -1;
-  ~fd_guard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-std::string mode_text(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
-}
 
 const char* kind_of(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";

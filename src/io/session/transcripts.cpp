@@ -31,27 +31,22 @@ std::string bounded(std::string_view text, std::size_t max_bytes, bool& cut) {
   return std::string(text.substr(0, end)) + fmt::format("\n[… {} more bytes: cut at --max-output]", text.size() - end);
 }
 
-json::value text_or_null(const std::optional<int>& v) { return v ? json::value(*v) : json::value(nullptr); }
-
-std::string text_of(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
+json::value number_or_null(const std::optional<int>& v) { return v ? json::value(*v) : json::value(nullptr); }
 
 std::optional<agent_call_record> call_from_json(const json::object& o) {
   agent_call_record c;
-  c.instance = text_of(o, "instance");
+  c.instance = string_member(o, "instance");
   if (c.instance.empty()) return std::nullopt;
-  c.started = parse_rfc3339_ms(text_of(o, "started_at")).value_or(std::chrono::system_clock::time_point{});
-  c.ended = parse_rfc3339_ms(text_of(o, "ended_at")).value_or(std::chrono::system_clock::time_point{});
+  c.started = parse_rfc3339_ms(string_member(o, "started_at")).value_or(std::chrono::system_clock::time_point{});
+  c.ended = parse_rfc3339_ms(string_member(o, "ended_at")).value_or(std::chrono::system_clock::time_point{});
   if (const auto* argv = o.if_contains("argv"); argv && argv->is_array())
     for (const auto& a : argv->get_array())
       if (a.is_string()) c.argv.emplace_back(a.get_string());
-  c.model = text_of(o, "model");
-  c.system_prompt = text_of(o, "system_prompt");
-  c.prompt = text_of(o, "prompt");
-  c.reply = text_of(o, "reply");
-  c.error = text_of(o, "error");
+  c.model = string_member(o, "model");
+  c.system_prompt = string_member(o, "system_prompt");
+  c.prompt = string_member(o, "prompt");
+  c.reply = string_member(o, "reply");
+  c.error = string_member(o, "error");
   if (const auto* e = o.if_contains("exit_code"); e && e->is_int64()) c.exit_code = static_cast<int>(e->get_int64());
   if (const auto* u = o.if_contains("usage")) c.usage = usage_from_json(*u);
   if (const auto* cut = o.if_contains("cut"); cut && cut->is_bool()) c.cut = cut->get_bool();
@@ -119,7 +114,7 @@ void transcript_store::record(const agent_call_record& call) noexcept {
     o["system_prompt"] = text(call.system_prompt);
     o["prompt"] = text(call.prompt);
     o["reply"] = text(call.reply);
-    o["exit_code"] = text_or_null(call.exit_code);
+    o["exit_code"] = number_or_null(call.exit_code);
     o["error"] = text(call.error);
     o["usage"] = call.usage ? json::value(usage_to_json(*call.usage)) : json::value(nullptr);
     o["cut"] = cut;

@@ -44,15 +44,6 @@ std::string tree_parent_problem(const std::string& session_dir, const std::strin
 
 constexpr auto git_timeout = std::chrono::minutes(5);
 
-// An argv tail built outside the coroutines: g++ 12 mishandles braced lists of strings in a
-// coroutine's frame.
-template <typename... T>
-std::vector<std::string> words(T&&... w) {
-  std::vector<std::string> v;
-  (v.emplace_back(std::forward<T>(w)), ...);
-  return v;
-}
-
 
 // `rm`, `cp`: long-running file work as supervised children.
 process_spec command_spec(std::vector<std::string> argv) {

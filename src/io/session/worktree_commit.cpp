@@ -18,15 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// An argv tail built outside the coroutines: g++ 12 mishandles braced lists of strings in a
-// coroutine's frame.
-template <typename... T>
-std::vector<std::string> words(T&&... w) {
-  std::vector<std::string> v;
-  (v.emplace_back(std::forward<T>(w)), ...);
-  return v;
-}
-
 
 // Variables that tell git where a repository is: arun started from a git hook has them, and
 // they would take git elsewhere than the tree it is asked about.
@@ -83,7 +74,7 @@ std::optional<std::string> read_small_file(const std::string& path) {
   return text;
 }
 
-std::string trimmed(std::string s) {
+std::string without_line_ends(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
 }
@@ -104,7 +95,7 @@ std::string tree_changed(const worktree_registration& r) {
   if (named.empty() || real(named) != r.admin)
     return "its .git points to " + (named.empty() ? std::string("nothing") : named) + ", not to its registration " + r.admin;
   const auto back = read_small_file(r.admin + "/gitdir");
-  if (!back || real(trimmed(*back)) != real(dot_git)) return "its registration " + r.admin + " no longer names the tree";
+  if (!back || real(without_line_ends(*back)) != real(dot_git)) return "its registration " + r.admin + " no longer names the tree";
   return {};
 }
 

@@ -1,11 +1,11 @@
 #include "trust/inspected_file.hpp"
 
 #include "cache/sha256.hpp"
+#include "files/directory_trust.hpp"
 
 #include <fmt/format.h>
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,15 +17,6 @@
 namespace arun::io {
 namespace fs = std::filesystem;
 namespace {
-
-std::string user_name(uid_t uid) {
-  struct passwd entry {};
-  struct passwd* found = nullptr;
-  char buffer[4096];
-  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found)
-    return fmt::format("{} (uid {})", found->pw_name, uid);
-  return fmt::format("uid {}", uid);
-}
 
 std::string real_path_of(const std::string& path) {
   std::unique_ptr<char, decltype(&std::free)> real(::realpath(path.c_str(), nullptr), &std::free);
@@ -71,11 +62,11 @@ std::string ownership_problem(const std::string& what, const struct stat& st) {
   const uid_t me = ::geteuid();
   const unsigned mode = st.st_mode & 07777;
   if (st.st_uid != me && st.st_uid != 0)
-    return fmt::format("{} is owned by {} (you are {}), mode {:04o}", what, user_name(st.st_uid), user_name(me), mode);
+    return fmt::format("{} is owned by {} (you are {}), mode {:04o}", what, describe_owner(st.st_uid), describe_owner(me), mode);
   const bool group = (st.st_mode & S_IWGRP) != 0, others = (st.st_mode & S_IWOTH) != 0;
   if (group || others)
     return fmt::format("{} is writable by {} (owner {}, mode {:04o})", what,
-                       group && others ? "group and others" : group ? "group" : "others", user_name(st.st_uid), mode);
+                       group && others ? "group and others" : group ? "group" : "others", describe_owner(st.st_uid), mode);
   return {};
 }
 

@@ -20,11 +20,6 @@ namespace {
 
 constexpr std::size_t max_store_bytes = 4 << 20;
 
-std::string text_of(const boost::json::object& o, const char* key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
 // The entries of a parsed store; false when its shape is not the one write_trust_store writes.
 bool read_entries(const boost::json::value& doc, trust_store& store) {
   const auto* root = doc.if_object();
@@ -32,7 +27,7 @@ bool read_entries(const boost::json::value& doc, trust_store& store) {
   if (!files || !files->is_object()) return false;
   for (const auto& [path, entry] : files->get_object()) {
     if (!entry.is_object()) return false;
-    trusted_file f{text_of(entry.get_object(), "sha256"), text_of(entry.get_object(), "trusted_at")};
+    trusted_file f{string_member(entry.get_object(), "sha256"), string_member(entry.get_object(), "trusted_at")};
     if (f.sha256.size() != 64) return false;
     store.files[std::string(path)] = std::move(f);
   }
