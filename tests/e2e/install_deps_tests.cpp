@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -26,13 +27,17 @@ std::string read_file(const fs::path& path) {
 struct fake_system {
   fs::path dir = fs::temp_directory_path() / ("arun-deps-" + std::to_string(::getpid()));
   fs::path apt_log = dir / "apt-get.log";
-  fs::path cache = dir / "cache";
-  fs::path valijson = cache / "arun" / "valijson";
+  fs::path cache;
+  fs::path valijson;
   fs::path candidate_file = dir / "candidate";
+  // What arun includes of valijson (src/io/recipe/valijson_config.hpp).
+  std::string headers = "validator.hpp schema.hpp schema_parser.hpp validation_results.hpp adapters/boost_json_adapter.hpp";
 
   // `missing`: the one package dpkg-query reports as not installed (empty: none). `unpacked`:
   // valijson's headers are in the cache already, as on every run after the first.
-  fake_system(const std::string& missing, int uid, bool unpacked = true) {
+  // `cache_name`: the folder XDG_CACHE_HOME names, below the fakes' folder.
+  fake_system(const std::string& missing, int uid, bool unpacked = true, const std::string& cache_name = "cache")
+      : cache(dir / cache_name), valijson(cache / "arun" / "valijson") {
     fs::create_directories(dir);
     script("dpkg-query", "shift 2\nfor p; do [ \"$p\" = '" + missing +
                              "' ] && echo \"$p unknown ok not-installed\" || echo \"$p install ok installed\"; done\n");
@@ -41,14 +46,16 @@ struct fake_system {
                       "[ \"$1\" = download ] && for a; do case $a in libvalijson-dev=*) "
                       ": > \"libvalijson-dev_${a#*=}_all.deb\";; esac; done\nexit 0\n");
     script("apt-cache", "v=$(cat '" + candidate_file.string() + "')\necho \"  Candidate: $v\"\n");
-    script("dpkg-deb", "[ \"$1\" = -x ] || exit 2\nmkdir -p \"$3/usr/include/valijson\" "
-                       "\"$3/usr/share/doc/libvalijson-dev\"\necho '// fake' > \"$3/usr/include/valijson/validator.hpp\"\n"
+    script("dpkg-deb", "[ \"$1\" = -x ] || exit 2\nmkdir -p \"$3/usr/include/valijson/adapters\" "
+                       "\"$3/usr/share/doc/libvalijson-dev\"\nfor h in " + headers +
+                       "; do echo '// fake' > \"$3/usr/include/valijson/$h\"; done\n"
                        "echo BSD-2-clause > \"$3/usr/share/doc/libvalijson-dev/copyright\"\n");
     script("id", "echo " + std::to_string(uid) + "\n");
     set_candidate("1.0+repack-2");
     if (unpacked) {
-      fs::create_directories(valijson / "include" / "valijson");
-      std::ofstream(valijson / "include" / "valijson" / "validator.hpp") << "// fake\n";
+      fs::create_directories(valijson / "include" / "valijson" / "adapters");
+      std::istringstream names(headers);
+      for (std::string h; names >> h;) std::ofstream(valijson / "include" / "valijson" / h) << "// fake\n";
       std::ofstream(valijson / "version") << "1.0+repack-2\n";
       for (const auto& d : {cache, cache / "arun", valijson}) ::chmod(d.c_str(), 0700);
     }
@@ -150,10 +157,10 @@ TEST_CASE("install-deps unpacks valijson's headers into a private cache once, wi
   struct stat st {};
   REQUIRE(::stat((sys.cache / "arun").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700);
-  // Nothing but the unpacked folder is left in the cache.
+  // Nothing but the unpacked folder and the lock is left in the cache.
   int entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(sys.cache / "arun")) ++entries;
-  CHECK(entries == 1);
+  CHECK(entries == 2);
   // The second run finds it and asks apt nothing.
   r = sys.run({"--build"});
   CHECK(r.exit_code == 0);
@@ -185,8 +192,8 @@ TEST_CASE("install-deps refuses a valijson cache another user can write") {
     ::chmod((sys.cache / which).c_str(), 0770);
     const auto r = sys.run({"--build"});
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err.text, Catch::Contains("refusing " + (sys.cache / which).string()) &&
-                               Catch::Contains("another user owns it or can write it (mode 770"));
+    CHECK_THAT(r.err.text, Catch::Contains("refusing " + (sys.cache / which).string() +
+                                           ": others can write it (mode 770)"));
     CHECK(sys.apt_calls().empty());
   }
   CHECK(arun::test::leftover_processes().empty());
@@ -204,5 +211,67 @@ TEST_CASE("install-deps says how to get apt's lists when it knows no valijson") 
   r = root.run({"--build"});
   CHECK(r.exit_code == 1);
   CHECK(root.apt_calls() == "update -q\n");
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps refuses links and writable files in the valijson cache, and a writable folder above it") {
+  {
+    fake_system sys("", 1000);
+    fs::create_symlink("/etc/passwd", sys.valijson / "include" / "valijson" / "planted.hpp");
+    const auto r = sys.run({"--build"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err.text, Catch::Contains("planted.hpp is a link, another user's or writable by others"));
+  }
+  {
+    fake_system sys("", 1000);
+    ::chmod((sys.valijson / "include" / "valijson" / "schema.hpp").c_str(), 0666);
+    CHECK(sys.run({"--build"}).exit_code == 1);
+  }
+  {
+    // A folder others can write anywhere above the cache (not sticky): refused, before apt is asked.
+    fake_system sys("", 1000);
+    ::chmod(sys.dir.c_str(), 0777);
+    const auto r = sys.run({"--build"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err.text, Catch::Contains("refusing " + sys.dir.string() + ": others can write it (mode 777)"));
+    CHECK(sys.apt_calls().empty());
+  }
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps unpacks valijson again when a header arun includes is missing") {
+  fake_system sys("", 1000);
+  fs::remove(sys.valijson / "include" / "valijson" / "adapters" / "boost_json_adapter.hpp");
+  const auto r = sys.run({"--build"});
+  CHECK(r.exit_code == 0);
+  CHECK(sys.apt_calls() == "download -q libvalijson-dev=1.0+repack-2\n");
+  CHECK(fs::exists(sys.valijson / "include" / "valijson" / "adapters" / "boost_json_adapter.hpp"));
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps asks apt once after its lists change, not on every run") {
+  fake_system sys("", 1000);
+  sys.age_version_file();
+  fs::remove(sys.dir / "apt-cache");
+  sys.script("apt-cache", "echo asked >> '" + (sys.dir / "asked").string() + "'\necho '  Candidate: 1.0+repack-2'\n");
+  CHECK(sys.run({"--build"}).exit_code == 0);
+  CHECK(sys.run({"--build"}).exit_code == 0);
+  CHECK(read_file(sys.dir / "asked") == "asked\n");
+  CHECK(sys.apt_calls().empty());
+  CHECK(arun::test::leftover_processes().empty());
+}
+
+TEST_CASE("install-deps unpacks into a cache whose path has quotes and spaces, under any umask") {
+  fake_system sys("", 1000, false, "it's a \"cache\" $(x) '; rm -rf x '");
+  auto spec_umask = ::umask(002);
+  const auto r = sys.run({"--build"});
+  ::umask(spec_umask);
+  CHECK(r.exit_code == 0);
+  CHECK(read_file(sys.valijson / "version") == "1.0+repack-2\n");
+  // What it made passes its own check the next time.
+  CHECK(sys.run({"--build"}).exit_code == 0);
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(sys.cache / "arun")) ++entries;
+  CHECK(entries == 2);  // valijson/ and the lock
   CHECK(arun::test::leftover_processes().empty());
 }

@@ -6,9 +6,10 @@ system: `apt-get --simulate` with a status file that lists no package, so the an
 the package lists alone, not on this machine, and needs no root. The test fails
 - on a package outside the checked-in allowlists (tests/data/deps/closure-build.txt for
   `--build`, plus closure-test.txt for the whole set), naming the requested packages that pull it in;
-- on any package of the denylist below whatever the allowlists say: the closure valijson's
-  Debian package brought (Qt, Poco and its database clients, Mesa and Vulkan, the other JSON
-  libraries), which arun keeps out by unpacking valijson's headers alone;
+- on any package valijson's Debian package brought (tests/data/deps/denied-valijson.txt: Qt,
+  Poco and its database clients, Mesa, Vulkan, the other JSON libraries), which arun keeps out
+  by unpacking valijson's headers alone, and on the -dev packages of the DENIED pattern, whatever
+  the allowlists say;
 - when an allowlisted package is no longer needed (the list would hide a later return).
 Exit 77 (skipped) when apt has no package lists.
 
@@ -21,12 +22,15 @@ import subprocess
 import sys
 import tempfile
 
-# The -dev closure of libvalijson-dev and other things no part of arun uses. Runtime libraries
-# the build's own tools link (cmake's libjsoncpp25, ccache's libhiredis0.14) are not -dev
-# packages and stay allowed.
-DENIED = re.compile(r"^(libvalijson-dev|qt.*|libqt.*|libpoco.*|libmariadb.*|.*mysql.*|libpq.*|.*odbc.*|"
-                    r"libmongo.*|libhiredis-dev|.*redis.*-dev|libvulkan.*|mesa.*|libgl1.*|libegl.*|libgles.*|"
-                    r"libjsoncpp-dev|rapidjson-dev|picojson-dev|nlohmann-json3-dev|libsqlite3-dev|libssl-dev)$")
+# The closure libvalijson-dev brought (Qt 5 and its X11, Mesa, Vulkan, DRM and Wayland
+# libraries, LLVM 15 for Mesa, Poco and the database clients, the other JSON libraries) and
+# other -dev packages no part of arun uses. Runtime libraries the build's own tools link
+# (cmake's libjsoncpp25, ccache's libhiredis0.14) stay allowed.
+DENIED = re.compile(r"^(libvalijson-dev|qt.*|libqt.*|libpoco.*|.*mariadb.*|.*mysql.*|libpq.*|.*odbc.*|"
+                    r"libmongo.*|libhiredis-dev|.*redis.*-dev|libvulkan.*|.*mesa.*|libgl1.*|libgl-dev|libegl.*|libgles.*|"
+                    r"libglx.*|libglu.*|libglapi.*|libdrm.*|libwayland.*|libllvm15|libx11-dev|libxcb.*-dev|"
+                    r"libjsoncpp-dev|rapidjson-dev|picojson-dev|nlohmann-json3-dev|libsqlite3-dev|libssl-dev|"
+                    r"zlib1g-dev|libpcre3-dev)$")
 
 failures = []
 
@@ -61,21 +65,24 @@ def requested(install_deps, *args):
     return r.stdout.split()
 
 
-def who_pulls(name, packages, status):
-    return [p for p in packages if name in closure([p], status)]
+def explain(names, packages, status):
+    """Each name with the requested packages that pull it in (one simulation per requested
+    package, and only when something is wrong)."""
+    print("     unexpected: " + ", ".join(names), flush=True)
+    closures = {p: closure([p], status) for p in packages}
+    return "; ".join(f"{n} (pulled in by {', '.join(p for p in packages if n in closures[p])})" for n in names)
 
 
-def check_set(label, packages, allowed, status):
+def check_set(label, packages, allowed, denied_names, status):
     got = closure(packages, status)
     print(f"     {label}: {len(packages)} requested, {len(got)} in the closure", flush=True)
     check(len(got) > len(packages) // 2, f"{label}: apt resolved the closure ({len(got)} packages)")
-    denied = sorted(n for n in got if DENIED.match(n))
+    denied = sorted(n for n in got if DENIED.match(n) or n in denied_names)
     check(not denied, f"{label}: nothing of the denylist enters the closure",
-          "; ".join(f"{n} (pulled in by {', '.join(who_pulls(n, packages, status))})" for n in denied))
+          denied and explain(denied, packages, status))
     extra = sorted(got - allowed)
     check(not extra, f"{label}: every package of the closure is in the allowlist",
-          "not allowed: " + "; ".join(f"{n} (pulled in by {', '.join(who_pulls(n, packages, status))})"
-                                      for n in extra)
+          extra and "not allowed: " + explain(extra, packages, status)
           + ". Add one to tests/data/deps only with the reason arun needs it.")
     return got
 
@@ -94,19 +101,22 @@ def main():
 
     build_allowed = allowlist(os.path.join(args.lists, "closure-build.txt"))
     test_allowed = allowlist(os.path.join(args.lists, "closure-test.txt"))
+    denied_names = allowlist(os.path.join(args.lists, "denied-valijson.txt"))
     build = requested(args.install_deps, "--build")
     everything = requested(args.install_deps)
     check("libvalijson-dev" not in everything, "install-deps asks apt for no libvalijson-dev")
     check(set(build) <= set(everything), "the whole set includes --build")
 
     with tempfile.NamedTemporaryFile() as empty:
-        got_build = check_set("--build", build, build_allowed, empty.name)
-        got_all = check_set("the whole set", everything, build_allowed | test_allowed, empty.name)
+        got_build = check_set("--build", build, build_allowed, denied_names, empty.name)
+        got_all = check_set("the whole set", everything, build_allowed | test_allowed, denied_names, empty.name)
     stale = sorted((build_allowed - got_build) | (test_allowed - got_all))
     check(not stale, "every allowlisted package is still needed",
           "remove from tests/data/deps: " + ", ".join(stale))
     overlap = sorted(build_allowed & test_allowed)
     check(not overlap, "closure-test.txt repeats nothing of closure-build.txt", ", ".join(overlap))
+    contradicted = sorted((build_allowed | test_allowed) & denied_names)
+    check(not contradicted, "no allowlisted package is one valijson's Depends brought", ", ".join(contradicted))
 
     print(f"{len(failures)} failure(s)" if failures else "all checks passed")
     return 1 if failures else 0

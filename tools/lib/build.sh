@@ -29,12 +29,15 @@ arun_configure() {
                   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g") unity=OFF ;;
     *) echo "arun_build: unknown build kind '$kind'" >&2; return 2 ;;
   esac
-  if [[ -f "$dir/build.ninja" ]] && grep -q "^ARUN_BUILD_TESTS:BOOL=$everything\$" "$dir/CMakeCache.txt" &&
-     grep -q "^ARUN_UNITY:BOOL=$unity\$" "$dir/CMakeCache.txt"; then
+  # tools/install-deps unpacked valijson's headers there (docs/building.md, "valijson").
+  local valijson
+  valijson="$("$ARUN_ROOT/tools/install-deps" --valijson-dir)/include"
+  if [[ -f "$dir/build.ninja" ]] && grep -qxF "ARUN_BUILD_TESTS:BOOL=$everything" "$dir/CMakeCache.txt" &&
+     grep -qxF "ARUN_UNITY:BOOL=$unity" "$dir/CMakeCache.txt" &&
+     grep -qxF "VALIJSON_INCLUDE_DIR:PATH=$valijson" "$dir/CMakeCache.txt"; then
     return 0
   fi
-  # tools/install-deps unpacked valijson's headers there (docs/building.md, "valijson").
-  config+=(-DVALIJSON_INCLUDE_DIR="$("$ARUN_ROOT/tools/install-deps" --valijson-dir)/include")
+  config+=(-DVALIJSON_INCLUDE_DIR="$valijson")
   cmake -S "$ARUN_ROOT" -B "$dir" -G Ninja "${config[@]}" -DARUN_UNITY="$unity" \
     -DARUN_BUILD_TESTS="$everything" -DARUN_BUILD_TOOLS="$everything" >&2
 }
