@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,10 +19,20 @@
 
 namespace {
 
+std::string made_root;  // what session_root made, removed when the fuzzer exits
+
+void remove_made_root() {
+  std::error_code ec;
+  std::filesystem::remove_all(made_root, ec);
+}
+
 const std::string& session_root() {
   static const std::string root = [] {
     const auto dir = std::filesystem::temp_directory_path() / ("arun-fuzz-session-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir / "s1");
+    // libFuzzer ends by exit() when its runs or time are over: no fuzz run leaves a folder.
+    made_root = dir.string();
+    std::atexit(remove_made_root);
     std::ofstream(dir / "s1" / "recipe.yaml") << "name: x\nsteps:\n  - id: a\n    command: x\n";
     std::ofstream(dir / "s1" / "origin.json") << R"({"format":1,"recipe_path":"/r.yaml","invocation":{}})";
     return dir.string();

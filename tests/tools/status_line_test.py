@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The live status line on a real pseudo-terminal, during a 2,000-item fan-out.
+"""The live status line on a real pseudo-terminal, during a 1,000-item fan-out (four-digit counters).
 
 At 40 and 120 columns: the status is drawn (more than a few times), every draw fits the width
-(one column to spare) and carries the counters ([step/total], done/2000, the elapsed time), no
+(one column to spare) and carries the counters ([step/total], done/1000, the elapsed time), no
 draw holds a newline (never more than one status line), ordinary lines always come after an
 erase, and the status is gone at the end. Piped, or with TERM=dumb, stderr holds no escape
 code at all; `--progress live` draws it through a pipe too. No child outlives its run.
@@ -18,6 +18,7 @@ import tempfile
 from leftovers import processes_with
 from terminal import ERASE, arun_argument, check, on_pty, report
 
+ITEMS = 1000  # enough for many draws; four digits, the widest counters at 40 columns
 
 
 def run_on_pty(arun, args, cols, cwd, env=None):
@@ -44,7 +45,7 @@ def check_live(output, cols, label, with_result=True):
         check(lines == "" or status == "", f"{label}: a status and lines share an erase: {piece!r}")
         if status:
             statuses.append(status)
-    fan = [s for s in statuses if "/2000" in s]
+    fan = [s for s in statuses if f"/{ITEMS}" in s]
     check(len(fan) >= 5, f"{label}: the fan-out's status was drawn {len(fan)} times")
     for s in statuses:
         check("\n" not in s and "\r" not in s, f"{label}: a status holds a line break: {s!r}")
@@ -52,7 +53,7 @@ def check_live(output, cols, label, with_result=True):
         check(re.match(r"\[\d/3\] ", s) is not None, f"{label}: no [step/total] counter in {s!r}")
         check(re.search(r"\b\d+:\d\d\b", s) is not None, f"{label}: no elapsed time in {s!r}")
     for s in fan:
-        check(re.search(r"\b\d+/2000\b", s) and re.search(r"\d+ run", s), f"{label}: fan counters missing in {s!r}")
+        check(re.search(rf"\b\d+/{ITEMS}\b", s) and re.search(r"\d+ run", s), f"{label}: fan counters missing in {s!r}")
     if cols >= 120:
         check(any("fan " in s and "ETA " in s for s in fan), f"{label}: the wide status names the loop and its ETA")
     # The run ended: the last thing written is a finished line, not a status.
@@ -71,7 +72,7 @@ def main():
         with open(recipe, "w") as f:
             f.write("name: fan-status\nsteps:\n"
                     "  - id: prepare\n    command: sleep 0.3\n"
-                    f"  - id: fan\n    foreach: '{json.dumps(list(range(2000)))}'\n    as: n\n    parallel: true\n"
+                    f"  - id: fan\n    foreach: '{json.dumps(list(range(ITEMS)))}'\n    as: n\n    parallel: true\n"
                     f"    command: \": {marker}; [ $(( {{{{n}}}} % 7 )) -ne 0 ] || sleep 0.01\"\n"
                     "  - id: finish\n    command: echo done\n")
         sessions = os.path.join(work, "sessions")
@@ -87,7 +88,7 @@ def main():
         # Piped: plain and bounded; --progress live insists on the status line.
         piped = subprocess.run([arun] + base, cwd=work, capture_output=True, text=True)
         check(piped.returncode == 0 and "\x1b" not in piped.stderr, "piped: escape codes in stderr")
-        check(len(piped.stderr.splitlines()) < 40, f"piped: {len(piped.stderr.splitlines())} lines for 2,000 items")
+        check(len(piped.stderr.splitlines()) < 40, f"piped: {len(piped.stderr.splitlines())} lines for {ITEMS} items")
         # Bytes: text mode would turn the status line's "\r" into a newline.
         forced = subprocess.run([arun] + base + ["--progress", "live"], cwd=work, capture_output=True,
                                 env=dict(os.environ, COLUMNS="100"))
