@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
   app.add_option("--grace-ms", s.grace_ms, "SIGTERM -> SIGKILL grace period")->check(CLI::NonNegativeNumber);
   app.add_option("--flood-bytes", s.flood_bytes, "Bytes each flooding child writes");
   app.add_option("--seed", s.seed, "Seed of the child mix");
+  app.add_option("--stretch-slack-ms", s.stretch_slack_ms,
+                 "How long past timeout + grace a stopped child may end before it counts as stretched")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--containment", modes, "Containment modes, one pass each (cgroup, subreaper, group, auto)")
       ->delimiter(',')
       ->check(CLI::IsMember({"cgroup", "subreaper", "group", "auto"}));

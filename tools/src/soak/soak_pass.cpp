@@ -77,7 +77,7 @@ asio::awaitable<void> worker(pass_state& st) {
     spec.launch.env.push_back("SOAK_KIND=" + kind.name);  // tells whose a survivor is
     spec.timeout = kind.expect_timeout ? std::chrono::milliseconds(st.config.timeout_ms) : 30s;
     spec.kill_grace = std::chrono::milliseconds(st.config.grace_ms);
-    const auto limit = std::chrono::milliseconds(st.config.timeout_ms + st.config.grace_ms) + 1s;
+    const auto limit = std::chrono::milliseconds(st.config.timeout_ms + st.config.grace_ms + st.config.stretch_slack_ms);
     const auto r = co_await io::run_process(std::move(spec));
     auto& rep = st.report;
     ++rep.per_kind[kind.name];
