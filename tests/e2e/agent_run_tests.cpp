@@ -9,6 +9,7 @@
 #include "arun_cli.hpp"
 #include "process_checks.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -8,6 +8,7 @@
 #include "background_arun.hpp"
 #include "process_checks.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -221,7 +222,7 @@ TEST_CASE("cache e2e: an agent fan-out is asked once and its replies are reused"
     args.insert(args.end(), {"--agent-cli", "fake", "--session-dir", p.sessions.string(), "--cache-dir",
                              p.cache.string(), "--output-format", "json"});
     return run_arun(args, p.dir.root.string(), std::chrono::seconds(90),
-                    {"FAKE_AGENT_STATE=" + state.string(), "ARUN_FAKE_AGENT=" ARUN_SOURCE_DIR "/tools/fake-agent"});
+                    {"FAKE_AGENT_STATE=" + state.string(), "ARUN_FAKE_AGENT=" + std::string(ARUN_SOURCE_DIR) + "/tools/fake-agent"});
   };
   const auto first = with_agent({recipe});
   REQUIRE(first.exit_code == 0);

@@ -6,6 +6,7 @@
 #include "process/step_containment.hpp"
 #include "process_checks.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

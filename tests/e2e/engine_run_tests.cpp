@@ -12,6 +12,7 @@
 #include "background_arun.hpp"
 #include "run_sync.hpp"
 #include "executor/step_environment.hpp"
+#include "test_paths.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

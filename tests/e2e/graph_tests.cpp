@@ -8,6 +8,7 @@
 #include "process_checks.hpp"
 #include "recipe/recipe_loader.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -7,6 +7,7 @@
 #include "process_checks.hpp"
 #include "run_sync.hpp"
 #include "executor/step_environment.hpp"
+#include "test_paths.hpp"
 
 #include <sys/stat.h>
 
@@ -76,7 +77,7 @@ struct fake_system {
 
   arun::io::process_result run(const std::vector<std::string>& args = {}) const {
     arun::io::process_spec spec;
-    spec.launch.argv = {"/bin/bash", ARUN_SOURCE_DIR "/tools/install-deps"};
+    spec.launch.argv = {"/bin/bash", std::string(ARUN_SOURCE_DIR) + "/tools/install-deps"};
     spec.launch.argv.insert(spec.launch.argv.end(), args.begin(), args.end());
     spec.launch.env = arun::io::build_step_environment(
         arun::io::current_environment(),

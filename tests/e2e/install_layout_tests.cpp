@@ -7,6 +7,7 @@
 #include "arun_cli.hpp"
 #include "process_checks.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <filesystem>
 #include <vector>

@@ -6,6 +6,7 @@
 #include "arun_cli.hpp"
 #include "run_sync.hpp"
 #include "executor/step_environment.hpp"
+#include "test_paths.hpp"
 
 #include <boost/json/parse.hpp>
 

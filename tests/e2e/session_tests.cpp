@@ -8,6 +8,7 @@
 #include "background_arun.hpp"
 #include "process_checks.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -7,6 +7,7 @@
 #include "arun_cli.hpp"
 #include "files/directory_trust.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -9,6 +9,7 @@
 #include "process_checks.hpp"
 #include "slurm_cluster.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <boost/json.hpp>
 

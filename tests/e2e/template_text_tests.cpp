@@ -6,6 +6,7 @@
 
 #include "arun_cli.hpp"
 #include "temp_dir.hpp"
+#include "test_paths.hpp"
 
 #include <filesystem>
 #include <string>
@@ -73,7 +74,7 @@ TEST_CASE("template text e2e: docs/caching.md's first example fans out over the 
   const auto state = dir.root / "agent-state";
   fs::create_directories(state);
   const std::vector<std::string> agents = {"--agent-cli", "fake", "--allow-missing-agents"};
-  const std::vector<std::string> env = {"FAKE_AGENT_STATE=" + state.string(), "ARUN_FAKE_AGENT=" ARUN_SOURCE_DIR "/tools/fake-agent"};
+  const std::vector<std::string> env = {"FAKE_AGENT_STATE=" + state.string(), "ARUN_FAKE_AGENT=" + std::string(ARUN_SOURCE_DIR) + "/tools/fake-agent"};
   auto arun = [&](std::vector<std::string> args) {
     args.insert(args.end(), agents.begin(), agents.end());
     args.insert(args.end(), {"--session-dir", (dir.root / "sessions").string(), "--cache-dir", (dir.root / "cache").string(),

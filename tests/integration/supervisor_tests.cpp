@@ -6,6 +6,7 @@
 #include "process_checks.hpp"
 #include "run_sync.hpp"
 #include "executor/step_environment.hpp"
+#include "test_paths.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>

@@ -5,6 +5,7 @@
 
 #include "process/supervisor.hpp"
 #include "executor/step_environment.hpp"
+#include "test_paths.hpp"
 
 #include <boost/json/parse.hpp>
 #include <catch2/catch.hpp>

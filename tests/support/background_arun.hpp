@@ -2,6 +2,7 @@
 // arun started in the background (e2e tests that signal or kill it), stdout and stderr into
 // files in a directory.
 
+#include "test_paths.hpp"
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>

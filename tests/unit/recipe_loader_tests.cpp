@@ -3,6 +3,7 @@
 
 #include "output/diagnostic_render.hpp"
 #include "recipe/recipe_loader.hpp"
+#include "test_paths.hpp"
 
 #include <arun/validation.hpp>
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "recipe/recipe_schema.hpp"
+#include "test_paths.hpp"
 
 #include <boost/json/parse.hpp>
 
