@@ -155,6 +155,15 @@ int config_command(const std::string& format);
 /// the user's trust of a project file's content (default ./.arun.yaml).
 int config_trust_command(const std::string& file, bool trust);
 
+/// `arun report ID [-o FILE] [--output-format html|json]` (docs/report-and-dashboard.md).
+struct report_settings {
+  std::string session_dir;
+  std::string session_id;
+  std::string output;                  ///< -o: the file; "-": stdout; empty: the format's default
+  std::string output_format = "html";  ///< html (a file) or json (stdout)
+};
+int report_command(const report_settings& s);
+
 /// `arun logs ID [INSTANCE-GLOB] [--stream out|err] [-f]`.
 struct logs_settings {
   std::string session_dir;

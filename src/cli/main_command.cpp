@@ -68,6 +68,17 @@ int main(int argc, char** argv) {
   logs_settings logs_options;
   auto* logs = app.add_subcommand("logs", "Print (or follow with -f) the output of a session's step instances");
   add_logs_options(*logs, logs_options);
+  report_settings report_options;
+  auto* report = app.add_subcommand(
+      "report", "One self-contained HTML file (or JSON) showing a session: status, timeline, failures, usage");
+  report->add_option("session", report_options.session_id, session_argument_help)->required();
+  report->add_option("--session-dir", report_options.session_dir, "Where sessions live")->type_name("DIR");
+  report->add_option("-o,--output", report_options.output,
+                     "Where to write it: a file (default arun-report-ID.html for html, stdout for json), or - for "
+                     "stdout")
+      ->type_name("FILE");
+  report->add_option("--output-format", report_options.output_format, "html (the page) or json (its data)")
+      ->check(CLI::IsMember({"html", "json"}));
   sessions_settings sessions_options;
   decision_settings decision;
   auto* approve = app.add_subcommand("approve", "Approve gates a session waits at; then arun resume ID");
@@ -196,7 +207,7 @@ int main(int argc, char** argv) {
       settings.agents.cli = validate_agents.cli = config.value("agent_cli");
     if (!config.from_default("session_dir"))
       for (auto* dir : {&settings.session_dir, &resume_options.run.session_dir, &sessions_options.session_dir,
-                        &logs_options.session_dir})
+                        &logs_options.session_dir, &report_options.session_dir})
         *dir = config.value("session_dir");
   }
   if (const auto typo = mistyped_subcommand(argc, argv, app); !typo.empty()) {
@@ -227,6 +238,7 @@ int main(int argc, char** argv) {
     return resume_command(resume_options);
   }
   if (logs->parsed()) return logs_command(logs_options);
+  if (report->parsed()) return report_command(report_options);
   decision.approve = approve->parsed();
   if (approve->parsed() || deny->parsed()) return decide_command(sessions_options, decision);
   if (sessions_show->parsed()) return sessions_show_command(sessions_options);

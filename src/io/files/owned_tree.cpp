@@ -282,7 +282,7 @@ bool owned_dir::has(std::string_view relative) const {
   return ::fstatat(parent, parts->back().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-std::optional<std::string> owned_dir::read_file(std::string_view relative, std::size_t max_bytes, std::string& why_not) const {
+std::optional<owned_file> owned_dir::open_file(std::string_view relative, std::string& why_not) const {
   const auto parts = components(relative);
   const std::string shown = path_ + "/" + std::string(relative);
   if (!parts) {
@@ -301,30 +301,65 @@ std::optional<std::string> owned_dir::read_file(std::string_view relative, std::
                              : "cannot read " + shown + ": " + errno_text(err);
     return std::nullopt;
   }
-  const fd_guard guard{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
     why_not = shown + " is not a regular file";
     return std::nullopt;
   }
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-    why_not = shown + " is larger than " + std::to_string(max_bytes) + " bytes";
+  return owned_file(fd, static_cast<std::uint64_t>(st.st_size), shown);
+}
+
+std::optional<std::string> owned_dir::read_file(std::string_view relative, std::size_t max_bytes, std::string& why_not) const {
+  auto file = open_file(relative, why_not);
+  if (!file) return std::nullopt;
+  const auto too_large = [&] {
+    why_not = file->path_ + " is larger than " + std::to_string(max_bytes) + " bytes";
     return std::nullopt;
-  }
+  };
+  if (file->size() > max_bytes) return too_large();
   std::string text;
-  char block[64 * 1024];
   while (text.size() <= max_bytes) {
-    const auto n = ::read(fd, block, sizeof block);
-    if (n == 0) return text;
+    auto block = file->read_at(text.size(), 64 * 1024, why_not);
+    if (!block) return std::nullopt;
+    if (block->empty()) return text;
+    text += *block;
+  }
+  return too_large();  // grew while read
+}
+
+owned_file::owned_file(owned_file&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), size_(other.size_), path_(std::move(other.path_)) {}
+
+owned_file& owned_file::operator=(owned_file&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = other.size_;
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+owned_file::~owned_file() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::optional<std::string> owned_file::read_at(std::uint64_t offset, std::size_t max, std::string& why_not) const {
+  std::string block(max, '\0');
+  std::size_t got = 0;
+  while (got < max) {
+    const auto n = ::pread(fd_, block.data() + got, max - got, static_cast<off_t>(offset + got));
+    if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      why_not = "cannot read " + shown + ": " + errno_text(errno);
+      why_not = "cannot read " + path_ + ": " + errno_text(errno);
       return std::nullopt;
     }
-    text.append(block, static_cast<std::size_t>(n));
+    got += static_cast<std::size_t>(n);
   }
-  why_not = shown + " is larger than " + std::to_string(max_bytes) + " bytes";  // grew while read
-  return std::nullopt;
+  block.resize(got);
+  return block;
 }
 
 std::optional<std::string> path_below(const std::string& root, const std::string& recorded, std::string& why_not) {

@@ -5,7 +5,9 @@
 // symlink or a path swapped in by someone else never leads a removal or a read out of the
 // directory (docs/security.md, "Paths arun deletes or follows").
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +15,35 @@
 #include <vector>
 
 namespace arun::io {
+
+/// A regular file opened below an owned_dir (owned_dir::open_file), read in pieces: a
+/// session's journal and events can be far larger than what a reader should hold at once.
+class owned_file {
+public:
+  owned_file(owned_file&& other) noexcept;
+  owned_file& operator=(owned_file&& other) noexcept;
+  owned_file(const owned_file&) = delete;
+  owned_file& operator=(const owned_file&) = delete;
+  ~owned_file();
+
+  /// Its size when it was opened (a live run's file may grow after).
+  std::uint64_t size() const noexcept { return size_; }
+  /// Up to `max` bytes from `offset` (fewer at the end); nullopt with `why` set on a read error.
+  std::optional<std::string> read_at(std::uint64_t offset, std::size_t max, std::string& why) const;
+  /// Calls `line(text, offset)` for each line from the start to the size at opening, without its
+  /// '\n'; a last line without one is passed too (a live writer's torn line: the caller's
+  /// parser refuses it). Lines longer than `max_line` are passed cut to it. False with `why`
+  /// set on a read error.
+  template <class Line>
+  bool each_line(Line&& line, std::string& why, std::size_t max_line = 64u << 20) const;
+
+private:
+  friend class owned_dir;
+  owned_file(int fd, std::uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  std::string path_;
+};
 
 class owned_dir {
 public:
@@ -55,6 +86,9 @@ public:
   /// most `max_bytes`. nullopt with `why` set otherwise (ENOENT: `why` says "no such file").
   std::optional<std::string> read_file(std::string_view relative, std::size_t max_bytes, std::string& why) const;
 
+  /// The regular file `relative` below, opened as read_file opens it, to be read in pieces.
+  std::optional<owned_file> open_file(std::string_view relative, std::string& why) const;
+
   /// The first entry below this directory that arun never makes in a directory of its own: a
   /// symbolic link, a FIFO, socket or device, an entry another user owns, or a file with a
   /// second hard link — each would lead what arun writes there by name out of the directory,
@@ -74,5 +108,36 @@ private:
 /// component, and no symlink on the way from `root` to it (the entry itself may be one: it is
 /// what a removal would unlink). nullopt with `why` set otherwise.
 std::optional<std::string> path_below(const std::string& root, const std::string& recorded, std::string& why);
+
+template <class Line>
+bool owned_file::each_line(Line&& line, std::string& why, std::size_t max_line) const {
+  std::string pending;
+  std::uint64_t line_start = 0;  // where `pending` begins in the file
+  bool cut = false;              // the line being gathered passed max_line: the rest of it is dropped
+  for (std::uint64_t offset = 0; offset < size_;) {
+    auto block = read_at(offset, static_cast<std::size_t>(std::min<std::uint64_t>(size_ - offset, 1u << 20)), why);
+    if (!block) return false;
+    if (block->empty()) break;  // shorter than at opening
+    std::string_view rest(*block);
+    std::uint64_t at = offset;  // where `rest` begins in the file
+    offset += block->size();
+    for (auto nl = rest.find('\n'); nl != std::string_view::npos; nl = rest.find('\n')) {
+      if (!cut) pending.append(rest.substr(0, std::min(nl, max_line - pending.size())));
+      line(std::string_view(pending), line_start);
+      pending.clear();
+      cut = false;
+      rest.remove_prefix(nl + 1);
+      at += nl + 1;
+      line_start = at;
+    }
+    if (!cut) {
+      const auto room = max_line - pending.size();
+      pending.append(rest.substr(0, room));
+      cut = rest.size() > room;
+    }
+  }
+  if (!pending.empty()) line(std::string_view(pending), line_start);
+  return true;
+}
 
 }  // namespace arun::io

@@ -74,6 +74,13 @@ void append_section(std::string& text, std::string_view heading, std::string_vie
 
 std::string transcripts_file(const std::string& session_dir) { return session_dir + "/transcripts.jsonl"; }
 
+std::optional<agent_call_record> parse_transcript_line(std::string_view line) {
+  boost::system::error_code parse_error;
+  const auto v = parse_json_text(line, parse_error);
+  if (parse_error || !v.is_object()) return std::nullopt;  // a line cut by a crash: the others stand
+  return call_from_json(v.get_object());
+}
+
 struct transcript_store::open_file {
   std::string path;
   int fd = -1;
@@ -151,10 +158,7 @@ std::vector<instance_transcript> read_transcripts(const std::string& session_dir
   }
   std::unordered_map<std::string, std::size_t> index;  // instance -> its place in `out`
   for (std::string line; std::getline(in, line);) {
-    boost::system::error_code parse_error;
-    const auto v = parse_json_text(line, parse_error);
-    if (parse_error || !v.is_object()) continue;  // a line cut by a crash: the others stand
-    auto call = call_from_json(v.get_object());
+    auto call = parse_transcript_line(line);
     if (!call) continue;
     auto [it, added] = index.try_emplace(call->instance, out.size());
     if (added) out.push_back({call->instance, {}});

@@ -38,6 +38,10 @@ struct agent_call_record {
   bool cut = false;  ///< a text was cut at the bound
 };
 
+/// One line of the transcript file read back; none for a line that is not a whole record (a
+/// torn last line after a crash).
+std::optional<agent_call_record> parse_transcript_line(std::string_view line);
+
 /// The session's transcript file, `transcripts.jsonl`.
 std::string transcripts_file(const std::string& session_dir);
 
