@@ -43,6 +43,9 @@ struct agent_settings {
 
 struct run_settings {
   recipe_options recipe;  ///< recipe.working_dir is -C
+  /// The command line as given (argv), for the session's record of its runs (state.json's
+  /// `runs`), masked there: a `--secret KEY=VALUE` never reaches it.
+  std::vector<std::string> command_line;
   std::string output_format = "text";
   double kill_grace = 5.0;
   std::size_t max_output = 10u << 20;

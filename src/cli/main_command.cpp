@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? exit_success : exit_usage;
   }
+  settings.command_line = resume_options.run.command_line = std::vector<std::string>(argv, argv + argc);
   if (validate->parsed()) return validate_command(validate_options, output_format, validate_agents);
   if (explain->parsed()) return explain_command(explain_options, output_format);
   if (graph->parsed()) return graph_command(graph_options, graph_format, graph_expand);

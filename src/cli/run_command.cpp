@@ -18,6 +18,7 @@
 #include "recipe/context_checks.hpp"
 #include "recipe/discovery.hpp"
 #include "recipe/duration.hpp"
+#include "output/event_json.hpp"
 #include "output/jsonl_sink.hpp"
 #include "output/listener_fanout.hpp"
 #include "process/supervisor.hpp"
@@ -47,6 +48,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -483,13 +485,50 @@ static void warn_unknown_refresh(const std::vector<std::string>& names, const re
   }
 }
 
+// Who ran the session, where and how: one `runs` entry in state.json per invocation (the run,
+// then each resume), shown by `arun report` (docs/report-and-dashboard.md). The command line
+// is masked: a `--secret KEY=VALUE` keeps its key, and no word keeps a secret's value.
+static void record_invocation(boost::json::object& state, const std::vector<std::string>& command_line,
+                       const io::secret_masker& masker) {
+  boost::json::array argv;
+  bool secret_next = false;
+  for (const auto& word : command_line) {
+    std::string shown = word;
+    const auto secret_value_at = [&](std::size_t from) {
+      const auto eq = shown.find('=', from);
+      if (eq != std::string::npos) shown = shown.substr(0, eq + 1) + "***";
+    };
+    if (secret_next)
+      secret_value_at(0);
+    else if (word.starts_with("--secret="))
+      secret_value_at(std::string_view("--secret=").size());
+    secret_next = word == "--secret";
+    argv.emplace_back(masker.mask(shown));
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const auto* user = ::getpwuid(::geteuid());
+  boost::json::object run{{"started_at", io::format_rfc3339_ms(std::chrono::system_clock::now())},
+                          {"arun_version", ARUN_VERSION},
+                          {"pid", ::getpid()},
+                          {"user", user && user->pw_name ? user->pw_name : std::to_string(::geteuid())},
+                          {"host", host},
+                          {"argv", std::move(argv)}};
+  auto* runs = state.if_contains("runs");
+  if (!runs || !runs->is_array()) runs = &(state["runs"] = boost::json::array());
+  runs->get_array().push_back(std::move(run));
+}
+
 int execute_run(const run_settings& s, const recipe_input& input, const std::string& base_dir,
                 const std::string& session_id, io::session_store* store) {
   const recipe& loaded = *input.value;
   // Secrets reach the steps; what arun prints or keeps has `***` in their place.
   io::secret_masker masker;
   for (const auto& secret : input.secrets) masker.add(secret.value);
-  if (store) store->mask_with(&masker);
+  if (store) {
+    store->mask_with(&masker);
+    record_invocation(store->state(), s.command_line, masker);
+  }
   struct forget_masker {  // the store outlives this function; the masker does not
     io::session_store* store;
     ~forget_masker() {

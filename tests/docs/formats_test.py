@@ -634,6 +634,11 @@ def run_all(opts, schemas, vocab, root):
         check(fleet.get("status") == "budget_exhausted" and "usage" in fleet,
               f"fleet.yaml: status {fleet.get('status')}, usage {fleet.get('usage')}")
         show_state(arun, schemas, fleet["session_id"], "fleet-1")
+        spent = arun.document(arun.run("report", fleet["session_id"], "--output-format", "json", expect=0,
+                                       label="report fleet-1"), "report fleet-1")
+        if spent is not None and schemas.validate("report", spent, "report fleet-1"):
+            check(spent["session"]["status"] == "budget_exhausted" and spent["usage"]["by_model"],
+                  f"report fleet-1: status {spent['session']['status']}, usage {spent['usage']}")
         resume(arun, schemas, root, results, events, fleet["session_id"], "fleet-2", "--max-cost", "10", expect=0)
     # Cached steps: the second run reuses every output (`cached` in results and events).
     run_recipe("cached.yaml", expect=0, label="cached-1")
@@ -655,6 +660,12 @@ def run_all(opts, schemas, vocab, root):
         check(gated.get("waiting_approval", {}).get("step_id") == "stage:ship",
               f"gate.yaml: waiting_approval is {gated.get('waiting_approval')}")
         show_state(arun, schemas, sid, "gate-1")
+        waiting = arun.document(arun.run("report", sid, "--output-format", "json", expect=0, label="report gate-1"),
+                                "report gate-1")
+        if waiting is not None and schemas.validate("report", waiting, "report gate-1"):
+            gates = {g["gate"]: g["decision"] for g in waiting["gates"]["gates"]}
+            check(waiting["session"]["status"] == "waiting_approval" and gates.get("stage:ship") == "pending",
+                  f"report gate-1: status {waiting['session']['status']}, gates {gates}")
         arun.run("approve", sid, expect=0)
         resume(arun, schemas, root, results, events, sid, "gate-2", "--no-input", expect=5)
         arun.run("deny", sid, "--reason", "not today", expect=0)
@@ -734,9 +745,19 @@ def run_all(opts, schemas, vocab, root):
     doc = arun.document(p, "config")
     if doc is not None:
         schemas.validate("config", doc, "config")
-    # Every session's own events.jsonl.
+    # Every session's own events.jsonl, and its report: completed, failed, cancelled,
+    # waiting, over budget, resumed, cached, isolated (tests/tools/report_test.py has the live
+    # and the killed ones).
     for path in sorted(arun.sessions.glob("*/events.jsonl")):
         read_events(path, schemas, f"session {path.parent.name} events.jsonl", [])
+    statuses = set()
+    for path in sorted(p.parent for p in arun.sessions.glob("*/state.json")):
+        label = f"report {path.name}"
+        doc = arun.document(arun.run("report", path.name, "--output-format", "json", expect=0, label=label), label)
+        if doc is not None and schemas.validate("report", doc, label):
+            statuses.add(doc["session"]["status"])
+    check(statuses >= {"completed", "failed", "cancelled"},
+          f"report: the sessions reported cover only {sorted(statuses)}")
 
     check_vocabulary(schemas, vocab)
     check_coverage(schemas, vocab, events, results)
