@@ -23,7 +23,7 @@ int report_command(const report_settings& s) {
   auto report = io::session_report(named->root, named->id, std::chrono::system_clock::now());
   if (auto* error = std::get_if<std::string>(&report)) {
     std::fprintf(stderr, "arun: cannot report on session %s: %s\n", named->id.c_str(), error->c_str());
-    return exit_not_found;
+    return exit_usage;  // as sessions show: the session cannot be read
   }
   const auto& document = std::get<boost::json::object>(report);
   const bool html = s.output_format == "html";

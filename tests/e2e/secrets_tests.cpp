@@ -83,7 +83,10 @@ TEST_CASE("secrets: steps see them, and no file of the session, no event and no 
   dir.write("sub.yaml", "name: sub\nsecrets: [SUB_TOKEN]\nsteps:\n  - id: inner\n    command: |\n"
                         "      echo \"sub {{SUB_TOKEN}}\"\n      echo \"$SUB_TOKEN\" >&2\n");
   const auto recipe = dir.write("secrets.yaml", recipe_text);
+  // The flag's value is a --set value too: the command line a session records and its
+  // origin.json are masked like every other file.
   const auto r = run_arun({recipe, "--session-dir", sessions.string(), "--secret", "token=" + flag_secret,
+                           "--set", "also=" + flag_secret,
                            "--secret-env", "ENV_TOKEN", "--events", events.string(), "--audit-dir", audit.string(),
                            "--spill-outputs-over", "1000", "-y", "-v", "--output-format", "json"},
                           dir.root.string(), std::chrono::seconds(90),
@@ -100,6 +103,12 @@ TEST_CASE("secrets: steps see them, and no file of the session, no event and no 
   CHECK(hits(r.err).empty());
   CHECK(r.err.find("out *** ***") != std::string::npos);  // masked, not dropped
   CHECK(r.err.find("call/inner | sub ***") != std::string::npos);
+  // The report of the session (checked with every other file below).
+  const auto report = run_arun({"report", "last", "--session-dir", sessions.string(), "-o",
+                                (dir.root / "report.html").string()},
+                               dir.root.string());
+  CHECK(report.exit_code == 0);
+  CHECK(read_text(dir.root / "report.html").find("token=***") != std::string::npos);
   std::size_t files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(dir.root)) {
     if (entry.path().filename() == "secrets.yaml") continue;  // the user's own recipe: no values in it

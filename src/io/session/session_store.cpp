@@ -604,7 +604,10 @@ std::string session_store::save_state() {
     json::object origin;
     for (const char* key : {"format", "arun_version", "session_id", "created", "recipe_name", "recipe_path", "invocation"})
       if (const auto* v = state_.if_contains(key)) origin[key] = *v;
-    if (auto error = write_file_atomically(dir_ + "/origin.json", to_json_text(origin) + "\n"); !error.empty()) {
+    // Masked as state.json is: a secret's value given as a --set too stays out of it.
+    json::value masked = std::move(origin);
+    if (masker_) masker_->mask_json(masked);
+    if (auto error = write_file_atomically(dir_ + "/origin.json", to_json_text(masked) + "\n"); !error.empty()) {
       fail(error);
       return error;
     }
