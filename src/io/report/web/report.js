@@ -94,8 +94,8 @@
   function fmtCost(v) {
     if (v === null || v === undefined) return "—";
     if (v === 0) return "$0";
-    if (v < 0.001) return "$" + v.toFixed(5);
-    if (v < 1) return "$" + trimZeros(v.toFixed(4));
+    if (v < 0.01) return "$" + Number(v.toPrecision(2));
+    if (v < 1) return "$" + v.toFixed(3);
     if (v < 1000) return "$" + v.toFixed(2);
     return "$" + Math.round(v).toLocaleString();
   }
@@ -216,6 +216,8 @@
       if (typeof r.duration === "number") total += r.duration;
       else if (r.ended === "running" && now && toDate(r.started_at)) total += (now - toDate(r.started_at)) / 1000;
     }
+    // a killed run has no duration: the timeline's span stands for it
+    if (!total && d.timeline && d.timeline.seconds) total = d.timeline.seconds;
     return total;
   }
 
@@ -308,7 +310,7 @@
     if (!f || !f.total) return null;
     const shown = f.shown || [];
     const { node, body } = section("failures", "Failures", plural(f.total, "failed leaf", "failed leaves"));
-    for (const x of shown) body.append(renderFailure(x));
+    shown.forEach((x, i) => body.append(i < 5 ? renderFailure(x) : renderFailureLine(x)));
     if (f.total > shown.length) body.append(el("p", { class: "note", text: fmtInt(f.total - shown.length) + " more failures not shown." }));
     return node;
   }
@@ -321,7 +323,7 @@
     if (x.exit_code !== null && x.exit_code !== undefined) chip("exit " + x.exit_code);
     if (x.attempts > 1) chip(x.attempts + " attempts");
     if (typeof x.duration === "number") chip(fmtDuration(x.duration));
-    if (x.fatal) chip("ended the run");
+    if (x.fatal) chip("fatal");
     const box = el("div", { class: "failure", "data-state": "failed" },
       el("div", { class: "head" }, el("span", { class: "inst", text: x.instance }), chips),
       el("div", { class: "err", text: x.error || "" }));
@@ -335,6 +337,16 @@
         log.path ? el("div", { class: "note mono", text: log.path }) : null));
     }
     return box;
+  }
+
+  // Past the first few, a failure is one line that opens to the same details.
+  function renderFailureLine(x) {
+    const card = renderFailure(x);
+    const head = card.querySelector(".head");
+    const err = el("span", { class: "muted", text: (x.excerpt || [])[0] || x.error || "" });
+    const det = el("details", { class: "failure folded", "data-state": "failed" }, el("summary", {}, head, err));
+    for (const n of Array.from(card.childNodes)) if (n !== head) det.append(n);
+    return det;
   }
 
   // ---- 4. timeline ------------------------------------------------------------------------
@@ -359,7 +371,7 @@
       rows.push({ kind: "heading", label: sampled ? "Instances (sampled)" : "Instances" });
     }
     for (const [step, bars] of groups) {
-      const lanes = packLanes(bars, 24);
+      const lanes = packLanes(bars, 16);
       const h = lanes.length <= 4 ? 10 : lanes.length <= 10 ? 6 : 4;
       rows.push({ kind: "bars", label: step, sub: plural(bars.length, "bar"), lanes, h,
         tipOf: (b) => b.instance + " · " + (STATE_LABEL[b.status] || b.status) + " · " + fmtDuration(b.end - b.start) + " from " + fmtDuration(b.start) });
@@ -451,7 +463,8 @@
     const seconds = Math.max(t.seconds || 0, 1e-3);
     const limit = d.session && d.session.max_concurrent;
     const peak = Math.max(t.max_concurrency || 0, ...bins, 0);
-    const ymax = Math.max(1, peak, limit && limit <= peak * 1.6 ? limit : 0);
+    const showLimit = limit && limit >= peak && limit <= peak * 1.6;
+    const ymax = Math.max(1, peak, showLimit ? limit : 0);
     const x = (i) => L.left + (i / Math.max(1, bins.length)) * L.plot;
     const y = (v) => bottom - (v / ymax) * (bottom - top);
     let p = "M" + x(0).toFixed(1) + " " + bottom;
@@ -465,11 +478,11 @@
     root.append(svg("path", { class: "area", d: p }));
     root.append(svg("path", { class: "line", d: line }, tip("mean leaves running per " + fmtDuration(t.bin_seconds))));
     root.append(svg("line", { class: "axis", x1: L.left, x2: L.left + L.plot, y1: bottom + 0.5, y2: bottom + 0.5 }));
-    if (limit && limit <= ymax) {
+    if (showLimit) {
       root.append(svg("line", { class: "limit", x1: L.left, x2: L.left + L.plot, y1: y(limit), y2: y(limit) }));
       root.append(svg("text", { x: L.left - 8, y: y(limit) + 4, "text-anchor": "end" }, "limit " + limit));
     }
-    root.append(svg("text", { class: "peak", x: L.left - 8, y: y(peak) + 4 + (limit && Math.abs(y(limit) - y(peak)) < 12 ? -12 : 0), "text-anchor": "end" }, "peak " + fmtInt(peak)));
+    root.append(svg("text", { class: "peak", x: L.left - 8, y: y(peak) + 4 + (showLimit && Math.abs(y(limit) - y(peak)) < 12 ? 12 : 0), "text-anchor": "end" }, "peak " + fmtInt(peak)));
     root.append(svg("text", { x: L.left - 8, y: bottom + 4, "text-anchor": "end" }, "0"));
     return root;
   }
