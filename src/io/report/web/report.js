@@ -173,7 +173,8 @@
     return n;
   }
 
-  function stackBar(counts, mini) {
+  // `items`, when known and larger, leaves the part not started yet empty.
+  function stackBar(counts, mini, items) {
     const segs = segments(counts);
     const total = segs.reduce((a, [, n]) => a + n, 0);
     const bar = el("div", { class: mini ? "stack mini" : "stack", role: "img",
@@ -181,7 +182,8 @@
     for (const [s, n] of segs) {
       bar.append(el("span", { "data-state": s, style: "flex:" + n + " 1 0", title: fmtInt(n) + " " + STATE_LABEL[s] }));
     }
-    if (!total) bar.append(el("span", { "data-state": "not_run", style: "flex:1 1 0; opacity:.4" }));
+    if (items && items > total) bar.append(el("span", { class: "rest", style: "flex:" + (items - total) + " 1 0" }));
+    else if (!total) bar.append(el("span", { class: "rest", style: "flex:1 1 0" }));
     return bar;
   }
 
@@ -271,10 +273,11 @@
       const state = r.ended === "killed" ? "killed" : r.ended === "running" ? "running" : (r.status || "running");
       const how = r.ended === "killed" ? "ended without its recipe_end (killed)" : r.ended === "running" ? "running now" : "ended";
       const by = r.by && typeof r.by === "object"
-        ? Object.entries(r.by).filter(([, v]) => v !== null && typeof v !== "object").map(([k, v]) => k + " " + v).join(", ") : "";
+        ? Object.entries(r.by).filter(([, v]) => v !== null && v !== "").map(([k, v]) =>
+          k + ": " + (Array.isArray(v) ? v.join(" ") : typeof v === "object" ? JSON.stringify(v) : v)).join(" · ") : "";
       return el("tr", {},
         cell(i === 0 ? "run" : "resume " + i),
-        cell(fmtDate(r.started_at)),
+        cell(fmtDate(r.started_at), "nowrap"),
         cell(fmtDuration(r.duration), "num"),
         cell(badge(state, null, true)),
         cell(how + (r.error ? ": " + firstLine(r.error) : ""), "wrap"),
@@ -310,7 +313,7 @@
     if (!f || !f.total) return null;
     const shown = f.shown || [];
     const { node, body } = section("failures", "Failures", plural(f.total, "failed leaf", "failed leaves"));
-    shown.forEach((x, i) => body.append(i < 5 ? renderFailure(x) : renderFailureLine(x)));
+    shown.forEach((x, i) => body.append(i < 3 ? renderFailure(x) : renderFailureLine(x)));
     if (f.total > shown.length) body.append(el("p", { class: "note", text: fmtInt(f.total - shown.length) + " more failures not shown." }));
     return node;
   }
@@ -324,10 +327,12 @@
     if (x.attempts > 1) chip(x.attempts + " attempts");
     if (typeof x.duration === "number") chip(fmtDuration(x.duration));
     if (x.fatal) chip("fatal");
+    const excerpt = (x.excerpt || []).filter((l) => l !== firstLine(x.error));
+    // "step 'a': exit code 3 ..." says no more than the chips when the excerpt follows
+    const plain = excerpt.length && /^step '.*': exit code \d+( \.\.\.)?$/.test(x.error || "");
     const box = el("div", { class: "failure", "data-state": "failed" },
       el("div", { class: "head" }, el("span", { class: "inst", text: x.instance }), chips),
-      el("div", { class: "err", text: x.error || "" }));
-    const excerpt = (x.excerpt || []).filter((l) => l !== firstLine(x.error));
+      plain ? null : el("div", { class: "err", text: x.error || "" }));
     if (excerpt.length) box.append(el("pre", { class: "excerpt mono", text: excerpt.join("\n") }));
     const log = x.log;
     if (log && log.text) {
@@ -588,7 +593,7 @@
         cell(l.step, "name"),
         cell(l.loops > 1 ? fmtInt(l.loops) : "1", "num"),
         cell(items === null ? "unknown yet" : fmtInt(items), "num"),
-        cell(el("div", { class: "states" }, stackBar(c, true), el("span", { class: "txt", text: (pct === null ? "" : pct + "% · ") + countsText(c) }))));
+        cell(el("div", { class: "states" }, stackBar(c, true, items), el("span", { class: "txt", text: (pct === null ? "" : pct + "% · ") + countsText(c) }))));
     });
     return el("div", { "data-section": "loops" }, el("h3", { text: "Loops" }), scrollTable(["Loop", "Loops", "Items", "Progress"], rows, [1, 2]));
   }
