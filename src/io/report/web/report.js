@@ -821,8 +821,11 @@
     drawCharts(true);
   }
 
+  // Charts follow the width of the page: redrawn when it changes (a rotated phone, a resized window).
   let resizeTimer = 0;
-  window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(() => drawCharts(false), 120); });
+  const redraw = () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(() => drawCharts(false), 60); };
+  if (typeof ResizeObserver === "function") new ResizeObserver(redraw).observe(root);
+  else window.addEventListener("resize", redraw);
 
   window.arunReport = { render };
   render(JSON.parse(document.getElementById("report-data").textContent));
