@@ -246,7 +246,7 @@
     const sub = el("div", { class: "subtitle" },
       el("span", { class: "mono", text: s.id || "" }),
       el("span", { text: "started " + fmtDate(s.created) }),
-      el("span", { text: fmtDuration(runsDuration(d)) + (runs.length > 1 ? " over " + runs.length + " runs" : "") }));
+      el("span", { text: "ran for " + fmtDuration(runsDuration(d)) + (runs.length > 1 ? " over " + runs.length + " runs" : "") }));
     const meta = el("dl", { class: "meta" },
       metaItem("Working directory", s.working_dir, true),
       metaItem("Recipe file", s.recipe_path, true),
@@ -269,6 +269,7 @@
   }
 
   function renderRuns(runs) {
+    const anyBy = runs.some((r) => r.by && typeof r.by === "object" && Object.keys(r.by).length);
     const rows = runs.map((r, i) => {
       const state = r.ended === "killed" ? "killed" : r.ended === "running" ? "running" : (r.status || "running");
       const how = r.ended === "killed" ? "ended without its recipe_end (killed)" : r.ended === "running" ? "running now" : "ended";
@@ -281,10 +282,10 @@
         cell(fmtDuration(r.duration), "num"),
         cell(badge(state, null, true)),
         cell(how + (r.error ? ": " + firstLine(r.error) : ""), "wrap"),
-        cell(by || null, "wrap"));
+        anyBy ? cell(by || null, "wrap") : null);
     });
     return el("div", {}, el("h3", { text: runs.length === 1 ? "Invocation" : "Invocations" }),
-      scrollTable(["", "Started", "Duration", "Status", "How it ended", "By"], rows, [2]));
+      scrollTable(["", "Started", "Duration", "Status", "How it ended"].concat(anyBy ? ["By"] : []), rows, [2]));
   }
 
   // ---- 2. counts --------------------------------------------------------------------------
