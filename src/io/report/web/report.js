@@ -357,7 +357,8 @@
 
   // ---- 4. timeline ------------------------------------------------------------------------
 
-  function ganttRows(t) {
+  function ganttRows(t, steps) {
+    const instancesOf = new Map((steps || []).map((s) => [s.step, s.instances]));
     const rows = [];
     const tops = t.steps || [];
     const topNames = new Set(tops.map((s) => s.step));
@@ -379,7 +380,9 @@
     for (const [step, bars] of groups) {
       const lanes = packLanes(bars, 16);
       const h = lanes.length <= 4 ? 10 : lanes.length <= 10 ? 6 : 4;
-      rows.push({ kind: "bars", label: step, sub: plural(bars.length, "bar"), lanes, h,
+      const all = instancesOf.get(step);
+      const sub = all && all > bars.length ? fmtInt(bars.length) + " of " + fmtInt(all) : plural(bars.length, "instance");
+      rows.push({ kind: "bars", label: step, sub, lanes, h,
         tipOf: (b) => b.instance + " · " + (STATE_LABEL[b.status] || b.status) + " · " + fmtDuration(b.end - b.start) + " from " + fmtDuration(b.start) });
     }
     return rows;
@@ -422,11 +425,11 @@
     }
   }
 
-  function drawGantt(t, width) {
+  function drawGantt(t, width, steps) {
     const L = layout(width);
     const seconds = Math.max(t.seconds || 0, 1e-3);
     const x = (s) => L.left + (Math.max(0, Math.min(s, seconds)) / seconds) * L.plot;
-    const rows = ganttRows(t);
+    const rows = ganttRows(t, steps);
     const gap = 2, pad = 6;
     let y = 4;
     const body = svg("g", {});
@@ -442,6 +445,7 @@
       const hh = r.lanes.length * (r.h + gap) - gap + pad * 2;
       if ((band = !band)) bands.append(svg("rect", { class: "band", x: 0, y, width, height: hh }));
       body.append(svg("text", { class: "lab", x: 4, y: y + Math.min(hh / 2 + 4, pad + 11) }, clip(r.label, L.left - 10), tip(r.label + (r.sub ? " · " + r.sub : ""))));
+      if (r.lanes.length > 2 && r.sub) body.append(svg("text", { x: 4, y: y + pad + 26 }, clip(r.sub, L.left - 10)));
       r.lanes.forEach((lane, i) => {
         const ly = y + pad + i * (r.h + gap);
         for (const b of lane) {
@@ -536,7 +540,7 @@
     const { node, body } = section("timeline", "Timeline", fmtDuration(t.seconds) + " from " + fmtTime(t.start));
     const used = new Set();
     for (const b of (t.steps || []).concat(t.bars || [])) used.add(b.status);
-    body.append(chart((w) => drawGantt(t, w)));
+    body.append(chart((w) => drawGantt(t, w, d.steps)));
     const bars = (t.bars || []).length;
     const notes = [];
     if (t.leaves > bars) notes.push("Showing " + fmtInt(bars) + " of " + fmtInt(t.leaves) + " leaves: the failures and the longest first.");
