@@ -109,6 +109,12 @@
 
   function plural(n, one, many) { return fmtInt(n) + " " + (n === 1 ? one : (many || one + "s")); }
 
+  // An argument as a shell would need it written: quoted when it holds anything but plain characters.
+  function shellWord(a) {
+    const s = String(a);
+    return /^[A-Za-z0-9_%+=:,.\/-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
+  }
+
   function firstLine(s) { return String(s || "").split("\n")[0]; }
 
   // Axis labels: a tick step of about `target` ticks, labelled in s, min or h.
@@ -755,7 +761,7 @@
       const part = (label, text) => text ? [el("h4", { text: label }), el("pre", { class: "block mono", text })] : null;
       box.append(el("details", { class: "transcript", "data-state": failed ? "failed" : "completed" }, summary,
         el("div", { class: "body" },
-          part("Command", (c.argv || []).join(" ")),
+          part("Command", (c.argv || []).map(shellWord).join(" ")),
           part("System prompt", c.system_prompt),
           part("Prompt", c.prompt),
           part("Reply", c.reply),
