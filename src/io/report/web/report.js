@@ -234,6 +234,8 @@
     return s.status || "running";
   }
 
+  function wide(item) { item.className = "wide"; return item; }
+
   function metaItem(label, value, mono) {
     if (value === null || value === undefined || value === "") return null;
     return el("div", {}, el("dt", { text: label }), el("dd", { class: mono ? "mono" : null }, value));
@@ -262,7 +264,8 @@
       metaItem("arun", s.arun_version && s.arun_version !== d.arun_version
         ? s.arun_version + " (report by " + d.arun_version + ")" : (s.arun_version || d.arun_version)),
       metaItem("Session directory", s.dir, true),
-      metaItem("Report made", fmtDate(d.generated_at)));
+      metaItem("Report made", fmtDate(d.generated_at)),
+      runs.length && commandLine(runs[0].by) ? wide(metaItem("Command", commandLine(runs[0].by), true)) : null);
     body.append(el("div", { class: "top", text: "arun report" }), title, sub, meta);
     if (s.interrupted) {
       body.append(el("p", { class: "note", text: "The session says running but no arun holds it: the arun that ran it died (a crash or kill -9). “arun resume " + (s.id || "ID") + "” takes it up." }));
@@ -274,24 +277,36 @@
     return node;
   }
 
+  // user@host · pid, from state.json's runs entry
+  function whoRan(by) {
+    if (!by || typeof by !== "object") return "";
+    const who = [by.user, by.host].filter(Boolean).join("@");
+    return [who, by.pid ? "pid " + by.pid : null].filter(Boolean).join(" · ");
+  }
+
+  function commandLine(by) {
+    return by && Array.isArray(by.argv) && by.argv.length ? by.argv.map(shellWord).join(" ") : "";
+  }
+
   function renderRuns(runs) {
-    const anyBy = runs.some((r) => r.by && typeof r.by === "object" && Object.keys(r.by).length);
+    const anyBy = runs.some((r) => whoRan(r.by));
+    const commands = runs.map((r) => commandLine(r.by));
+    const manyCommands = commands.some((c, i) => c && c !== commands[0] && i > 0);
     const rows = runs.map((r, i) => {
       const state = r.ended === "killed" ? "killed" : r.ended === "running" ? "running" : (r.status || "running");
       const how = r.ended === "killed" ? "ended without its recipe_end (killed)" : r.ended === "running" ? "running now" : "ended";
-      const by = r.by && typeof r.by === "object"
-        ? Object.entries(r.by).filter(([, v]) => v !== null && v !== "").map(([k, v]) =>
-          k + ": " + (Array.isArray(v) ? v.join(" ") : typeof v === "object" ? JSON.stringify(v) : v)).join(" · ") : "";
+      const by = whoRan(r.by);
       return el("tr", {},
-        cell(i === 0 ? "run" : "resume " + i),
+        cell(i === 0 ? "run" : "resume " + i, "nowrap"),
         cell(fmtDate(r.started_at), "nowrap"),
         cell(fmtDuration(r.duration), "num"),
         cell(badge(state, null, true)),
         cell(how + (r.error ? ": " + firstLine(r.error) : ""), "wrap"),
-        anyBy ? cell(by || null, "wrap") : null);
+        anyBy ? cell(by || null, "nowrap") : null,
+        manyCommands ? cell(commands[i] || null, "cmd") : null);
     });
     return el("div", {}, el("h3", { text: runs.length === 1 ? "Invocation" : "Invocations" }),
-      scrollTable(["", "Started", "Duration", "Status", "How it ended"].concat(anyBy ? ["By"] : []), rows, [2]));
+      scrollTable(["", "Started", "Duration", "Status", "How it ended"].concat(anyBy ? ["By"] : [], manyCommands ? ["Command"] : []), rows, [2]));
   }
 
   // ---- 2. counts --------------------------------------------------------------------------
