@@ -664,8 +664,9 @@ def run_all(opts, schemas, vocab, root):
                                 "report gate-1")
         if waiting is not None and schemas.validate("report", waiting, "report gate-1"):
             gates = {g["gate"]: g["decision"] for g in waiting["gates"]["gates"]}
-            check(waiting["session"]["status"] == "waiting_approval" and gates.get("stage:ship") == "pending",
-                  f"report gate-1: status {waiting['session']['status']}, gates {gates}")
+            check(waiting["session"]["status"] == "waiting_approval" and gates.get("stage:ship") == "pending" and
+                  waiting["counts"]["waiting"] == 1,
+                  f"report gate-1: status {waiting['session']['status']}, gates {gates}, counts {waiting['counts']}")
         arun.run("approve", sid, expect=0)
         resume(arun, schemas, root, results, events, sid, "gate-2", "--no-input", expect=5)
         arun.run("deny", sid, "--reason", "not today", expect=0)

@@ -99,10 +99,11 @@ def main():
             if fails:
                 check(fails[0]["exit_code"] == 3 and "error: item two is broken" in fails[0]["excerpt"],
                       f"failure excerpt {fails[0]}")
+                check(fails[0]["fatal"] is False, "a failure its loop went on after is called fatal")
                 log = fails[0]["log"] or {}
                 check(log.get("stream") == "stderr" and "item two is broken" in log.get("text", ""), f"log tail {log}")
-            check(doc["retries"]["total"] == 1 and doc["retries"]["by_reason"][0]["step"] == "flaky",
-                  f"retries {doc['retries']}")
+            check(doc["retries"]["total"] == 1 and doc["retries"]["by_reason"] ==
+                  [{"step": "flaky", "reason": "exit code 1", "times": 1}], f"retries {doc['retries']}")
             steps = {s["step"]: s for s in doc["steps"]}
             check(steps.get("fan[]", {}).get("counts", {}).get("failed") == 1 and steps["flaky"]["attempts"] == 2,
                   f"steps {list(steps)}")
@@ -136,6 +137,18 @@ def main():
                        "--output-format", "json"], work)
         check(p.returncode == 0 and json.load(open(os.path.join(work, "r.json")))["session"]["id"] == sid,
               "report -o FILE --output-format json")
+        # A failure that ended the run is fatal; the iteration and loop that only repeat it
+        # are not listed again.
+        fatal = os.path.join(work, "fatal.yaml")
+        with open(fatal, "w") as f:
+            f.write("name: fatal\nsteps:\n  - id: fan\n    foreach: '[1, 2]'\n    as: n\n    steps:\n"
+                    "      - id: build\n        command: \"[ {{n}} != 2 ] || exit 4\"\n")
+        fatal_sessions = os.path.join(work, "fatal-sessions")
+        p = run(arun, [fatal, "--session-dir", fatal_sessions, "-q"], work)
+        fdoc = report_json(arun, fatal_sessions, session_ids(fatal_sessions)[0], work) if p.returncode == 1 else None
+        check(fdoc is not None and [(f["instance"], f["fatal"]) for f in fdoc["failures"]["shown"]] ==
+              [("fan[1]/build", True)] and fdoc["failures"]["total"] == 1,
+              f"fatal.yaml: exit {p.returncode}, failures {fdoc and fdoc['failures']}")
         p = run(arun, ["report", "nosuch", "--session-dir", sessions], work)
         check(p.returncode == 2 and "nosuch" in p.stderr, f"an unknown session: exit {p.returncode}, {p.stderr}")
 

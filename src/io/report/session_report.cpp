@@ -85,6 +85,21 @@ struct status_counts {
   }
 };
 
+// An error without its `step 'ID': ` (or `step 'ID' (item: …): `) prefix: the reason alone,
+// the same for every instance of a step.
+std::string_view reason_of(std::string_view error) {
+  if (!error.starts_with("step '")) return error;
+  const auto quote = error.find('\'', 6);
+  if (quote == std::string_view::npos) return error;
+  auto rest = error.substr(quote + 1);
+  if (rest.starts_with(" (")) {
+    const auto close = rest.find("): ");
+    if (close == std::string_view::npos) return error;
+    return rest.substr(close + 3);
+  }
+  return rest.starts_with(": ") ? rest.substr(2) : error;
+}
+
 // One instance, as its last journal record left it: a few numbers, and where that record is
 // (read again for the few instances the document lists in full).
 struct instance_entry {
@@ -161,6 +176,7 @@ private:
     return it->second;
   }
   std::optional<finished_instance> record_at(const instance_entry& e) const;
+  bool ended_run(const std::string& instance, const instance_entry& e) const;
   std::string type_of(const std::string& instance, const instance_entry& e) const;
 
   json::object session_json(const json::object& state, const std::string& id) const;
@@ -317,7 +333,7 @@ void report_builder::read_events() {
         } else if (kind == "step_retry") {
           ++retries_;
           const auto error = one_line(view_member(o, "error"), 200);
-          ++retry_reasons_[{without_indices(step), error}];
+          ++retry_reasons_[{without_indices(step), std::string(reason_of(error))}];
           if (retry_list_.size() < limits_.retries)
             retry_list_.push_back(json::object{{"instance", step},
                                                {"attempt", count_member(o, "attempt")},
@@ -389,6 +405,30 @@ void report_builder::read_transcripts() {
       },
       why);
   if (!read) transcripts_problem_ = why;
+}
+
+// Whether a failure ended the run: fatal where it failed and in every instance around it
+// that has a record (a loop under `on_error: continue` records its failed iteration as not
+// fatal, and completes).
+bool report_builder::ended_run(const std::string& instance, const instance_entry& e) const {
+  if (!e.fatal) return false;
+  for (auto end = instance.rfind('/'); end != std::string::npos; end = instance.rfind('/', end - 1)) {
+    std::string outer = instance.substr(0, end);
+    for (;;) {
+      const auto around = instances_.find(outer);
+      if (around != instances_.end() && (around->second.status != step_status::failed || !around->second.fatal))
+        return false;
+      if (!is_iteration(outer)) break;
+      outer = outer.substr(0, outer.rfind('['));  // the iteration's loop
+    }
+    if (end == 0) break;
+  }
+  // The loop of a body-less iteration (`fan[3]`).
+  if (is_iteration(instance)) {
+    const auto loop = instances_.find(instance.substr(0, instance.rfind('[')));
+    if (loop != instances_.end() && (loop->second.status != step_status::failed || !loop->second.fatal)) return false;
+  }
+  return true;
 }
 
 std::string report_builder::type_of(const std::string& instance, const instance_entry& e) const {
@@ -729,7 +769,7 @@ json::object report_builder::failures_json() const {
         {"signal", r.signal ? json::value(*r.signal) : json::value(nullptr)},
         {"timed_out", r.timed_out},
         {"attempts", r.attempts},
-        {"fatal", r.fatal},
+        {"fatal", ended_run(*instance, e)},
         {"ended_at", time_text(e.ended)},
         {"duration", std::chrono::duration<double>(r.duration).count()},
         {"log", log_tail(session_, *instance, limits_.log_tail_bytes)}});
@@ -866,6 +906,10 @@ json::object report_builder::document(const json::object& state, const std::stri
     if (!instances_.count(instance)) ++running;
   counts["running"] = live_ ? running : 0;
   counts["killed"] = live_ ? 0 : running;  // started by a run that was killed before they ended
+  // Gates waiting for a decision: no record yet (a gate is journaled when decided and run).
+  std::size_t waiting = 0;
+  if (const auto* w = state.if_contains("waiting"); w && w->is_array()) waiting = w->get_array().size();
+  counts["waiting"] = waiting;
   doc["counts"] = std::move(counts);
   doc["instances"] = instances_.size();
   doc["steps"] = steps_json();

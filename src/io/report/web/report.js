@@ -6,10 +6,10 @@
 (function () {
   const SVG_NS = "http://www.w3.org/2000/svg";
   // Leaf states in the order they are stacked; cached is a part of completed.
-  const STATES = ["completed", "cached", "degraded", "failed", "killed", "cancelled", "skipped", "not_run", "running"];
+  const STATES = ["completed", "cached", "degraded", "failed", "killed", "cancelled", "skipped", "not_run", "running", "waiting"];
   const STATE_LABEL = {
     completed: "completed", cached: "cached", degraded: "degraded", failed: "failed", killed: "killed",
-    cancelled: "cancelled", skipped: "skipped", not_run: "not run", running: "running",
+    cancelled: "cancelled", skipped: "skipped", not_run: "not run", running: "running", waiting: "waiting at a gate",
     waiting_approval: "waiting for approval", budget_exhausted: "budget exhausted", interrupted: "interrupted (arun died)",
   };
 
