@@ -176,6 +176,14 @@ private:
     return it->second;
   }
   std::optional<finished_instance> record_at(const instance_entry& e) const;
+  // A file of the session; none when it is not there (the run made none) or, with `problem`
+  // set, when it cannot be read.
+  std::optional<owned_file> open_part(std::string_view name, std::string& problem) const {
+    std::string why;
+    auto file = session_.open_file(name, why);
+    if (!file && why.rfind("no such file", 0) != 0) problem = why;
+    return file;
+  }
   bool ended_run(const std::string& instance, const instance_entry& e) const;
   std::string type_of(const std::string& instance, const instance_entry& e) const;
 
@@ -238,11 +246,8 @@ std::optional<finished_instance> report_builder::record_at(const instance_entry&
 
 void report_builder::read_journal() {
   std::string why;
-  auto journal = session_.open_file("journal.jsonl", why);
-  if (!journal) {
-    if (why.rfind("no such file", 0) != 0) journal_problem_ = why;
-    return;
-  }
+  auto journal = open_part("journal.jsonl", journal_problem_);
+  if (!journal) return;
   std::size_t line_number = 0;
   const bool read = journal->each_line(
       [&](std::string_view line, std::uint64_t offset) {
@@ -285,11 +290,8 @@ void report_builder::read_journal() {
 
 void report_builder::read_events() {
   std::string why;
-  auto events = session_.open_file("events.jsonl", why);
-  if (!events) {
-    if (why.rfind("no such file", 0) != 0) events_problem_ = why;
-    return;
-  }
+  auto events = open_part("events.jsonl", events_problem_);
+  if (!events) return;
   const bool read = events->each_line(
       [&](std::string_view line, std::uint64_t) {
         // Most lines are output lines: passed over before they are parsed.
@@ -370,11 +372,8 @@ json::string cut_text(std::string_view text, std::size_t max) {
 
 void report_builder::read_transcripts() {
   std::string why;
-  auto file = session_.open_file("transcripts.jsonl", why);
-  if (!file) {
-    if (why.rfind("no such file", 0) != 0) transcripts_problem_ = why;
-    return;
-  }
+  auto file = open_part("transcripts.jsonl", transcripts_problem_);
+  if (!file) return;
   const auto max = limits_.transcript_bytes;
   const bool read = file->each_line(
       [&](std::string_view line, std::uint64_t) {
