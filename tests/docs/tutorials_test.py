@@ -50,6 +50,7 @@ Exits 0 when every page passes; prints one block per failure otherwise.
 
 import argparse
 import difflib
+import json
 import os
 import pathlib
 import re
@@ -60,6 +61,8 @@ import sys
 import tempfile
 import time
 import uuid
+
+import jsonschema
 
 COMMAND_TIMEOUT = 60  # seconds, per command
 FENCE_RE = re.compile(r"^```(\S*)\s*$")
@@ -290,7 +293,35 @@ def run_page(page, args, tmp_root, marker, verbose):
                 problems.append("the output differs from the page:\n" + diff)
             if problems:
                 failures.append(f"{page.name}:{number}: `{cmd}`\n" + "\n".join(problems))
+    failures += report_sessions(page, args, env, cwd, home / ".local" / "state" / "arun" / "sessions")
     return failures, shown
+
+
+def report_sessions(page, args, env, cwd, root):
+    """`arun report` of every session the page made: the JSON document matches its schema and
+    the session's state, and the HTML page holds it (docs/report-and-dashboard.md)."""
+    failures = []
+    schema = json.loads((pathlib.Path(args.repo) / "schema" / "report.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    for state_file in sorted(root.glob("*/state.json")) if root.is_dir() else []:
+        sid = state_file.parent.name
+        p = subprocess.run([args.arun, "report", sid, "--output-format", "json"], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+        if p.returncode != 0:
+            failures.append(f"{page.name}: arun report {sid}: exit {p.returncode}: {p.stderr.strip()[:300]}")
+            continue
+        doc = json.loads(p.stdout)
+        for e in list(validator.iter_errors(doc))[:3]:
+            failures.append(f"{page.name}: arun report {sid}: report.schema.json at {e.json_path}: {e.message[:200]}")
+        state = json.loads(state_file.read_text())
+        if doc["session"]["status"] != state["status"] or doc["session"]["recipe_name"] != state.get("recipe_name"):
+            failures.append(f"{page.name}: arun report {sid}: status {doc['session']['status']}, state {state['status']}")
+        html_path = cwd / f"arun-report-{sid}.html"
+        p = subprocess.run([args.arun, "report", sid, "-o", str(html_path)], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+        if p.returncode != 0 or '<script type="application/json" id="report-data">' not in html_path.read_text():
+            failures.append(f"{page.name}: arun report {sid} -o FILE: exit {p.returncode}, no data in the page")
+    return failures
 
 
 def main():

@@ -47,8 +47,25 @@ struct pattern_run {
     std::vector<std::string> argv = {patterns_dir + "/" + recipe, "--agent-cli", "fake", "--agent-dir",
                                      patterns_dir + "/agents", "--output-format", "json", "-q"};
     argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
-    return run_arun(argv, working_dir.empty() ? root : std::move(working_dir), std::chrono::seconds(120),
-                    {"FAKE_AGENT_STATE=" + state, "ARUN_FAKE_AGENT=" + fake_agent});
+    const std::vector<std::string> env = {"FAKE_AGENT_STATE=" + state, "ARUN_FAKE_AGENT=" + fake_agent};
+    auto r = run_arun(argv, working_dir.empty() ? root : working_dir, std::chrono::seconds(120), env);
+    check_report(r, working_dir.empty() ? root : working_dir, env);
+    return r;
+  }
+
+  // `arun report` of the run's session (docs/report-and-dashboard.md): it reads every shipped
+  // pattern's session, with the run's status.
+  static void check_report(const arun::test::arun_run& r, const std::string& working_dir,
+                           const std::vector<std::string>& env) {
+    boost::system::error_code ec;
+    const auto result = json::parse(r.out, ec);
+    if (ec || !result.is_object() || !result.as_object().contains("session_id")) return;
+    const std::string id(result.at("session_id").as_string());
+    const auto report = run_arun({"report", id, "--output-format", "json"}, working_dir, std::chrono::seconds(60), env);
+    INFO("arun report " << id << ": " << report.err);
+    REQUIRE(report.exit_code == 0);
+    const auto doc = json::parse(report.out).as_object();
+    CHECK(doc.at("session").at("status") == result.at("status"));
   }
 
   // Every call the fake agent recorded, in the order the calls ended.
