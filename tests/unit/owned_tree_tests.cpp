@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace fs = std::filesystem;
 using arun::io::owned_dir;
@@ -177,6 +179,39 @@ TEST_CASE("owned_dir::read_file reads regular files only, never blocks on a FIFO
   CHECK_THAT(why, Catch::Contains("symlink"));
   CHECK_FALSE(d.read_file("missing", 100, why).has_value());
   CHECK_THAT(why, Catch::Contains("no such file"));
+}
+
+TEST_CASE("owned_file reads a file in pieces: each line with its offset, a torn last line, long lines cut") {
+  fixture f;
+  // Lines around the 1 MiB blocks each_line reads: one spans two blocks.
+  const std::string first = "first", spanning(1024 * 1024, 'x'), last_torn = "{\"torn";
+  std::ofstream(f.root / "journal.jsonl", std::ios::binary) << first << "\n\n" << spanning << "\n" << last_torn;
+  fs::create_symlink(f.victim / "precious", f.root / "link");
+  const auto d = f.opened();
+  std::string why;
+  auto file = d.open_file("journal.jsonl", why);
+  REQUIRE(file.has_value());
+  CHECK(file->size() == first.size() + 2 + spanning.size() + 1 + last_torn.size());
+  std::vector<std::pair<std::string, std::uint64_t>> lines;
+  CHECK(file->each_line([&](std::string_view line, std::uint64_t at) { lines.emplace_back(line, at); }, why));
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == std::pair<std::string, std::uint64_t>(first, 0));
+  CHECK(lines[1] == std::pair<std::string, std::uint64_t>("", first.size() + 1));
+  CHECK(lines[2].first == spanning);
+  CHECK(lines[2].second == first.size() + 2);
+  CHECK(lines[3] == std::pair<std::string, std::uint64_t>(last_torn, first.size() + 2 + spanning.size() + 1));
+  // Each offset reads its line back.
+  CHECK(file->read_at(lines[3].second, 100, why) == std::optional<std::string>(last_torn));
+  // A line over the bound is passed cut; the next one keeps its own offset.
+  lines.clear();
+  CHECK(file->each_line([&](std::string_view line, std::uint64_t at) { lines.emplace_back(line, at); }, why, 10));
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[2].first == std::string(10, 'x'));
+  CHECK(lines[3].second == first.size() + 2 + spanning.size() + 1);
+  // What read_file refuses, open_file refuses too.
+  CHECK_FALSE(d.open_file("link", why).has_value());
+  CHECK_THAT(why, Catch::Contains("symlink"));
+  CHECK_FALSE(d.open_file("../victim/precious", why).has_value());
 }
 
 namespace {
