@@ -525,10 +525,7 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   // Secrets reach the steps; what arun prints or keeps has `***` in their place.
   io::secret_masker masker;
   for (const auto& secret : input.secrets) masker.add(secret.value);
-  if (store) {
-    store->mask_with(&masker);
-    record_invocation(store->state(), s.command_line, masker);
-  }
+  if (store) store->mask_with(&masker);
   struct forget_masker {  // the store outlives this function; the masker does not
     io::session_store* store;
     ~forget_masker() {
@@ -727,6 +724,9 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   recipe_engine eng(runner, sinks.fanout);
   if (store) {
     store->state()["status"] = "running";
+    // Here, where nothing can stop the run before its recipe_start: each `runs` entry is
+    // the invocation of one recipe_start in the events, in the same order.
+    record_invocation(store->state(), s.command_line, masker);
     if (auto error = store->save_state(); !error.empty()) {
       std::fprintf(stderr, "arun: the session store %s cannot be written: %s\n", store->dir().c_str(), error.c_str());
       return exit_store_failed;

@@ -149,6 +149,35 @@ def main():
         check(fdoc is not None and [(f["instance"], f["fatal"]) for f in fdoc["failures"]["shown"]] ==
               [("fan[1]/build", True)] and fdoc["failures"]["total"] == 1,
               f"fatal.yaml: exit {p.returncode}, failures {fdoc and fdoc['failures']}")
+        # A nested loop's failure is listed once; a log whose last line is longer than the tail
+        # still shows its end.
+        nested = os.path.join(work, "nested.yaml")
+        with open(nested, "w") as f:
+            f.write("name: nested\nsteps:\n  - id: outer\n    foreach: '[1, 2]'\n    as: o\n    on_error: continue\n"
+                    "    steps:\n      - id: inner\n        foreach: '[\"x\", \"y\"]'\n        as: i\n        steps:\n"
+                    "          - id: leaf\n            command: \"[ {{o}}{{i}} != 2y ] || "
+                    "{ head -c 10000 /dev/zero | tr '\\\\0' A >&2; echo >&2; exit 7; }\"\n")
+        nested_sessions = os.path.join(work, "nested-sessions")
+        p = run(arun, [nested, "--session-dir", nested_sessions, "-q"], work)
+        ndoc = report_json(arun, nested_sessions, session_ids(nested_sessions)[0], work) if p.returncode == 0 else None
+        check(ndoc is not None and ndoc["failures"]["total"] == 1 and
+              [f["instance"] for f in ndoc["failures"]["shown"]] == ["outer[1]/inner[1]/leaf"],
+              f"nested.yaml: exit {p.returncode}, failures {ndoc and ndoc['failures']['total']}")
+        if ndoc and ndoc["failures"]["shown"]:
+            log = ndoc["failures"]["shown"][0]["log"] or {}
+            check(log.get("cut") and log.get("text", "").startswith("AAAA"), f"a long last line's tail: {log}")
+        # Each run's command line is its own: an invocation that stopped before its run (an
+        # --events file that cannot be made) is not taken for the resume's.
+        before = set(session_ids(nested_sessions))
+        p = run(arun, [nested, "--session-dir", nested_sessions, "-q", "--events", "/nonexistent/dir/ev.jsonl"], work)
+        ids = sorted(set(session_ids(nested_sessions)) - before)  # ids made in one second sort by chance
+        check(p.returncode == 2 and len(ids) == 1, f"--events in a missing folder: exit {p.returncode}, new sessions {ids}")
+        if len(ids) == 1:
+            p = run(arun, ["resume", ids[0], "--session-dir", nested_sessions, "-q"], work)
+            rdoc = report_json(arun, nested_sessions, ids[0], work)
+            runs = rdoc["runs"] if rdoc else []
+            check(len(runs) == 1 and "resume" in runs[0].get("by", {}).get("argv", []),
+                  f"the resumed run's command line: {runs}")
         p = run(arun, ["report", "nosuch", "--session-dir", sessions], work)
         check(p.returncode == 2 and "nosuch" in p.stderr, f"an unknown session: exit {p.returncode}, {p.stderr}")
 

@@ -133,7 +133,17 @@ TEST_CASE("session store: the lock refuses a second holder and atomic writes rep
   std::string text;
   std::getline(in, text);
   CHECK(text == "two");
-  CHECK_FALSE(fs::exists(path + ".tmp-" + std::to_string(::getpid())));
+  // No temp file is left, and one someone made first is never the one written: the temp
+  // names are random and made with O_EXCL (an old arun's PID-named one included).
+  const auto planted = path + ".tmp-" + std::to_string(::getpid());
+  std::ofstream(planted) << "theirs";
+  CHECK(write_file_atomically(path, "three").empty());
+  std::size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(d.root)) entries += e.path().string().starts_with(path) ? 1 : 0;
+  CHECK(entries == 2);  // the file and the planted one
+  std::ifstream again(planted);
+  std::getline(again, text);
+  CHECK(text == "theirs");
   CHECK_FALSE(write_file_atomically((d.root / "missing" / "x").string(), "x").empty());
 }
 

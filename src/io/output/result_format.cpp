@@ -279,12 +279,13 @@ boost::json::object step_to_json(const step_result& s) {
 std::string failure_origin(std::string_view error) {
   constexpr std::string_view prefix = "step '";
   if (!error.starts_with(prefix)) return {};
-  // "step 'ID': WHY", or a failed iteration's "step 'ID' (item: ITEM): WHY".
+  // "step 'ID': WHY", or a failed iteration's "step 'ID' (item: ITEM): WHY" ("(items: A, B)"
+  // inside nested loops).
   const auto end = error.find('\'', prefix.size());
   const auto line_end = error.find('\n');
   if (end == std::string_view::npos || (line_end != std::string_view::npos && end > line_end)) return {};
   const auto after = error.substr(end);
-  if (!after.starts_with("': ") && !after.starts_with("' (item: ")) return {};
+  if (!after.starts_with("': ") && !after.starts_with("' (item: ") && !after.starts_with("' (items: ")) return {};
   return std::string(error.substr(prefix.size(), end - prefix.size()));
 }
 

@@ -58,6 +58,8 @@ public:
   std::size_t safe_start(std::string_view text, std::size_t at) const noexcept;
 
   bool empty() const noexcept { return patterns_.empty(); }
+  /// The forms it masks: grows as secrets are added (a sub-recipe's, once it loads).
+  std::size_t forms() const noexcept { return patterns_.size(); }
 
 private:
   void add_pattern(std::string pattern);

@@ -53,6 +53,18 @@ double number_member(const json::object& o, std::string_view key, double fallbac
   return v && v->is_number() ? v->to_number<double>() : fallback;
 }
 
+// A member of a file arun wrote, of the type the document promises, else null: a damaged
+// file's wrong types never reach the document.
+json::value string_or_null(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? *v : json::value(nullptr);
+}
+
+json::value number_or_null(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_number() ? *v : json::value(nullptr);
+}
+
 // A count a file holds (a JSON number), as an integer; 0 when absent or not a count.
 std::uint64_t count_member(const json::object& o, std::string_view key) {
   const double d = number_member(o, key);
@@ -104,7 +116,8 @@ std::string_view reason_of(std::string_view error) {
 // (read again for the few instances the document lists in full).
 struct instance_entry {
   std::uint64_t offset = 0;
-  std::uint32_t shape = 0;  // index into report_builder::shapes_
+  std::uint32_t length = 0;  // of the record's line
+  std::uint32_t shape = 0;   // index into report_builder::shapes_
   std::int64_t started = 0, ended = 0;  // epoch ms; 0: never started
   std::uint32_t attempts = 0;
   step_status status = step_status::not_run;
@@ -146,8 +159,13 @@ json::value log_tail(const owned_dir& session, std::string_view instance, std::s
     if (!text) continue;
     std::string_view tail(*text);
     if (from > 0) {
+      // From the first whole line, when one ends before the last; a last line longer than the
+      // tail is shown from a character boundary instead (never as nothing).
       const auto nl = tail.find('\n');
-      if (nl != std::string_view::npos) tail.remove_prefix(nl + 1);
+      if (nl != std::string_view::npos && nl + 1 < tail.size() && tail.find('\n', nl + 1) != std::string_view::npos)
+        tail.remove_prefix(nl + 1);
+      else
+        while (!tail.empty() && (static_cast<unsigned char>(tail.front()) & 0xC0) == 0x80) tail.remove_prefix(1);
     }
     return json::object{{"path", relative},
                         {"stream", to_string(stream)},
@@ -161,7 +179,7 @@ json::value log_tail(const owned_dir& session, std::string_view instance, std::s
 class report_builder {
 public:
   report_builder(const owned_dir& session, std::string dir, sys_clock::time_point now, const report_limits& limits)
-      : session_(session), dir_(std::move(dir)), now_(now), limits_(limits) {}
+      : session_(session), dir_(std::move(dir)), now_(now), limits_(limits), live_(session_is_live(dir_)) {}
 
   void read_journal();
   void read_events();
@@ -205,7 +223,9 @@ private:
   bool live_ = false;
 
   // journal.jsonl
+  std::optional<owned_file> journal_;
   std::unordered_map<std::string, instance_entry> instances_;
+  std::unordered_map<std::string, std::string> failure_origins_;  // failed containers -> the instance named
   std::unordered_map<std::string, std::uint32_t> shape_index_;
   std::vector<shape_info> shapes_;
   std::unordered_map<std::string, std::size_t> loop_items_;  // a loop instance's items, from its record or start
@@ -231,25 +251,18 @@ private:
 };
 
 std::optional<finished_instance> report_builder::record_at(const instance_entry& e) const {
+  if (!journal_) return std::nullopt;
   std::string why;
-  auto journal = session_.open_file("journal.jsonl", why);
-  if (!journal) return std::nullopt;
-  // A record's line is read in growing pieces: most are short, an output can make one long.
-  for (std::size_t piece = 64 * 1024; piece <= (std::size_t{1} << 30); piece *= 16) {
-    auto text = journal->read_at(e.offset, piece, why);
-    if (!text) return std::nullopt;
-    const auto nl = text->find('\n');
-    if (nl != std::string::npos || text->size() < piece) return parse_journal_line(std::string_view(*text).substr(0, nl));
-  }
-  return std::nullopt;
+  auto text = journal_->read_at(e.offset, e.length, why);
+  return text ? parse_journal_line(*text) : std::nullopt;
 }
 
 void report_builder::read_journal() {
   std::string why;
-  auto journal = open_part("journal.jsonl", journal_problem_);
-  if (!journal) return;
+  journal_ = open_part("journal.jsonl", journal_problem_);
+  if (!journal_) return;
   std::size_t line_number = 0;
-  const bool read = journal->each_line(
+  const bool read = journal_->each_line(
       [&](std::string_view line, std::uint64_t offset) {
         ++line_number;
         if (line.empty()) return;
@@ -267,6 +280,7 @@ void report_builder::read_journal() {
         spend_.record(r.step_id, r.usage ? &*r.usage : nullptr);
         instance_entry e;
         e.offset = offset;
+        e.length = static_cast<std::uint32_t>(std::min<std::size_t>(line.size(), UINT32_MAX));
         e.shape = shape_of(r.step_id);
         e.started = r.started_at == sys_clock::time_point{} ? 0 : epoch_ms(r.started_at);
         e.ended = r.ended_at == sys_clock::time_point{} ? 0 : epoch_ms(r.ended_at);
@@ -282,6 +296,12 @@ void report_builder::read_journal() {
           e.cost = r.usage->cost_usd.value_or(0);
         }
         if (r.iterations) loop_items_[r.step_id] = r.iterations->total;
+        // A container's failure names the instance it comes from: kept now, so that telling
+        // a repeat from a failure of its own reads nothing again.
+        if (r.status == step_status::failed && !e.leaf)
+          failure_origins_[r.step_id] = failure_origin(r.error);
+        else
+          failure_origins_.erase(r.step_id);
         instances_[r.step_id] = e;  // the last record of an instance is what it came to
       },
       why);
@@ -313,7 +333,7 @@ void report_builder::read_events() {
           if (shape.type.empty()) shape.type = std::string(type);
         }
         if (kind == "recipe_start") {
-          runs_.push_back({at, 0, {}, {}, -1, static_cast<std::size_t>(number_member(o, "steps"))});
+          runs_.push_back({at, 0, {}, {}, -1, static_cast<std::size_t>(count_member(o, "steps"))});
           open_starts_.clear();
         } else if (kind == "recipe_end") {
           if (runs_.empty() || runs_.back().ended != 0) return;
@@ -325,8 +345,7 @@ void report_builder::read_events() {
           open_starts_.clear();
         } else if (kind == "step_start") {
           if (type == "loop") {
-            const auto items = number_member(o, "items", -1);
-            if (items >= 0) loop_items_.try_emplace(step, static_cast<std::size_t>(items));
+            if (o.contains("items")) loop_items_.try_emplace(step, static_cast<std::size_t>(count_member(o, "items")));
           } else if (type == "bash" || type == "agent" || type == "gate") {
             open_starts_[step] = at;
           }
@@ -448,25 +467,25 @@ json::object report_builder::session_json(const json::object& state, const std::
   const auto status = string_member(state, "status");
   json::object s{{"id", id},
                  {"dir", dir_},
-                 {"recipe_name", member_or_null(state, "recipe_name")},
-                 {"recipe_path", member_or_null(state, "recipe_path")},
+                 {"recipe_name", string_or_null(state, "recipe_name")},
+                 {"recipe_path", string_or_null(state, "recipe_path")},
                  {"status", status},
                  {"live", live_},
                  // state.json says running and no arun holds the session: that arun died (a
                  // crash, kill -9, a lost machine); `arun resume` takes it up.
                  {"interrupted", status == "running" && !live_},
-                 {"created", member_or_null(state, "created")},
-                 {"updated", member_or_null(state, "updated")},
-                 {"arun_version", member_or_null(state, "arun_version")},
+                 {"created", string_or_null(state, "created")},
+                 {"updated", string_or_null(state, "updated")},
+                 {"arun_version", string_or_null(state, "arun_version")},
                  {"resumes", count_member(state, "resumes")},
-                 {"error", member_or_null(state, "error")},
+                 {"error", string_or_null(state, "error")},
                  {"failed_instances", count_member(state, "failed_instances")}};
   const auto* inv = state.if_contains("invocation");
-  s["working_dir"] = inv && inv->is_object() ? member_or_null(inv->get_object(), "working_dir") : json::value(nullptr);
+  s["working_dir"] = inv && inv->is_object() ? string_or_null(inv->get_object(), "working_dir") : json::value(nullptr);
   const auto* executor = invocation_of("executor");
-  s["executor"] = executor ? member_or_null(*executor, "name") : json::value("local");
+  s["executor"] = executor ? string_or_null(*executor, "name") : json::value("local");
   const auto* execution = invocation_of("execution");
-  s["max_concurrent"] = execution ? member_or_null(*execution, "max_concurrent") : json::value(nullptr);
+  s["max_concurrent"] = execution ? number_or_null(*execution, "max_concurrent") : json::value(nullptr);
   // The recipe's output, when small enough to read in a page.
   const auto* output = state.if_contains("output");
   if (output && to_json_text(*output).size() <= 64 * 1024)
@@ -476,11 +495,35 @@ json::object report_builder::session_json(const json::object& state, const std::
   return s;
 }
 
+// A state.json `runs` entry as the document has it (every member of its type), or none: a
+// damaged entry is left out, never copied as it is.
+std::optional<json::object> checked_run_entry(const json::value& v) {
+  if (!v.is_object()) return std::nullopt;
+  const auto& o = v.get_object();
+  for (const char* key : {"started_at", "arun_version", "user", "host"})
+    if (const auto* m = o.if_contains(key); !m || !m->is_string()) return std::nullopt;
+  const auto* pid = o.if_contains("pid");
+  const auto* argv = o.if_contains("argv");
+  if (!pid || !pid->is_int64() || pid->get_int64() < 1 || !argv || !argv->is_array()) return std::nullopt;
+  for (const auto& word : argv->get_array())
+    if (!word.is_string()) return std::nullopt;
+  json::object out;
+  for (const char* key : {"started_at", "arun_version", "pid", "user", "host", "argv"}) out[key] = o.at(key);
+  return out;
+}
+
 json::array report_builder::runs_json(const json::object& state) const {
-  // Who started each run and how: state.json's `runs` (arun 0.2 on), matched by order.
-  const json::array* recorded = nullptr;
-  if (const auto* r = state.if_contains("runs"); r && r->is_array()) recorded = &r->get_array();
+  // Who started each run and how: state.json's `runs`, each matched to the run whose
+  // recipe_start came next after it (an invocation that stopped before its run started has
+  // an entry and no run).
+  std::vector<std::pair<std::int64_t, json::object>> entries;
+  if (const auto* r = state.if_contains("runs"); r && r->is_array())
+    for (const auto& v : r->get_array())
+      if (auto entry = checked_run_entry(v))
+        if (const auto at = parse_rfc3339_ms(entry->at("started_at").get_string()))
+          entries.emplace_back(epoch_ms(*at), std::move(*entry));
   json::array out;
+  std::size_t next = 0;
   for (std::size_t i = 0; i < runs_.size(); ++i) {
     const auto& r = runs_[i];
     json::object o{{"started_at", time_text(r.started)},
@@ -491,7 +534,9 @@ json::array report_builder::runs_json(const json::object& state) const {
                    {"steps", r.steps}};
     // An invocation that never ended: still going (the latest, while live), or killed.
     o["ended"] = r.ended ? "ended" : (i + 1 == runs_.size() && live_ ? "running" : "killed");
-    if (recorded && i < recorded->size() && (*recorded)[i].is_object()) o["by"] = (*recorded)[i];
+    std::optional<json::object> found;
+    while (next < entries.size() && entries[next].first <= r.started) found = std::move(entries[next++].second);
+    if (found) o["by"] = std::move(*found);
     out.push_back(std::move(o));
   }
   return out;
@@ -741,19 +786,14 @@ json::object report_builder::failures_json() const {
   std::size_t total = 0;
   for (const auto& [offset, instance] : failed) {
     const auto& e = instances_.at(*instance);
-    std::optional<finished_instance> record;
-    if (!e.leaf) {
-      record = record_at(e);
-      if (!record) continue;
-      const auto origin = failure_origin(record->result.error);
-      if (!origin.empty() && origin != *instance) {
-        const auto o = instances_.find(origin);
-        if (o != instances_.end() && o->second.status == step_status::failed) continue;
-      }
+    if (const auto origin = failure_origins_.find(*instance);
+        origin != failure_origins_.end() && !origin->second.empty() && origin->second != *instance) {
+      const auto o = instances_.find(origin->second);
+      if (o != instances_.end() && o->second.status == step_status::failed) continue;
     }
     ++total;
     if (shown.size() >= limits_.failures) continue;
-    if (!record) record = record_at(e);
+    const auto record = record_at(e);
     if (!record) continue;
     const auto& r = record->result;
     json::array excerpt;
@@ -821,12 +861,12 @@ json::object report_builder::gates_json(const json::object& state) const {
       const auto prompt = gate_prompts_.find(name);
       gates.push_back(json::object{
           {"gate", name},
-          {"decision", member_or_null(d, "decision")},
+          {"decision", string_or_null(d, "decision")},
           {"prompt", prompt != gate_prompts_.end() ? json::value(prompt->second) : json::value(nullptr)},
-          {"message", member_or_null(d, "message")},
-          {"by", member_or_null(d, "by")},
-          {"requested_at", member_or_null(d, "requested_at")},
-          {"decided_at", member_or_null(d, "decided_at")}});
+          {"message", string_or_null(d, "message")},
+          {"by", string_or_null(d, "by")},
+          {"requested_at", number_or_null(d, "requested_at")},
+          {"decided_at", number_or_null(d, "decided_at")}});
     }
   }
   // Waiting gates a state.json without `approvals` (an older arun) still names.
@@ -837,14 +877,16 @@ json::object report_builder::gates_json(const json::object& state) const {
       if (step.empty() || !seen.insert(step).second) continue;
       gates.push_back(json::object{{"gate", step},
                                    {"decision", "pending"},
-                                   {"prompt", member_or_null(v.get_object(), "prompt")},
+                                   {"prompt", string_or_null(v.get_object(), "prompt")},
                                    {"message", nullptr},
                                    {"by", nullptr},
                                    {"requested_at", nullptr},
                                    {"decided_at", nullptr}});
     }
   json::array history;
-  if (const auto* h = state.if_contains("approval_history"); h && h->is_array()) history = h->get_array();
+  if (const auto* h = state.if_contains("approval_history"); h && h->is_array())
+    for (const auto& entry : h->get_array())
+      if (entry.is_object()) history.push_back(entry);
   return json::object{{"gates", std::move(gates)}, {"history", std::move(history)}};
 }
 
@@ -890,7 +932,6 @@ json::object report_builder::cache_json() const {
 }
 
 json::object report_builder::document(const json::object& state, const std::string& id) {
-  live_ = session_is_live(dir_);
   auto doc = document_header();
   doc["generated_at"] = format_rfc3339_ms(now_);
   doc["session"] = session_json(state, id);
@@ -957,8 +998,10 @@ std::variant<json::object, std::string> session_report(const std::string& root, 
   if (auto* error = std::get_if<std::string>(&opened)) return *error;
   const auto& session = std::get<owned_dir>(opened);
   report_builder builder(session, dir, now, limits);
-  builder.read_journal();
+  // Whether a run holds the session, then its events, then the journal: an instance that
+  // ends in between is in the journal, never missing from both.
   builder.read_events();
+  builder.read_journal();
   builder.read_transcripts();
   return builder.document(std::get<json::object>(state), id);
 }

@@ -14,8 +14,10 @@
 #include <arun/value_format.hpp>
 
 #include <boost/json/parse.hpp>
+#include <fmt/format.h>
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -113,8 +115,17 @@ trusted_directory checked_session_root(const std::string& flag, trust_mode mode)
 }
 
 std::string write_file_atomically(const std::string& path, std::string_view text) {
-  const auto temp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  // The temp file is new and ours: a random name made with O_EXCL, never a file someone else
+  // put in the directory first (a report's -o may name a directory others can write).
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    std::uint64_t random = 0;
+    if (::getrandom(&random, sizeof random, 0) != sizeof random) random ^= static_cast<std::uint64_t>(::getpid()) << 20 ^ attempt;
+    temp = fmt::format("{}.tmp-{:016x}", path, random);
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) return "cannot write " + temp + ": " + errno_text(errno);
   int err = write_all(fd, text);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
@@ -599,7 +610,10 @@ session_store::~session_store() {
 
 std::string session_store::save_state() {
   flush();  // after the records it counts
-  if (!origin_written_ && state_.contains("invocation")) {
+  // Written again when the masker has learnt a secret since (a sub-recipe's `secrets:`): a
+  // value given as a --set too is then masked there as well.
+  const auto forms = masker_ ? masker_->forms() : 0;
+  if ((!origin_written_ || forms != origin_masked_forms_) && state_.contains("invocation")) {
     // What never changes, apart from state.json, so a damaged state.json can be rebuilt.
     json::object origin;
     for (const char* key : {"format", "arun_version", "session_id", "created", "recipe_name", "recipe_path", "invocation"})
@@ -612,6 +626,7 @@ std::string session_store::save_state() {
       return error;
     }
     origin_written_ = true;
+    origin_masked_forms_ = forms;
   }
   state_["updated"] = now_rfc3339();
   state_["records"] = records_.load();

@@ -202,6 +202,7 @@ private:
   std::function<void(const std::string&)> on_failure_;
   std::vector<std::string> notices_;
   bool origin_written_ = false;
+  std::size_t origin_masked_forms_ = 0;  // the masker's forms when origin.json was written
   std::shared_ptr<background_writer> writer_;
   const secret_masker* masker_ = nullptr;
 };

@@ -121,7 +121,9 @@
   function timeTicks(total, target) {
     const steps = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600,
       7200, 10800, 21600, 43200, 86400, 172800, 604800];
-    let step = steps[steps.length - 1];
+    // Past the table (a span of years: a clock that was wrong), whole powers of ten of days,
+    // so the ticks stay about `target` whatever the span.
+    let step = Math.pow(10, Math.ceil(Math.log10(Math.max(total / target / 86400, 1)))) * 86400;
     for (const s of steps) if (total / s <= target) { step = s; break; }
     const ticks = [];
     for (let t = 0; t <= total + 1e-9; t += step) ticks.push(t);
@@ -133,7 +135,7 @@
     if (step < 60) return trimZeros(t.toFixed(step < 0.1 ? 2 : step < 1 ? 1 : 0)) + " s";
     if (step < 3600) return trimZeros((t / 60).toFixed(step % 60 ? 1 : 0)) + " min";
     if (step < 86400) return trimZeros((t / 3600).toFixed(step % 3600 ? 1 : 0)) + " h";
-    return trimZeros((t / 86400).toFixed(1)) + " d";
+    return Math.round(t / 86400).toLocaleString() + " d";
   }
 
   // ---- shared building blocks --------------------------------------------------------------
