@@ -247,6 +247,7 @@ TEST_CASE("a loop's failed iterations: the first five in the text result, every 
 TEST_CASE("failure excerpts: the first error-looking line and the last three, stdout only when stderr is empty") {
   CHECK(failure_origin("step 'call/fan[2]/x': exit code 1\nmore") == "call/fan[2]/x");
   CHECK(failure_origin("step 'fan[2]' (item: a': b): exit code 1") == "fan[2]");
+  CHECK(failure_origin("step 'o[1]/i[1]/leaf' (items: 2, y): exit code 7") == "o[1]/i[1]/leaf");  // nested loops
   CHECK(failure_origin("exit code 1").empty());
   CHECK(failure_origin("step 'a' failed\nstep 'b': x").empty());
   CHECK(failure_excerpt("step 'a': exit code 1").empty());
