@@ -489,7 +489,7 @@ static void warn_unknown_refresh(const std::vector<std::string>& names, const re
 // then each resume), shown by `arun report` (docs/report-and-dashboard.md). The command line
 // is masked: a `--secret KEY=VALUE` keeps its key, and no word keeps a secret's value.
 static void record_invocation(boost::json::object& state, const std::vector<std::string>& command_line,
-                       const io::secret_masker& masker) {
+                              const io::secret_masker& masker) {
   boost::json::array argv;
   bool secret_next = false;
   for (const auto& word : command_line) {
@@ -724,8 +724,8 @@ int execute_run(const run_settings& s, const recipe_input& input, const std::str
   recipe_engine eng(runner, sinks.fanout);
   if (store) {
     store->state()["status"] = "running";
-    // Here, where nothing can stop the run before its recipe_start: each `runs` entry is
-    // the invocation of one recipe_start in the events, in the same order.
+    // Just before the run starts, past every check that can stop it: `arun report` matches
+    // each entry to the run whose recipe_start came next.
     record_invocation(store->state(), s.command_line, masker);
     if (auto error = store->save_state(); !error.empty()) {
       std::fprintf(stderr, "arun: the session store %s cannot be written: %s\n", store->dir().c_str(), error.c_str());
