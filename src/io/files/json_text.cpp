@@ -134,4 +134,16 @@ std::string string_member(const boost::json::object& o, std::string_view key, st
   return v && v->is_string() ? std::string(v->get_string()) : fallback;
 }
 
+std::string_view string_view_member(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+}
+
+std::optional<std::uint64_t> count_member(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || !v->is_number()) return std::nullopt;
+  const double d = v->to_number<double>();
+  return d >= 0 && d < 9007199254740992.0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(d)) : std::nullopt;
+}
+
 }  // namespace arun::io

@@ -7,6 +7,8 @@
 #include <boost/json/value.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,5 +31,10 @@ boost::json::value parse_json_text(std::string_view text, boost::system::error_c
 
 /// The string member `key` of `o`; `fallback` when it is missing or not a string.
 std::string string_member(const boost::json::object& o, std::string_view key, std::string fallback = {});
+/// The same without a copy: a view into `o`, empty when missing or not a string.
+std::string_view string_view_member(const boost::json::object& o, std::string_view key);
+/// The number member `key` of `o` as a count: none when it is missing, not a number, negative
+/// or past 2^53 (a file's value is never cast out of range).
+std::optional<std::uint64_t> count_member(const boost::json::object& o, std::string_view key);
 
 }  // namespace arun::io

@@ -43,11 +43,6 @@ json::value time_text(std::int64_t ms) {
   return json::value(format_rfc3339_ms(sys_clock::time_point(std::chrono::milliseconds(ms))));
 }
 
-std::string_view view_member(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
-}
-
 double number_member(const json::object& o, std::string_view key, double fallback = 0) {
   const auto* v = o.if_contains(key);
   return v && v->is_number() ? v->to_number<double>() : fallback;
@@ -63,12 +58,6 @@ json::value string_or_null(const json::object& o, std::string_view key) {
 json::value number_or_null(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   return v && v->is_number() ? *v : json::value(nullptr);
-}
-
-// A count a file holds (a JSON number), as an integer; 0 when absent or not a count.
-std::uint64_t count_member(const json::object& o, std::string_view key) {
-  const double d = number_member(o, key);
-  return d >= 0 && d < 9007199254740992.0 ? static_cast<std::uint64_t>(d) : 0;
 }
 
 json::value member_or_null(const json::object& o, std::string_view key) {
@@ -321,31 +310,31 @@ void report_builder::read_events() {
         const auto v = json::parse(line, ec);
         if (ec || !v.is_object()) return;
         const auto& o = v.get_object();
-        const auto kind = view_member(o, "event");
-        const auto ts = parse_rfc3339_ms(view_member(o, "ts"));
+        const auto kind = string_view_member(o, "event");
+        const auto ts = parse_rfc3339_ms(string_view_member(o, "ts"));
         if (!ts) return;
         const auto at = epoch_ms(*ts);
         live_status_.add_events(line);
-        const std::string step(view_member(o, "step"));
-        const auto type = view_member(o, "type");
+        const std::string step(string_view_member(o, "step"));
+        const auto type = string_view_member(o, "type");
         if (!step.empty() && !type.empty()) {
           auto& shape = shapes_[shape_of(step)];
           if (shape.type.empty()) shape.type = std::string(type);
         }
         if (kind == "recipe_start") {
-          runs_.push_back({at, 0, {}, {}, -1, static_cast<std::size_t>(count_member(o, "steps"))});
+          runs_.push_back({at, 0, {}, {}, -1, static_cast<std::size_t>(count_member(o, "steps").value_or(0))});
           open_starts_.clear();
         } else if (kind == "recipe_end") {
           if (runs_.empty() || runs_.back().ended != 0) return;
           auto& run = runs_.back();
           run.ended = at;
-          run.status = std::string(view_member(o, "status"));
-          run.error = std::string(view_member(o, "error"));
+          run.status = std::string(string_view_member(o, "status"));
+          run.error = std::string(string_view_member(o, "error"));
           run.duration = number_member(o, "duration", -1);
           open_starts_.clear();
         } else if (kind == "step_start") {
           if (type == "loop") {
-            if (o.contains("items")) loop_items_.try_emplace(step, static_cast<std::size_t>(count_member(o, "items")));
+            if (o.contains("items")) loop_items_.try_emplace(step, static_cast<std::size_t>(count_member(o, "items").value_or(0)));
           } else if (type == "bash" || type == "agent" || type == "gate") {
             open_starts_[step] = at;
           }
@@ -353,21 +342,21 @@ void report_builder::read_events() {
           open_starts_.erase(step);
         } else if (kind == "step_retry") {
           ++retries_;
-          const auto error = one_line(view_member(o, "error"), 200);
+          const auto error = one_line(string_view_member(o, "error"), 200);
           ++retry_reasons_[{without_indices(step), std::string(reason_of(error))}];
           if (retry_list_.size() < limits_.retries)
             retry_list_.push_back(json::object{{"instance", step},
-                                               {"attempt", count_member(o, "attempt")},
+                                               {"attempt", count_member(o, "attempt").value_or(0)},
                                                {"delay", number_member(o, "delay")},
                                                {"error", error},
                                                {"at", time_text(at)}});
         } else if (kind == "approval_requested") {
-          gate_prompts_[step] = std::string(view_member(o, "prompt"));
+          gate_prompts_[step] = std::string(string_view_member(o, "prompt"));
         } else if (kind == "warning") {
           if (warning_count_++ < limits_.listed)
             warnings_.push_back(json::object{{"at", time_text(at)},
                                              {"step", step.empty() ? json::value(nullptr) : json::value(step)},
-                                             {"message", view_member(o, "message")}});
+                                             {"message", string_view_member(o, "message")}});
         } else if (kind == "limit_changed") {
           if (limit_change_count_++ < limits_.listed)
             limit_changes_.push_back(json::object{{"at", time_text(at)},
@@ -477,9 +466,9 @@ json::object report_builder::session_json(const json::object& state, const std::
                  {"created", string_or_null(state, "created")},
                  {"updated", string_or_null(state, "updated")},
                  {"arun_version", string_or_null(state, "arun_version")},
-                 {"resumes", count_member(state, "resumes")},
+                 {"resumes", count_member(state, "resumes").value_or(0)},
                  {"error", string_or_null(state, "error")},
-                 {"failed_instances", count_member(state, "failed_instances")}};
+                 {"failed_instances", count_member(state, "failed_instances").value_or(0)}};
   const auto* inv = state.if_contains("invocation");
   s["working_dir"] = inv && inv->is_object() ? string_or_null(inv->get_object(), "working_dir") : json::value(nullptr);
   const auto* executor = invocation_of("executor");

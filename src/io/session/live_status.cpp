@@ -1,5 +1,6 @@
 #include "session/live_status.hpp"
 
+#include "files/json_text.hpp"
 #include "output/event_json.hpp"
 #include "session/session_record.hpp"
 
@@ -16,18 +17,6 @@ namespace json = boost::json;
 // difference it takes come through here, so the frames agree.
 status_board::clock::time_point board_time(std::chrono::system_clock::time_point t) {
   return status_board::clock::time_point(std::chrono::duration_cast<status_board::clock::duration>(t.time_since_epoch()));
-}
-
-std::string_view string_view_member(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
-}
-
-std::optional<std::size_t> count_of(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (!v || !v->is_number()) return std::nullopt;
-  const double d = v->to_number<double>();
-  return d >= 0 && d < 9007199254740992.0 ? std::optional<std::size_t>(static_cast<std::size_t>(d)) : std::nullopt;
 }
 
 std::optional<event_kind> kind_from(std::string_view name) {
@@ -64,8 +53,8 @@ void live_status::add_line(std::string_view line) {
   e.ts = *ts;
   e.step = std::string(string_view_member(o, "step"));
   e.step_type = std::string(string_view_member(o, "type"));
-  e.items = count_of(o, *kind == event_kind::recipe_start ? "steps" : "items");
-  if (const auto attempt = count_of(o, "attempt")) e.attempt = static_cast<int>(*attempt);
+  e.items = count_member(o, *kind == event_kind::recipe_start ? "steps" : "items");
+  if (const auto attempt = count_member(o, "attempt")) e.attempt = static_cast<int>(*attempt);
   step_result result;
   if (*kind == event_kind::step_end) {
     result.step_id = e.step;
