@@ -19,14 +19,20 @@ inline std::string_view text_line(std::string_view text, std::size_t number) {
   return text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
 }
 
+/// The largest position `<= at` (at most text.size()) that is not inside a UTF-8 character:
+/// where a text can be cut without splitting one.
+inline std::size_t character_boundary(std::string_view text, std::size_t at) {
+  if (at >= text.size()) return text.size();
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+  return at;
+}
+
 /// The first line of `text`, cut to `max` bytes on a UTF-8 character boundary ("..." marks
 /// the cut; " ..." marks lines left out): a label or a summary line.
 inline std::string one_line(std::string_view text, std::size_t max = 72) {
   std::string s(text.substr(0, text.find('\n')));
   if (s.size() > max) {
-    std::size_t cut = max - 3;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // never before a continuation byte
-    s = s.substr(0, cut) + "...";
+    s = s.substr(0, character_boundary(s, max - 3)) + "...";
   } else if (text.find('\n') != std::string_view::npos && text.find('\n') + 1 < text.size()) {
     s += " ...";
   }

@@ -373,8 +373,7 @@ void report_builder::read_events() {
 
 json::string cut_text(std::string_view text, std::size_t max) {
   if (text.size() <= max) return json::string(text);
-  auto end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  const auto end = character_boundary(text, max);
   return json::string(std::string(text.substr(0, end)) + "\n[… " + std::to_string(text.size() - end) + " more bytes]");
 }
 

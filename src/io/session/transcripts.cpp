@@ -1,5 +1,7 @@
 #include "session/transcripts.hpp"
 
+#include "files/text_lines.hpp"
+
 #include "files/json_text.hpp"
 #include "output/event_json.hpp"
 #include "output/result_format.hpp"
@@ -26,8 +28,7 @@ namespace json = boost::json;
 std::string bounded(std::string_view text, std::size_t max_bytes, bool& cut) {
   if (text.size() <= max_bytes) return std::string(text);
   cut = true;
-  std::size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // not inside a character
+  const auto end = character_boundary(text, max_bytes);
   return std::string(text.substr(0, end)) + fmt::format("\n[… {} more bytes: cut at --max-output]", text.size() - end);
 }
 
